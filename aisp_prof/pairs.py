@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .errors import UnknownTargetError
+from .errors import RequirementError, UnknownTargetError
 
 Inputs = dict[str, Any]
 Launch = Callable[[], Any]            # zero-argument closure that only launches work, returns the output
@@ -51,6 +51,9 @@ class KernelPair:
     sizes: Mapping[str, int] = field(default_factory=dict)    # default problem size
     tolerance: float = 1e-5                     # max ||out - ref|| / ||ref||
     requires: Requirements = field(default_factory=Requirements)
+    # per-variant needs beyond the pair's: {"cuda": ("gpu", "nvcc"), "triton": ("triton",)};
+    # lets the CPU-only CI check the variants that can run there (Triton under TRITON_INTERPRET=1)
+    variant_needs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     source: str = ""                            # module path, filled in by discovery
 
     @property
@@ -90,7 +93,11 @@ def discover(root: Path | None = None) -> list[KernelPair]:
     for path in sorted(root.glob("ch*/*.py")):
         if path.name.startswith("_"):
             continue
-        module = _load_module(path)
+        try:
+            module = _load_module(path)
+        except ImportError as exc:
+            raise RequirementError(f"cannot import {path}: {exc}; the kernel pairs need torch "
+                                   "(pip install -e '.[kernels]')") from exc
         pair = getattr(module, "PAIR", None)
         if isinstance(pair, KernelPair):
             pairs.append(_with_source(pair, path))
@@ -121,3 +128,18 @@ def select(targets: list[str], root: Path | None = None) -> list[KernelPair]:
         chapter = [p for p in all_pairs if p.chapter_key == t]
         chosen.extend(chapter if chapter else [find(t, root)])
     return chosen
+
+
+def parse_sizes(text: str | None, defaults: Mapping[str, int]) -> dict[str, int]:
+    """"rows=4096,cols=8192" over a pair's defaults; unknown keys are an error, not ignored."""
+    sizes = dict(defaults)
+    if not text:
+        return sizes
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in sizes or not value.strip().isdigit():
+            known = ", ".join(f"{k}=N" for k in defaults) or "none"
+            raise UnknownTargetError(f"bad size {part!r}; this pair takes {known}")
+        sizes[key] = int(value)
+    return sizes

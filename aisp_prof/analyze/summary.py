@@ -1,0 +1,87 @@
+"""Per-variant summary of a run: did the optimization work, is it correct, and why.
+
+Time comes from nsys (real launches, no replay, per call); bytes, FLOPs and stall reasons come
+from ncu (one replayed launch of each kernel); correctness from the check child. Each figure
+keeps its source in its name so nobody mixes a replayed ncu duration with a timeline time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ..parse.metric_table import STALL_REASONS
+from .flops import add_flops_and_bytes
+
+NOT_STALLS = {"selected"}   # a warp being issued is not a stall
+
+
+def top_stalls(kernels: pd.DataFrame, n: int = 3) -> list[dict[str, float]]:
+    """Stall reasons by warp-cycles per issued instruction, weighted over the kernels' instructions."""
+    cols = [f"stall_{r}" for r in STALL_REASONS if f"stall_{r}" in kernels and r not in NOT_STALLS]
+    if not cols or kernels.empty:
+        return []
+    weights = kernels["inst_executed"].astype(float) if "inst_executed" in kernels else pd.Series(1.0, index=kernels.index)
+    total = weights.sum()
+    if not total:
+        return []
+    avg = {c[len("stall_"):]: float((kernels[c].astype(float).fillna(0) * weights).sum() / total) for c in cols}
+    ranked = sorted(avg.items(), key=lambda kv: kv[1], reverse=True)[:n]
+    return [{"reason": r, "cycles_per_inst": v} for r, v in ranked if v > 0]
+
+
+def _sum(df: pd.DataFrame, col: str) -> float | None:
+    if col not in df or df[col].isna().all():
+        return None
+    return float(df[col].astype(float).sum())
+
+
+def _ordered_variants(info: dict[str, Any], *frames: pd.DataFrame) -> list[str]:
+    order = list(info.get("variants") or [])
+    for f in frames:
+        if "variant" in f:
+            order += [v for v in f["variant"].dropna().unique() if v and v not in order]
+    return order
+
+
+def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
+              checks: pd.DataFrame, timings: pd.DataFrame) -> list[dict[str, Any]]:
+    """One dict per variant, baseline first."""
+    kernels = add_flops_and_bytes(kernels) if not kernels.empty else kernels
+    rows = []
+    for v in _ordered_variants(info, kernels, ranges):
+        k = kernels[kernels["variant"] == v] if "variant" in kernels else kernels.iloc[0:0]
+        r = ranges[ranges["variant"] == v] if "variant" in ranges else ranges.iloc[0:0]
+        row: dict[str, Any] = {"variant": v}
+        if not r.empty:
+            occ = float(r["occurrences"].sum()) or 1.0
+            row["kernels_per_call"] = float(r["kernel_count"].sum()) / occ
+            row["gpu_time_ns"] = float(r["gpu_time_ns"].sum()) / occ
+            row["gpu_time_source"] = "nsys"
+        elif not k.empty:
+            row["kernels_per_call"] = float(len(k))
+            row["gpu_time_ns"] = _sum(k, "duration_ns")
+            row["gpu_time_source"] = "ncu"
+        if not timings.empty and v in set(timings["variant"]):
+            row["cuda_event_median_ns"] = float(timings.loc[timings["variant"] == v, "median_ns"].iloc[0])
+        if not checks.empty and v in set(checks["variant"]):
+            c = checks[checks["variant"] == v]
+            row["correct"] = bool(c["passed"].astype(bool).all())
+            row["rel_err_vs_reference"] = float(c["rel_err_vs_reference"].astype(float).max())
+        ncu_ns = _sum(k, "duration_ns")
+        row["ncu_duration_ns"] = ncu_ns
+        for col in ("dram_bytes", "l2_bytes", "l1_bytes", "flops_total", "flops_fp32", "flops_fp64",
+                    "flops_fp16", "flops_tensor"):
+            row[col] = _sum(k, col)
+        if ncu_ns:
+            if row["dram_bytes"] is not None:
+                row["dram_bytes_per_s"] = row["dram_bytes"] / ncu_ns * 1e9
+            if row["flops_total"] is not None:
+                row["flops_per_s"] = row["flops_total"] / ncu_ns * 1e9
+        row["top_stalls"] = top_stalls(k)
+        rows.append(row)
+    base = next((r for r in rows if r["variant"] == "baseline" and r.get("gpu_time_ns")), None)
+    for row in rows:
+        if base and row.get("gpu_time_ns"):
+            row["speedup_vs_baseline"] = base["gpu_time_ns"] / row["gpu_time_ns"]
+    return rows

@@ -1,0 +1,221 @@
+"""Correctness check: every variant of a pair must match the float64 reference and the baseline.
+
+A fast kernel that is wrong is worse than a slow one, so this runs before anything is timed.
+It guards against the usual ways a benchmark lies:
+  - one lucky input: each trial draws fresh random inputs (seed + trial);
+  - stale output: the output is poisoned with NaN between two calls, so elements the kernel
+    never writes show up instead of passing with the previous call's values;
+  - allocating in the timed closure: the second call must return the same tensor;
+  - swallowed errors: a variant that raises is recorded as failed with its exception text.
+Environment problems (AispError: no GPU, no nvcc, no triton, a failed build) are not
+correctness results; they propagate so the caller can skip or report them explicitly.
+
+torch is imported inside the functions so that `import aisp_prof.check` works without it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Mapping
+
+from .errors import AispError, CorrectnessError, UnknownTargetError
+from .pairs import KernelPair
+
+log = logging.getLogger(__name__)
+
+KNOWN_NEEDS = ("gpu", "nvcc", "triton")
+
+
+@dataclass
+class VariantCheck:
+    """One variant on one trial's inputs. Relative errors are ||out - other|| / ||other||."""
+
+    variant: str
+    trial: int
+    seed: int
+    rel_err_vs_reference: float | None = None
+    rel_err_vs_baseline: float | None = None
+    max_abs_diff_vs_baseline: float | None = None
+    unwritten_elements: int = 0          # still NaN after poisoning + a second call
+    poisoned: bool = False               # the output was poisoned and the same tensor came back
+    passed: bool = False
+    message: str = ""
+
+
+@dataclass
+class CheckResult:
+    pair: str
+    sizes: dict[str, int]
+    tolerance: float
+    checks: list[VariantCheck] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def failed_variants(self) -> list[str]:
+        return list(dict.fromkeys(c.variant for c in self.checks if not c.passed))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able (strict JSON: non-finite errors become None; the message keeps the text)."""
+        d = asdict(self)
+        for c in d["checks"]:
+            for k, v in c.items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    c[k] = None
+        d["passed"] = self.passed
+        d["failed_variants"] = self.failed_variants
+        return d
+
+
+def runnable_variants(pair: KernelPair, have_gpu: bool, have_nvcc: bool, have_triton: bool) -> list[str]:
+    """The variants whose needs (the pair's `requires.needs` plus `variant_needs`) are met here."""
+    have = {"gpu": have_gpu, "nvcc": have_nvcc, "triton": have_triton}
+    names = []
+    for name in pair.variants:
+        needs = tuple(pair.requires.needs) + tuple(pair.variant_needs.get(name, ()))
+        unknown = [n for n in needs if n not in have]
+        if unknown:
+            log.warning("%s/%s needs %s, which this tool cannot detect; not running it",
+                        pair.name, name, ", ".join(unknown))
+            continue
+        if all(have[n] for n in needs):
+            names.append(name)
+    return names
+
+
+def check_pair(pair: KernelPair, sizes: Mapping[str, int] | None = None, device: str = "cuda",
+               variants: Iterable[str] | None = None, trials: int = 2, seed: int = 0) -> CheckResult:
+    """Run the selected variants on `trials` fresh inputs and compare each with the reference.
+
+    The baseline always runs (and is reported) because every variant is compared with it.
+    Does not check `pair.requires` (compute capability): the caller decides what runs here.
+    """
+    import torch
+
+    sizes = dict(sizes if sizes is not None else pair.sizes)
+    names = list(variants) if variants is not None else list(pair.variants)
+    unknown = [n for n in names if n not in pair.variants]
+    if unknown:
+        raise UnknownTargetError(f"{pair.name} has no variant {', '.join(map(repr, unknown))}; "
+                                 f"it has {', '.join(pair.variants)}")
+    names = ["baseline"] + [n for n in names if n != "baseline"]
+    result = CheckResult(pair=pair.name, sizes=sizes, tolerance=pair.tolerance)
+
+    for trial in range(trials):
+        trial_seed = seed + trial
+        inputs = pair.make_inputs(sizes, device, trial_seed)
+        ref = torch.as_tensor(pair.reference(inputs)).double()
+        baseline_out = None
+        for name in names:
+            check, out = _check_variant(pair, name, inputs, ref, baseline_out, trial, trial_seed)
+            if name == "baseline" and check.passed:
+                baseline_out = out
+            result.checks.append(check)
+            log.info("%s/%s trial %d: %s", pair.name, name, trial, check.message)
+        del inputs, ref, baseline_out
+    return result
+
+
+def raise_if_failed(result: CheckResult) -> None:
+    """CorrectnessError naming every failing variant and why, in one line."""
+    if result.passed:
+        return
+    if not result.checks:
+        raise CorrectnessError(f"{result.pair}: no variant was checked")
+    reasons = {}
+    for c in result.checks:
+        if not c.passed and c.variant not in reasons:
+            reasons[c.variant] = f"{c.variant} (trial {c.trial}, seed {c.seed}): {c.message}"
+    raise CorrectnessError(f"{result.pair} failed the correctness check: " + "; ".join(reasons.values()))
+
+
+def _check_variant(pair: KernelPair, name: str, inputs: dict, ref: Any, baseline_out: Any,
+                   trial: int, seed: int) -> tuple[VariantCheck, Any]:
+    import torch
+
+    check = VariantCheck(variant=name, trial=trial, seed=seed)
+    try:
+        launch = pair.variants[name](inputs)
+        first = launch()              # warm-up: compiles, autotunes, fills caches
+        if not isinstance(first, torch.Tensor):
+            check.message = f"returned {type(first).__name__}, expected a torch.Tensor"
+            return check, None
+        _synchronize(first)
+        check.poisoned = first.is_floating_point()
+        if check.poisoned:
+            first.fill_(float("nan"))
+            _synchronize(first)
+        out = launch()
+        _synchronize(out)
+    except AispError:
+        raise
+    except Exception as exc:  # a correctness result, not a crash: record it, never hide it
+        check.message = _one_line(f"raised {type(exc).__name__}: {exc}")
+        log.debug("%s/%s raised", pair.name, name, exc_info=True)
+        return check, None
+
+    if not isinstance(out, torch.Tensor):
+        check.message = f"returned {type(out).__name__} on the second call, expected a torch.Tensor"
+        return check, None
+    problems = []
+    if not (out is first or _same_storage(out, first)):
+        check.poisoned = False
+        problems.append("returned a different tensor on the second call; allocate outputs in the "
+                        "factory and return the same tensor from every call")
+    if tuple(out.shape) != tuple(ref.shape):
+        check.message = f"output shape {tuple(out.shape)} != reference shape {tuple(ref.shape)}"
+        return check, out
+
+    out64 = out.detach().double()
+    if check.poisoned:
+        check.unwritten_elements = int(torch.isnan(out64).sum())
+        if check.unwritten_elements:
+            problems.append(f"{check.unwritten_elements} of {out.numel()} output elements were never "
+                            "written (still NaN after poisoning)")
+    check.rel_err_vs_reference = _rel_err(out64, ref.to(out64.device))
+    if not _within(check.rel_err_vs_reference, pair.tolerance):
+        problems.append(f"rel_err_vs_reference={check.rel_err_vs_reference:.3g} > tolerance {pair.tolerance:g}")
+    if baseline_out is not None and name != "baseline":
+        base64 = baseline_out.detach().double().to(out64.device)
+        check.rel_err_vs_baseline = _rel_err(out64, base64)
+        check.max_abs_diff_vs_baseline = float((out64 - base64).abs().max()) if out.numel() else 0.0
+        if not _within(check.rel_err_vs_baseline, pair.tolerance):
+            problems.append(f"rel_err_vs_baseline={check.rel_err_vs_baseline:.3g} > tolerance {pair.tolerance:g}")
+    elif name != "baseline":
+        problems.append("no baseline output to compare with (the baseline failed)")
+
+    check.passed = not problems
+    check.message = "; ".join(problems) if problems else (
+        f"ok: rel_err_vs_reference={check.rel_err_vs_reference:.3g}")
+    return check, out
+
+
+def _rel_err(out64: Any, ref64: Any) -> float:
+    import torch
+
+    num = float(torch.linalg.vector_norm(out64 - ref64))
+    den = float(torch.linalg.vector_norm(ref64))
+    return num / den if den > 0 else num
+
+
+def _within(err: float | None, tolerance: float) -> bool:
+    return err is not None and math.isfinite(err) and err <= tolerance
+
+
+def _same_storage(a: Any, b: Any) -> bool:
+    return (a.device == b.device and a.data_ptr() == b.data_ptr()
+            and a.shape == b.shape and a.stride() == b.stride())
+
+
+def _synchronize(t: Any) -> None:
+    import torch
+
+    if t.is_cuda:
+        torch.cuda.synchronize(t.device)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -1,0 +1,309 @@
+"""`aisp-prof`: a thin click layer over the library.
+
+Each command parses options, makes one library call and prints; library errors become one
+line on stderr and the error's own exit code (see aisp_prof.errors).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from . import __version__
+from .errors import AispError
+
+EXAMPLES = """
+\b
+Examples:
+  aisp-prof list                          # the pairs, and whether each runs here
+  aisp-prof run ch09.fused_l2norm         # check, profile (ncu + nsys), store, summarize
+  aisp-prof import profiles/samples/*/    # store saved runs/exports, no GPU needed
+  aisp-prof summary latest                # per-variant summary of the newest run
+  aisp-prof kernels latest --json         # one record per profiled kernel launch
+"""
+
+
+class _Group(click.Group):
+    """Turns AispError into `aisp-prof: error: ...` and the error's exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AispError as exc:
+            click.echo(f"aisp-prof: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+def db_option(f: Callable) -> Callable:
+    return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="Run database (default: $AISP_PROF_DB or profiles/aisp.db).")(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+
+
+def _db(db: Path | None) -> Path:
+    from .store import db_path
+
+    return db_path(db)
+
+
+def _echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=_json_default))
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "item"):
+        return v.item()
+    return str(v)
+
+
+@click.group(cls=_Group, epilog=EXAMPLES)
+@click.version_option(__version__, prog_name="aisp-prof")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the library does (to stderr).")
+def cli(verbose: bool) -> None:
+    """Profile baseline/optimized GPU kernel pairs with Nsight Compute and Nsight Systems,
+    store the runs in SQLite, and read them back anywhere, GPU or not."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="aisp-prof: %(levelname)s: %(message)s", stream=sys.stderr)
+
+
+@cli.command("list")
+@click.option("--chapter", help="Only this chapter, e.g. ch09.")
+@json_option
+def list_cmd(chapter: str | None, as_json: bool) -> None:
+    """The kernel pairs under kernels/ch*/, with their lesson and whether they can run here.
+
+    \b
+    Example:
+      aisp-prof list --chapter ch09 --json
+    """
+    from .availability import pair_listing
+
+    rows = [r for r in pair_listing() if not chapter or r["chapter_key"] == chapter]
+    if as_json:
+        _echo_json(rows)
+        return
+    from .render.table import render
+
+    click.echo(render(["pair", "variants", "runs here", "lesson"],
+                      [[r["name"], ",".join(r["variants"]), "yes" if r["can_run"] else f"no: {r['reason']}",
+                        r["lesson"]] for r in rows]))
+
+
+@cli.command("run")
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--variants", help="Comma-separated variants (default: all that can run here).")
+@click.option("--sizes", help="Problem size over the pair's default, e.g. rows=4096,cols=8192.")
+@click.option("--label", help="A label stored with the run.")
+@click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
+              show_default=True, help="Where run folders are written.")
+@click.option("--ncu", help="Path to ncu (default: $AISP_NCU, PATH, standard installs).")
+@click.option("--nsys", help="Path to nsys (default: $AISP_NSYS, PATH, /opt/nvidia, beside ncu).")
+@click.option("--no-ncu", is_flag=True, help="Skip Nsight Compute (timeline only).")
+@click.option("--no-nsys", is_flag=True, help="Skip Nsight Systems (counters only).")
+@click.option("--nsys-iterations", default=5, show_default=True, help="Calls per variant under nsys.")
+@db_option
+@json_option
+def run_cmd(targets: tuple[str, ...], variants: str | None, sizes: str | None, label: str | None,
+            profiles_dir: Path, ncu: str | None, nsys: str | None, no_ncu: bool, no_nsys: bool,
+            nsys_iterations: int, db: Path | None, as_json: bool) -> None:
+    """Check, profile (ncu + nsys), store and summarize pairs. TARGETS are pair names or chapters.
+
+    Exit codes: 0 ok, 2 unknown target, 3 no GPU, 4 profiler missing, 5 counter permission
+    denied, 6 bad export, 7 correctness check failed (run stored as failed), 8 profiler failed,
+    9 pair cannot run on this GPU.
+
+    \b
+    Example:
+      aisp-prof run ch09.fused_l2norm
+      aisp-prof run ch09.fused_l2norm --variants cuda --sizes rows=4096,cols=4096 --json
+    """
+    from . import pairs as pairs_mod
+    from .pipeline import run_and_store
+
+    selected = pairs_mod.select(list(targets))
+    results = []
+    for i, pair in enumerate(selected, 1):
+        click.echo(f"== {pair.name} ({i}/{len(selected)})", err=True)
+        result = run_and_store(
+            pair, db=_db(db), profiles_dir=profiles_dir, variants=variants.split(",") if variants else [],
+            sizes_text=sizes, label=label, ncu=ncu, nsys=nsys, with_ncu=not no_ncu, with_nsys=not no_nsys,
+            nsys_iterations=nsys_iterations, progress=lambda m: click.echo(f"   {m}", err=True))
+        results.append(result)
+        if not as_json:
+            _print_summary(result.as_dict())
+    if as_json:
+        data = [r.as_dict() for r in results]
+        _echo_json(data if len(data) > 1 else data[0])
+    failed = next((r.error for r in results if r.error is not None), None)
+    if failed is not None:
+        raise failed
+
+
+def _print_summary(result: dict[str, Any]) -> None:
+    from .render.table import summary_table
+
+    info = result["run"]
+    click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
+    click.echo(summary_table(result["summary"]))
+
+
+@cli.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--label", help="A label stored with the run (default: the file name).")
+@db_option
+@json_option
+def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_json: bool) -> None:
+    """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
+    .ncu-rep, or an nsys SQLite export. Prints each new run id.
+
+    \b
+    Example:
+      aisp-prof import profiles/samples/*/
+      aisp-prof import my_kernel.ncu-rep --label before
+    """
+    from .ingest import store_path
+
+    ids = [store_path(_db(db), p, label) for p in paths]
+    if as_json:
+        _echo_json([{"path": str(p), "run_id": r} for p, r in zip(paths, ids)])
+    else:
+        for r in ids:
+            click.echo(r)
+
+
+@cli.command("runs")
+@db_option
+@json_option
+def runs_cmd(db: Path | None, as_json: bool) -> None:
+    """The stored runs, oldest first.
+
+    \b
+    Example:
+      aisp-prof runs --json
+    """
+    from .store import list_runs
+
+    rows = list_runs(_db(db))
+    if as_json:
+        _echo_json(rows)
+        return
+    from .render.table import render
+
+    cols = ["run_id", "pair", "label", "source", "status", "created_at", "gpu_name"]
+    click.echo(render(cols, [[r[c] for c in cols] for r in rows]))
+
+
+@cli.command("kernels")
+@click.argument("run")
+@click.option("--variant", help="Only this variant.")
+@db_option
+@json_option
+def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> None:
+    """Kernel launches of RUN (an id, a unique prefix, or 'latest').
+
+    \b
+    Example:
+      aisp-prof kernels latest --json
+    """
+    from .queries import kernel_records
+
+    rows = kernel_records(_db(db), run, variant)
+    if as_json:
+        _echo_json(rows)
+        return
+    from .render.table import duration, render, si
+
+    click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"],
+                      [[r["nvtx_range"], _short(r["kernel"]), duration(r["duration_ns"]),
+                        si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), r.get("grid_dim"),
+                        r.get("block_dim")] for r in rows]))
+
+
+@cli.command("ranges")
+@click.argument("run")
+@db_option
+@json_option
+def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
+    """NVTX ranges of RUN from the nsys timeline: kernels, GPU time, gaps between kernels.
+
+    \b
+    Example:
+      aisp-prof ranges latest --json
+    """
+    from .queries import range_records
+
+    rows = range_records(_db(db), run)
+    if as_json:
+        _echo_json(rows)
+        return
+    from .render.table import duration, render
+
+    click.echo(render(["range", "calls", "kernels", "GPU time", "gaps", "max gap"],
+                      [[r["range"], r.get("occurrences"), r["kernel_count"], duration(r["gpu_time_ns"]),
+                        duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))] for r in rows]))
+
+
+@cli.command("summary")
+@click.argument("run")
+@db_option
+@json_option
+def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
+    """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls.
+
+    \b
+    Example:
+      aisp-prof summary latest
+    """
+    from .queries import run_summary
+
+    result = run_summary(_db(db), run)
+    if as_json:
+        _echo_json({"run": result["run"], "summary": result["summary"]})
+    else:
+        _print_summary(result)
+
+
+@cli.command("quickstart")
+@click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
+              show_default=True, help="Where run folders are written.")
+@db_option
+def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
+    """The README's first command. On a GPU: profile ch09.fused_l2norm. Without one: store
+    the real sample runs shipped in profiles/samples/ and summarize them.
+
+    \b
+    Example:
+      aisp-prof quickstart
+    """
+    from .availability import machine_capabilities
+
+    if machine_capabilities()["gpu"]:
+        ctx = click.get_current_context()
+        ctx.invoke(run_cmd, targets=("ch09.fused_l2norm",), profiles_dir=profiles_dir, db=db,
+                   variants=None, sizes=None, label="quickstart", ncu=None, nsys=None, no_ncu=False,
+                   no_nsys=False, nsys_iterations=5, as_json=False)
+        return
+    from .ingest import sample_run_dirs, store_path
+    from .queries import run_summary
+
+    samples = sample_run_dirs()
+    click.echo(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs", err=True)
+    for run_dir in samples:
+        run_id = store_path(_db(db), run_dir, skip_stored=True)
+        _print_summary(run_summary(_db(db), run_id))
+        click.echo("")
+
+
+def _short(name: str, width: int = 70) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def main() -> None:
+    cli(prog_name="aisp-prof")

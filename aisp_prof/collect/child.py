@@ -1,0 +1,151 @@
+"""The process the profilers watch.
+
+It builds inputs, warms every variant up (compilation and autotuning stay outside the
+measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
+`--mode check` instead runs the correctness check and times each variant with CUDA events,
+with no profiler attached. It reports through a JSON file, never through stdout, because
+profilers interleave their own output there.
+
+    python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
+        --mode profile --out /tmp/child.json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import pairs as pairs_mod
+from ..errors import AispError, NoGpuError
+from .commands import nvtx_path
+
+
+def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
+    try:
+        import nvtx  # the NVTX package: one push per call, no torch dependency
+
+        return (lambda msg: nvtx.push_range(msg)), nvtx.pop_range
+    except ImportError:
+        import torch
+
+        return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
+
+
+def _env() -> dict[str, Any]:
+    import torch
+
+    props = torch.cuda.get_device_properties(0)
+    env: dict[str, Any] = {
+        "gpu_name": props.name,
+        "compute_capability": f"{props.major}.{props.minor}",
+        "sm_count": props.multi_processor_count,
+        "gpu_memory_bytes": props.total_memory,
+        "l2_cache_bytes": getattr(props, "L2_cache_size", None),
+        "torch_version": torch.__version__,
+        "torch_cuda_version": torch.version.cuda,
+    }
+    try:
+        import triton
+
+        env["triton_version"] = triton.__version__
+    except ImportError:
+        env["triton_version"] = None
+    return env
+
+
+def _time_variant(launch: Callable[[], Any], repeats: int) -> dict[str, float]:
+    """Median/min/max of `repeats` launches timed with CUDA events (after a warm-up).
+
+    All calls are queued back to back and synchronized once at the end, so the GPU never
+    waits on the host between them and launch latency stays out of each call's time.
+    """
+    import torch
+
+    launch()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(repeats)]
+    for start, end in events:
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    times_ms = [start.elapsed_time(end) for start, end in events]
+    return {"median_ns": statistics.median(times_ms) * 1e6, "min_ns": min(times_ms) * 1e6,
+            "max_ns": max(times_ms) * 1e6, "repeats": repeats}
+
+
+def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
+              repeats: int) -> dict[str, Any]:
+    from ..check import check_pair
+
+    result = check_pair(pair, sizes, device="cuda", variants=variants)
+    timing = {}
+    if result.passed:
+        inputs = pair.make_inputs(sizes, "cuda", 0)
+        timing = {v: _time_variant(pair.variants[v](inputs), repeats) for v in variants}
+    return {"check": result.to_dict(), "timing": timing, "env": _env()}
+
+
+def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
+                warmup: int, iterations: int) -> dict[str, Any]:
+    import torch
+
+    push, pop = _nvtx()
+    inputs = pair.make_inputs(sizes, "cuda", 0)
+    launches = {v: pair.variants[v](inputs) for v in variants}
+    for launch in launches.values():
+        for _ in range(warmup):
+            launch()
+    torch.cuda.synchronize()
+    for _ in range(iterations):
+        for v, launch in launches.items():
+            # nested ranges, so ncu's --nvtx-include "aisp/<pair>/<variant>/" matches them
+            for name in nvtx_path(pair.name, v).split("/"):
+                push(name)
+            launch()
+            for _ in range(3):
+                pop()
+            torch.cuda.synchronize()
+    return {"variants": variants, "iterations": iterations, "warmup": warmup}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.child")
+    ap.add_argument("--pair", required=True)
+    ap.add_argument("--variants", required=True, help="comma-separated, baseline first")
+    ap.add_argument("--sizes", default="")
+    ap.add_argument("--mode", choices=("check", "profile"), required=True)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--iterations", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=20)
+    args = ap.parse_args(argv)
+    started = time.time()
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise NoGpuError("no CUDA GPU visible to torch in the profiled process")
+        pair = pairs_mod.find(args.pair)
+        sizes = pairs_mod.parse_sizes(args.sizes, pair.sizes)
+        variants = args.variants.split(",")
+        if args.mode == "check":
+            report = run_check(pair, sizes, variants, args.repeats)
+        else:
+            report = run_profile(pair, sizes, variants, args.warmup, args.iterations)
+        report.update(ok=True, sizes=sizes, wall_s=time.time() - started)
+        code = 0
+    except AispError as exc:
+        report = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+        code = exc.exit_code
+    args.out.write_text(json.dumps(report, indent=2, default=str))
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

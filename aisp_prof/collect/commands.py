@@ -1,0 +1,46 @@
+"""Profiler command lines, built by pure functions so they are tested without a GPU.
+
+ncu gets a curated metric list (aisp_prof.parse.metric_table) instead of `--set full`, so a
+profile costs about half the replay passes; it never touches the clocks (`--clock-control
+none`) and profiles only the pair's NVTX ranges. nsys traces CUDA and NVTX with per-node
+records for CUDA graphs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+
+def nvtx_path(pair: str, variant: str) -> str:
+    """The nested push/pop ranges a variant runs in: aisp > <pair> > <variant>."""
+    return f"aisp/{pair}/{variant}"
+
+
+def ncu_command(ncu: Path, child: Sequence[str], ranges: Sequence[str], metrics: Sequence[str],
+                report: Path) -> list[str]:
+    """`ncu ... -o report child...`; each range is an NVTX path such as aisp/ch09.x/baseline.
+
+    ncu matches nested push/pop ranges as "a/b/c/" (the trailing slash means push/pop), which is
+    why the variants run inside nested ranges rather than one range with slashes in its name.
+    """
+    cmd = [str(ncu), "--clock-control", "none", "--target-processes", "all", "--nvtx"]
+    for r in ranges:
+        cmd += ["--nvtx-include", f"{r}/"]
+    cmd += ["--metrics", ",".join(metrics), "-o", str(report.with_suffix("")), "-f"]
+    return cmd + list(child)
+
+
+def ncu_export_command(ncu: Path, report: Path) -> list[str]:
+    """Raw page as CSV in base units (byte, ns, hz): its stdout is the file to parse."""
+    return [str(ncu), "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+
+
+def nsys_command(nsys: Path, child: Sequence[str], report: Path) -> list[str]:
+    return [str(nsys), "profile", "--trace=cuda,nvtx", "--cuda-graph-trace=node", "--sample=none",
+            "--cpuctxsw=none", "--force-overwrite=true", "-o", str(report.with_suffix("")),
+            *child]
+
+
+def nsys_export_command(nsys: Path, report: Path, sqlite: Path) -> list[str]:
+    return [str(nsys), "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(sqlite),
+            str(report)]

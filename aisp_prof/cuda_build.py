@@ -1,0 +1,150 @@
+"""Build a pair's CUDA C++ source into a shared library, once, and load it with ctypes.
+
+This is the one place that calls nvcc, so every pair is built with the same flags (`-O3`,
+`-lineinfo` so Nsight Compute can map stalls to source lines) and lands in the same cache.
+The cache key hashes the source bytes, the flags and `nvcc --version`, so editing a `.cu`
+file or changing toolkits rebuilds, and anything else reuses the library. Sources are
+assumed to be self-contained (a local `#include` is not part of the key).
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import logging
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+from .errors import BuildError, ToolNotFoundError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ARCH = "sm_90"                          # the project targets Hopper
+_FALLBACK_NVCC = Path("/usr/local/cuda/bin/nvcc")
+_ARCH_RE = re.compile(r"^sm_(\d+)([a-z]?)$")
+
+
+def find_nvcc() -> Path:
+    """nvcc from `$AISP_NVCC`, else PATH, else /usr/local/cuda/bin; ToolNotFoundError if none."""
+    env = os.environ.get("AISP_NVCC")
+    if env:
+        path = Path(env)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise ToolNotFoundError(f"AISP_NVCC={env} is not an executable nvcc; fix or unset it")
+    on_path = shutil.which("nvcc")
+    if on_path:
+        return Path(on_path)
+    if _FALLBACK_NVCC.is_file() and os.access(_FALLBACK_NVCC, os.X_OK):
+        return _FALLBACK_NVCC
+    raise ToolNotFoundError(
+        f"nvcc not found on PATH or at {_FALLBACK_NVCC}; install the CUDA toolkit "
+        "or set AISP_NVCC=/path/to/nvcc"
+    )
+
+
+def nvcc_command(source: str | Path, output: str | Path, arch: str,
+                 nvcc: str | Path = "nvcc") -> list[str]:
+    """The nvcc command line that builds `source` into the shared library `output` for `arch`.
+
+    `arch` is "sm_90" or an arch-specific target such as "sm_90a" (needed for wgmma/setmaxnreg);
+    SASS only, no PTX, so the library runs exactly the code that was profiled.
+    """
+    match = _ARCH_RE.match(arch)
+    if not match:
+        raise ValueError(f"arch must look like 'sm_90' or 'sm_90a', got {arch!r}")
+    target = f"{match.group(1)}{match.group(2)}"
+    return [
+        str(nvcc), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
+        f"-gencode=arch=compute_{target},code=sm_{target}",
+        "-o", str(output), str(source),
+    ]
+
+
+def default_arch() -> str:
+    """The current CUDA device's `sm_XY` if torch sees one, else sm_90 (building on a CPU box)."""
+    try:
+        import torch
+    except ImportError:
+        return DEFAULT_ARCH
+    if not torch.cuda.is_available():
+        return DEFAULT_ARCH
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+def build_dir() -> Path:
+    """`$AISP_BUILD_DIR`, else ~/.cache/aisp-prof/build/."""
+    env = os.environ.get("AISP_BUILD_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "aisp-prof" / "build"
+
+
+@functools.cache
+def _nvcc_version(nvcc: Path) -> str:
+    proc = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ToolNotFoundError(f"{nvcc} --version failed: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def _first_error_line(output: str) -> str:
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
+    for pattern in (r"\berror\b", r"\bfatal\b"):
+        for ln in lines:
+            if re.search(pattern, ln, re.IGNORECASE):
+                return ln
+    return lines[-1] if lines else "(nvcc printed nothing)"
+
+
+def build_shared_library(source: str | Path, arch: str | None = None) -> Path:
+    """Compile `source` (a .cu file) to a cached .so and return its path; BuildError on failure.
+
+    The library is written under a temporary name and renamed into place, so a concurrent or
+    interrupted build never leaves a half-written library behind under the cached name.
+    """
+    source = Path(source).resolve()
+    arch = arch or default_arch()
+    nvcc = find_nvcc()
+    flags = nvcc_command("SOURCE", "OUTPUT", arch)[1:]
+    key = hashlib.sha256()
+    for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
+        key.update(part)
+        key.update(b"\0\0")
+    out_dir = build_dir()
+    target = out_dir / f"{source.stem}-{key.hexdigest()[:16]}.so"
+    if target.is_file():
+        log.debug("build cache hit: %s", target)
+        return target
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    cmd = nvcc_command(source, tmp, arch, nvcc=nvcc)
+    log.info("building %s for %s", source.name, arch)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            output = proc.stderr + proc.stdout
+            log.error("nvcc output for %s:\n%s", source, output)
+            err = BuildError(f"nvcc could not build {source.name}: {_first_error_line(output)} "
+                             f"(command: {shlex.join(cmd)})")
+            err.nvcc_output = output  # type: ignore[attr-defined]
+            raise err
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+@functools.cache
+def _open(path: Path) -> ctypes.CDLL:
+    return ctypes.CDLL(str(path))
+
+
+def load_library(source: str | Path, arch: str | None = None) -> ctypes.CDLL:
+    """Build (or reuse) `source` and load it; one handle per library per process."""
+    return _open(build_shared_library(source, arch))

@@ -1,0 +1,142 @@
+"""Turning files into a stored run: a collected run folder, or one export made by anyone.
+
+Both `aisp-prof run` and `aisp-prof import` end here, so a run profiled on a GPU machine and a
+folder copied to a laptop produce the same rows.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .collect import runner
+from .errors import ExportParseError
+from .store import RunData, list_runs, write_run
+
+
+def variant_of(nvtx_range: str, pair: str | None) -> str:
+    """'aisp/<pair>/<variant>' -> '<variant>'; any other range is its own variant name."""
+    parts = nvtx_range.split("/") if nvtx_range else []
+    if len(parts) == 3 and parts[0] == "aisp" and (pair is None or parts[1] == pair):
+        return parts[2]
+    return nvtx_range
+
+
+def _with_variant(df: pd.DataFrame, pair: str | None, column: str = "nvtx_range") -> pd.DataFrame:
+    if df.empty or column not in df:
+        return df
+    df = df.copy()
+    df.insert(df.columns.get_loc(column) + 1, "variant", [variant_of(r, pair) for r in df[column]])
+    return df
+
+
+def _ncu(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from .parse.ncu_csv import parse_ncu_export
+
+    parsed = parse_ncu_export(path)
+    return _with_variant(parsed.launches, pair), parsed.metrics
+
+
+def _nsys(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    from .parse.nsys_sqlite import parse_nsys_sqlite
+
+    parsed = parse_nsys_sqlite(path)
+    ranges = parsed.ranges.rename(columns={"range": "nvtx_range"})
+    return _with_variant(parsed.kernels, pair), _with_variant(ranges, pair), parsed.gpu
+
+
+def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[str, Any]:
+    gpu = info.get("gpu", {})
+    tools = info.get("tools", {})
+    return {
+        "run_id": info["run_id"], "pair": info.get("pair"), "label": info.get("label"),
+        "source": source, "status": info.get("status"), "created_at": info.get("created_at"),
+        "gpu_name": gpu.get("gpu_name"), "compute_capability": gpu.get("compute_capability"),
+        "sm_count": gpu.get("sm_count"), "driver_version": gpu.get("driver_version"),
+        "ncu_version": tools.get("ncu", {}).get("version"),
+        "nsys_version": tools.get("nsys", {}).get("version"),
+        "git_sha": info.get("git_sha"), "run_dir": str(run_dir) if run_dir else None,
+        "info_json": json.dumps(info, sort_keys=True, default=str),
+    }
+
+
+def load_run_dir(run_dir: Path) -> RunData:
+    """Parse a folder written by `aisp-prof run` (run.json + whatever exports it holds)."""
+    try:
+        info = json.loads((run_dir / runner.RUN_JSON).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ExportParseError(f"{run_dir} is not a complete aisp-prof run folder ({exc})") from exc
+    pair = info.get("pair")
+    data = RunData(run=_run_row(info, "run", run_dir))
+    if (run_dir / runner.NCU_CSV).exists():
+        data.kernels, data.metrics = _ncu(run_dir / runner.NCU_CSV, pair)
+    if (run_dir / runner.NSYS_SQLITE).exists():
+        data.timeline, data.ranges, _ = _nsys(run_dir / runner.NSYS_SQLITE, pair)
+    if (run_dir / runner.CHECK_JSON).exists():
+        check = json.loads((run_dir / runner.CHECK_JSON).read_text())
+        data.checks = [_flat(c) for c in check.get("check", {}).get("checks", [])]
+        data.timings = [{"variant": v, **t} for v, t in check.get("timing", {}).items()]
+    return data
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in row.items()}
+
+
+def load_export(path: Path, label: str | None = None) -> RunData:
+    """Parse one ncu CSV / .ncu-rep / nsys SQLite export made by anyone into a run."""
+    name = path.name.lower()
+    info: dict[str, Any] = {
+        "run_id": runner.new_run_id("import"), "pair": None, "label": label or path.name,
+        "status": "imported", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "imported_from": str(path.resolve()),
+    }
+    data = RunData(run={})
+    if name.endswith(".csv") or name.endswith(".ncu-rep") or name.endswith(".ncu-rep.gz"):
+        data.kernels, data.metrics = _ncu(path, None)
+        if data.kernels.empty:
+            raise ExportParseError(f"{path}: no kernel launches in this ncu export")
+        info["gpu"] = _gpu_from_metrics(data.metrics)
+    elif name.endswith(".sqlite") or name.endswith(".db"):
+        data.timeline, data.ranges, gpu = _nsys(path, None)
+        info["gpu"] = gpu
+    else:
+        raise ExportParseError(f"{path}: not an ncu .csv/.ncu-rep or an nsys .sqlite export "
+                               "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")
+    data.run = _run_row(info, "import", None)
+    return data
+
+
+def _gpu_from_metrics(metrics: pd.DataFrame) -> dict[str, Any]:
+    if metrics.empty:
+        return {}
+    first = metrics.drop_duplicates("metric").set_index("metric")["value"]
+    gpu: dict[str, Any] = {}
+    if "device__attribute_multiprocessor_count" in first:
+        gpu["sm_count"] = int(first["device__attribute_multiprocessor_count"])
+    return gpu
+
+
+def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool = False) -> str:
+    """`aisp-prof import PATH`: a run folder or a single export; returns the new run id.
+
+    With `skip_stored`, a run folder whose run id is already in the database is not stored
+    again (its id is returned), so importing the shipped samples twice is harmless.
+    """
+    if not path.exists():
+        raise ExportParseError(f"{path}: no such file or folder")
+    data = load_run_dir(path) if path.is_dir() else load_export(path, label)
+    if path.is_dir() and label:
+        data.run["label"] = label
+    if skip_stored and data.run_id in {r["run_id"] for r in list_runs(db)}:
+        return data.run_id
+    return write_run(db, data)
+
+
+def sample_run_dirs() -> list[Path]:
+    """The real runs shipped with the repository (profiles/samples/<run-id>/)."""
+    root = Path(__file__).resolve().parent.parent / "profiles" / "samples"
+    return sorted(p for p in root.glob("*") if (p / runner.RUN_JSON).exists())

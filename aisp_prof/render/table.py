@@ -1,0 +1,52 @@
+"""Plain-text tables for the terminal: numbers scaled to readable units, columns aligned."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+_SCALES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def si(value: float | None, unit: str = "", digits: int = 3) -> str:
+    """1.23e12, 'B/s' -> '1.23 TB/s'; None -> '-'."""
+    if value is None:
+        return "-"
+    for scale, prefix in _SCALES:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def duration(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"
+
+
+def render(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def summary_table(rows: list[dict[str, Any]]) -> str:
+    """The `aisp-prof run` summary: one line per variant."""
+    headers = ["variant", "kernels", "gpu time", "speedup", "correct", "DRAM bytes", "FLOPs",
+               "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
+    body = []
+    for r in rows:
+        correct = {True: "yes", False: "NO"}.get(r.get("correct"), "-")
+        stalls = ", ".join(f"{s['reason']} {s['cycles_per_inst']:.1f}" for s in r.get("top_stalls", []))
+        kernels = r.get("kernels_per_call")
+        body.append([
+            r["variant"], f"{kernels:g}" if kernels is not None else "-", duration(r.get("gpu_time_ns")),
+            f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", correct,
+            si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), si(r.get("dram_bytes_per_s"), "B/s"),
+            si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
+        ])
+    return render(headers, body)

@@ -1,0 +1,131 @@
+"""Import -> store -> query round trips and the CLI's error paths, on real exports, no GPU."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof import store
+from aisp_prof.cli import cli
+
+H200 = Path(__file__).parent / "fixtures" / "h200"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_import_ncu_csv_then_kernels_json(tmp_path):
+    db = str(tmp_path / "a.db")
+    res = invoke("import", str(H200 / "probe_curated_raw_base.csv"), "--db", db, "--label", "probe")
+    assert res.exit_code == 0, res.output
+    run_id = res.stdout.strip()
+    res = invoke("kernels", run_id, "--db", db, "--json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [r["nvtx_range"] for r in rows] == ["aisp/pairA/baseline", "aisp/pairA/baseline",
+                                               "aisp/pairA/optimized", "aisp/pairG/graph", "aisp/pairG/graph"]
+    for r in rows:
+        assert set(r["flops"]) == {"fp64", "fp32", "fp16", "tensor"}
+        assert r["duration_ns"] > 0 and r["dram_bytes"] >= 0 and r["l2_bytes"] > 0 and r["l1_bytes"] > 0
+        parts = [v or 0 for v in r["flops"].values()]
+        assert r["flops_total"] == pytest.approx(sum(parts))
+
+
+def test_import_nsys_sqlite_then_ranges_json(tmp_path):
+    db = str(tmp_path / "a.db")
+    res = invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite"), "--db", db)
+    assert res.exit_code == 0, res.output
+    res = invoke("ranges", "latest", "--db", db, "--json")
+    ranges = {r["range"]: r for r in json.loads(res.stdout)}
+    assert ranges["aisp/pairG/graph"]["kernel_count"] == 2
+    assert ranges["aisp/pairA/optimized"]["kernel_count"] == 1
+    for r in ranges.values():
+        assert r["gpu_time_ns"] > 0
+    # nsys-only run: kernels come from the timeline, with nothing invented for bytes
+    kernels = json.loads(invoke("kernels", "latest", "--db", db, "--json").stdout)
+    assert kernels and all(k["dram_bytes"] is None for k in kernels)
+
+
+def test_runs_lists_both_and_prefix_resolves(tmp_path):
+    db = str(tmp_path / "a.db")
+    invoke("import", str(H200 / "l2norm_pair_full_raw.csv"), "--db", db)
+    invoke("import", str(H200 / "l2norm_pair_nsys.sqlite"), "--db", db)
+    runs = json.loads(invoke("runs", "--db", db, "--json").stdout)
+    assert len(runs) == 2 and {r["source"] for r in runs} == {"import"}
+    res = invoke("kernels", "no-such-run", "--db", db)
+    assert res.exit_code == 2 and "unknown run" in res.stderr
+
+
+def test_corrupt_export_is_one_line_error_and_no_rows(tmp_path):
+    db = tmp_path / "a.db"
+    bad = tmp_path / "cut.csv"
+    text = (H200 / "probe_curated_raw_base.csv").read_text()
+    bad.write_text(text[: len(text) // 2])
+    res = invoke("import", str(bad), "--db", str(db))
+    assert res.exit_code == 6
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert store.list_runs(db) == []
+
+
+def test_failed_write_leaves_no_partial_rows(tmp_path, monkeypatch):
+    """Kill the transaction after the runs row and some kernels rows are in: nothing remains."""
+    from aisp_prof.ingest import load_export
+
+    db = tmp_path / "a.db"
+    data = load_export(H200 / "probe_curated_raw_base.csv")
+    real = store._records
+    calls = []
+
+    def failing(df, run_id):
+        calls.append(1)
+        if len(calls) == 3:          # after the runs row, kernels and metrics are inserted
+            raise RuntimeError("simulated crash mid-write")
+        return real(df, run_id)
+
+    monkeypatch.setattr(store, "_records", failing)
+    with pytest.raises(RuntimeError, match="simulated"):
+        store.write_run(db, data)
+    assert len(calls) == 3
+    con = sqlite3.connect(db)
+    tables = [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+    for t in tables:
+        assert con.execute(f"select count(*) from [{t}]").fetchone()[0] == 0, t
+
+
+def test_unknown_target_suggests_close_names():
+    res = invoke("run", "ch09.fused_l2nrm")
+    assert res.exit_code == 2
+    assert "ch09.fused_l2norm" in res.stderr
+
+
+def test_run_without_gpu_is_exit_3_and_writes_nothing(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    res = invoke("run", "ch09.fused_l2norm", "--profiles-dir", str(tmp_path / "p"), "--db", str(tmp_path / "a.db"))
+    assert res.exit_code == 3, res.output
+    assert "no CUDA GPU" in res.stderr
+    assert not (tmp_path / "p").exists() or not any((tmp_path / "p").iterdir())
+    assert not (tmp_path / "a.db").exists()
+
+
+def test_list_json_describes_pairs():
+    res = invoke("list", "--json")
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    l2 = rows["ch09.fused_l2norm"]
+    assert l2["chapter"] == 9 and l2["variants"] == ["baseline", "cuda", "triton"]
+    assert l2["requires"]["min_cc"] == "9.0" and isinstance(l2["can_run"], bool)
+    assert l2["lesson"]
+
+
+def test_help_has_examples():
+    for cmd in ("run", "import", "runs", "kernels", "ranges", "summary", "list", "quickstart"):
+        res = invoke(cmd, "--help")
+        assert res.exit_code == 0 and "Example" in res.output, cmd
