@@ -108,11 +108,14 @@ def list_cmd(chapter: str | None, as_json: bool) -> None:
 @click.option("--no-ncu", is_flag=True, help="Skip Nsight Compute (timeline only).")
 @click.option("--no-nsys", is_flag=True, help="Skip Nsight Systems (counters only).")
 @click.option("--nsys-iterations", default=5, show_default=True, help="Calls per variant under nsys.")
+@click.option("--extra-metrics", multiple=True, type=click.Choice(["sol_breakdown", "stall_sampled"]),
+              help="More ncu metric groups: sol_breakdown (ncu's headline SM/memory throughput, "
+                   "+8 replay passes), stall_sampled (PC-sampled stall reasons, +2).")
 @db_option
 @json_option
 def run_cmd(targets: tuple[str, ...], variants: str | None, sizes: str | None, label: str | None,
             profiles_dir: Path, ncu: str | None, nsys: str | None, no_ncu: bool, no_nsys: bool,
-            nsys_iterations: int, db: Path | None, as_json: bool) -> None:
+            nsys_iterations: int, extra_metrics: tuple[str, ...], db: Path | None, as_json: bool) -> None:
     """Check, profile (ncu + nsys), store and summarize pairs. TARGETS are pair names or chapters.
 
     Exit codes: 0 ok, 2 unknown target, 3 no GPU, 4 profiler missing, 5 counter permission
@@ -134,7 +137,8 @@ def run_cmd(targets: tuple[str, ...], variants: str | None, sizes: str | None, l
         result = run_and_store(
             pair, db=_db(db), profiles_dir=profiles_dir, variants=variants.split(",") if variants else [],
             sizes_text=sizes, label=label, ncu=ncu, nsys=nsys, with_ncu=not no_ncu, with_nsys=not no_nsys,
-            nsys_iterations=nsys_iterations, progress=lambda m: click.echo(f"   {m}", err=True))
+            nsys_iterations=nsys_iterations, extra_metric_groups=extra_metrics,
+            progress=lambda m: click.echo(f"   {m}", err=True))
         results.append(result)
         if not as_json:
             _print_summary(result.as_dict())
@@ -288,7 +292,7 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
         ctx = click.get_current_context()
         ctx.invoke(run_cmd, targets=("ch09.fused_l2norm",), profiles_dir=profiles_dir, db=db,
                    variants=None, sizes=None, label="quickstart", ncu=None, nsys=None, no_ncu=False,
-                   no_nsys=False, nsys_iterations=5, as_json=False)
+                   no_nsys=False, nsys_iterations=5, extra_metrics=(), as_json=False)
         return
     from .ingest import sample_run_dirs, store_path
     from .queries import run_summary

@@ -10,6 +10,7 @@ from . import pairs as pairs_mod
 from .collect import runner
 from .errors import AispError
 from .ingest import load_run_dir
+from .parse.metric_table import DEFAULT_GROUPS
 from .queries import run_summary
 from .store import write_run
 
@@ -29,7 +30,7 @@ def run_and_store(pair: pairs_mod.KernelPair, *, db: Path, profiles_dir: Path,
                   variants: list[str] | None = None, sizes_text: str | None = None,
                   label: str | None = None, ncu: str | None = None, nsys: str | None = None,
                   with_ncu: bool = True, with_nsys: bool = True, nsys_iterations: int = 5,
-                  progress: runner.Progress = lambda m: None) -> RunResult:
+                  extra_metric_groups: tuple[str, ...] = (), progress: runner.Progress = lambda m: None) -> RunResult:
     """Profile `pair`, store the run in one transaction, and summarize it.
 
     A run whose correctness check failed is still stored (status failed_check) so the failure
@@ -39,7 +40,8 @@ def run_and_store(pair: pairs_mod.KernelPair, *, db: Path, profiles_dir: Path,
     opts = runner.RunOptions(
         pair=pair, profiles_dir=profiles_dir, sizes=pairs_mod.parse_sizes(sizes_text, pair.sizes),
         variants=list(variants or []), ncu=ncu, nsys=nsys, label=label, with_ncu=with_ncu,
-        with_nsys=with_nsys, nsys_iterations=nsys_iterations)
+        with_nsys=with_nsys, nsys_iterations=nsys_iterations,
+        metric_groups=DEFAULT_GROUPS + tuple(g for g in extra_metric_groups if g not in DEFAULT_GROUPS))
     outcome = runner.collect(opts, progress)
     try:
         progress("parsing exports and storing the run")

@@ -24,7 +24,7 @@ from typing import Any, Callable
 from .. import pairs as pairs_mod
 from ..errors import (AispError, CorrectnessError, CounterPermissionError, NoGpuError,
                       ProfilerFailedError, RequirementError, ToolNotFoundError)
-from ..parse.metric_table import metric_names
+from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import commands, tools
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,7 @@ class RunOptions:
     timing_repeats: int = 20
     with_ncu: bool = True
     with_nsys: bool = True
+    metric_groups: tuple[str, ...] = DEFAULT_GROUPS   # add "sol_breakdown" / "stall_sampled" for more
 
 
 @dataclass
@@ -251,11 +252,12 @@ def _collect_into(tmp: Path, run_id: str, pair: pairs_mod.KernelPair, variants: 
         return info
 
     if ncu is not None:
-        progress(f"[2/3] ncu: {len(metric_names())} metrics for each kernel in aisp/{pair.name}/*")
+        names = metric_names(opts.metric_groups)
+        progress(f"[2/3] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
         info["tools"]["ncu"] = {"path": str(ncu), "version": tools.tool_version(ncu)}
         child = _child_cmd(pair.name, variants, sizes, "profile", tmp / "ncu_child.json")
         ranges = [commands.nvtx_path(pair.name, v) for v in variants]
-        cmd = commands.ncu_command(ncu, child, ranges, metric_names(), tmp / NCU_REP)
+        cmd = commands.ncu_command(ncu, child, ranges, names, tmp / NCU_REP)
         rc, text, wall = _run_logged(cmd, tmp / "ncu.log", env)
         info["commands"]["ncu"] = cmd
         info["wall_s"]["ncu"] = round(wall, 2)

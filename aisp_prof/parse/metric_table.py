@@ -40,18 +40,29 @@ STALL_REASONS = (
     "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait",
 )
 
+# PC-sampling names differ slightly: no_instructions, warpgroup_arrive; no gmma
+PCSAMP_REASONS = (
+    "barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle",
+    "long_scoreboard", "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instructions",
+    "not_selected", "selected", "short_scoreboard", "sleeping", "tex_throttle", "wait",
+    "warpgroup_arrive",
+)
+
 METRICS: tuple[Metric, ...] = (
     _m("gpu__time_duration.sum", "duration_ns", "ns", "time"),
     _m("sm__cycles_elapsed.max", "sm_cycles_elapsed", "cycle", "time"),
     _m("sm__cycles_elapsed.avg.per_second", "sm_clock_hz", "hz", "time"),
     _m("dram__cycles_elapsed.avg.per_second", "dram_clock_hz", "hz", "time"),
-    # speed of light
-    _m("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sol_sm_pct", "%", "sol"),
-    _m("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "sol_memory_pct", "%", "sol"),
-    _m("dram__throughput.avg.pct_of_peak_sustained_elapsed", "sol_dram_pct", "%", "sol"),
-    _m("lts__throughput.avg.pct_of_peak_sustained_elapsed", "sol_l2_pct", "%", "sol"),
-    _m("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", "sol_l1_pct", "%", "sol"),
+    # speed of light: percent of peak of the byte and instruction counters collected anyway,
+    # so it costs no replay pass of its own (ncu's headline sm__throughput and
+    # gpu__compute_memory_throughput are maxima over dozens of sub-unit counters: 10 passes)
+    _m("dram__bytes.sum.pct_of_peak_sustained_elapsed", "sol_dram_pct", "%", "sol"),
+    _m("lts__t_bytes.sum.pct_of_peak_sustained_elapsed", "sol_l2_pct", "%", "sol"),
+    _m("l1tex__t_bytes.sum.pct_of_peak_sustained_elapsed", "sol_l1_pct", "%", "sol"),
+    _m("sm__inst_executed.avg.pct_of_peak_sustained_elapsed", "sol_sm_issue_pct", "%", "sol"),
     _m("sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_elapsed", "tensor_pipe_active_pct", "%", "sol"),
+    _m("sm__throughput.avg.pct_of_peak_sustained_elapsed", "sol_sm_pct", "%", "sol_breakdown"),
+    _m("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "sol_memory_pct", "%", "sol_breakdown"),
     # scalar floating-point instructions, per thread (an FMA is two FLOPs, see analyze)
     *(_m(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum", f"inst_{op}", "inst", "flops")
       for op in _FLOP_OPS),
@@ -78,6 +89,11 @@ METRICS: tuple[Metric, ...] = (
     *(_m(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio", f"stall_{r}", "ratio", "stall")
       for r in STALL_REASONS),
     _m("smsp__inst_executed.sum", "inst_executed", "inst", "stall"),
+    # the same reasons from PC sampling: one pass for all of them, approximate for short kernels
+    *(_m(f"smsp__pcsamp_warps_issue_stalled_{r}", f"samples_stall_{r}", "sample", "stall_sampled")
+      for r in PCSAMP_REASONS),
+    _m("smsp__pcsamp_sample_count", "samples_total", "sample", "stall_sampled"),
+    _m("smsp__pcsamp_interval_cycles", "sample_interval_cycles", "cycle", "stall_sampled"),
     # occupancy and launch configuration
     _m("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved_occupancy_pct", "%", "occupancy"),
     _m("sm__maximum_warps_per_active_cycle_pct", "theoretical_occupancy_pct", "%", "occupancy"),
@@ -94,6 +110,9 @@ BY_RAW = {m.raw: m for m in METRICS}
 BY_COLUMN = {m.column: m for m in METRICS}
 
 
-def metric_names() -> list[str]:
-    """The raw names handed to `ncu --metrics`."""
-    return [m.raw for m in METRICS]
+DEFAULT_GROUPS = ("time", "sol", "flops", "tensor", "bytes", "peak", "stall", "occupancy", "launch")
+
+
+def metric_names(groups: tuple[str, ...] = DEFAULT_GROUPS) -> list[str]:
+    """The raw names handed to `ncu --metrics` for these groups."""
+    return [m.raw for m in METRICS if m.group in groups]
