@@ -7,6 +7,7 @@ removes it, so profiles/ never holds half a run.
 """
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import pairs as pairs_mod
-from ..errors import (AispError, CorrectnessError, CounterPermissionError, NoGpuError,
+from ..errors import (CorrectnessError, CounterPermissionError, NoGpuError,
                       ProfilerFailedError, RequirementError, ToolNotFoundError)
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import commands, tools
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
 
 NCU_CSV = "ncu_raw.csv"
-NCU_REP = "ncu.ncu-rep"
+NCU_REP = "ncu.ncu-rep"          # gzipped to ncu.ncu-rep.gz once exported (about 10x smaller)
 NSYS_SQLITE = "nsys.sqlite"
 NSYS_REP = "nsys.nsys-rep"
 CHECK_JSON = "check.json"
@@ -183,14 +184,20 @@ def _nvidia_smi() -> dict[str, str]:
 
 
 def _git_sha(root: Path) -> str:
+    """The commit that was profiled: $AISP_GIT_SHA (for copies without history), else git's."""
+    env = os.environ.get("AISP_GIT_SHA", "")
+    if re.fullmatch(r"[0-9a-f]{7,40}(-dirty)?", env):
+        return env
     try:
-        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
-    except OSError:
+    except (OSError, subprocess.TimeoutExpired):
         return ""
-    return sha + ("-dirty" if sha and dirty else "")
+    if not re.fullmatch(r"[0-9a-f]{40}", sha):
+        return ""
+    return sha + ("-dirty" if dirty else "")
 
 
 def new_run_id(pair_name: str) -> str:
@@ -274,6 +281,7 @@ def _collect_into(tmp: Path, run_id: str, pair: pairs_mod.KernelPair, variants: 
         info["commands"]["ncu_export"] = export
         if proc.returncode != 0:
             raise ProfilerFailedError(f"ncu --import failed: {proc.stderr.strip()[:300]}")
+        _gzip(tmp / NCU_REP)
 
     if nsys is not None:
         progress(f"[3/3] nsys: timeline of {opts.nsys_iterations} iterations per variant")
@@ -297,6 +305,13 @@ def _collect_into(tmp: Path, run_id: str, pair: pairs_mod.KernelPair, variants: 
     return info
 
 
+def _gzip(path: Path) -> None:
+    """path -> path.gz (a .ncu-rep shrinks about 10x; ncu_report reads it back through aisp_prof)."""
+    with open(path, "rb") as src, gzip.open(f"{path}.gz", "wb", compresslevel=6) as dst:
+        shutil.copyfileobj(src, dst)
+    path.unlink()
+
+
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
 
@@ -311,5 +326,3 @@ def raise_if_failed_check(info: dict[str, Any], run_dir: Path) -> None:
                                f" ({'; '.join(msgs)}); run {info['run_id']} stored as failed")
 
 
-__all__ = ["RunOptions", "RunOutcome", "collect", "choose_variants", "new_run_id",
-           "raise_if_failed_check", "AispError"]

@@ -340,14 +340,17 @@ def _attribute(kernels: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame,
     launch_q = _launch_queries(launches["global_tid"], launches["launch_start_ns"])
     push_q = _push_queries(nvtx, first_id=len(launch_q))
     paths = _paths_at(nvtx, pd.concat([launch_q, push_q], ignore_index=True)).set_index("query_id")
-    launches[["nvtx_range", "nvtx_domain"]] = paths.reindex(launch_q["query_id"]).fillna("").to_numpy()
+    found = paths.reindex(launch_q["query_id"])
+    launches[["nvtx_range", "nvtx_domain"]] = found[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
+    # which push of the innermost range: gaps are measured within one call, not between calls
+    launches["range_instance"] = found["range_instance"].to_numpy()
     kernels = kernels.merge(
         launches.astype({"global_tid": "Int64", "launch_start_ns": "Int64"}),
         on=["global_tid", "launch_start_ns"], how="left",
     )
     kernels[["nvtx_range", "nvtx_domain"]] = kernels[["nvtx_range", "nvtx_domain"]].fillna("")
     nvtx = nvtx.copy()
-    nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_q["query_id"]).fillna("").to_numpy()
+    nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_q["query_id"])[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     return kernels, nvtx
 
 
@@ -379,7 +382,7 @@ def _paths_at(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
     hits = _containing(nvtx, queries)
     if hits.empty:
         return pd.DataFrame({"query_id": pd.Series(dtype=np.int64), "nvtx_range": pd.Series(dtype=str),
-                             "nvtx_domain": pd.Series(dtype=str)})
+                             "nvtx_domain": pd.Series(dtype=str), "range_instance": pd.Series(dtype=float)})
     hits = hits.merge(nvtx.loc[:, ["range_id", "start", "end", "name", "domain"]], on="range_id")
     hits = hits.assign(neg_end=-hits["end"]).sort_values(["query_id", "start", "neg_end", "range_id"])
     hits["level"] = hits.groupby("query_id").cumcount()
@@ -389,7 +392,8 @@ def _paths_at(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
         part = wide[level]
         path = path.where(part.isna(), path + "/" + part.fillna(""))
     innermost = hits.groupby("query_id")["domain"].last().reindex(path.index)
-    out = pd.DataFrame({"nvtx_range": path, "nvtx_domain": innermost})
+    instance = hits.groupby("query_id")["range_id"].last().reindex(path.index)
+    out = pd.DataFrame({"nvtx_range": path, "nvtx_domain": innermost, "range_instance": instance.astype(float)})
     return out.rename_axis("query_id").reset_index()
 
 
@@ -436,12 +440,12 @@ def _containing(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
 def _range_table(kernels: pd.DataFrame, nvtx: pd.DataFrame) -> pd.DataFrame:
     """Per (range path, domain): GPU time, GPU-timeline gaps between its kernels, CPU wall time."""
     keys = ["nvtx_range", "nvtx_domain"]
-    k = kernels.loc[kernels["nvtx_range"] != "", keys + ["start_ns", "end_ns", "duration_ns"]]
+    k = kernels.loc[kernels["nvtx_range"] != "", keys + ["range_instance", "start_ns", "end_ns", "duration_ns"]]
     if k.empty:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("range", "nvtx_domain") else np.int64)
                              for c in RANGE_COLUMNS})
     k = k.sort_values(keys + ["start_ns", "end_ns"], kind="stable")
-    group = [k[c] for c in keys]
+    group = [k[c] for c in keys + ["range_instance"]]   # gaps inside one call of the range
     busy_until = k.groupby(group)["end_ns"].cummax().groupby(group).shift()
     k = k.assign(gap_ns=(k["start_ns"] - busy_until).clip(lower=0).fillna(0).astype(np.int64))
     out = k.groupby(keys, sort=True).agg(
