@@ -242,6 +242,13 @@ def _collect_into(tmp: Path, run_id: str, pair: pairs_mod.KernelPair, variants: 
         "analytic": {"flops": pair.flops(sizes), "dram_bytes": pair.bytes(sizes)},
         "gpu": _nvidia_smi(), "tools": {}, "commands": {}, "wall_s": {},
     }
+    try:
+        from ..cuda_build import find_nvcc
+
+        nvcc = find_nvcc()
+        info["tools"]["nvcc"] = {"path": str(nvcc), "version": tools.tool_version(nvcc)}
+    except ToolNotFoundError:
+        pass
     started = time.time()
 
     progress(f"[1/3] checking {', '.join(variants)} against a float64 reference")

@@ -59,14 +59,19 @@ def find_nsys(explicit: str | None = None, ncu: Path | None = None) -> Path:
     return found
 
 
-_VERSION = re.compile(r"(\d{4}\.\d+\.\d+(?:\.\d+)?)")
+# Nsight tools print "Version 2025.3.1.0"; nvcc prints "release 13.0, V13.0.88"
+_VERSIONS = (re.compile(r"(\d{4}\.\d+\.\d+(?:\.\d+)?)"), re.compile(r"\bV(\d+\.\d+\.\d+)"))
 
 
 def tool_version(path: Path) -> str:
-    """'2025.3.1.0' from `<tool> --version`, or '' if it cannot be read."""
+    """'2025.3.1.0' (Nsight) or '13.0.88' (nvcc) from `<tool> --version`; '' if unreadable."""
     try:
         out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return ""
-    m = _VERSION.search(out.stdout + out.stderr)
-    return m.group(1) if m else ""
+    text = out.stdout + out.stderr
+    for pattern in _VERSIONS:
+        m = pattern.search(text)
+        if m:
+            return m.group(1)
+    return ""
