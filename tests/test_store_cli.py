@@ -129,3 +129,13 @@ def test_help_has_examples():
     for cmd in ("run", "import", "runs", "kernels", "ranges", "summary", "list", "quickstart"):
         res = invoke(cmd, "--help")
         assert res.exit_code == 0 and "Example" in res.output, cmd
+
+
+def test_import_ncu_rep_gz_through_ncu_report(tmp_path):
+    pytest.importorskip("ncu_report")
+    db = str(tmp_path / "a.db")
+    res = invoke("import", str(H200 / "probe_all.ncu-rep.gz"), "--db", db)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(invoke("kernels", "latest", "--db", db, "--json").stdout)
+    assert len(rows) == 11
+    assert {"aisp/pairA/baseline", "aisp/pairG/graph"} <= {r["nvtx_range"] for r in rows}
