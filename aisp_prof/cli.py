@@ -309,5 +309,15 @@ def _short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
 
 
+def _register_subcommands() -> None:
+    from .cli_bench import bench_group, history_cmd
+
+    cli.add_command(bench_group)
+    cli.add_command(history_cmd)
+
+
+_register_subcommands()
+
+
 def main() -> None:
     cli(prog_name="aisp-prof")

@@ -64,3 +64,9 @@ class BuildError(AispError):
     """nvcc failed to compile a pair's CUDA source."""
 
     exit_code = 10
+
+
+class RegressionError(AispError):
+    """`bench run` found a pair slower than its recorded expectation allows."""
+
+    exit_code = 11

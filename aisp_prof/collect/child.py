@@ -2,8 +2,8 @@
 
 It builds inputs, warms every variant up (compilation and autotuning stay outside the
 measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
-`--mode check` instead runs the correctness check and times each variant with CUDA events,
-with no profiler attached. It reports through a JSON file, never through stdout, because
+`--mode check` instead runs the correctness check and then times each variant with CUDA
+events (aisp_prof.bench.timing: L2 flushed, inputs rotated), with no profiler attached. It reports through a JSON file, never through stdout, because
 profilers interleave their own output there.
 
     python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -57,37 +56,16 @@ def _env() -> dict[str, Any]:
     return env
 
 
-def _time_variant(launch: Callable[[], Any], repeats: int) -> dict[str, float]:
-    """Median/min/max of `repeats` launches timed with CUDA events (after a warm-up).
-
-    All calls are queued back to back and synchronized once at the end, so the GPU never
-    waits on the host between them and launch latency stays out of each call's time.
-    """
-    import torch
-
-    launch()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(repeats)]
-    for start, end in events:
-        start.record()
-        launch()
-        end.record()
-    torch.cuda.synchronize()
-    times_ms = [start.elapsed_time(end) for start, end in events]
-    return {"median_ns": statistics.median(times_ms) * 1e6, "min_ns": min(times_ms) * 1e6,
-            "max_ns": max(times_ms) * 1e6, "repeats": repeats}
-
-
 def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
               repeats: int) -> dict[str, Any]:
     from ..check import check_pair
 
+    from ..bench.timing import time_variant
+
     result = check_pair(pair, sizes, device="cuda", variants=variants)
     timing = {}
-    if result.passed:
-        inputs = pair.make_inputs(sizes, "cuda", 0)
-        timing = {v: _time_variant(pair.variants[v](inputs), repeats) for v in variants}
+    if result.passed:   # no timing of a variant that is wrong
+        timing = {v: time_variant(pair, v, sizes, repeats=repeats) for v in variants}
     return {"check": result.to_dict(), "timing": timing, "env": _env()}
 
 
