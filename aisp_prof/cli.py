@@ -14,7 +14,7 @@ from typing import Any, Callable
 import click
 
 from . import __version__
-from .errors import AispError
+from .errors import AispError, RequirementError
 
 EXAMPLES = """
 \b
@@ -24,6 +24,7 @@ Examples:
   aisp-prof import profiles/samples/*/    # store saved runs/exports, no GPU needed
   aisp-prof summary latest                # per-variant summary of the newest run
   aisp-prof kernels latest --json         # one record per profiled kernel launch
+  aisp-prof report latest --open          # HTML report (offline, one page per pair)
 """
 
 
@@ -134,17 +135,23 @@ def run_cmd(targets: tuple[str, ...], variants: str | None, sizes: str | None, l
     results = []
     for i, pair in enumerate(selected, 1):
         click.echo(f"== {pair.name} ({i}/{len(selected)})", err=True)
-        result = run_and_store(
-            pair, db=_db(db), profiles_dir=profiles_dir, variants=variants.split(",") if variants else [],
-            sizes_text=sizes, label=label, ncu=ncu, nsys=nsys, with_ncu=not no_ncu, with_nsys=not no_nsys,
-            nsys_iterations=nsys_iterations, extra_metric_groups=extra_metrics,
-            progress=lambda m: click.echo(f"   {m}", err=True))
+        try:
+            result = run_and_store(
+                pair, db=_db(db), profiles_dir=profiles_dir, variants=variants.split(",") if variants else [],
+                sizes_text=sizes, label=label, ncu=ncu, nsys=nsys, with_ncu=not no_ncu, with_nsys=not no_nsys,
+                nsys_iterations=nsys_iterations, extra_metric_groups=extra_metrics,
+                progress=lambda m: click.echo(f"   {m}", err=True))
+        except RequirementError as exc:
+            if len(selected) == 1:
+                raise
+            click.echo(f"   skipped: {exc}", err=True)   # e.g. a Blackwell-only pair in a chapter run
+            continue
         results.append(result)
         if not as_json:
             _print_summary(result.as_dict())
     if as_json:
         data = [r.as_dict() for r in results]
-        _echo_json(data if len(data) > 1 else data[0])
+        _echo_json(data if len(data) != 1 else data[0])
     failed = next((r.error for r in results if r.error is not None), None)
     if failed is not None:
         raise failed
@@ -274,13 +281,17 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
         _print_summary(result)
 
 
+QUICKSTART_REPORT = Path("reports") / "quickstart"
+
+
 @cli.command("quickstart")
 @click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
               show_default=True, help="Where run folders are written.")
 @db_option
 def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
     """The README's first command. On a GPU: profile ch09.fused_l2norm. Without one: store
-    the real sample runs shipped in profiles/samples/ and summarize them.
+    the real sample runs shipped in profiles/samples/ and summarize them. Either way, write
+    the HTML report to reports/quickstart/ and print the path of its index.html.
 
     \b
     Example:
@@ -293,20 +304,171 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
         ctx.invoke(run_cmd, targets=("ch09.fused_l2norm",), profiles_dir=profiles_dir, db=db,
                    variants=None, sizes=None, label="quickstart", ncu=None, nsys=None, no_ncu=False,
                    no_nsys=False, nsys_iterations=5, extra_metrics=(), as_json=False)
+        from .render.report import build_report, select_runs
+
+        report = build_report(_db(db), select_runs(_db(db), targets=["ch09.fused_l2norm"]), out=QUICKSTART_REPORT)
+        click.echo(f"report: {report.index}")
         return
     from .ingest import sample_run_dirs, store_path
     from .queries import run_summary
+    from .render.report import build_report
 
     samples = sample_run_dirs()
     click.echo(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs", err=True)
+    run_ids = []
     for run_dir in samples:
-        run_id = store_path(_db(db), run_dir, skip_stored=True)
-        _print_summary(run_summary(_db(db), run_id))
+        run_ids.append(store_path(_db(db), run_dir, skip_stored=True))
+        _print_summary(run_summary(_db(db), run_ids[-1]))
         click.echo("")
+    report = build_report(_db(db), run_ids, out=QUICKSTART_REPORT)
+    click.echo(f"report: {report.index}")
 
 
 def _short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
+
+
+_PRECISIONS = ("fp64", "fp32", "fp16", "tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8",
+               "tensor_int8", "tensor_fp64")
+
+
+@cli.command("roofline")
+@click.argument("targets", nargs=-1)
+@click.option("--compare", is_flag=True, help="Join baseline and each optimized variant by an arrow labelled "
+              "with the speedup (several RUNs: the first run's variants against the same variants of the others).")
+@click.option("--level", type=click.Choice(["dram", "l2", "l1", "all"]), default="dram", show_default=True,
+              help="Intensity at this memory level; 'all' is the hierarchical view (L1, L2, DRAM on one line).")
+@click.option("--precision", "precisions", multiple=True, type=click.Choice(_PRECISIONS),
+              help="Compute ceilings to show (repeatable; default: the precisions the kernels use).")
+@click.option("--flops", "flop_basis", type=click.Choice(["auto", "counted", "analytic"]), default="auto",
+              show_default=True, help="FLOPs of a variant's point: auto = the pair's analytic FLOPs when known "
+              "(arrows then rise by exactly the speedup), counted = ncu's hardware counts. Kernels are always counted.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the chart to FILE.png or FILE.svg.")
+@click.option("--kernels/--no-kernels", default=True, show_default=True, help="Draw single kernels beside the variants.")
+@db_option
+@json_option
+def roofline_cmd(targets: tuple[str, ...], compare: bool, level: str, precisions: tuple[str, ...], flop_basis: str,
+                 out: Path | None, kernels: bool, db: Path | None, as_json: bool) -> None:
+    """Roofline of stored runs: ceilings (theoretical from the profile's peaks, measured from
+    `aisp-prof calibrate`), one point per kernel and per variant, counted vs analytic FLOPs, and
+    warnings where a roofline would mislead. TARGETS are run ids, prefixes, 'latest' (default)
+    or pair names (their newest run). Works on imported profiles, no GPU needed.
+
+    \b
+    Example:
+      aisp-prof roofline ch09.fused_l2norm --compare --out roofline.png
+      aisp-prof roofline latest --level all --out hierarchy.svg
+      aisp-prof roofline latest --json
+    """
+    from .analyze.roofline import roofline_for_runs
+    from .errors import AispError as _Err
+
+    if out is not None and out.suffix.lower() not in (".png", ".svg"):
+        raise _Err(f"--out {out}: the chart is written as .png or .svg")
+    result = roofline_for_runs(_db(db), list(targets) or ["latest"], flop_basis)
+    chart = None
+    if out is not None:
+        from .render.roofline_plot import draw
+
+        chart = draw(result, out, level=level, compare=compare, precisions=precisions or None, kernels=kernels)
+    if as_json:
+        data = result.to_dict()
+        if not compare:
+            data.pop("comparisons")
+        data["chart"] = str(chart) if chart else None
+        _echo_json(data)
+        return
+    from .render.roofline_plot import roofline_table
+
+    click.echo(roofline_table(result, precisions or None))
+    if chart:
+        click.echo(f"\nchart: {chart}")
+
+
+@cli.command("calibrate")
+@click.option("--probes", help="Comma-separated probes (default: all): copy_dram, stream_l2, stream_l1, fma_fp32, "
+              "gemm_bf16, gemm_fp16, gemm_tf32, gemm_fp8, gemm_int8, gemm_fp64.")
+@click.option("--repeats", default=30, show_default=True, help="Timed calls per probe (median reported).")
+@click.option("--write-json", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write DIR/<hardware_key>.json (commit it under profiles/calibration/).")
+@click.option("--profile", is_flag=True, help="Also profile the probes under ncu into a run folder, stored as a run.")
+@click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
+              show_default=True, help="Where --profile writes its run folder.")
+@click.option("--ncu", help="Path to ncu (default: $AISP_NCU, PATH, standard installs).")
+@click.option("--show", is_flag=True, help="Print the stored calibrations (database, then profiles/calibration/); no GPU.")
+@db_option
+@json_option
+def calibrate_cmd(probes: str | None, repeats: int, write_json: Path | None, profile: bool, profiles_dir: Path,
+                  ncu: str | None, show: bool, db: Path | None, as_json: bool) -> None:
+    """Measure this GPU's ceilings (device copy, L2- and L1-resident streams, FP32 FMA loop, GEMMs
+    per precision), timed with CUDA events, and store them per hardware key so `roofline` draws
+    them beside the theoretical ones. Exit code 3 without a GPU.
+
+    \b
+    Example:
+      aisp-prof calibrate --write-json profiles/calibration
+      aisp-prof calibrate --show --json
+    """
+    from .render.roofline_plot import calibration_table
+
+    if show:
+        from .calibrate.store import stored_calibrations
+
+        rows = stored_calibrations(_db(db))
+        if as_json:
+            _echo_json(rows)
+        else:
+            click.echo(calibration_table(rows))
+        return
+    from .calibrate.run import CalibrateOptions, calibrate
+
+    opts = CalibrateOptions(db=_db(db), probes=[p for p in (probes or "").split(",") if p], repeats=repeats,
+                            write_json=write_json, profile=profile, profiles_dir=profiles_dir, ncu=ncu)
+    outcome = calibrate(opts, progress=lambda m: click.echo(f"   {m}", err=True))
+    if as_json:
+        _echo_json(outcome.as_dict())
+        return
+    click.echo(calibration_table([outcome.calibration]))
+    if outcome.json_path:
+        click.echo(f"written: {outcome.json_path}")
+    if outcome.profiled_run_id:
+        click.echo(f"profiled run: {outcome.profiled_run_id}")
+
+
+@cli.command("report")
+@click.argument("runs", nargs=-1)
+@click.option("--targets", multiple=True, help="A chapter (ch09) or pair name: the latest stored run of "
+              "each matching pair (repeatable or comma-separated).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Report folder (default: reports/<pair>-<run time> for one run, reports/report-<UTC time> "
+                   "for several); a previous report there is replaced.")
+@click.option("--open", "open_browser", is_flag=True, help="Open index.html in the default web browser.")
+@db_option
+def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None, open_browser: bool,
+               db: Path | None) -> None:
+    """Write an HTML report of stored runs and print the path of its index.html: an index of
+    every pair (sortable, filter by chapter, roofline thumbnails) and one page per pair (speedup,
+    correctness, what bound it before and after, stalls, speed of light, memory traffic,
+    kernels, nsys timeline, FLOP check, warnings, provenance). Static files that open from
+    file:// with no network. RUNS are ids, prefixes or 'latest'; with neither RUNS nor
+    --targets, the latest run of every stored pair.
+
+    \b
+    Example:
+      aisp-prof report latest --open
+      aisp-prof report --targets ch09 --out reports/ch09
+    """
+    from .render.report import build_report, select_runs
+
+    run_ids = select_runs(_db(db), runs, targets)
+    with click.progressbar(length=len(run_ids), label="report", file=sys.stderr,
+                           item_show_func=lambda name: name) as bar:
+        result = build_report(_db(db), run_ids, out=out, progress=lambda name: bar.update(1, name))
+    click.echo(str(result.index))
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(result.index.resolve().as_uri())
 
 
 def _register_subcommands() -> None:

@@ -49,7 +49,7 @@ KERNEL_COLUMNS = (
     "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "duration_ns", "device_id",
     "stream_id", "grid", "block", "registers_per_thread", "static_shared_bytes",
     "dynamic_shared_bytes", "graph_node_id", "launch_api", "launch_start_ns", "process_id",
-    "thread_id", "nvtx_range", "nvtx_domain",
+    "thread_id", "nvtx_range", "nvtx_domain", "range_instance",
 )
 RANGE_COLUMNS = (
     "range", "nvtx_domain", "kernel_count", "gpu_time_ns", "first_start_ns", "last_end_ns",

@@ -1,0 +1,209 @@
+"""`aisp-prof report`: stored runs -> a folder of static HTML pages that open from file://.
+
+For each pair the page answers: did it get faster, is it still correct, what bound it before
+and after, and why (stalls, speed of light, bytes per level, kernels, the nsys timeline), with
+the provenance needed to trust the numbers. `report_data` gathers everything as plain data
+(no HTML); `build_report` draws the charts beside the pages and renders jinja2 templates with
+autoescaping, so kernel names such as `void f<float, 4>(...)` print exactly and inertly.
+(Gathering lives in report_data.py; `select_runs` and `report_data` are re-exported here.)
+
+The folder is self-contained: CSS and the small sorting/filter script are inline, images sit in
+`img/` and are referenced relatively, nothing is fetched from the network.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from markupsafe import Markup
+
+from ..errors import AispError, UnknownTargetError
+from ..store import get_run, resolve_run
+from .report_data import gather, report_data, select_runs, short_kernel_name  # noqa: F401 (the public API)
+from .table import duration, si
+
+log = logging.getLogger(__name__)
+
+TEMPLATES = Path(__file__).parent / "templates"
+DEFAULT_REPORTS_DIR = Path("reports")
+MARKER = ".aisp-report"            # marks a folder this module wrote (safe to replace)
+
+
+@dataclass
+class Report:
+    """What `build_report` wrote."""
+
+    out_dir: Path
+    index: Path
+    pages: list[Path] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------ rendering
+
+
+def _env():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(si=_f_si, duration=duration, pct=_f_pct, times=_f_times, sci=_f_sci,
+                       num=_f_num, sortkey=_f_sortkey)
+    return env
+
+
+def _f_si(v: Any, unit: str = "", digits: int = 3) -> str:
+    return si(float(v), unit, digits) if isinstance(v, (int, float)) else "-"
+
+
+def _f_pct(v: Any) -> str:
+    return f"{v:.1f}%" if isinstance(v, (int, float)) else "-"
+
+
+def _f_times(v: Any) -> str:
+    return f"{v:.2f}×" if isinstance(v, (int, float)) else "-"
+
+
+def _f_sci(v: Any) -> str:
+    return f"{v:.2e}" if isinstance(v, (int, float)) else "-"
+
+
+def _f_num(v: Any, digits: int = 3) -> str:
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:.{digits}g}" if isinstance(v, float) else ("-" if v is None else str(v))
+
+
+def _f_sortkey(v: Any) -> str:
+    """A data-sort attribute: numbers as numbers, None sorts first."""
+    if v is None:
+        return ""
+    return repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+
+
+def _assets() -> dict[str, Any]:
+    """Inline CSS and script, and a Content-Security-Policy that lets only that script run."""
+    css = (TEMPLATES / "report.css").read_text()
+    js = (TEMPLATES / "report.js").read_text()
+    digest = base64.b64encode(hashlib.sha256(js.encode()).digest()).decode()
+    csp = (f"default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
+           f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
+    return {"css": Markup(css), "js": Markup(js), "csp": csp}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+
+
+def _page_names(runs: list[dict[str, Any]]) -> list[str]:
+    """`<pair>.html`, or `<run id>.html` where two selected runs share a pair (or 'index')."""
+    base = [_slug(r.get("pair") or r.get("label") or r["run_id"]) for r in runs]
+    return [f"{b}.html" if base.count(b) == 1 and b != "index" else f"{_slug(r['run_id'])}.html"
+            for b, r in zip(base, runs)]
+
+
+def default_name(db: Path, run_ids: Sequence[str]) -> str:
+    """`<pair>-<run-id timestamp>` for one run, `report-<UTC timestamp>` for several."""
+    if len(run_ids) == 1:
+        row = get_run(db, run_ids[0])
+        return _slug(f"{row.get('pair') or row.get('label') or 'run'}-{run_ids[0].split('-', 1)[0]}")
+    return "report-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, str]:
+    """The page's charts as files under img/; returns {chart: path relative to the page}."""
+    from . import charts
+
+    out: dict[str, str] = {}
+    if roof is not None:
+        try:
+            from .roofline_plot import draw
+        except ImportError as exc:
+            log.warning("no roofline plot: %s", exc)
+        else:
+            out["roofline"] = _rel(draw(roof, img / f"{stem}-roofline.png", level="dram", compare=True), img)
+    if data["roofline"]:
+        thumb = charts.roofline_thumbnail(data["roofline"], img / f"{stem}-roofline-thumb.png")
+        if thumb is not None:
+            out["roofline_thumb"] = _rel(thumb, img)
+    if data["stalls"]:
+        out["stalls"] = _rel(charts.stall_chart(data["stalls"], img / f"{stem}-stalls.png"), img)
+    if data["memory"]:
+        out["memory"] = _rel(charts.memory_chart(data["memory"], img / f"{stem}-memory.png"), img)
+    if data["timeline"]:
+        from .timeline import timeline_chart
+
+        out["timeline"] = _rel(timeline_chart(data["timeline"], img / f"{stem}-timeline.png"), img)
+    return out
+
+
+def _rel(path: Path, img: Path) -> str:
+    return f"{img.name}/{Path(path).relative_to(img).as_posix()}"
+
+
+def _prepare_out(out_dir: Path) -> Path:
+    """A fresh partial folder beside `out_dir`; refuses to replace a folder we did not write."""
+    if out_dir.exists() and (not out_dir.is_dir() or
+                             (any(out_dir.iterdir()) and not (out_dir / MARKER).exists())):
+        raise AispError(f"{out_dir} exists and is not an aisp-prof report folder; choose another --out")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    if partial.exists():
+        shutil.rmtree(partial)
+    (partial / "img").mkdir(parents=True)
+    (partial / "data").mkdir()
+    return partial
+
+
+def build_report(db: Path, run_ids: Sequence[str], out: Path | None = None,
+                 reports_dir: Path = DEFAULT_REPORTS_DIR,
+                 progress: Callable[[str], None] | None = None) -> Report:
+    """Write index.html and one page per run (pair) into `out` (default reports/<name>).
+
+    The folder is built under a hidden partial name and renamed when complete; a previous
+    report in the same place is replaced. `progress(name)` is called after each page.
+    """
+    if not run_ids:
+        raise UnknownTargetError("no runs to report on")
+    run_ids = list(dict.fromkeys(resolve_run(db, r) for r in run_ids))
+    out_dir = Path(out) if out else Path(reports_dir) / default_name(db, run_ids)
+    partial = _prepare_out(out_dir)
+    try:
+        env, assets = _env(), _assets()
+        generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        rows, pages = [], []
+        names = _page_names([get_run(db, rid) for rid in run_ids])
+        for rid, page in zip(run_ids, names):
+            data, roof = gather(db, rid)
+            stem = page[: -len(".html")]
+            images = _draw(data, roof, partial / "img", stem)
+            html = env.get_template("pair.html.j2").render(d=data, images=images, page=page,
+                                                           generated=generated, **assets)
+            (partial / page).write_text(html, encoding="utf-8")
+            (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
+            pages.append(out_dir / page)
+            rows.append({"page": page, "data": f"data/{stem}.json", "thumb": images.get("roofline_thumb"), **data})
+            if progress:
+                progress(data["title"])
+        chapters = sorted({r["chapter"] for r in rows})
+        html = env.get_template("index.html.j2").render(rows=rows, chapters=chapters, generated=generated,
+                                                        db=str(db), **assets)
+        (partial / "index.html").write_text(html, encoding="utf-8")
+        (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    partial.rename(out_dir)
+    return Report(out_dir=out_dir, index=out_dir / "index.html", pages=pages)

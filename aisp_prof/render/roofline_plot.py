@@ -1,0 +1,317 @@
+"""Draw a RooflineResult (aisp_prof.analyze.roofline): log-log rooflines, nothing computed here.
+
+`draw(result, path, level="dram"|"l2"|"l1"|"all", compare=True)` writes one PNG or SVG (by the
+path's suffix) with one chart per pair (run). Ceilings: theoretical dashed, measured solid,
+each labelled with its value. Points: a variant's aggregate is a large marker, its kernels
+small faded ones; with `compare`, an arrow from baseline to each optimized variant carries the
+speedup. `level="all"` is the hierarchical view: one variant's L1, L2 and DRAM points lie on
+one horizontal line (same FLOP/s, three intensities), joined by a thin line. Figures are made
+without pyplot (Agg canvas), so drawing leaves no global matplotlib state behind.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from ..analyze.roofline import Point, RooflineResult
+from .table import si
+
+LEVEL_COLORS = {"dram": "#d62728", "l2": "#2ca02c", "l1": "#1f77b4"}
+LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
+LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
+COMPUTE_COLOR = "#444444"
+BASELINE_COLOR = "#8c8c8c"
+VARIANT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+                  "#17becf", "#bcbd22")
+PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16 (HFMA2)", "tensor_fp16": "tensor FP16",
+                   "tensor_bf16": "tensor BF16", "tensor_tf32": "tensor TF32", "tensor_fp8": "tensor FP8",
+                   "tensor_int8": "tensor INT8", "tensor_fp64": "tensor FP64"}
+DPI = 120
+
+
+def _plain(text: str) -> str:
+    return str(text).replace("$", r"\$")
+
+
+def _colors(variants: Sequence[str]) -> dict[str, str]:
+    out, i = {}, 0
+    for v in variants:
+        if v == "baseline":
+            out[v] = BASELINE_COLOR
+        else:
+            out[v] = VARIANT_COLORS[i % len(VARIANT_COLORS)]
+            i += 1
+    return out
+
+
+def _plottable(p: Point, level: str) -> bool:
+    ai = p.ai(level)
+    return bool(p.flops_per_s and p.flops_per_s > 0 and ai and ai > 0 and math.isfinite(ai))
+
+
+def _precisions(result: RooflineResult, points: Sequence[Point], asked: Sequence[str] | None) -> list[str]:
+    have = result.ceilings.compute
+    if asked:
+        return [p for p in asked if p in have]
+    seen = [p.precision for p in points if p.precision and p.flops_per_s]
+    order = list(dict.fromkeys(seen)) or ["fp32"]
+    return [p for p in order if p in have]
+
+
+def _groups(result: RooflineResult) -> list[tuple[str, list[Point]]]:
+    """One chart per run, or a single chart when comparisons cross runs."""
+    cross = any(c.baseline.run_id != c.optimized.run_id for c in result.comparisons)
+    if cross or len(result.runs) == 1:
+        title = " vs ".join(r.get("pair") or r.get("label") or r["run_id"] for r in result.runs)
+        return [(title, list(result.points))]
+    return [(r.get("pair") or r.get("label") or r["run_id"], [p for p in result.points if p.run_id == r["run_id"]])
+            for r in result.runs]
+
+
+def _limits(result: RooflineResult, points: Sequence[Point], levels: Sequence[str],
+            precisions: Sequence[str]) -> tuple[tuple[float, float], tuple[float, float]]:
+    xs = [p.ai(lv) for p in points for lv in levels if _plottable(p, lv)]
+    ys = [p.flops_per_s for p in points for lv in levels if _plottable(p, lv)]
+    tops = [v for pr in precisions for v in (result.ceilings.value(pr), result.ceilings.value(pr, "measured")) if v]
+    ridges = [result.ceilings.ridge(pr, lv, w) for pr in precisions for lv in levels
+              for w in ("theoretical", "measured")]
+    xs += [r for r in ridges if r]
+    x_lo = min(xs) / 10 if xs else 1e-2
+    x_hi = max(xs) * 10 if xs else 1e3
+    y_hi = max(tops + ys) * 3 if tops or ys else 1e15
+    y_lo = min(ys) / 10 if ys else y_hi / 1e5
+    y_lo = min(y_lo, y_hi / 1e4)
+    return (x_lo, x_hi), (y_lo, y_hi)
+
+
+def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], precisions: Sequence[str],
+                   xlim: tuple[float, float]) -> list[Any]:
+    """Draw the roofs; return legend handles naming each with its value (labels on the lines collide)."""
+    c = result.ceilings
+    x0, x1 = xlim
+    handles = []
+    top = {w: max([v for pr in precisions if (v := c.value(pr, w))] or [0.0]) for w in ("theoretical", "measured")}
+    for level in levels:
+        values = []
+        for which, style in (("theoretical", "--"), ("measured", "-")):
+            bw = c.value(level, which)
+            cap = top[which] or top["theoretical"]
+            if not bw or not cap:
+                continue
+            x_end = min(x1, cap / bw)
+            ax.plot([x0, x_end], [bw * x0, bw * x_end], style, color=LEVEL_COLORS[level], lw=1.4, alpha=0.9)
+            values.append(f"{si(bw, 'B/s')} {which[:4]}.")
+        if values:
+            handles.append(Line2D([], [], color=LEVEL_COLORS[level], lw=1.6,
+                                  label=f"{LEVEL_NAMES[level]}: " + ", ".join(values)))
+    left = levels[0] if "dram" not in levels else "dram"
+    for pr in precisions:
+        values = []
+        for which, style in (("theoretical", "--"), ("measured", "-")):
+            rate = c.value(pr, which)
+            if not rate:
+                continue
+            bw = c.value(left, which) or c.value(left)
+            x_start = max(x0, rate / bw) if bw else x0
+            ax.plot([x_start, x1], [rate, rate], style, color=COMPUTE_COLOR, lw=1.4, alpha=0.9)
+            if not values:      # one name per precision, on its upper roof
+                ax.annotate(PRECISION_NAMES.get(pr, pr), xy=(x1 / 1.15, rate), ha="right", va="bottom",
+                            fontsize=7, color=COMPUTE_COLOR)
+            values.append(f"{si(rate, 'FLOP/s')} {which[:4]}.")
+        if values:
+            handles.append(Line2D([], [], color=COMPUTE_COLOR, lw=1.6,
+                                  label=f"{PRECISION_NAMES.get(pr, pr)}: " + ", ".join(values)))
+    return handles
+
+
+def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], levels: Sequence[str],
+                 kernels: bool) -> list[Any]:
+    variants = list(dict.fromkeys(p.variant for p in points))
+    colors = _colors(variants)
+    handles = []
+    hierarchical = len(levels) > 1
+    for p in points:
+        if p.is_aggregate:
+            continue
+        if not kernels:
+            continue
+        for level in levels:
+            if _plottable(p, level):
+                ax.scatter([p.ai(level)], [p.flops_per_s], s=14, marker=LEVEL_MARKERS[level] if hierarchical else "o",
+                           color=colors[p.variant], alpha=0.35, edgecolors="none", zorder=3)
+    for p in points:
+        if not p.is_aggregate:
+            continue
+        color = colors[p.variant]
+        xs = [p.ai(lv) for lv in levels if _plottable(p, lv)]
+        if not xs:
+            continue
+        if hierarchical and len(xs) > 1:
+            ax.plot([min(xs), max(xs)], [p.flops_per_s] * 2, "-", color=color, lw=0.8, alpha=0.7, zorder=3)
+        for level in levels:
+            if _plottable(p, level):
+                marker = LEVEL_MARKERS[level] if hierarchical else "o"
+                ax.scatter([p.ai(level)], [p.flops_per_s], s=70, marker=marker, color=color,
+                           edgecolors="black", linewidths=0.6, zorder=5)
+        name_x = p.ai(levels[-1]) if _plottable(p, levels[-1]) else xs[-1]
+        ax.annotate(_plain(p.variant), xy=(name_x, p.flops_per_s), xytext=(7, 4 + 9 * (len(handles) % 3)),
+                    textcoords="offset points", fontsize=8, color=color, zorder=6)
+        pct = f", {p.pct_of_roof:.0f}% of {p.bound} roof" if p.pct_of_roof is not None else ""
+        label = f"{_plain(p.variant)} ({p.flop_basis} FLOPs{pct})"
+        handles.append(Line2D([], [], marker="o", ls="", color=color, markeredgecolor="black", label=label))
+    if hierarchical:
+        handles += [Line2D([], [], marker=LEVEL_MARKERS[lv], ls="", color="white", markeredgecolor="black",
+                           label=f"{LEVEL_NAMES[lv]} intensity") for lv in levels]
+    if kernels and any(not p.is_aggregate for p in points):
+        handles.append(Line2D([], [], marker="o", ls="", color="#999999", alpha=0.4, label="single kernels (counted FLOPs)"))
+    return handles
+
+
+def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level: str) -> None:
+    ids = {id(p) for p in points}
+    shown = 0
+    for c in result.comparisons:
+        b, o = c.baseline, c.optimized
+        if id(b) not in ids or id(o) not in ids or not (_plottable(b, level) and _plottable(o, level)):
+            continue
+        ax.annotate("", xy=(o.ai(level), o.flops_per_s), xytext=(b.ai(level), b.flops_per_s),
+                    arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1.3, "shrinkA": 6, "shrinkB": 6},
+                    zorder=6)
+        # label at a different point along each arrow, so arrows that nearly coincide stay readable
+        frac = (0.5, 0.3, 0.7, 0.2, 0.8)[shown % 5]
+        mx = b.ai(level) ** (1 - frac) * o.ai(level) ** frac
+        my = b.flops_per_s ** (1 - frac) * o.flops_per_s ** frac
+        text = f"{_plain(o.variant)} {c.speedup:.2f}x" if c.speedup else "?"
+        ax.annotate(text, xy=(mx, my), xytext=(10, -18 - 14 * shown), textcoords="offset points",
+                    fontsize=8, fontweight="bold",
+                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "black", "lw": 0.6}, zorder=7)
+        shown += 1
+
+
+def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare: bool = True,
+         precisions: Sequence[str] | None = None, kernels: bool = True) -> Path:
+    """Write the roofline chart(s) of `result` to `path` (.png or .svg); return the path."""
+    if level not in ("dram", "l2", "l1", "all"):
+        raise ValueError(f"level must be dram, l2, l1 or all, not {level!r}")
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"{path}: the chart is written as .png or .svg")
+    levels = ("l1", "l2", "dram") if level == "all" else (level,)
+    groups = _groups(result)
+    fig = Figure(figsize=(9.5, 6.2 * len(groups)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+    for ax, (title, points) in zip(axes, groups):
+        precs = _precisions(result, points, precisions)
+        xlim, ylim = _limits(result, points, levels, precs)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*xlim)
+        ax.set_ylim(*ylim)
+        roofs = _draw_ceilings(ax, result, levels, precs, xlim)
+        handles = _draw_points(ax, result, points, levels, kernels)
+        if compare:
+            _draw_arrows(ax, result, points, "dram" if level == "all" else level)
+        xlabel = "arithmetic intensity [FLOP/byte]" + ("" if level == "all" else f" at {LEVEL_NAMES[level]}")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("performance [FLOP/s]")
+        gpu = result.ceilings.gpu_name or result.ceilings.hardware_key
+        view = "hierarchical (L1, L2, DRAM)" if level == "all" else f"{LEVEL_NAMES[level]} roofline"
+        ax.set_title(_plain(f"{title} - {gpu} - {view}"), fontsize=11)
+        ax.grid(True, which="major", alpha=0.3)
+        styles = [Line2D([], [], ls="--", color="black", label="theoretical ceiling (ncu peak x clock)"),
+                  Line2D([], [], ls="-", color="black", label="measured ceiling (aisp-prof calibrate)")]
+        first = ax.legend(handles=roofs + styles, loc="upper left", fontsize=7.5, framealpha=0.9,
+                          title="ceilings", title_fontsize=8, bbox_to_anchor=(0.0, 0.96))
+        ax.add_artist(first)
+        ax.legend(handles=handles, loc="lower right", fontsize=8, framealpha=0.9)
+        codes = sorted({w.code for w in result.warnings if w.severity == "warning"
+                        and (w.run_id is None or w.run_id in {p.run_id for p in points})})
+        if codes:
+            ax.text(0.01, 0.99, "warnings: " + ", ".join(codes) + " (aisp-prof roofline --json)",
+                    transform=ax.transAxes, va="top", fontsize=8, color="#b00000")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white")
+    return path
+
+
+# ----------------------------------------------------------------------------------- terminal
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
+def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = None) -> str:
+    """The same numbers as the chart, as text: ceilings, points, comparisons, FLOP check, warnings."""
+    from .table import duration, render
+
+    c = result.ceilings
+    lines = [f"ceilings: {c.gpu_name or c.hardware_key} (hardware key {c.hardware_key}); theoretical = ncu peak x "
+             f"clock (SM {_f((c.clocks_hz.get('sm') or 0) / 1e9)} GHz), measured = "
+             + (c.measured_source or {}).get("source", "not calibrated (aisp-prof calibrate)")]
+    rows = []
+    for level in ("dram", "l2", "l1"):
+        ce = c.bandwidth.get(level)
+        if ce:
+            rows.append([f"{LEVEL_NAMES[level]} bandwidth", si(ce.theoretical, "B/s"), si(ce.measured, "B/s"), "", ""])
+    shown = precisions or [p for p in c.compute if p in {pt.precision for pt in result.points} or p == "fp32"]
+    for p in shown:
+        ce = c.compute.get(p)
+        if ce:
+            rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical, "FLOP/s"), si(ce.measured, "FLOP/s"),
+                         _f(c.ridge(p, "dram")), _f(c.ridge(p, "dram", "measured"))])
+    lines.append(render(["ceiling", "theoretical", "measured", "ridge DRAM (theo.)", "ridge DRAM (meas.)"], rows))
+    lines.append("")
+    body = []
+    for p in result.points:
+        name = "(variant)" if p.is_aggregate else (p.kernel if len(p.kernel) <= 48 else p.kernel[:45] + "...")
+        body.append([p.variant, name, duration(p.duration_ns), si(p.flops), p.flop_basis, si(p.flops_per_s, "FLOP/s"),
+                     _f(p.ai_dram), _f(p.ai_l2), _f(p.ai_l1) + ("" if p.ai_l1_valid else "*"), p.precision or "-",
+                     p.bound or "-", _f(p.pct_of_roof, 3) if p.pct_of_roof is not None else "-",
+                     _f(p.pct_of_measured_roof, 3) if p.pct_of_measured_roof is not None else "-"])
+    lines.append(render(["variant", "kernel", "time", "FLOPs", "basis", "FLOP/s", "AI DRAM", "AI L2", "AI L1",
+                         "precision", "bound", "% roof", "% meas. roof"], body))
+    if any(not p.ai_l1_valid for p in result.points):
+        lines.append("* TMA traffic bypasses the L1 counters: L1 intensity overstated")
+    if result.comparisons:
+        lines.append("")
+        lines.append(render(["baseline", "optimized", "speedup (ncu time)", "AI DRAM x", "DRAM bytes x"],
+                            [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
+                              _f(cmp.to_dict()["ai_dram_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
+                             for cmp in result.comparisons]))
+    if result.flop_check:
+        lines.append("")
+        lines.append(render(["variant", "counted FLOPs/call", "analytic FLOPs/call", "counted/analytic", "flag"],
+                            [[f.variant, si(f.counted_flops), si(f.analytic_flops), _f(f.ratio),
+                              "DIFFERS >10%" if f.flagged else "ok"] for f in result.flop_check]))
+    if result.warnings:
+        lines.append("")
+        lines += [f"{w.severity}: [{w.code}] {w.message}" for w in result.warnings]
+    return "\n".join(lines)
+
+
+def calibration_table(calibrations: Sequence[dict[str, Any]]) -> str:
+    """Measured ceilings per hardware key, each probe with its median time and spread."""
+    from .table import duration, render
+
+    out = []
+    for cal in calibrations:
+        src = cal.get("_source", "")
+        out.append(f"{cal.get('hardware_key')}: {cal.get('gpu_name')}, driver {cal.get('driver_version')}, "
+                   f"torch {cal.get('torch_version')}, {cal.get('created_at')}" + (f" [{src}]" if src else ""))
+        rows = []
+        for name, p in (cal.get("probes") or {}).items():
+            if not p.get("ok", True) or "rate" not in p:
+                rows.append([name, "-", "-", "-", p.get("error", "failed")])
+                continue
+            rows.append([name, si(p["rate"], p.get("unit", "").replace("byte", "B").replace("flop", "FLOP")),
+                         duration(p.get("median_ns")), f"{p.get('spread_pct', 0):.1f}%", p.get("what", "")])
+        out.append(render(["probe", "rate (median)", "median time", "p10-p90 spread", "what"], rows))
+        out.append("")
+    return "\n".join(out).rstrip() or "no calibrations stored (run `aisp-prof calibrate` on a GPU)"

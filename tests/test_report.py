@@ -1,0 +1,359 @@
+"""`aisp-prof report` on the shipped sample run (a real ch09.fused_l2norm run on an H200):
+the pages exist, every local link and image resolves, nothing is fetched from the network,
+kernel names are escaped exactly, and the CLI's success and error paths. No GPU, no browser."""
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof import store
+from aisp_prof.errors import AispError, UnknownTargetError
+from aisp_prof.ingest import load_run_dir, sample_run_dirs, store_path
+from aisp_prof.queries import run_summary
+from aisp_prof.render import report
+
+RUN_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
+XSS_RUN_ID = RUN_ID + "-xss"
+XSS_NAME = "void f<script>alert(1)</script><float, 4>(int)"
+
+
+def sample_dir() -> Path:
+    return {d.name: d for d in sample_run_dirs()}[RUN_ID]
+
+
+def store_xss_run(db: Path) -> str:
+    """The real sample run stored again under another id, its CUDA kernel renamed to carry a
+    <script> tag (in the ncu kernels table and the nsys timeline)."""
+    data = load_run_dir(sample_dir())
+    data.run["run_id"] = XSS_RUN_ID
+    data.run["label"] = "xss <b>label</b>"
+    cuda = data.kernels["variant"] == "cuda"
+    data.kernels.loc[cuda, "kernel"] = XSS_NAME
+    on_tl = data.timeline["variant"] == "cuda"
+    data.timeline.loc[on_tl, "kernel"] = XSS_NAME
+    data.timeline.loc[on_tl, "short_name"] = "f<script>alert(2)</script>"
+    return store.write_run(db, data)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    db = tmp / "a.db"
+    store_path(db, sample_dir())
+    store_xss_run(db)
+    result = report.build_report(db, [RUN_ID, XSS_RUN_ID], out=tmp / "out")
+    return db, result
+
+
+class _Page(HTMLParser):
+    """Collects references, ids and script tags of one page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.refs: list[tuple[str, str]] = []
+        self.ids: set[str] = set()
+        self.scripts: list[dict[str, str | None]] = []
+        self.in_script = False
+        self.script_text: list[str] = []
+        self.event_handlers: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        for name in ("src", "href", "data", "poster", "action", "srcset"):
+            if a.get(name) is not None:
+                self.refs.append((tag, a[name]))
+        self.event_handlers += [k for k in a if k.startswith("on")]
+        if tag == "script":
+            self.scripts.append(a)
+            self.in_script = True
+
+    def handle_endtag(self, tag):
+        if tag == "script":
+            self.in_script = False
+
+    def handle_data(self, data):
+        if self.in_script:
+            self.script_text.append(data)
+
+
+def parse(path: Path) -> _Page:
+    p = _Page()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def all_pages(result) -> list[Path]:
+    return [result.index, *result.pages]
+
+
+def test_writes_index_and_one_page_per_run(built):
+    _, result = built
+    assert result.index == result.out_dir / "index.html" and result.index.exists()
+    names = sorted(p.name for p in result.pages)
+    # two runs of the same pair: each page is named after its run
+    assert names == sorted([f"{RUN_ID}.html", f"{XSS_RUN_ID}.html"])
+    assert all(p.exists() for p in result.pages)
+    html = (result.out_dir / f"{RUN_ID}.html").read_text()
+    for section in ("headline", "roofline", "stalls", "sol", "memory", "kernels", "timeline", "flops",
+                    "warnings", "correctness", "provenance"):
+        assert f'id="{section}"' in html, section
+    for chart in ("stalls", "memory", "timeline"):
+        assert (result.out_dir / "img" / f"{RUN_ID}-{chart}.png").stat().st_size > 5000
+    index = result.index.read_text()
+    assert index.count('<tr data-chapter="ch09">') == 2 and 'id="chapter-filter"' in index
+    assert not list(result.out_dir.parent.glob(".*partial*"))
+
+
+def test_every_local_reference_resolves_and_nothing_is_remote(built):
+    _, result = built
+    for page in all_pages(result):
+        text = page.read_text(encoding="utf-8")
+        assert "http://" not in text and "https://" not in text, page
+        assert "@import" not in text and "url(" not in text, page
+        parsed = parse(page)
+        assert parsed.refs, page
+        for tag, ref in parsed.refs:
+            url = urlsplit(ref)
+            assert url.scheme in ("", "data"), (page.name, ref)
+            assert not ref.startswith("//"), (page.name, ref)
+            if url.scheme == "data":
+                continue
+            if url.path:
+                target = (page.parent / unquote(url.path)).resolve()
+                assert target.is_file(), (page.name, ref)
+                assert result.out_dir.resolve() in target.parents, (page.name, ref)   # stays in the folder
+                if url.fragment and target.suffix == ".html":
+                    assert f'id="{url.fragment}"' in target.read_text(), (page.name, ref)
+            elif url.fragment:
+                assert url.fragment in parsed.ids, (page.name, ref)
+
+
+def test_script_in_a_kernel_name_is_escaped_and_inert_on_every_page(built):
+    _, result = built
+    js = (report.TEMPLATES / "report.js").read_text()
+    xss_page = result.out_dir / f"{XSS_RUN_ID}.html"
+    html = xss_page.read_text()
+    # shown exactly, escaped: the full name in the kernel table
+    assert "void f&lt;script&gt;alert(1)&lt;/script&gt;&lt;float, 4&gt;(int)" in html
+    assert "xss &lt;b&gt;label&lt;/b&gt;" in html
+    for page in all_pages(result):
+        text = page.read_text()
+        assert "<script>alert" not in text and "<b>label" not in text, page
+        parsed = parse(page)
+        # the only script is the report's own sorting/filter script, allowed by hash in the CSP
+        assert len(parsed.scripts) == 1 and "".join(parsed.script_text) == js, page
+        assert parsed.event_handlers == [], page
+        assert "Content-Security-Policy" in text and "script-src 'sha256-" in html_lib.unescape(text)
+    # the data behind the page keeps the name as it was measured
+    data = json.loads((result.out_dir / "data" / f"{XSS_RUN_ID}.json").read_text())
+    assert XSS_NAME in {k["kernel"] for k in data["kernels"]}
+
+
+def test_kernel_names_with_templates_show_exactly(built):
+    db, result = built
+    html = (result.out_dir / f"{RUN_ID}.html").read_text()
+    kernels = store.read_table(db, "kernels", RUN_ID)
+    from markupsafe import escape
+
+    for name in kernels["kernel"]:
+        assert str(escape(name)) in html, name
+    assert "void &lt;unnamed&gt;::l2norm_rows_in_registers&lt;float4, 8&gt;(const T1 *, T1 *, int, int, float)" in html
+
+
+def test_report_data_from_the_sample(tmp_path):
+    db = tmp_path / "a.db"
+    store_path(db, sample_dir())
+    data = report.report_data(db, "latest")
+    json.dumps(data)                                   # plain data, JSON-ready
+    summary = {s["variant"]: s for s in run_summary(db, RUN_ID)["summary"]}
+    assert data["variants"] == ["baseline", "cuda", "triton"] and data["chapter"] == "ch09"
+    heads = {h["variant"]: h for h in data["headline"]}
+    assert set(heads) == {"cuda", "triton"}
+    for v, h in heads.items():
+        assert h["speedup"] == pytest.approx(summary[v]["speedup_vs_baseline"])
+        assert h["correct"] is True
+    assert data["best"]["variant"] == max(heads, key=lambda v: heads[v]["speedup"])
+    # CUDA-event speedup from the check child's medians (run.json timing_cuda_events)
+    events = json.loads((sample_dir() / "run.json").read_text())["timing_cuda_events"]
+    assert heads["cuda"]["speedup_cuda_events"] == pytest.approx(events["baseline"]["median_ns"] / events["cuda"]["median_ns"])
+    # stalls: instruction-weighted like the summary's top stalls, 'selected' kept apart
+    kernels = store.read_table(db, "kernels", RUN_ID)
+    cuda_k = kernels[kernels["variant"] == "cuda"].iloc[0]
+    assert data["stalls"]["cuda"]["long_scoreboard"] == pytest.approx(cuda_k["stall_long_scoreboard"])
+    assert "selected" not in data["stalls"]["cuda"] and data["stall_selected"]["cuda"] == cuda_k["stall_selected"]
+    base_k = kernels[kernels["variant"] == "baseline"]
+    w = base_k["inst_executed"]
+    assert data["stalls"]["baseline"]["long_scoreboard"] == pytest.approx(
+        (base_k["stall_long_scoreboard"] * w).sum() / w.sum())
+    assert data["stall_reasons"][0] == "long_scoreboard"
+    # memory per level: sums over the variant's ncu kernels
+    mem = {m["variant"]: m for m in data["memory"]}
+    assert mem["baseline"]["l2_bytes"] == pytest.approx(base_k["l2_bytes"].sum())
+    assert mem["cuda"]["dram_bytes"] == pytest.approx(cuda_k["dram_read_bytes"] + cuda_k["dram_write_bytes"])
+    # kernel table: 5 distinct baseline kernels, one launch each in the ncu replay
+    ktab = [k for k in data["kernels"] if k["variant"] == "baseline"]
+    assert len(ktab) == 5 and all(k["launches"] == 1 and k["source"] == "ncu" for k in ktab)
+    cuda_row = next(k for k in data["kernels"] if k["variant"] == "cuda")
+    assert (cuda_row["grid_dim"], cuda_row["block_dim"], cuda_row["registers_per_thread"]) == (
+        cuda_k["grid_dim"], cuda_k["block_dim"], cuda_k["registers_per_thread"])
+    assert cuda_row["shared_bytes"] == cuda_k["static_shared_bytes"] + cuda_k["dynamic_shared_bytes"]
+    # timeline: one call per variant; the baseline call's gaps are one fifth-ish of the range's
+    ranges = store.read_table(db, "ranges", RUN_ID).set_index("variant")
+    tl = data["timeline"]
+    assert [len(tl[v]["kernels"]) for v in ("baseline", "cuda", "triton")] == [5, 1, 1]
+    assert tl["cuda"]["gap_total_ns"] == 0
+    assert 0 < tl["baseline"]["gap_total_ns"] <= ranges.loc["baseline", "gap_total_ns"]
+    assert tl["baseline"]["gap_max_ns"] <= ranges.loc["baseline", "gap_max_ns"]
+    # speed of light: per kernel plus a duration-weighted baseline row
+    sol = [r for r in data["sol"] if r["variant"] == "baseline"]
+    assert len(sol) == 6 and sol[-1]["total"]
+    assert sol[-1]["sol_dram_pct"] == pytest.approx(
+        (base_k["sol_dram_pct"] * base_k["duration_ns"]).sum() / base_k["duration_ns"].sum())
+    # provenance straight from run.json
+    info = json.loads((sample_dir() / "run.json").read_text())
+    p = data["provenance"]
+    assert p["driver_version"] == info["gpu"]["driver_version"] and p["cuda_version"] == info["env"]["torch_cuda_version"]
+    assert p["git_sha"] == info["git_sha"] and p["ncu_version"] == info["tools"]["ncu"]["version"]
+    assert p["clock_control"] == "none" and p["sm_clock_max_mhz"] == info["gpu"]["sm_clock_max_mhz"]
+    assert p["commands"]["ncu"].startswith(info["commands"]["ncu"][0]) and "--nvtx-include" in p["commands"]["ncu"]
+
+
+def test_short_kernel_names():
+    assert report.short_kernel_name("void at::native::f<float, 4>(float*, int)") == "at::native::f"
+    assert report.short_kernel_name("void <unnamed>::k<float4, 8>(const T1 *)") == "<unnamed>::k"
+    assert report.short_kernel_name("_l2norm_rows") == "_l2norm_rows"
+
+
+def test_select_runs(tmp_path):
+    db = tmp_path / "a.db"
+    store_path(db, sample_dir())
+    store_xss_run(db)
+    assert report.select_runs(db) == [XSS_RUN_ID]                  # latest run of each pair
+    assert report.select_runs(db, targets=["ch09"]) == [XSS_RUN_ID]
+    assert report.select_runs(db, targets=["ch9"]) == [XSS_RUN_ID]
+    assert report.select_runs(db, targets=["ch09.fused_l2norm"]) == [XSS_RUN_ID]
+    assert report.select_runs(db, runs=[RUN_ID, "latest", RUN_ID]) == [RUN_ID, XSS_RUN_ID]
+    with pytest.raises(UnknownTargetError, match="ch14"):
+        report.select_runs(db, targets=["ch14"])
+    with pytest.raises(UnknownTargetError, match="unknown run"):
+        report.select_runs(db, runs=["nope"])
+    with pytest.raises(UnknownTargetError, match="no runs"):
+        report.select_runs(tmp_path / "empty.db")
+
+
+def test_default_name_and_replacing_a_report(tmp_path):
+    db = tmp_path / "a.db"
+    store_path(db, sample_dir())
+    first = report.build_report(db, [RUN_ID], reports_dir=tmp_path / "reports")
+    assert first.out_dir == tmp_path / "reports" / "ch09.fused_l2norm-20261126T011557Z"
+    assert [p.name for p in first.pages] == ["ch09.fused_l2norm.html"]
+    again = report.build_report(db, [RUN_ID], out=first.out_dir)     # a report folder is replaced
+    assert again.index.exists()
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    with pytest.raises(AispError, match="not an aisp-prof report folder"):
+        report.build_report(db, [RUN_ID], out=foreign)
+    assert (foreign / "notes.txt").read_text() == "keep me"
+
+
+def test_nsys_only_import_still_reports(tmp_path, fixtures_dir):
+    """A bare nsys export: no counters, no checks: the page says what is missing, no crash."""
+    db = tmp_path / "a.db"
+    run_id = store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite")
+    result = report.build_report(db, [run_id], out=tmp_path / "out")
+    html = result.pages[0].read_text()
+    assert "No Nsight Compute counters" in html or "no Nsight Compute counters" in html
+    assert (result.out_dir / "img").is_dir()
+    data = report.report_data(db, run_id)
+    assert data["kernels"] and all(k["source"] == "nsys" for k in data["kernels"])
+
+
+# ----------------------------------------------------------------------------------------- CLI
+
+
+def invoke(*args: str):
+    from aisp_prof.cli import cli
+
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_cli_report_prints_the_index_path(tmp_path):
+    db = tmp_path / "a.db"
+    store_path(db, sample_dir())
+    out = tmp_path / "rep"
+    res = invoke("report", "latest", "--db", str(db), "--out", str(out))
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == str(out / "index.html")
+    assert (out / "index.html").exists() and (out / "ch09.fused_l2norm.html").exists()
+    res = invoke("report", "--targets", "ch09", "--db", str(db), "--out", str(out))
+    assert res.exit_code == 0, res.output
+
+
+def test_cli_report_unknown_run_is_exit_2_one_line(tmp_path):
+    db = tmp_path / "a.db"
+    store_path(db, sample_dir())
+    for args in (["no-such-run"], ["--targets", "ch99"]):
+        res = invoke("report", *args, "--db", str(db), "--out", str(tmp_path / "x"))
+        assert res.exit_code == 2, res.output
+        assert len(res.stderr.strip().splitlines()) == 1 and res.stderr.startswith("aisp-prof: error:")
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_report_help_has_example():
+    res = invoke("report", "--help")
+    assert res.exit_code == 0 and "Example" in res.output and "--targets" in res.output
+
+
+def test_quickstart_without_gpu_builds_the_sample_report(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU quickstart profiles instead")
+    monkeypatch.chdir(tmp_path)
+    res = invoke("quickstart", "--db", str(tmp_path / "a.db"))
+    assert res.exit_code == 0, res.output
+    index = Path(res.stdout.strip().splitlines()[-1].split()[-1])
+    assert index.name == "index.html" and (tmp_path / index).exists()
+    assert re.search(r'href="ch09\.fused_l2norm\.html"', (tmp_path / index).read_text())
+
+
+def test_cli_report_open_hands_the_index_to_the_browser(tmp_path, monkeypatch):
+    import webbrowser
+
+    opened = []
+    monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: opened.append(url) or True)
+    db = tmp_path / "a.db"
+    store_path(db, sample_dir())
+    res = invoke("report", RUN_ID[:8], "--db", str(db), "--out", str(tmp_path / "rep"), "--open")
+    assert res.exit_code == 0, res.output
+    assert opened == [(tmp_path / "rep" / "index.html").resolve().as_uri()]
+
+
+def test_a_failed_check_is_shown_as_failed(tmp_path):
+    """The sample run stored as if the cuda variant had failed its check (as `aisp-prof run`
+    stores a failing pair): NO on the card, the table and the index, the message, a warning."""
+    db = tmp_path / "a.db"
+    data = load_run_dir(sample_dir())
+    data.run["status"] = "failed"
+    message = "FAIL: rel_err_vs_reference=3.2e-01 > tolerance 1e-05"
+    for c in data.checks:
+        if c["variant"] == "cuda":
+            c["passed"], c["message"] = 0, message
+    store.write_run(db, data)
+    rep = report.build_report(db, [RUN_ID], out=tmp_path / "out")
+    html = rep.pages[0].read_text()
+    assert '<span class="bad">NO</span>' in html and html_lib.escape(message, quote=False) in html
+    assert "cuda: FAILED its correctness check" in html and "run status is &#39;failed&#39;" in html
+    assert '<div class="big bad">wrong output</div>' in html
+    assert '<span class="bad">NO</span>' in rep.index.read_text()
+    data = report.report_data(db, RUN_ID)
+    assert {h["variant"]: h["correct"] for h in data["headline"]} == {"cuda": False, "triton": True}

@@ -1,0 +1,189 @@
+"""The report in a real browser: headless Chromium (Debian's `chromium` package) opens every
+page from a file:// URL with networking off, at 1280 px and at 400 px.
+
+Checked per page: the browser logs no console message at all (the pages log nothing
+themselves except `console.error` for an image that failed to load, and Chromium logs CSP
+violations and script errors there too); the page's own script ran (it marks <html
+data-js="ready"> last, so the CSP hash admits it and it did not throw); the page asked for
+nothing over the network (Chromium's net log has no request initiated by the page); the
+screenshot exists and is not blank.
+
+Set AISP_REPORT_SCREENSHOTS=DIR to keep the screenshots. Skips where Chromium is absent
+(`apt-get install chromium`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from aisp_prof import store
+from aisp_prof.ingest import load_run_dir, sample_run_dirs, store_path
+from aisp_prof.render import report
+
+pytestmark = pytest.mark.browser
+
+RUN_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
+CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+WIDTHS = (1280, 400)
+CONSOLE = re.compile(r":CONSOLE(?::\d+)?\]\s*(.*)")
+NETWORK_SCHEMES = ("http:", "https:", "ws:", "wss:", "ftp:")
+
+if CHROMIUM is None:
+    pytest.skip("headless Chromium not installed (Debian: apt-get install chromium)", allow_module_level=True)
+
+
+def chromium(tmp: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
+    """One headless run, networking off: all traffic to a closed port, every host unresolvable."""
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--disable-default-apps", "--disable-extensions", "--hide-scrollbars",
+            f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
+            "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND", *extra, url]
+    return subprocess.run(args, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "HOME": str(tmp)})
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [m.group(1) for line in stderr.splitlines() if (m := CONSOLE.search(line))]
+
+
+def page_requests(net_log: Path) -> list[str]:
+    """Network URLs whose request the page (opaque file:// origin) started; the browser's own
+    background requests carry no origin and are blocked by the flags anyway."""
+    log = json.loads(net_log.read_text())
+    types = {v: k for k, v in log["constants"]["logEventTypes"].items()}
+    urls = []
+    for e in log["events"]:
+        p = e.get("params") or {}
+        if types.get(e["type"]) != "URL_REQUEST_START_JOB":
+            continue
+        initiator, url = str(p.get("initiator", "")), str(p.get("url", ""))
+        if (initiator == "null" or initiator.startswith("file:")) and url.startswith(NETWORK_SCHEMES):
+            urls.append(url)
+    return urls
+
+
+def assert_not_blank(png: Path) -> None:
+    assert png.exists() and png.stat().st_size > 10_000, png
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(png) as img:
+        img = img.convert("RGB")
+        colors = img.getcolors(maxcolors=1 << 20)
+        assert colors is None or len(colors) > 50, f"{png}: only {len(colors)} colors"
+        # something other than white in the upper half (the page's top is never empty)
+        top = img.crop((0, 0, img.width, img.height // 2))
+        assert top.getbbox() is not None and min(c for band in top.getextrema() for c in band) < 100
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    db = tmp / "a.db"
+    sample = {d.name: d for d in sample_run_dirs()}[RUN_ID]
+    store_path(db, sample)
+    data = load_run_dir(sample)                  # the same real run, a kernel renamed to carry <script>
+    data.run["run_id"] = RUN_ID + "-xss"
+    cuda = data.kernels["variant"] == "cuda"
+    data.kernels.loc[cuda, "kernel"] = "void f<script>alert(1)</script><float, 4>(int)"
+    data.timeline.loc[data.timeline["variant"] == "cuda", "short_name"] = "f<script>alert(2)</script>"
+    store.write_run(db, data)
+    return report.build_report(db, report.select_runs(db, runs=[RUN_ID, "latest"]), out=tmp / "report")
+
+
+def keep(png: Path) -> None:
+    target = os.environ.get("AISP_REPORT_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(target) / png.name)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_pages_render_offline_without_console_errors(built, tmp_path, width):
+    for page in [built.index, *built.pages]:
+        png = tmp_path / f"{page.stem}-{width}.png"
+        net = tmp_path / f"{page.stem}-{width}-net.json"
+        res = chromium(tmp_path, page.resolve().as_uri(), f"--screenshot={png}",
+                       f"--window-size={width},{2400 if width < 800 else 1800}", f"--log-net-log={net}")
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert console_messages(res.stderr) == [], page.name
+        assert page_requests(net) == [], page.name
+        assert_not_blank(png)
+        keep(png)
+
+
+def test_page_script_runs_under_its_csp(built, tmp_path):
+    for page in [built.index, *built.pages]:
+        res = chromium(tmp_path, page.resolve().as_uri(), "--dump-dom", "--window-size=1280,900")
+        assert res.returncode == 0, res.stderr[-2000:]
+        assert console_messages(res.stderr) == [], page.name
+        assert re.search(r'<html[^>]*data-js="ready"', res.stdout), page.name
+        # the escaped kernel name reaches the DOM as text, not as an element
+        assert "<script>alert" not in res.stdout
+
+
+def test_a_broken_image_would_be_caught(built, tmp_path):
+    """The check above can fail: a page whose chart is missing logs a console error."""
+    page = built.pages[0]
+    broken = page.parent / "broken-copy.html"
+    html = page.read_text()
+    src = re.search(r'<img src="(img/[^"]+)"', html).group(1)
+    broken.write_text(html.replace(f'src="{src}"', 'src="img/no-such-chart.png"', 1))
+    try:
+        res = chromium(tmp_path, broken.resolve().as_uri(), "--dump-dom")
+    finally:
+        broken.unlink()
+    assert any("image not found: img/no-such-chart.png" in m for m in console_messages(res.stderr))
+
+
+HARNESS = """<script>
+function order() {
+  return Array.prototype.map.call(document.querySelectorAll("#pairs tbody tr"), function (r) {
+    return (r.hidden ? "-" : "") + r.querySelector("a").textContent.trim();
+  }).join("|");
+}
+var speedup = document.querySelectorAll("#pairs thead th button")[2];
+speedup.click();
+document.body.setAttribute("data-asc", order());
+speedup.click();
+document.body.setAttribute("data-desc", order());
+var filter = document.getElementById("chapter-filter");
+filter.value = "ch09";
+filter.dispatchEvent(new Event("change"));
+document.body.setAttribute("data-filtered", order());
+document.body.setAttribute("data-count", document.getElementById("shown-count").textContent);
+</script>
+</body>"""
+
+
+def test_index_sorts_and_filters_in_the_browser(tmp_path, fixtures_dir):
+    """Click the speedup header twice and pick a chapter, in a test copy of the index whose
+    extra script (after the report's own) records the row order in the DOM."""
+    db = tmp_path / "a.db"
+    store_path(db, {d.name: d for d in sample_run_dirs()}[RUN_ID])
+    store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite", "nsys-pair")
+    store_path(db, fixtures_dir / "h200" / "probe_curated_raw_base.csv", "probe")
+    rep = report.build_report(db, report.select_runs(db), out=tmp_path / "report")
+    speed = {d["title"]: d["best"]["speedup"] for d in
+             (json.loads(p.read_text()) for p in (rep.out_dir / "data").glob("*.json"))}
+    html = rep.index.read_text()
+    html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    harness = rep.out_dir / "harness.html"
+    harness.write_text(html.replace("</body>", HARNESS, 1))
+    res = chromium(tmp_path, harness.resolve().as_uri(), "--dump-dom")
+    assert console_messages(res.stderr) == []
+    attrs = dict(re.findall(r'data-(asc|desc|filtered|count)="([^"]*)"', res.stdout))
+    ascending = sorted(speed, key=speed.get)
+    assert attrs["asc"].split("|") == ascending
+    assert attrs["desc"].split("|") == ascending[::-1]
+    assert [r for r in attrs["filtered"].split("|") if not r.startswith("-")] == ["ch09.fused_l2norm"]
+    assert attrs["count"] == "1"

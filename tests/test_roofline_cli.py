@@ -1,0 +1,139 @@
+"""`aisp-prof roofline`: JSON keys, terminal table, charts, imported profiles, errors; no GPU."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof.analyze.roofline import roofline_for_run
+from aisp_prof.cli import cli
+from aisp_prof.ingest import sample_run_dirs, store_path
+from aisp_prof.render.roofline_plot import draw
+
+H200 = Path(__file__).parent / "fixtures" / "h200"
+SAMPLE_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture
+def sample_db(tmp_path) -> Path:
+    db = tmp_path / "a.db"
+    store_path(db, {d.name: d for d in sample_run_dirs()}[SAMPLE_ID])
+    return db
+
+
+def test_json_has_ceilings_and_points(sample_db):
+    res = invoke("roofline", "latest", "--db", str(sample_db), "--json", "--compare")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    c = d["ceilings"]
+    for key in ("dram_bytes_per_s", "l2_bytes_per_s", "l1_bytes_per_s"):
+        assert set(c[key]) >= {"theoretical", "measured"} and c[key]["theoretical"] > 0
+    assert set(c["flops_per_s"]) >= {"fp32", "fp64", "fp16", "tensor_bf16", "tensor_fp8", "tensor_fp64"}
+    assert all(set(v) >= {"theoretical", "measured"} for v in c["flops_per_s"].values())
+    # measured ceilings of this hardware key come from profiles/calibration/h200.json (empty DB)
+    assert c["dram_bytes_per_s"]["measured"] == pytest.approx(4.262e12, rel=1e-3)
+    assert c["measured_source"]["source"].startswith("file:")
+    points = d["points"]
+    need = {"nvtx_range", "kernel", "ai_dram", "ai_l2", "ai_l1", "flops_per_s", "bound", "pct_of_roof"}
+    assert all(need <= set(p) for p in points)
+    aggregates = [p for p in points if p["kernel"] is None]
+    assert [p["variant"] for p in aggregates] == ["baseline", "cuda", "triton"]
+    assert len(points) == 3 + 7
+    assert [round(x["speedup"], 2) for x in d["comparisons"]] == [3.16, 3.2]
+    assert {f["variant"] for f in d["flop_check"]} == {"baseline", "cuda", "triton"}
+    assert {w["code"] for w in d["warnings"]} >= {"flop_mismatch", "hfma_moves"}
+
+
+def test_table_prints_the_same_numbers(sample_db):
+    res = invoke("roofline", "ch09.fused_l2norm", "--db", str(sample_db), "--compare")
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert "DRAM bandwidth  4.81 TB/s" in out and "4.26 TB/s" in out      # theoretical and measured
+    assert "3.16x" in out and "3.20x" in out
+    assert "DIFFERS >10%" in out and "[flop_mismatch]" in out
+    r = roofline_for_run(sample_db, "latest")
+    cuda = next(p for p in r.points if p.is_aggregate and p.variant == "cuda")
+    assert f"{cuda.pct_of_roof:.3g}" in out
+
+
+@pytest.mark.parametrize("level,suffix", [("dram", ".png"), ("all", ".svg"), ("l2", ".png"), ("l1", ".svg")])
+def test_chart_is_written(sample_db, tmp_path, level, suffix):
+    out = tmp_path / f"roof{suffix}"
+    res = invoke("roofline", "latest", "--db", str(sample_db), "--compare", "--level", level, "--out", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 10_000
+    head = out.read_bytes()[:200]
+    assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in out.read_bytes()[:2000] or b"<?xml" in head
+
+
+def test_draw_api_leaves_no_pyplot_state(sample_db, tmp_path):
+    import matplotlib
+
+    r = roofline_for_run(sample_db, "latest")
+    path = draw(r, tmp_path / "x.png", level="all", compare=True)
+    assert path == tmp_path / "x.png" and path.stat().st_size > 10_000
+    import sys
+
+    if "matplotlib.pyplot" in sys.modules:
+        import matplotlib.pyplot as plt
+
+        assert plt.get_fignums() == []
+    assert matplotlib.get_backend()  # untouched, whatever it was
+    with pytest.raises(ValueError):
+        draw(r, tmp_path / "x.pdf")
+
+
+def test_bad_chart_suffix_and_unknown_run(sample_db, tmp_path):
+    res = invoke("roofline", "latest", "--db", str(sample_db), "--out", str(tmp_path / "x.pdf"))
+    assert res.exit_code == 1 and ".png or .svg" in res.output
+    res = invoke("roofline", "no-such-run", "--db", str(sample_db))
+    assert res.exit_code == 2
+
+
+def test_nsys_only_run_has_no_roofline(tmp_path):
+    db = str(tmp_path / "a.db")
+    assert invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite"), "--db", db).exit_code == 0
+    res = invoke("roofline", "latest", "--db", db)
+    assert res.exit_code == 6 and "no Nsight Compute kernel rows" in res.output
+
+
+def test_imported_ncu_csv_without_gpu(tmp_path):
+    """An ncu CSV made by anyone: no run.json, no GPU name; measured ceilings found by SM count and memory."""
+    db = str(tmp_path / "a.db")
+    assert invoke("import", str(H200 / "probe_curated_raw_base.csv"), "--db", db).exit_code == 0
+    res = invoke("roofline", "latest", "--db", db, "--json", "--compare")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["ceilings"]["hardware_key"] == "h200"
+    assert d["ceilings"]["dram_bytes_per_s"]["measured"] > 4e12
+    assert {p["variant"] for p in d["points"]} == {"baseline", "optimized", "graph"}
+    assert [c["optimized"]["variant"] for c in d["comparisons"]] == ["optimized", "graph"]
+    assert all(p["flop_basis"] == "counted" for p in d["points"])      # no formula for an import
+    assert d["flop_check"] and all(f["analytic_flops"] is None for f in d["flop_check"])
+
+
+def test_imported_probe_capture_roofline(tmp_path):
+    db = str(tmp_path / "a.db")
+    assert invoke("import", str(H200 / "roofline_sections_raw_base.csv"), "--db", db).exit_code == 0
+    res = invoke("roofline", "latest", "--db", db, "--json")
+    d = json.loads(res.stdout)
+    gemm = next(p for p in d["points"] if p["variant"] == "gemm_bf16" and p["kernel"] is None)
+    assert gemm["bound"] == "compute" and gemm["flops_per_s"] > 7e14
+    assert "tma_l1" in {w["code"] for w in d["warnings"]}
+    res = invoke("roofline", "latest", "--db", db, "--level", "all", "--out", str(tmp_path / "p.png"))
+    assert res.exit_code == 0 and (tmp_path / "p.png").stat().st_size > 10_000
+
+
+def test_two_runs_compared(sample_db, tmp_path):
+    run2 = store_path(sample_db, H200 / "calibrate_probe_run")
+    res = invoke("roofline", SAMPLE_ID, run2, "--db", str(sample_db), "--json")
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert [r["run_id"] for r in d["runs"]] == [SAMPLE_ID, run2]
+    assert {p["run_id"] for p in d["points"]} == {SAMPLE_ID, run2}
