@@ -56,6 +56,8 @@ def observed_entry(db: Path, result: RunResult, pair: pairs_mod.KernelPair) -> d
         "git_sha": result.run.get("git_sha"), "torch_version": env.get("torch_version"),
         "triton_version": env.get("triton_version"), "cuda_version": env.get("torch_cuda_version"),
         "ncu_version": result.run.get("ncu_version"), "nsys_version": result.run.get("nsys_version"),
+        "nvcc_version": info.get("tools", {}).get("nvcc", {}).get("version"),
+        "sizes": sizes,
     }
     return exp.pair_entry(pair.name, sizes, stats, pair.flops(sizes), pair.bytes(sizes), provenance)
 
