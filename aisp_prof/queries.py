@@ -14,7 +14,8 @@ KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", 
                  "l2_bytes", "l1_bytes", "grid_dim", "block_dim", "registers_per_thread")
 
 
-def _clean(v: Any) -> Any:
+def clean_value(v: Any) -> Any:
+    """numpy scalars to Python, NaN to None: what JSON and templates can take."""
     if hasattr(v, "item"):
         v = v.item()
     if isinstance(v, float) and v != v:
@@ -40,9 +41,9 @@ def kernel_records(db: Path, run: str, variant: str | None = None) -> list[dict[
     kernels = add_flops_and_bytes(kernels)
     out = []
     for _, row in kernels.iterrows():
-        rec = {f: _clean(row.get(f)) for f in KERNEL_FIELDS}
-        rec["flops"] = {p: _clean(row.get(f"flops_{p}")) for p in ("fp64", "fp32", "fp16", "tensor")}
-        rec["flops_total"] = _clean(row.get("flops_total"))
+        rec = {f: clean_value(row.get(f)) for f in KERNEL_FIELDS}
+        rec["flops"] = {p: clean_value(row.get(f"flops_{p}")) for p in ("fp64", "fp32", "fp16", "tensor")}
+        rec["flops_total"] = clean_value(row.get("flops_total"))
         out.append(rec)
     return out
 
@@ -54,7 +55,7 @@ def range_records(db: Path, run: str) -> list[dict[str, Any]]:
     if ranges.empty:
         return []
     ranges = ranges.rename(columns={"nvtx_range": "range"})
-    return [{k: _clean(v) for k, v in r.items()} for r in ranges.to_dict("records")]
+    return [{k: clean_value(v) for k, v in r.items()} for r in ranges.to_dict("records")]
 
 
 def run_summary(db: Path, run: str) -> dict[str, Any]:
@@ -63,7 +64,7 @@ def run_summary(db: Path, run: str) -> dict[str, Any]:
     info = json.loads(row.pop("info_json") or "{}")
     frames = {t: read_table(db, t, run_id) for t in ("kernels", "ranges", "checks", "timings")}
     summary = summarize(info, frames["kernels"], frames["ranges"], frames["checks"], frames["timings"])
-    summary = [{k: _clean(v) for k, v in s.items()} for s in summary]
+    summary = [{k: clean_value(v) for k, v in s.items()} for s in summary]
     return {"run": row, "summary": summary, "info": info}
 
 

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_prof import check, cuda_build, pairs, triton_support  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -146,10 +146,10 @@ def test_triton_interpreter_set_too_late_is_a_requirement_error(monkeypatch, mod
 
 @requires_triton
 def test_triton_launch_config(mod):
-    assert mod._triton_launch_config(8192) == (8192, 1, 8)
-    assert mod._triton_launch_config(100) == (128, 1, 1)
-    assert mod._triton_launch_config(16384) == (16384, 1, 16)
-    assert mod._triton_launch_config(20000) == (4096, 5, 4)
+    assert triton_support.row_launch_config(8192) == (8192, 1, 8)
+    assert triton_support.row_launch_config(100) == (128, 1, 1)
+    assert triton_support.row_launch_config(16384) == (16384, 1, 16)
+    assert triton_support.row_launch_config(20000) == (4096, 5, 4)
 
 
 @requires_triton

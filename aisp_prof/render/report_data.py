@@ -20,6 +20,7 @@ from ..analyze.flops import add_flops_and_bytes
 from ..analyze.summary import summarize, top_stalls
 from ..errors import AispError, UnknownTargetError
 from ..parse.metric_table import STALL_REASONS
+from ..queries import clean_value
 from ..store import get_run, list_runs, read_table, resolve_run
 
 _SOL_COLS = ("sol_sm_issue_pct", "sol_dram_pct", "sol_l2_pct", "sol_l1_pct", "tensor_pipe_active_pct",
@@ -82,16 +83,8 @@ def _chapter_of_pair(pair: str) -> str | None:
 # ------------------------------------------------------------------------------ gathering data
 
 
-def _clean(v: Any) -> Any:
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v
-
-
 def _num(row: Any, col: str) -> float | None:
-    v = _clean(row.get(col)) if hasattr(row, "get") else None
+    v = clean_value(row.get(col)) if hasattr(row, "get") else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
@@ -203,12 +196,12 @@ def _kernel_rows(kernels: pd.DataFrame, timeline: pd.DataFrame, variants: list[s
         shared = [x for x in (r["static_shared_bytes"], r["dynamic_shared_bytes"]) if x not in ("", None)]
         rows.append({
             "variant": r["variant"], "kernel": str(r["kernel"]), "grid_dim": r["grid_dim"] or None,
-            "block_dim": r["block_dim"] or None, "registers_per_thread": _clean(r["registers_per_thread"]) or None,
-            "static_shared_bytes": _clean(r["static_shared_bytes"]) if r["static_shared_bytes"] != "" else None,
-            "dynamic_shared_bytes": _clean(r["dynamic_shared_bytes"]) if r["dynamic_shared_bytes"] != "" else None,
+            "block_dim": r["block_dim"] or None, "registers_per_thread": clean_value(r["registers_per_thread"]) or None,
+            "static_shared_bytes": clean_value(r["static_shared_bytes"]) if r["static_shared_bytes"] != "" else None,
+            "dynamic_shared_bytes": clean_value(r["dynamic_shared_bytes"]) if r["dynamic_shared_bytes"] != "" else None,
             "shared_bytes": float(sum(float(x) for x in shared)) if shared else None,
-            "launches": int(r["launches"]), "duration_mean_ns": _clean(r["duration_mean_ns"]),
-            "duration_total_ns": _clean(r["duration_total_ns"]), "source": source,
+            "launches": int(r["launches"]), "duration_mean_ns": clean_value(r["duration_mean_ns"]),
+            "duration_total_ns": clean_value(r["duration_total_ns"]), "source": source,
         })
     rows.sort(key=lambda r: rank.get(r["variant"], len(rank)))
     return rows
@@ -306,7 +299,7 @@ def gather(db: Path, run_id: str) -> tuple[dict[str, Any], Any]:
     ranges = read_table(db, "ranges", run_id)
     checks = read_table(db, "checks", run_id)
     timings = read_table(db, "timings", run_id)
-    summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: _clean(v) for k, v in s.items()}}
+    summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
                for s in summarize(info, kernels, ranges, checks, timings)]
     variants = [s["variant"] for s in summary]
     kernels_f = add_flops_and_bytes(kernels) if not kernels.empty else kernels

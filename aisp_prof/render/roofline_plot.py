@@ -19,15 +19,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..analyze.roofline import Point, RooflineResult
+from .charts import variant_colors
 from .table import si
 
 LEVEL_COLORS = {"dram": "#d62728", "l2": "#2ca02c", "l1": "#1f77b4"}
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
 LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1"}
 COMPUTE_COLOR = "#444444"
-BASELINE_COLOR = "#8c8c8c"
-VARIANT_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-                  "#17becf", "#bcbd22")
 PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16 (HFMA2)", "tensor_fp16": "tensor FP16",
                    "tensor_bf16": "tensor BF16", "tensor_tf32": "tensor TF32", "tensor_fp8": "tensor FP8",
                    "tensor_int8": "tensor INT8", "tensor_fp64": "tensor FP64"}
@@ -36,17 +34,6 @@ DPI = 120
 
 def _plain(text: str) -> str:
     return str(text).replace("$", r"\$")
-
-
-def _colors(variants: Sequence[str]) -> dict[str, str]:
-    out, i = {}, 0
-    for v in variants:
-        if v == "baseline":
-            out[v] = BASELINE_COLOR
-        else:
-            out[v] = VARIANT_COLORS[i % len(VARIANT_COLORS)]
-            i += 1
-    return out
 
 
 def _plottable(p: Point, level: str) -> bool:
@@ -132,7 +119,7 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
 def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], levels: Sequence[str],
                  kernels: bool) -> list[Any]:
     variants = list(dict.fromkeys(p.variant for p in points))
-    colors = _colors(variants)
+    colors = variant_colors(variants)
     handles = []
     hierarchical = len(levels) > 1
     for p in points:

@@ -29,14 +29,12 @@ What should move in the profile, and why:
 from __future__ import annotations
 
 import ctypes
-import functools
-import os
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build
+from aisp_prof import cuda_build, triton_support
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -49,7 +47,6 @@ except ImportError:  # the Triton variant then raises RequirementError when it i
 
 CUDA_SOURCE = Path(__file__).with_name("fused_l2norm.cu")
 DEFAULT_SIZES = {"rows": 8192, "cols": 8192}
-TRITON_MAX_BLOCK = 16384     # widest row one Triton program holds at once; longer rows loop
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -143,47 +140,15 @@ def _l2norm_rows(x_ptr, y_ptr, cols, stride_x, stride_y, eps,
             tl.store(y_row + start + offsets, x * scale, mask=mask)
 
 
-def _interpreting() -> bool:
-    knobs = getattr(triton, "knobs", None)
-    if knobs is not None:
-        return bool(knobs.runtime.interpret)
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
-
-
-@functools.cache
-def _triton_kernel(interpret: bool) -> Any:
-    # triton.jit picks the compiler or the interpreter when it decorates (TRITON_INTERPRET is
-    # read then, not at launch), so the kernel is made on first use, once per mode.
-    return triton.jit(_l2norm_rows)
-
-
-def _triton_launch_config(cols: int) -> tuple[int, int, int]:
-    """(BLOCK, NUM_CHUNKS, num_warps): 8 warps for an 8192-wide row, 32 floats per thread."""
-    block = triton.next_power_of_2(max(cols, 1))
-    if block > TRITON_MAX_BLOCK:
-        block = 4096
-    num_warps = max(1, min(16, block // 1024))
-    return block, triton.cdiv(max(cols, 1), block), num_warps
-
-
 def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The same fusion in Triton (runs on CPU tensors under TRITON_INTERPRET=1)."""
-    if triton is None:
-        raise RequirementError("ch09.fused_l2norm triton variant needs triton (pip install triton)")
     x, eps = inputs["x"], float(inputs["eps"])
+    triton_support.require_triton(x, "ch09.fused_l2norm")
     if x.dtype != torch.float32 or x.stride(1) != 1:
         raise ValueError(f"x must be float32 with unit column stride, got {x.dtype}, {x.stride()}")
-    if not x.is_cuda and not _interpreting():
-        raise RequirementError("ch09.fused_l2norm triton variant needs a CUDA tensor, "
-                               "or TRITON_INTERPRET=1 for CPU tensors")
-    if _interpreting() and type(tl.sum).__name__ != "InterpretedFunction":
-        # triton jits its own library (tl.sum, ...) when it is imported, so the interpreter
-        # works only if TRITON_INTERPRET=1 was set before the first `import triton`.
-        raise RequirementError("TRITON_INTERPRET=1 was set after triton was imported; "
-                               "set it in the environment before starting Python")
     rows, cols = x.shape
-    kernel = _triton_kernel(_interpreting())
-    block, num_chunks, num_warps = _triton_launch_config(cols)
+    kernel = triton_support.jit(_l2norm_rows, triton_support.interpreting())
+    block, num_chunks, num_warps = triton_support.row_launch_config(cols)
     y = torch.empty_like(x)
 
     def launch() -> torch.Tensor:

@@ -36,13 +36,11 @@ stays far left of the ridge (compare ch09.compute_bound, hundreds of FLOP/byte).
 """
 from __future__ import annotations
 
-import functools
-import os
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof.errors import RequirementError
+from aisp_prof import triton_support
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 try:
@@ -80,7 +78,7 @@ def baseline(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-# Plain function, jitted on first use (see _triton_kernel); the tl.constexpr annotation stays
+# Plain function, jitted on first use (triton_support.jit); the tl.constexpr annotation stays
 # an unevaluated string (PEP 563), so this module imports without triton.
 def _axpb_relu(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
     """One BLOCK-wide tile per program: load, fma, max, store."""
@@ -92,39 +90,14 @@ def _axpb_relu(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
     tl.store(y_ptr + offsets, y, mask=mask)
 
 
-def _interpreting() -> bool:
-    knobs = getattr(triton, "knobs", None)
-    if knobs is not None:
-        return bool(knobs.runtime.interpret)
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
-
-
-@functools.cache
-def _triton_kernel(interpret: bool) -> Any:
-    # triton.jit picks the compiler or the interpreter when it decorates, so decorate on first
-    # use, once per mode (never at import).
-    return triton.jit(_axpb_relu)
-
-
-def _require_triton(x: torch.Tensor, pair: str) -> None:
-    if triton is None:
-        raise RequirementError(f"{pair} triton variant needs triton (pip install triton)")
-    if not x.is_cuda and not _interpreting():
-        raise RequirementError(f"{pair} triton variant needs a CUDA tensor, "
-                               "or TRITON_INTERPRET=1 for CPU tensors")
-    if _interpreting() and type(tl.sum).__name__ != "InterpretedFunction":
-        raise RequirementError("TRITON_INTERPRET=1 was set after triton was imported; "
-                               "set it in the environment before starting Python")
-
-
 def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The whole chain in one Triton kernel: one read of x, one write of y."""
     x, a, b = inputs["x"], float(inputs["a"]), float(inputs["b"])
-    _require_triton(x, "ch09.memory_bound")
+    triton_support.require_triton(x, "ch09.memory_bound")
     if x.dtype != torch.float32 or not x.is_contiguous():
         raise ValueError(f"x must be contiguous float32, got {x.dtype}, strides {x.stride()}")
     n = x.numel()
-    kernel = _triton_kernel(_interpreting())
+    kernel = triton_support.jit(_axpb_relu, triton_support.interpreting())
     grid = (triton.cdiv(n, TRITON_BLOCK),)
     y = torch.empty_like(x)
 

@@ -43,8 +43,6 @@ What should move in the profile, and why:
 """
 from __future__ import annotations
 
-import functools
-import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -52,6 +50,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
+from aisp_prof import triton_support
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -65,7 +64,6 @@ except ImportError:  # the Triton variant then raises RequirementError when it i
     tl = None
 
 DEFAULT_SIZES = {"rows": 8192, "cols": 8192}
-TRITON_MAX_BLOCK = 16384     # widest row one program holds in registers; longer rows loop
 AOT_TARGET_CC = 90           # what compiled_artifacts compiles for without a GPU
 
 
@@ -108,7 +106,7 @@ def optimized_torch_softmax(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-# Plain function, jitted on first use (see _triton_kernel); the tl.constexpr annotations stay
+# Plain function, jitted on first use (triton_support.jit); the tl.constexpr annotations stay
 # unevaluated strings (PEP 563), so this module imports without triton.
 def _softmax_rows(x_ptr, y_ptr, cols, stride_x, stride_y,
                   BLOCK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
@@ -145,27 +143,7 @@ def _softmax_rows(x_ptr, y_ptr, cols, stride_x, stride_y,
             tl.store(y_row + start + offsets, tl.exp(x - row_max) * inv, mask=mask)
 
 
-def _interpreting() -> bool:
-    knobs = getattr(triton, "knobs", None)
-    if knobs is not None:
-        return bool(knobs.runtime.interpret)
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
-
-
-@functools.cache
-def _triton_kernel(interpret: bool) -> Any:
-    # triton.jit picks the compiler or the interpreter when it decorates, so decorate on first
-    # use, once per mode (never at import).
-    return triton.jit(_softmax_rows)
-
-
-def launch_config(cols: int) -> tuple[int, int, int]:
-    """(BLOCK, NUM_CHUNKS, num_warps): 8 warps and 32 floats per thread for an 8192-wide row."""
-    block = triton.next_power_of_2(max(cols, 1))
-    if block > TRITON_MAX_BLOCK:
-        block = 4096
-    num_warps = max(1, min(16, block // 1024))
-    return block, triton.cdiv(max(cols, 1), block), num_warps
+launch_config = triton_support.row_launch_config   # (BLOCK, NUM_CHUNKS, num_warps) of a row
 
 
 def _check_triton_input(x: torch.Tensor) -> None:
@@ -179,14 +157,9 @@ def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The fused softmax in Triton (runs on CPU tensors under TRITON_INTERPRET=1)."""
     x = inputs["x"]
     _check_triton_input(x)
-    if not x.is_cuda and not _interpreting():
-        raise RequirementError("ch09.triton triton variant needs a CUDA tensor, "
-                               "or TRITON_INTERPRET=1 for CPU tensors")
-    if _interpreting() and type(tl.sum).__name__ != "InterpretedFunction":
-        raise RequirementError("TRITON_INTERPRET=1 was set after triton was imported; "
-                               "set it in the environment before starting Python")
+    triton_support.require_triton(x, "ch09.triton")
     rows, cols = x.shape
-    kernel = _triton_kernel(_interpreting())
+    kernel = triton_support.jit(_softmax_rows, triton_support.interpreting())
     block, num_chunks, num_warps = launch_config(cols)
     y = torch.empty_like(x)
 
@@ -233,10 +206,10 @@ def compiled_artifacts(inputs: Inputs) -> dict[str, Any]:
     block, num_chunks, num_warps = launch_config(cols)
     constants = {"BLOCK": block, "NUM_CHUNKS": num_chunks}
     if x.is_cuda:
-        if _interpreting():
+        if triton_support.interpreting():
             raise RequirementError("compiled_artifacts needs the Triton compiler; unset TRITON_INTERPRET")
         y = torch.empty_like(x)
-        compiled = _triton_kernel(False)[(rows,)](x, y, cols, x.stride(0), y.stride(0),
+        compiled = triton_support.jit(_softmax_rows, False)[(rows,)](x, y, cols, x.stride(0), y.stride(0),
                                                   num_warps=num_warps, **constants)
         torch.cuda.synchronize(x.device)
         source = "launch"
@@ -276,7 +249,7 @@ def compiled_artifacts(inputs: Inputs) -> dict[str, Any]:
 def _compile_ahead_of_time(x: torch.Tensor, cols: int, constants: dict[str, int], num_warps: int) -> Any:
     if triton is None:
         raise RequirementError("compiled_artifacts needs triton (pip install triton)")
-    if _interpreting():
+    if triton_support.interpreting():
         raise RequirementError("compiled_artifacts needs the Triton compiler; unset TRITON_INTERPRET")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
