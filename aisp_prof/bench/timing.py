@@ -33,7 +33,10 @@ def time_variant(pair: KernelPair, variant: str, sizes: dict[str, int], *, repea
     props = torch.cuda.get_device_properties(0)
     l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
     n_sets = input_sets_needed(int(pair.bytes(sizes)), l2_bytes)
-    launches = [pair.variants[variant](pair.make_inputs(sizes, "cuda", seed + i)) for i in range(n_sets)]
+    # the input sets stay referenced for the whole timing: a closure that kept only raw
+    # pointers would otherwise read freed memory (reused by the flush buffer below)
+    input_sets = [pair.make_inputs(sizes, "cuda", seed + i) for i in range(n_sets)]
+    launches = [pair.variants[variant](inputs) for inputs in input_sets]
     flush = torch.empty(2 * l2_bytes // 4, dtype=torch.int32, device="cuda") if flush_l2 else None
     for i in range(warmup):
         launches[i % n_sets]()

@@ -95,12 +95,12 @@ def optimized_cuda(inputs: Inputs) -> Callable[[], torch.Tensor]:
     error_string.argtypes = [ctypes.c_int]
     error_string.restype = ctypes.c_char_p
     y = torch.empty_like(x)
-    x_ptr, y_ptr = x.data_ptr(), y.data_ptr()
 
     def launch() -> torch.Tensor:
-        # The stream is read per call so the launch follows torch's current stream
-        # (e.g. a CUDA-graph capture stream), like the eager baseline does.
-        err = fn(x_ptr, y_ptr, rows, cols, eps, torch.cuda.current_stream().cuda_stream)
+        # x and y are referenced here (not only their addresses) so the closure keeps them
+        # alive: a caller that drops `inputs` must not leave the kernel reading freed memory.
+        # The stream is read per call so the launch follows torch's current stream.
+        err = fn(x.data_ptr(), y.data_ptr(), rows, cols, eps, torch.cuda.current_stream().cuda_stream)
         if err != 0:
             raise RuntimeError(f"aisp_fused_l2norm failed: {error_string(err).decode()} (cudaError {err})")
         return y
