@@ -17,10 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from pair_testing import forbid_import_side_effects, import_fresh
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import availability, check, cuda_build, pairs  # noqa: E402
+from aisp_prof import availability, check, pairs  # noqa: E402
 from aisp_prof.analyze import ptx  # noqa: E402
 from aisp_prof.collect import runner  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
@@ -62,10 +63,7 @@ CONTRACTS = {   # variants, default sizes, min_cc, variant_needs
 
 
 def _load(name: str, module_name: str | None = None):
-    spec = importlib.util.spec_from_file_location(module_name or f"ch09_{name}_under_test", KERNELS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(KERNELS / f"{name}.py", module_name or f"ch09_{name}_under_test")
 
 
 @pytest.fixture(scope="module")
@@ -77,21 +75,7 @@ def mods():
 
 @pytest.mark.parametrize("name", NEW_PAIRS)
 def test_import_has_no_side_effects(monkeypatch, name):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("importing a pair must not build, run tools, touch CUDA or jit")
-
-    if importlib.util.find_spec("triton") is not None:
-        import triton  # imported first: what triton itself does on import is not the pair's doing
-
-        monkeypatch.setattr(triton, "jit", forbidden)
-        monkeypatch.setattr(triton, "compile", forbidden)
-    monkeypatch.setattr(cuda_build, "build_shared_library", forbidden)
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
-    monkeypatch.setattr(cuda_build, "find_nvcc", forbidden)
-    monkeypatch.setattr(subprocess, "run", forbidden)
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(torch.cuda, "_lazy_init", forbidden)
-    monkeypatch.setattr(torch.cuda, "is_available", forbidden)
+    forbid_import_side_effects(monkeypatch)
     module = _load(name, f"ch09_{name}_no_side_effects")
     assert module.PAIR.name == f"ch09.{name}"
 

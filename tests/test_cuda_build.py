@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pair_testing import requires_nvcc
 
 from aisp_prof import cuda_build
 from aisp_prof.errors import BuildError, ToolNotFoundError
@@ -17,15 +18,6 @@ from aisp_prof.errors import BuildError, ToolNotFoundError
 L2NORM_CU = Path(__file__).resolve().parent.parent / "kernels" / "ch09" / "fused_l2norm.cu"
 
 
-def _have_nvcc() -> bool:
-    try:
-        cuda_build.find_nvcc()
-    except ToolNotFoundError:
-        return False
-    return True
-
-
-requires_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="needs nvcc (install the CUDA toolkit or set AISP_NVCC)")
 
 
 def test_nvcc_command_sm90():

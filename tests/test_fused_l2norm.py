@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pair_testing import forbid_import_side_effects, import_fresh
 
 torch = pytest.importorskip("torch")
 
@@ -27,10 +28,7 @@ requires_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None,
 
 
 def _import_fresh(name: str = "fused_l2norm_under_test"):
-    spec = importlib.util.spec_from_file_location(name, PAIR_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(PAIR_PATH, name)
 
 
 @pytest.fixture(scope="module")
@@ -39,20 +37,7 @@ def mod():
 
 
 def test_import_has_no_side_effects(monkeypatch):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("importing a pair must not build, run tools, touch CUDA or jit")
-
-    if importlib.util.find_spec("triton") is not None:
-        import triton  # imported first: what triton itself does on import is not the pair's doing
-
-        monkeypatch.setattr(triton, "jit", forbidden)
-    monkeypatch.setattr(cuda_build, "build_shared_library", forbidden)
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
-    monkeypatch.setattr(cuda_build, "find_nvcc", forbidden)
-    monkeypatch.setattr(subprocess, "run", forbidden)
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(torch.cuda, "_lazy_init", forbidden)
-    monkeypatch.setattr(torch.cuda, "is_available", forbidden)
+    forbid_import_side_effects(monkeypatch)
     module = _import_fresh("fused_l2norm_no_side_effects")
     assert module.PAIR.name == "ch09.fused_l2norm"
 

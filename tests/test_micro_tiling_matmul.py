@@ -7,17 +7,17 @@ the float64 reference), which skip cleanly without a GPU. The compile tests need
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from pair_testing import forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import check, cuda_build, pairs  # noqa: E402
-from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
+from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "micro_tiling_matmul.py"
@@ -26,23 +26,11 @@ SYMBOLS = ("aisp_sgemm_smem_tiled", "aisp_sgemm_micro_tiled", "aisp_sgemm_micro_
            "aisp_sgemm_config_count", "aisp_sgemm_config_name", "aisp_cuda_error_string")
 
 
-def _have_nvcc() -> bool:
-    try:
-        cuda_build.find_nvcc()
-    except ToolNotFoundError:
-        return False
-    return True
-
-
-requires_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="needs nvcc (install the CUDA toolkit or set AISP_NVCC)")
 requires_gpu = pytest.mark.gpu          # tests/conftest.py skips these where torch sees no GPU
 
 
 def _import_fresh(name: str = "micro_tiling_matmul_under_test"):
-    spec = importlib.util.spec_from_file_location(name, PAIR_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(PAIR_PATH, name)
 
 
 @pytest.fixture(scope="module")
@@ -53,16 +41,7 @@ def mod():
 # --- import, contract, formulas -------------------------------------------------------------
 
 def test_import_has_no_side_effects(monkeypatch):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("importing a pair must not build, run tools or touch CUDA")
-
-    monkeypatch.setattr(cuda_build, "build_shared_library", forbidden)
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
-    monkeypatch.setattr(cuda_build, "find_nvcc", forbidden)
-    monkeypatch.setattr(subprocess, "run", forbidden)
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(torch.cuda, "_lazy_init", forbidden)
-    monkeypatch.setattr(torch.cuda, "is_available", forbidden)
+    forbid_import_side_effects(monkeypatch)
     module = _import_fresh("micro_tiling_matmul_no_side_effects")
     assert module.PAIR.name == "ch09.micro_tiling_matmul"
 
@@ -238,7 +217,7 @@ def test_ptxas_reports_no_spills():
 # --- GPU only --------------------------------------------------------------------------------
 
 @requires_gpu
-@pytest.mark.skipif(not _have_nvcc(), reason="needs nvcc")
+@pytest.mark.skipif(not have_nvcc(), reason="needs nvcc")
 @pytest.mark.parametrize("sizes", [{"m": 1, "n": 4, "k": 4},            # one row: every edge
                                    {"m": 129, "n": 132, "k": 20},       # partial tiles and slices
                                    {"m": 256, "n": 256, "k": 256},      # whole tiles
@@ -249,7 +228,7 @@ def test_all_variants_and_configs_pass_check_on_gpu(mod, sizes):
 
 
 @requires_gpu
-@pytest.mark.skipif(not _have_nvcc(), reason="needs nvcc")
+@pytest.mark.skipif(not have_nvcc(), reason="needs nvcc")
 def test_default_size_passes_check_on_gpu():
     pair = pairs.find("ch09.micro_tiling_matmul")
     check.raise_if_failed(check.check_pair(pair, device="cuda", trials=1))

@@ -4,18 +4,18 @@ variant matches the float64 reference.
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from pair_testing import forbid_import_side_effects, import_fresh, requires_nvcc
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import check, cuda_build, pairs  # noqa: E402
-from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
+from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "warp_specialization_producer_consumer.py"
@@ -24,22 +24,10 @@ NAME = "ch09.warp_specialization_producer_consumer"
 VARIANTS = ("baseline", "pipelined", "warp_specialized", "direct")
 
 
-def _have_nvcc() -> bool:
-    try:
-        cuda_build.find_nvcc()
-    except ToolNotFoundError:
-        return False
-    return True
-
-
-requires_nvcc = pytest.mark.skipif(not _have_nvcc(), reason="needs nvcc (install the CUDA toolkit or set AISP_NVCC)")
 
 
 def _import_fresh(name: str = "warp_spec_under_test"):
-    spec = importlib.util.spec_from_file_location(name, PAIR_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(PAIR_PATH, name)
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +36,7 @@ def mod():
 
 
 def test_import_has_no_side_effects(monkeypatch):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("importing a pair must not build, run tools or touch CUDA")
-
-    monkeypatch.setattr(cuda_build, "build_shared_library", forbidden)
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
-    monkeypatch.setattr(cuda_build, "find_nvcc", forbidden)
-    monkeypatch.setattr(subprocess, "run", forbidden)
-    monkeypatch.setattr(subprocess, "Popen", forbidden)
-    monkeypatch.setattr(torch.cuda, "_lazy_init", forbidden)
-    monkeypatch.setattr(torch.cuda, "is_available", forbidden)
+    forbid_import_side_effects(monkeypatch)
     module = _import_fresh("warp_spec_no_side_effects")
     assert module.PAIR.name == NAME
 

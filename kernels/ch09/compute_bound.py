@@ -40,13 +40,13 @@ far below what a wrong tile (rel. error ~1) or a lost 1/64 of k (~0.13) produces
 """
 from __future__ import annotations
 
-import contextlib
 import math
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
 import torch
 
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.torch_support import fp32_matmul_precision
 
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
 
@@ -58,30 +58,6 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
     b = torch.randn(k, n, generator=gen, device=device, dtype=torch.float32)
     return {"a": a.to(torch.bfloat16).float(), "b": b.to(torch.bfloat16).float()}
-
-
-@contextlib.contextmanager
-def fp32_matmul_precision(mode: str) -> Iterator[None]:
-    """Set cuBLAS's fp32 matmul precision ("ieee" or "tf32") for one block, then restore it.
-
-    Uses the per-backend API of torch >= 2.9 (mixing it with the legacy allow_tf32 flag makes
-    torch raise), else the legacy flag.
-    """
-    matmul = torch.backends.cuda.matmul
-    if hasattr(matmul, "fp32_precision"):
-        previous = matmul.fp32_precision
-        matmul.fp32_precision = mode
-        try:
-            yield
-        finally:
-            matmul.fp32_precision = previous
-    else:  # pragma: no cover - torch < 2.9
-        previous = matmul.allow_tf32
-        matmul.allow_tf32 = mode == "tf32"
-        try:
-            yield
-        finally:
-            matmul.allow_tf32 = previous
 
 
 def baseline(inputs: Inputs) -> Callable[[], torch.Tensor]:

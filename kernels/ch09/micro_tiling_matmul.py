@@ -58,19 +58,19 @@ columns, zero-filled k).
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import math
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
 import torch
 
 from aisp_prof import cuda_build
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.torch_support import fp32_matmul_precision
 
 CUDA_SOURCE = Path(__file__).with_name("micro_tiling_matmul.cu")
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
@@ -204,30 +204,6 @@ def with_configs(pair: KernelPair, configs: list[int]) -> KernelPair:
 
 
 # --- cuBLAS reference point -----------------------------------------------------------------
-
-@contextlib.contextmanager
-def fp32_matmul_precision(mode: str) -> Iterator[None]:
-    """Set cuBLAS's fp32 matmul precision ("ieee" or "tf32") for one block, then restore it.
-
-    torch >= 2.9 has the per-backend `fp32_precision` (mixing it with the legacy `allow_tf32`
-    flag makes torch raise, as ch09.compute_bound found); older torch gets `allow_tf32`.
-    """
-    matmul = torch.backends.cuda.matmul
-    if hasattr(matmul, "fp32_precision"):
-        previous = matmul.fp32_precision
-        matmul.fp32_precision = mode
-        try:
-            yield
-        finally:
-            matmul.fp32_precision = previous
-    else:  # pragma: no cover - torch < 2.9
-        previous = matmul.allow_tf32
-        matmul.allow_tf32 = mode == "tf32"
-        try:
-            yield
-        finally:
-            matmul.allow_tf32 = previous
-
 
 def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """torch.mm with TF32 off: cuBLAS's fp32 SIMT SGEMM (FFMA), set and restored per call."""

@@ -1,0 +1,49 @@
+"""What the kernel-pair tests share: a fresh import of a pair module, a guard that importing
+it does no work (no build, no tool run, no CUDA, no jit), and the nvcc marker."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import torch
+
+from aisp_prof import cuda_build
+from aisp_prof.errors import ToolNotFoundError
+
+
+def import_fresh(path: Path, name: str) -> ModuleType:
+    """Execute the module at `path` under a new name (discovery does the same)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make building, running tools, touching CUDA or jitting raise while a pair is imported."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("importing a pair must not build, run tools, touch CUDA or jit")
+
+    if importlib.util.find_spec("triton") is not None:
+        import triton  # imported first: what triton itself does on import is not the pair's doing
+
+        monkeypatch.setattr(triton, "jit", forbidden)
+        monkeypatch.setattr(triton, "compile", forbidden)
+    for target, attr in ((cuda_build, "build_shared_library"), (cuda_build, "load_library"),
+                         (cuda_build, "find_nvcc"), (subprocess, "run"), (subprocess, "Popen"),
+                         (torch.cuda, "_lazy_init"), (torch.cuda, "is_available")):
+        monkeypatch.setattr(target, attr, forbidden)
+
+
+def have_nvcc() -> bool:
+    try:
+        cuda_build.find_nvcc()
+    except ToolNotFoundError:
+        return False
+    return True
+
+
+requires_nvcc = pytest.mark.skipif(not have_nvcc(), reason="needs nvcc (install the CUDA toolkit or set AISP_NVCC)")
