@@ -9,7 +9,8 @@ from .errors import ToolNotFoundError
 
 
 def machine_capabilities() -> dict[str, Any]:
-    """{'gpu': bool, 'cc': (major, minor) | None, 'gpu_name', 'triton': bool, 'nvcc': bool}."""
+    """{'gpu': bool, 'cc': (major, minor) | None, 'gpu_name', 'triton': bool, 'nvcc': bool,
+    'cutlass': bool (CUTLASS headers found by cuda_build.find_cutlass_include)}."""
     caps: dict[str, Any] = {"gpu": False, "cc": None, "gpu_name": None,
                             "triton": importlib.util.find_spec("triton") is not None}
     try:
@@ -27,6 +28,9 @@ def machine_capabilities() -> dict[str, Any]:
         caps["nvcc"] = True
     except ToolNotFoundError:
         caps["nvcc"] = False
+    from .cuda_build import have_cutlass
+
+    caps["cutlass"] = have_cutlass()
     return caps
 
 

@@ -4,7 +4,9 @@ This is the one place that calls nvcc, so every pair is built with the same flag
 `-lineinfo` so Nsight Compute can map stalls to source lines) and lands in the same cache.
 The cache key hashes the source bytes, the flags and `nvcc --version`, so editing a `.cu`
 file or changing toolkits rebuilds, and anything else reuses the library. Sources are
-assumed to be self-contained (a local `#include` is not part of the key).
+assumed to be self-contained (a local `#include` is not part of the key). A pair that needs a
+header library (CUTLASS) passes `include_dirs` (and any `extra_flags`); both go into the
+command line and so into the key, but the headers' contents do not.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import shlex
 import shutil
 import subprocess
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import BuildError, ToolNotFoundError
@@ -49,21 +52,79 @@ def find_nvcc() -> Path:
 
 
 def nvcc_command(source: str | Path, output: str | Path, arch: str,
-                 nvcc: str | Path = "nvcc") -> list[str]:
+                 nvcc: str | Path = "nvcc", include_dirs: Sequence[str | Path] = (),
+                 extra_flags: Sequence[str] = ()) -> list[str]:
     """The nvcc command line that builds `source` into the shared library `output` for `arch`.
 
     `arch` is "sm_90" or an arch-specific target such as "sm_90a" (needed for wgmma/setmaxnreg);
-    SASS only, no PTX, so the library runs exactly the code that was profiled.
+    SASS only, no PTX, so the library runs exactly the code that was profiled. `include_dirs`
+    become `-I` flags and `extra_flags` (e.g. "--expt-relaxed-constexpr") follow them, both
+    before `-o`; with neither the command is the same as before they existed.
     """
     match = _ARCH_RE.match(arch)
     if not match:
         raise ValueError(f"arch must look like 'sm_90' or 'sm_90a', got {arch!r}")
+    if isinstance(extra_flags, str) or isinstance(include_dirs, (str, Path)):
+        raise TypeError("include_dirs and extra_flags are sequences of strings, not one string")
     target = f"{match.group(1)}{match.group(2)}"
     return [
         str(nvcc), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
         f"-gencode=arch=compute_{target},code=sm_{target}",
+        *(f"-I{d}" for d in include_dirs), *(str(f) for f in extra_flags),
         "-o", str(output), str(source),
     ]
+
+
+_CUTLASS_HINT = ("pip install nvidia-cutlass (its cutlass_library package ships the headers) "
+                 "or set AISP_CUTLASS_INCLUDE=/path/to/cutlass/include")
+
+
+REPO_CUTLASS_INCLUDE = Path(__file__).resolve().parent.parent / ".cutlass" / "include"
+
+
+def _package_cutlass_includes() -> list[Path]:
+    """`<cutlass_library>/source/include` of an installed nvidia-cutlass, or []. Not imported."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("cutlass_library")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) / "source" / "include" for p in spec.submodule_search_locations]
+
+
+def _is_cutlass_include(path: Path) -> bool:
+    return (path / "cutlass" / "cutlass.h").is_file() and (path / "cute" / "tensor.hpp").is_file()
+
+
+def find_cutlass_include() -> Path:
+    """The CUTLASS include directory (holding cutlass/ and cute/): `$AISP_CUTLASS_INCLUDE`, else
+    the `nvidia-cutlass` package's `cutlass_library/source/include`, else `.cutlass/include`
+    at the repository root; ToolNotFoundError saying how to get them if none has the headers."""
+    env = os.environ.get("AISP_CUTLASS_INCLUDE")
+    if env:
+        path = Path(env)
+        if _is_cutlass_include(path):
+            return path
+        raise ToolNotFoundError(f"AISP_CUTLASS_INCLUDE={env} has no cutlass/cutlass.h and "
+                                f"cute/tensor.hpp; fix or unset it ({_CUTLASS_HINT})")
+    candidates = [*_package_cutlass_includes(), REPO_CUTLASS_INCLUDE]
+    for path in candidates:
+        if _is_cutlass_include(path):
+            return path
+    raise ToolNotFoundError(f"CUTLASS headers not found (looked at $AISP_CUTLASS_INCLUDE, the "
+                            f"nvidia-cutlass package, {candidates[-1]}); {_CUTLASS_HINT}")
+
+
+def have_cutlass() -> bool:
+    """Whether find_cutlass_include() finds the headers (the "cutlass" capability)."""
+    try:
+        find_cutlass_include()
+    except ToolNotFoundError:
+        return False
+    return True
 
 
 def default_arch() -> str:
@@ -101,8 +162,12 @@ def _first_error_line(output: str) -> str:
     return lines[-1] if lines else "(nvcc printed nothing)"
 
 
-def build_shared_library(source: str | Path, arch: str | None = None) -> Path:
+def build_shared_library(source: str | Path, arch: str | None = None,
+                         include_dirs: Sequence[str | Path] = (),
+                         extra_flags: Sequence[str] = ()) -> Path:
     """Compile `source` (a .cu file) to a cached .so and return its path; BuildError on failure.
+
+    `include_dirs` and `extra_flags` go to nvcc_command (and so into the cache key).
 
     The library is written under a temporary name and renamed into place, so a concurrent or
     interrupted build never leaves a half-written library behind under the cached name.
@@ -110,7 +175,9 @@ def build_shared_library(source: str | Path, arch: str | None = None) -> Path:
     source = Path(source).resolve()
     arch = arch or default_arch()
     nvcc = find_nvcc()
-    flags = nvcc_command("SOURCE", "OUTPUT", arch)[1:]
+    include_dirs = [str(d) for d in include_dirs]
+    extra_flags = [str(f) for f in extra_flags]
+    flags = nvcc_command("SOURCE", "OUTPUT", arch, include_dirs=include_dirs, extra_flags=extra_flags)[1:]
     key = hashlib.sha256()
     for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
         key.update(part)
@@ -123,7 +190,7 @@ def build_shared_library(source: str | Path, arch: str | None = None) -> Path:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    cmd = nvcc_command(source, tmp, arch, nvcc=nvcc)
+    cmd = nvcc_command(source, tmp, arch, nvcc=nvcc, include_dirs=include_dirs, extra_flags=extra_flags)
     log.info("building %s for %s", source.name, arch)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -145,6 +212,9 @@ def _open(path: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(path))
 
 
-def load_library(source: str | Path, arch: str | None = None) -> ctypes.CDLL:
+def load_library(source: str | Path, arch: str | None = None,
+                 include_dirs: Sequence[str | Path] = (), extra_flags: Sequence[str] = ()) -> ctypes.CDLL:
     """Build (or reuse) `source` and load it; one handle per library per process."""
+    if include_dirs or extra_flags:
+        return _open(build_shared_library(source, arch, include_dirs=include_dirs, extra_flags=extra_flags))
     return _open(build_shared_library(source, arch))

@@ -26,7 +26,7 @@ class Requirements:
 
     min_cc: tuple[int, int] = (7, 0)
     max_cc: tuple[int, int] | None = None
-    needs: tuple[str, ...] = ()         # any of: "triton", "nvcc"
+    needs: tuple[str, ...] = ()         # any of: "triton", "nvcc", "cutlass"
     note: str = ""                       # shown when the pair is skipped, e.g. "needs sm_100 (tcgen05)"
 
 

@@ -168,3 +168,76 @@ def test_first_error_line():
     assert cuda_build._first_error_line("nvcc fatal   : Unsupported gpu architecture 'compute_1'") \
         .startswith("nvcc fatal")
     assert os.linesep not in cuda_build._first_error_line("")
+
+
+# --- include directories and extra flags (CUTLASS), header discovery ------------------------
+
+def test_nvcc_command_include_dirs_and_extra_flags():
+    base = cuda_build.nvcc_command("k.cu", "k.so", "sm_90a")
+    assert cuda_build.nvcc_command("k.cu", "k.so", "sm_90a", include_dirs=(), extra_flags=()) == base
+    cmd = cuda_build.nvcc_command("k.cu", "k.so", "sm_90a", include_dirs=[Path("/opt/cutlass/include"), "/x"],
+                                  extra_flags=["--expt-relaxed-constexpr"])
+    assert cmd == base[:-3] + ["-I/opt/cutlass/include", "-I/x", "--expt-relaxed-constexpr"] + base[-3:]
+    with pytest.raises(TypeError, match="sequences"):
+        cuda_build.nvcc_command("k.cu", "k.so", "sm_90", extra_flags="--expt-relaxed-constexpr")
+    with pytest.raises(TypeError, match="sequences"):
+        cuda_build.nvcc_command("k.cu", "k.so", "sm_90", include_dirs="/opt/cutlass/include")
+
+
+def test_cache_key_follows_include_dirs_and_flags(build_dir, fake_nvcc, tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text('extern "C" int aisp_k() { return 1; }\n')
+    plain = cuda_build.build_shared_library(src, arch="sm_90a")
+    assert cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=(), extra_flags=()) == plain
+    with_inc = cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=[tmp_path])
+    with_flag = cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=[tmp_path],
+                                                extra_flags=["--expt-relaxed-constexpr"])
+    assert cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=[str(tmp_path)],
+                                           extra_flags=("--expt-relaxed-constexpr",)) == with_flag
+    assert len({plain, with_inc, with_flag}) == 3
+    lines = fake_nvcc.read_text().splitlines()
+    assert len(lines) == 3
+    assert f"-I{tmp_path}" in lines[1] and f"-I{tmp_path} --expt-relaxed-constexpr" in lines[2]
+
+
+def _fake_cutlass(root: Path) -> Path:
+    (root / "cutlass").mkdir(parents=True)
+    (root / "cute").mkdir()
+    (root / "cutlass" / "cutlass.h").write_text("")
+    (root / "cute" / "tensor.hpp").write_text("")
+    return root
+
+
+def test_find_cutlass_include_order(monkeypatch, tmp_path):
+    env_dir, pkg_dir, repo_dir = (_fake_cutlass(tmp_path / d) for d in ("env", "pkg", "repo"))
+    monkeypatch.setattr(cuda_build, "REPO_CUTLASS_INCLUDE", repo_dir)
+    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", lambda: [pkg_dir])
+    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(env_dir))
+    assert cuda_build.find_cutlass_include() == env_dir
+    monkeypatch.delenv("AISP_CUTLASS_INCLUDE")
+    assert cuda_build.find_cutlass_include() == pkg_dir
+    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", list)
+    assert cuda_build.find_cutlass_include() == repo_dir
+    assert cuda_build.have_cutlass()
+
+
+def test_find_cutlass_include_missing_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setattr(cuda_build, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
+    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", lambda: [tmp_path / "pkg"])
+    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
+    with pytest.raises(ToolNotFoundError, match="pip install nvidia-cutlass.*AISP_CUTLASS_INCLUDE"):
+        cuda_build.find_cutlass_include()
+    assert not cuda_build.have_cutlass()
+    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(tmp_path))      # set, but no headers there
+    with pytest.raises(ToolNotFoundError, match="AISP_CUTLASS_INCLUDE=.*fix or unset it"):
+        cuda_build.find_cutlass_include()
+
+
+def test_cutlass_capability_is_reported(monkeypatch):
+    from aisp_prof import availability
+    from aisp_prof.collect import runner
+
+    for value in (True, False):
+        monkeypatch.setattr(cuda_build, "have_cutlass", lambda value=value: value)
+        assert availability.machine_capabilities()["cutlass"] is value
+        assert ("cutlass" in runner._capabilities()) is value

@@ -99,21 +99,11 @@ def choose_variants(pair: pairs_mod.KernelPair, asked: list[str], have: set[str]
 
 
 def _capabilities() -> set[str]:
-    have = {"gpu"}
-    try:
-        import triton  # noqa: F401
+    """The variant needs this machine meets (gpu, triton, nvcc, cutlass): availability decides."""
+    from ..availability import machine_capabilities
 
-        have.add("triton")
-    except ImportError:
-        pass
-    try:
-        from ..cuda_build import find_nvcc
-
-        find_nvcc()
-        have.add("nvcc")
-    except (ToolNotFoundError, ImportError):
-        pass
-    return have
+    caps = machine_capabilities()
+    return {name for name in ("gpu", "triton", "nvcc", "cutlass") if caps.get(name)}
 
 
 def _check_requirements(pair: pairs_mod.KernelPair) -> None:

@@ -1,0 +1,249 @@
+"""Chapter 9: CUTLASS-driven matmuls, the CUDA-core (SIMT) path against Hopper's tensor-op path.
+
+The operation: D[m, n] = A[m, k] @ B[k, n], row-major (default m = n = 4096, k = 8192, the
+book's `--sizes 4096 4096 8192`): 2 m n k = 275 GFLOP on at least 2 (m k + k n + m n) = 168 MB
+(bf16) of DRAM traffic, ~1600 FLOP/B: compute bound on either path, so the time is set by which
+math units do the multiply-adds and how well the kernel feeds them.
+
+  baseline       `simt`: CUTLASS 2.x `cutlass::gemm::device::Gemm<float, RowMajor, ...,
+                 OpClassSimt, Sm80>` (cutlass_gemm.cu, aisp_cutlass_simt): the default SIMT
+                 configuration, 128x128x8 threadblock tiles, 32x64x8 warp tiles, a two-stage
+                 register-staged pipeline, fp32 FFMA on the CUDA cores (~67 TFLOP/s datasheet
+                 peak at boost clock).
+  tensorop_sm90  CUTLASS 3.x Hopper GEMM assembled by the CollectiveBuilder (aisp_cutlass_tensorop,
+                 configuration 0): bf16 A and B, fp32 accumulation, bf16 D;
+                 `KernelTmaWarpSpecializedCooperative` with 128x256x64 tiles on 2x1x1 thread-block
+                 clusters (A tiles multicast by TMA across the cluster), a TMA producer warp
+                 filling a shared-memory ring as deep as the carve-out allows, two consumer
+                 warpgroups issuing wgmma (HGMMA in SASS) on halves of the tile, a persistent tile
+                 scheduler, a TMA store epilogue. Built for sm_90a (wgmma is arch-specific).
+                 Other configurations (128x128x64 cooperative, 64x256x64 ping-pong) are compiled in
+                 too; AISP_CUTLASS_CONFIG=N makes this variant run configuration N.
+  cublas         torch.mm on the same bf16 operands: cuBLAS's Hopper kernel, the bar the CUTLASS
+                 tensor-op kernel is held to (>= 85% of it).
+
+Measured on an H200 (2026-11-26, scripts/cutlass_gpu.sh, CUDA events, L2 flushed, medians of
+50; % of cuBLAS against the cuBLAS timing of the same round, because the card's clock drifts
+1.6-1.98 GHz under sustained tensor load):
+  baseline (simt)          6.82-6.84 ms =  40 TFLOP/s (FFMA only in SASS; 137 registers)
+  tensorop_sm90 (cfg0)     0.381-0.425 ms = 647-722 TFLOP/s, 82-89% of cuBLAS (median ~86%);
+                           nsys in `aisp-prof run`: 367.8 us vs cuBLAS 334.2 us = 90.9%; 18.3x
+                           the SIMT kernel. HGMMA + UTMALDG in SASS, 168 registers, no spills.
+  other configurations     128x256x64 cluster 1x2: 85-93%; 256x128x64 1x2: 80-85%;
+                           128x128x64 2x1: 61-65%; 64x256x64 ping-pong 1x2: 53-54%
+  cublas                   0.337-0.371 ms = 742-815 TFLOP/s
+ncu (validate run): the CUTLASS kernel moves 377 MB of DRAM against cuBLAS's 330 MB and stalls
+mostly on `barrier` (11.9 cycles/inst against 6.3): what is left is rasterization/swizzle of the
+persistent tile order and the epilogue, not the mainloop.
+
+The lesson is the one the book draws: the same library, the same problem, and a change of
+operator class (OpClassSimt -> OpClassTensorOp, plus the Hopper-only TMA/wgmma mainloop) moves
+the GEMM from the FFMA pipe to the tensor cores, an order of magnitude.
+
+Correctness: A ~ N(0, 1/k), B ~ N(0, 1), both rounded to bf16-representable values, so the fp32
+SIMT kernel and the bf16 kernels multiply exactly the same numbers; the float64 reference is their
+exact product. SIMT accumulates in fp32 (~1e-6 relative); the bf16 variants' output rounding
+alone is ~2^-9 / sqrt(3) ~ 1.1e-3 relative (Frobenius), so the tolerance is 5e-3.
+
+Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA). The CUTLASS headers
+come from $AISP_CUTLASS_INCLUDE, else the `nvidia-cutlass` package, else `.cutlass/include` at the
+repository root (cuda_build.find_cutlass_include).
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+from pathlib import Path
+from typing import Callable, Mapping
+
+import torch
+
+from aisp_prof import cuda_build
+from aisp_prof.errors import RequirementError
+from aisp_prof.pairs import Inputs, KernelPair, Requirements
+
+CUDA_SOURCE = Path(__file__).with_name("cutlass_gemm.cu")
+DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
+INT_MAX = 2**31 - 1
+CONFIG_ENV = "AISP_CUTLASS_CONFIG"
+ARCH = "sm_90a"                                   # wgmma needs the arch-specific target
+EXTRA_FLAGS = ("--expt-relaxed-constexpr",)
+
+
+def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(m, n, k), or ValueError: all >= 1 and < 2^31, n and k multiples of 8."""
+    m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
+    if min(m, n, k) < 1 or max(m, n, k) > INT_MAX:
+        raise ValueError(f"m, n, k must be in [1, 2^31), got m={m} n={n} k={k}")
+    if n % 8 or k % 8:
+        raise ValueError(f"n and k must be multiples of 8 (16-byte bf16 rows for TMA), got n={n} k={k}; "
+                         "m is free")
+    return m, n, k
+
+
+def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
+    """A ~ N(0, 1/k) [m, k], B ~ N(0, 1) [k, n], rounded to bf16: `a`, `b` in fp32 (for SIMT) and
+    `a16`, `b16` the same values in bf16, all contiguous."""
+    m, n, k = validate_sizes(sizes)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
+    b = torch.randn(k, n, generator=gen, device=device, dtype=torch.float32)
+    a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    return {"a": a16.float(), "b": b16.float(), "a16": a16, "b16": b16}
+
+
+# --- the CUTLASS kernels, through ctypes ----------------------------------------------------
+
+def cutlass_include() -> Path:
+    """The CUTLASS include directory; RequirementError (a ToolNotFoundError) if there is none."""
+    return cuda_build.find_cutlass_include()
+
+
+def library() -> ctypes.CDLL:
+    """Build (once, cached; 1-3 minutes of nvcc) and load cutlass_gemm.cu for sm_90a."""
+    lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH, include_dirs=[cutlass_include()],
+                                  extra_flags=EXTRA_FLAGS)
+    lib.aisp_cutlass_simt.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                      ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    lib.aisp_cutlass_simt.restype = ctypes.c_int
+    lib.aisp_cutlass_tensorop.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                          ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                          ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p]
+    lib.aisp_cutlass_tensorop.restype = ctypes.c_int
+    lib.aisp_cutlass_tensorop_workspace_size.argtypes = [ctypes.c_int] * 4
+    lib.aisp_cutlass_tensorop_workspace_size.restype = ctypes.c_longlong
+    lib.aisp_cutlass_tensorop_config_count.argtypes = []
+    lib.aisp_cutlass_tensorop_config_count.restype = ctypes.c_int
+    lib.aisp_cutlass_tensorop_config_name.argtypes = [ctypes.c_int]
+    lib.aisp_cutlass_tensorop_config_name.restype = ctypes.c_char_p
+    lib.aisp_cuda_error_string.argtypes = [ctypes.c_int]
+    lib.aisp_cuda_error_string.restype = ctypes.c_char_p
+    return lib
+
+
+def config_names() -> list[str]:
+    """The tensor-op configurations compiled into the library; index 0 is `tensorop_sm90`."""
+    lib = library()
+    return [lib.aisp_cutlass_tensorop_config_name(i).decode()
+            for i in range(lib.aisp_cutlass_tensorop_config_count())]
+
+
+def _operands(inputs: Inputs, variant: str, key_a: str, key_b: str,
+              dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
+    a, b = inputs[key_a], inputs[key_b]
+    if not (a.is_cuda and b.is_cuda):
+        raise RequirementError(f"ch09.cutlass_gemm {variant} variant needs CUDA tensors (run on a GPU)")
+    for name, t in ((key_a, a), (key_b, b)):
+        if t.dtype != dtype or not t.is_contiguous() or t.data_ptr() % 16:
+            raise ValueError(f"{name} must be contiguous, 16-byte aligned {dtype}; got {t.dtype}, "
+                             f"strides {t.stride()}, address {t.data_ptr():#x}")
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"inner dimensions differ: {key_a} is {m}x{k}, {key_b} is {k2}x{n}")
+    validate_sizes({"m": m, "n": n, "k": k})
+    return a, b, m, n, k
+
+
+def _raise(lib: ctypes.CDLL, fn: str, err: int) -> None:
+    raise RuntimeError(f"{fn} failed: {lib.aisp_cuda_error_string(err).decode()} (cudaError {err})")
+
+
+def simt(inputs: Inputs) -> Callable[[], torch.Tensor]:
+    """CUTLASS 2.x OpClassSimt fp32 GEMM into a preallocated fp32 D, on torch's stream."""
+    a, b, m, n, k = _operands(inputs, "simt", "a", "b", torch.float32)   # CPU: RequirementError first
+    lib = library()
+    d = torch.empty(m, n, device=a.device, dtype=torch.float32)
+
+    def launch() -> torch.Tensor:
+        # a, b, d are referenced here (not only their addresses) so the closure keeps them alive.
+        err = lib.aisp_cutlass_simt(a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
+                                    torch.cuda.current_stream().cuda_stream)
+        if err != 0:
+            _raise(lib, "aisp_cutlass_simt", err)
+        return d
+
+    return launch
+
+
+def tensorop_config(config: int) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
+    """A factory running tensor-op configuration `config` (see config_names())."""
+    def factory(inputs: Inputs) -> Callable[[], torch.Tensor]:
+        a, b, m, n, k = _operands(inputs, "tensorop_sm90", "a16", "b16", torch.bfloat16)
+        lib = library()
+        count = lib.aisp_cutlass_tensorop_config_count()
+        if not 0 <= config < count:
+            raise ValueError(f"tensor-op configuration {config} does not exist (0..{count - 1})")
+        d = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
+        ws_bytes = lib.aisp_cutlass_tensorop_workspace_size(config, m, n, k)
+        if ws_bytes < 0:
+            raise ValueError(f"tensor-op configuration {config}: no workspace size for {m}x{n}x{k}")
+        workspace = torch.empty(max(ws_bytes, 1), device=a.device, dtype=torch.uint8)
+
+        def launch() -> torch.Tensor:
+            err = lib.aisp_cutlass_tensorop(config, a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
+                                            workspace.data_ptr(), ws_bytes,
+                                            torch.cuda.current_stream().cuda_stream)
+            if err != 0:
+                _raise(lib, f"aisp_cutlass_tensorop (configuration {config})", err)
+            return d
+
+        return launch
+
+    factory.__name__ = f"tensorop_config{config}"
+    return factory
+
+
+def tensorop_sm90(inputs: Inputs) -> Callable[[], torch.Tensor]:
+    """CUTLASS 3.x Hopper TMA + wgmma GEMM (configuration $AISP_CUTLASS_CONFIG, default 0), bf16."""
+    config = int(os.environ.get(CONFIG_ENV, "0") or 0)
+    return tensorop_config(config)(inputs)
+
+
+def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
+    """torch.mm(a16, b16, out=d): cuBLAS's Hopper bf16 GEMM, fp32 accumulation, bf16 out."""
+    a, b, m, n, _ = _operands(inputs, "cublas", "a16", "b16", torch.bfloat16)
+    d = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
+
+    def launch() -> torch.Tensor:
+        torch.mm(a, b, out=d)
+        return d
+
+    return launch
+
+
+def reference(inputs: Inputs) -> torch.Tensor:
+    """float64 GEMM of the bf16-representable operands."""
+    return inputs["a"].double() @ inputs["b"].double()
+
+
+def flops(sizes: Mapping[str, int]) -> int:
+    """2 m n k: one multiply and one add per (i, j, l) triple."""
+    return 2 * sizes["m"] * sizes["n"] * sizes["k"]
+
+
+def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field is called bytes
+    """Minimum DRAM bytes of the bf16 variants: read A and B once, write D once, 2 bytes each
+    (the fp32 SIMT baseline moves twice that)."""
+    m, n, k = sizes["m"], sizes["n"], sizes["k"]
+    return 2 * (m * k + k * n + m * n)
+
+
+PAIR = KernelPair(
+    name="ch09.cutlass_gemm",
+    chapter=9,
+    lesson="CUTLASS SIMT (fp32 FFMA on CUDA cores) against a CUTLASS 3.x Hopper tensor-op GEMM "
+           "(CollectiveBuilder: TMA + wgmma, warp-specialized cooperative, bf16): same library, "
+           "other operator class, an order of magnitude.",
+    make_inputs=make_inputs,
+    variants={"baseline": simt, "tensorop_sm90": tensorop_sm90, "cublas": cublas},
+    reference=reference,
+    flops=flops,
+    bytes=bytes,
+    sizes=DEFAULT_SIZES,
+    tolerance=5e-3,      # bf16 output rounding ~1.1e-3; SIMT fp32 ~1e-6
+    requires=Requirements(min_cc=(9, 0), needs=("nvcc",),
+                          note="Hopper (sm_90a): CUTLASS 3.x TMA/wgmma kernels; builds CUDA C++"),
+    variant_needs={"baseline": ("gpu", "nvcc", "cutlass"), "tensorop_sm90": ("gpu", "nvcc", "cutlass"),
+                   "cublas": ("gpu",)},
+)
