@@ -45,6 +45,7 @@ from typing import Callable, Mapping
 
 import torch
 
+from aisp_prof import gemm
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 from aisp_prof.torch_support import fp32_matmul_precision
 
@@ -99,14 +100,10 @@ def optimized_bf16(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 GEMM on the inputs' device (cuBLAS DGEMM on a GPU: ~20 ms at 8192^3)."""
-    return inputs["a"].double() @ inputs["b"].double()
+reference = gemm.reference   # float64 GEMM on the inputs' device (cuBLAS DGEMM on a GPU: ~20 ms at 8192^3).
 
 
-def flops(sizes: Mapping[str, int]) -> int:
-    """2 m n k: one multiply and one add per (i, j, l) triple."""
-    return 2 * sizes["m"] * sizes["n"] * sizes["k"]
+flops = gemm.flops           # 2 m n k
 
 
 def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field is called bytes
@@ -114,8 +111,7 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
 
     (The bf16 variant's own minimum is half of this; either way the intensity is ~1000+.)
     """
-    m, n, k = sizes["m"], sizes["n"], sizes["k"]
-    return 4 * (m * k + k * n + m * n)
+    return gemm.min_bytes(sizes, 4)
 
 
 PAIR = KernelPair(

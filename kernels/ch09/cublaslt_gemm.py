@@ -82,7 +82,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build
+from aisp_prof import cuda_build, gemm
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -206,20 +206,15 @@ def cublaslt_fp8(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 GEMM of the dequantized operands (the fp16 `a`, `b` are exactly those values)."""
-    return inputs["a"].double() @ inputs["b"].double()
+reference = gemm.reference   # float64 GEMM of the dequantized operands (the fp16 `a`, `b` are exactly those values).
 
 
-def flops(sizes: Mapping[str, int]) -> int:
-    """2 m n k: one multiply and one add per (i, j, l) triple."""
-    return 2 * sizes["m"] * sizes["n"] * sizes["k"]
+flops = gemm.flops           # 2 m n k
 
 
 def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field is called bytes
     """Minimum DRAM bytes of the fp16 variants: read A and B once, write C once, 2 bytes each."""
-    m, n, k = sizes["m"], sizes["n"], sizes["k"]
-    return 2 * (m * k + k * n + m * n)
+    return gemm.min_bytes(sizes, 2)
 
 
 def bytes_fp8(sizes: Mapping[str, int]) -> int:

@@ -59,7 +59,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build
+from aisp_prof import cuda_build, gemm
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -212,21 +212,16 @@ def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 GEMM of the bf16-representable operands."""
-    return inputs["a"].double() @ inputs["b"].double()
+reference = gemm.reference   # float64 GEMM of the bf16-representable operands.
 
 
-def flops(sizes: Mapping[str, int]) -> int:
-    """2 m n k: one multiply and one add per (i, j, l) triple."""
-    return 2 * sizes["m"] * sizes["n"] * sizes["k"]
+flops = gemm.flops           # 2 m n k
 
 
 def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field is called bytes
     """Minimum DRAM bytes of the bf16 variants: read A and B once, write D once, 2 bytes each
     (the fp32 SIMT baseline moves twice that)."""
-    m, n, k = sizes["m"], sizes["n"], sizes["k"]
-    return 2 * (m * k + k * n + m * n)
+    return gemm.min_bytes(sizes, 2)
 
 
 PAIR = KernelPair(

@@ -67,7 +67,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build
+from aisp_prof import cuda_build, gemm
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 from aisp_prof.torch_support import fp32_matmul_precision
@@ -218,20 +218,15 @@ def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 GEMM on the inputs' device."""
-    return inputs["a"].double() @ inputs["b"].double()
+reference = gemm.reference   # float64 GEMM on the inputs' device.
 
 
-def flops(sizes: Mapping[str, int]) -> int:
-    """2 m n k: one multiply and one add per (i, j, l) triple."""
-    return 2 * sizes["m"] * sizes["n"] * sizes["k"]
+flops = gemm.flops           # 2 m n k
 
 
 def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field is called bytes
     """Minimum DRAM bytes: read A and B once, write C once, 4 bytes each."""
-    m, n, k = sizes["m"], sizes["n"], sizes["k"]
-    return 4 * (m * k + k * n + m * n)
+    return gemm.min_bytes(sizes, 4)
 
 
 PAIR = KernelPair(
