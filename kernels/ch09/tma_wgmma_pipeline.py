@@ -1,0 +1,178 @@
+"""Chapter 9 on Hopper: a TMA + wgmma GEMM, load and math in series, then pipelined.
+
+The book's `tcgen05_tma_pipeline` pair (tcgen05_basic.cu -> tcgen05_pipelined.cu) teaches that a
+tensor-core GEMM is only as fast as the loads feeding it: with TMA bringing tiles into shared
+memory and the tensor cores reading them from there, overlapping the next tile's load with this
+tile's math (a ring of shared-memory stages guarded by mbarriers) is what moves the kernel to the
+compute roof. tcgen05 and its tensor memory exist only on Blackwell (sm_100); this pair teaches
+the same lesson with Hopper's own instructions, hand-written (tma_wgmma_pipeline.cu):
+cp.async.bulk.tensor (TMA) loads with 128-byte swizzle, mbarrier expect_tx/try_wait, wgmma
+m64n256k16 reading both operands through shared-memory descriptors, setmaxnreg to move
+registers from the producer warpgroup to the consumers.
+
+The operation: C[m, n] = A[m, k] @ B[n, k]^T, bf16 in and out, fp32 accumulation (both operands
+K-major, the layout TMA + wgmma take without a transpose; cuBLAS's "TN" GEMM). Default
+m = n = 4096, k = 8192, the size cutlass_gemm uses: 2 m n k = 275 GFLOP on at least
+2 (m k + n k + m n) = 168 MB, ~1600 FLOP/B, compute-bound.
+
+  baseline   `serial` (aisp_tma_wgmma_serial): one shared-memory stage; TMA load, wait on the
+             mbarrier, 4 wgmmas per warpgroup, wait for them, __syncthreads, next load. The
+             tensor cores idle while a tile loads and the TMA unit while it is multiplied.
+  pipelined  (aisp_tma_wgmma_pipelined) the same tiles and math, with a 4-stage ring (192 KiB),
+             a producer warpgroup whose one thread issues TMA up to 3 k-tiles ahead, and two
+             consumer warpgroups that keep one wgmma group in flight and hand each stage back
+             through an `empty` mbarrier.
+  cublas     torch.mm(a, b.t()): cuBLAS's Hopper kernel for the same shape and dtype, the bar the
+             hand-written pipeline is held to (>= 85% of it, issue 5).
+
+What should move in the profile: the same FLOPs, bytes and HGMMA count in both variants; the
+tensor pipe's busy fraction and the achieved FLOP/s rise, the warp stalls on the mbarrier wait
+(the `long_scoreboard`/`barrier`-type stalls of the serial kernel) shrink, and the roofline point
+moves straight up toward the bf16 roof.
+
+Correctness: A ~ N(0, 1/k), B ~ N(0, 1) in bf16; the float64 reference multiplies the same bf16
+values, so the only error is fp32 accumulation and the bf16 rounding of C (~1.1e-3 relative,
+Frobenius); tolerance 5e-3 as for the other bf16 GEMM pairs. A wrong swizzle, descriptor or
+stage hand-off gives O(1) errors.
+
+Sizes: m is free; n and k must be multiples of 8 (16-byte row pitches for TMA); edges are
+zero-filled by TMA and stores are guarded. The kernels are compiled for sm_90a (wgmma and
+setmaxnreg are arch-specific), so the pair runs on Hopper only.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import torch
+
+from aisp_prof import cuda_build, gemm
+from aisp_prof.errors import RequirementError
+from aisp_prof.pairs import Inputs, KernelPair, Requirements
+
+CUDA_SOURCE = Path(__file__).with_name("tma_wgmma_pipeline.cu")
+DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
+INT_MAX = 2**31 - 1
+ARCH = "sm_90a"                  # wgmma and setmaxnreg need the arch-specific target
+
+
+def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
+    """(m, n, k), or ValueError: all >= 1 and < 2^31, n and k multiples of 8."""
+    m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
+    if min(m, n, k) < 1 or max(m, n, k) > INT_MAX:
+        raise ValueError(f"m, n, k must be in [1, 2^31), got m={m} n={n} k={k}")
+    if n % 8 or k % 8:
+        raise ValueError(f"n and k must be multiples of 8 (16-byte bf16 rows for TMA), got n={n} k={k}; "
+                         "m is free")
+    return m, n, k
+
+
+def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
+    """`a` [m, k] ~ N(0, 1/k) and `b` [n, k] ~ N(0, 1), bf16, contiguous (both K-major)."""
+    m, n, k = validate_sizes(sizes)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
+    b = torch.randn(n, k, generator=gen, device=device, dtype=torch.float32)
+    return {"a": a.to(torch.bfloat16), "b": b.to(torch.bfloat16)}
+
+
+def library() -> ctypes.CDLL:
+    """Build (once, cached) and load tma_wgmma_pipeline.cu for sm_90a."""
+    lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH)
+    for fn in (lib.aisp_tma_wgmma_serial, lib.aisp_tma_wgmma_pipelined):
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+    lib.aisp_tma_wgmma_stages.argtypes = []
+    lib.aisp_tma_wgmma_stages.restype = ctypes.c_int
+    lib.aisp_cuda_error_string.argtypes = [ctypes.c_int]
+    lib.aisp_cuda_error_string.restype = ctypes.c_char_p
+    return lib
+
+
+def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
+    a, b = inputs["a"], inputs["b"]
+    if not (a.is_cuda and b.is_cuda):
+        raise RequirementError(f"ch09.tma_wgmma_pipeline {variant} variant needs CUDA tensors (run on a GPU)")
+    for name, t in (("a", a), ("b", b)):
+        if t.dtype != torch.bfloat16 or t.dim() != 2 or not t.is_contiguous() or t.data_ptr() % 16:
+            raise ValueError(f"{name} must be a contiguous, 16-byte aligned 2-D bf16 tensor; got {t.dtype}, "
+                             f"shape {tuple(t.shape)}, strides {t.stride()}, address {t.data_ptr():#x}")
+    (m, k), (n, k2) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"a is {m}x{k} and b is {n}x{k2}: both must be K-major with the same k")
+    validate_sizes({"m": m, "n": n, "k": k})
+    return a, b, m, n, k
+
+
+def _kernel_variant(symbol: str, variant: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
+    def factory(inputs: Inputs) -> Callable[[], torch.Tensor]:
+        a, b, m, n, k = _operands(inputs, variant)     # CPU tensors: RequirementError before any build
+        lib = library()
+        fn = getattr(lib, symbol)
+        c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
+
+        def launch() -> torch.Tensor:
+            # a, b, c are referenced here (not only their addresses) so the closure keeps them alive.
+            err = fn(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, torch.cuda.current_stream().cuda_stream)
+            if err != 0:
+                raise RuntimeError(f"{symbol} failed: {lib.aisp_cuda_error_string(err).decode()} (cudaError {err})")
+            return c
+
+        return launch
+
+    factory.__name__ = variant
+    factory.__doc__ = f"{symbol} into a preallocated bf16 C, on torch's current stream."
+    return factory
+
+
+serial = _kernel_variant("aisp_tma_wgmma_serial", "serial")
+pipelined = _kernel_variant("aisp_tma_wgmma_pipelined", "pipelined")
+
+
+def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
+    """torch.mm(a, b.t(), out=c): cuBLAS's bf16 TN GEMM for the same operands."""
+    a, b, m, n, _ = _operands(inputs, "cublas")
+    c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
+    bt = b.t()
+
+    def launch() -> torch.Tensor:
+        torch.mm(a, bt, out=c)
+        return c
+
+    return launch
+
+
+def reference(inputs: Inputs) -> torch.Tensor:
+    """float64 A @ B^T of the bf16 operands, on their device."""
+    return inputs["a"].double() @ inputs["b"].double().t()
+
+
+flops = gemm.flops               # 2 m n k
+
+
+def bytes(sizes: Mapping[str, int]) -> int:  # the KernelPair field is called bytes
+    """Minimum DRAM bytes: read A and B once, write C once, 2 bytes each."""
+    return gemm.min_bytes(sizes, 2)
+
+
+PAIR = KernelPair(
+    name="ch09.tma_wgmma_pipeline",
+    chapter=9,
+    lesson="Hopper's tcgen05_tma_pipeline: a hand-written TMA + wgmma bf16 GEMM with load and math "
+           "in series, then a 4-stage mbarrier ring with a producer warpgroup: same math, the "
+           "tensor cores fed.",
+    make_inputs=make_inputs,
+    variants={"baseline": serial, "pipelined": pipelined, "cublas": cublas},
+    reference=reference,
+    flops=flops,
+    bytes=bytes,
+    sizes=DEFAULT_SIZES,
+    tolerance=5e-3,      # bf16 output rounding ~1.1e-3
+    requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
+                          note="Hopper only (sm_90a wgmma/TMA/setmaxnreg); on Blackwell the book's "
+                               "tcgen05 pair is the one to run"),
+    variant_needs={"baseline": ("gpu", "nvcc"), "pipelined": ("gpu", "nvcc"), "cublas": ("gpu",)},
+)
