@@ -109,6 +109,40 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, u
         : "memory");
 }
 
+// The same load, written to the same shared-memory offset in every CTA of the cluster named in
+// cta_mask, completing transaction bytes on the barrier at the same offset in each of them.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y,
+                                                      uint16_t cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;"
+        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(cta_mask)
+        : "memory");
+}
+
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+
+// Every thread of every CTA in the cluster arrives, then waits (release/acquire at cluster scope).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// Arrive on the barrier at this barrier's offset in CTA `cta` of the cluster (DSMEM address).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+        "}\n"
+        ::"r"(smem_u32(bar)), "r"(cta)
+        : "memory");
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
@@ -179,9 +213,14 @@ __device__ __forceinline__ void mma_k_tile(float (&d)[128], const uint8_t* tile_
 }
 
 // Which tile this block computes: groups of kGroupM row-tiles walked column by column, so the
-// blocks resident at one time share A rows and B columns in L2.
+// blocks resident at one time share A rows and B columns in L2. The row-tile count is padded to
+// a multiple of kCluster, so the kCluster consecutive blocks of a cluster always get the same
+// column tile and consecutive row tiles (kGroupM is a multiple of every cluster size used); a
+// padding block loads real rows (clamped) for its peers' sake and stores nothing.
+template <int kCluster>
 __device__ __forceinline__ void tile_coordinates(int M, int N, int* tile_m, int* tile_n) {
-    const int tiles_m = (M + kBlockM - 1) / kBlockM;
+    static_assert(kGroupM % kCluster == 0, "a cluster must not straddle two row groups");
+    const int tiles_m = ((M + kBlockM - 1) / kBlockM + kCluster - 1) / kCluster * kCluster;
     const int tiles_n = (N + kBlockN - 1) / kBlockN;
     const int per_group = kGroupM * tiles_n;
     const int group = static_cast<int>(blockIdx.x) / per_group;
@@ -231,7 +270,7 @@ gemm_tma_wgmma_serial(const __grid_constant__ CUtensorMap map_a, const __grid_co
 
     const int math_wg = threadIdx.x / 128;
     int tile_m, tile_n;
-    tile_coordinates(M, N, &tile_m, &tile_n);
+    tile_coordinates<1>(M, N, &tile_m, &tile_n);
     if (threadIdx.x == 0) {
         mbar_init(&full, 1);
         mbar_init_fence();
@@ -260,10 +299,17 @@ gemm_tma_wgmma_serial(const __grid_constant__ CUtensorMap map_a, const __grid_co
 
 // ---------------------------------------------------------------------------------------------
 // Optimized: a kStages-deep TMA ring, one producer warpgroup, two consumer warpgroups.
+// kCluster = 2 adds Hopper's thread-block clusters: the two CTAs of a cluster compute vertically
+// adjacent tiles that need the same 256 rows of B, so each loads half of B's box and TMA
+// multicasts it into both CTAs' shared memory (B's L2->SM traffic halves). A stage may then be
+// refilled only when the consumers of both CTAs are done with it: each consumer warp arrives on
+// the `empty` barrier of every CTA in the cluster (mapa + a remote mbarrier arrive over DSMEM).
 
+template <int kCluster>
 __global__ void __launch_bounds__(kPipelinedThreads, 1)
 gemm_tma_wgmma_pipelined(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                          __nv_bfloat16* __restrict__ C, int M, int N, int K) {
+    static_assert(kCluster == 1 || kCluster == 2, "cluster of 1 or 2 CTAs");
     extern __shared__ uint8_t smem_raw[];
     uint8_t* stages = align_1024(smem_raw);
     __shared__ __align__(8) uint64_t full[kStages];    // TMA bytes landed: consumers may read
@@ -271,56 +317,76 @@ gemm_tma_wgmma_pipelined(const __grid_constant__ CUtensorMap map_a, const __grid
 
     const int wg = threadIdx.x / 128;
     int tile_m, tile_n;
-    tile_coordinates(M, N, &tile_m, &tile_n);
+    tile_coordinates<kCluster>(M, N, &tile_m, &tile_n);
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) {
-            mbar_init(&full[s], 1);                      // the producer's arrive.expect_tx
-            mbar_init(&empty[s], kMathWarpgroups * 4);   // one arrive per consumer warp
+            mbar_init(&full[s], 1);                                 // the producer's arrive.expect_tx
+            mbar_init(&empty[s], kCluster * kMathWarpgroups * 4);   // every consumer warp of the cluster
         }
         mbar_init_fence();
     }
-    __syncthreads();
+    if constexpr (kCluster > 1) cluster_sync();   // peers' barriers exist before any multicast lands
+    else __syncthreads();
 
     const int k_tiles = (K + kBlockK - 1) / kBlockK;
     if (wg == 0) {
         // Producer: registers back to the pool, one thread drives TMA.
         setmaxnreg_dec<kProducerRegisters>();
         if (threadIdx.x == 0) {
+            const int tiles_m = (M + kBlockM - 1) / kBlockM;
+            const int a_row = min(tile_m, tiles_m - 1) * kBlockM;          // padding blocks: clamp
+            const uint32_t rank = kCluster > 1 ? cluster_ctarank() : 0;
+            constexpr int kSliceBytes = kTileBBytes / kCluster;               // this CTA's share of B
+            const int b_row = tile_n * kBlockN + static_cast<int>(rank) * (kBlockN / kCluster);
             for (int kt = 0; kt < k_tiles; ++kt) {
                 const int s = kt % kStages;
                 // the first pass over the ring finds every slot empty: waiting on the parity of the
                 // phase before a fresh barrier's first returns at once
                 mbar_wait(&empty[s], ((kt / kStages) & 1) ^ 1);
                 uint8_t* tile_a = stages + s * kStageBytes;
-                mbar_arrive_expect_tx(&full[s], kStageBytes);
-                tma_load_2d(tile_a, &map_a, &full[s], kt * kBlockK, tile_m * kBlockM);
-                tma_load_2d(tile_a + kTileABytes, &map_b, &full[s], kt * kBlockK, tile_n * kBlockN);
+                mbar_arrive_expect_tx(&full[s], kStageBytes);   // A + all of B, whoever loads it
+                tma_load_2d(tile_a, &map_a, &full[s], kt * kBlockK, a_row);
+                if constexpr (kCluster > 1)
+                    tma_load_2d_multicast(tile_a + kTileABytes + rank * kSliceBytes, &map_b, &full[s], kt * kBlockK,
+                                          b_row, static_cast<uint16_t>((1u << kCluster) - 1));
+                else
+                    tma_load_2d(tile_a + kTileABytes, &map_b, &full[s], kt * kBlockK, b_row);
             }
         }
-        return;
-    }
-
-    setmaxnreg_inc<kConsumerRegisters>();
-    const int math_wg = wg - 1;
-    const bool warp_leader = threadIdx.x % 32 == 0;
-    float d[128];
-    int previous = -1;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % kStages;
-        mbar_wait(&full[s], (kt / kStages) & 1);
-        const uint8_t* tile_a = stages + s * kStageBytes;
+    } else {
+        setmaxnreg_inc<kConsumerRegisters>();
+        const int math_wg = wg - 1;
+        const bool warp_leader = threadIdx.x % 32 == 0;
+        const uint32_t peer = kCluster > 1 ? cluster_ctarank() ^ 1 : 0;   // the other CTA of the pair
+        float d[128];
+        int previous = -1;
+        for (int kt = 0; kt < k_tiles; ++kt) {
+            const int s = kt % kStages;
+            mbar_wait(&full[s], (kt / kStages) & 1);
+            const uint8_t* tile_a = stages + s * kStageBytes;
+            fence_registers(d);
+            wgmma_fence();
+            mma_k_tile(d, tile_a, tile_a + kTileABytes, math_wg, kt == 0);
+            wgmma_commit();
+            wgmma_wait<1>();                  // the previous k-tile's wgmmas are done with their stage
+            fence_registers(d);
+            if (previous >= 0 && warp_leader) {
+                if constexpr (kCluster > 1) {
+                    mbar_arrive(&empty[previous]);
+                    mbar_arrive_cluster(&empty[previous], peer);
+                } else {
+                    mbar_arrive(&empty[previous]);
+                }
+            }
+            previous = s;
+        }
+        wgmma_wait<0>();
         fence_registers(d);
-        wgmma_fence();
-        mma_k_tile(d, tile_a, tile_a + kTileABytes, math_wg, kt == 0);
-        wgmma_commit();
-        wgmma_wait<1>();                  // the previous k-tile's wgmmas are done with their stage
-        fence_registers(d);
-        if (previous >= 0 && warp_leader) mbar_arrive(&empty[previous]);
-        previous = s;
+        store_tile(d, C, M, N, tile_m * kBlockM + math_wg * 64, tile_n * kBlockN);
     }
-    wgmma_wait<0>();
-    fence_registers(d);
-    store_tile(d, C, M, N, tile_m * kBlockM + math_wg * 64, tile_n * kBlockN);
+    // No CTA may exit while a peer can still multicast into its shared memory or arrive on its
+    // barriers.
+    if constexpr (kCluster > 1) cluster_sync();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -359,21 +425,34 @@ int validate(const void* A, const void* B, const void* C, int M, int N, int K) {
     return cudaSuccess;
 }
 
+// One block per (padded) tile; with cluster > 1, clusters of `cluster` consecutive blocks along x,
+// each loading 1/cluster of B's box.
 template <typename Kernel>
-int launch(Kernel kernel, int threads, int smem_bytes, const void* A, const void* B, void* C, int M, int N, int K,
-           cudaStream_t stream) {
+int launch(Kernel kernel, int threads, int smem_bytes, int cluster, const void* A, const void* B, void* C, int M,
+           int N, int K, cudaStream_t stream) {
     if (const int err = validate(A, B, C, M, N, K)) return err;
     if (M == 0 || N == 0) return cudaSuccess;
     CUtensorMap map_a, map_b;
-    if (!make_map(&map_a, A, M, K, kBlockM) || !make_map(&map_b, B, N, K, kBlockN))
+    if (!make_map(&map_a, A, M, K, kBlockM) || !make_map(&map_b, B, N, K, kBlockN / cluster))
         return cudaErrorInvalidValue;
     if (const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes))
         return err;
-    const long long tiles = static_cast<long long>((M + kBlockM - 1) / kBlockM) * ((N + kBlockN - 1) / kBlockN);
+    const long long tiles_m = ((M + kBlockM - 1) / kBlockM + cluster - 1) / cluster * cluster;
+    const long long tiles = tiles_m * ((N + kBlockN - 1) / kBlockN);
     if (tiles > 0x7fffffffLL) return cudaErrorInvalidValue;
-    kernel<<<static_cast<unsigned>(tiles), threads, smem_bytes, stream>>>(
-        map_a, map_b, static_cast<__nv_bfloat16*>(C), M, N, K);
-    return static_cast<int>(cudaGetLastError());
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(tiles));
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = cluster;
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = cluster > 1 ? 1 : 0;
+    return static_cast<int>(cudaLaunchKernelEx(&config, kernel, map_a, map_b, static_cast<__nv_bfloat16*>(C), M, N, K));
 }
 
 }  // namespace
@@ -383,12 +462,18 @@ int launch(Kernel kernel, int threads, int smem_bytes, const void* A, const void
 
 extern "C" int aisp_tma_wgmma_serial(const void* A, const void* B, void* C, int M, int N, int K,
                                      cudaStream_t stream) {
-    return launch(gemm_tma_wgmma_serial, kSerialThreads, kStageBytes + 1024, A, B, C, M, N, K, stream);
+    return launch(gemm_tma_wgmma_serial, kSerialThreads, kStageBytes + 1024, 1, A, B, C, M, N, K, stream);
 }
 
 extern "C" int aisp_tma_wgmma_pipelined(const void* A, const void* B, void* C, int M, int N, int K,
                                         cudaStream_t stream) {
-    return launch(gemm_tma_wgmma_pipelined, kPipelinedThreads, kStages * kStageBytes + 1024, A, B, C, M, N, K,
+    return launch(gemm_tma_wgmma_pipelined<1>, kPipelinedThreads, kStages * kStageBytes + 1024, 1, A, B, C, M, N, K,
+                  stream);
+}
+
+extern "C" int aisp_tma_wgmma_pipelined_cluster(const void* A, const void* B, void* C, int M, int N, int K,
+                                                cudaStream_t stream) {
+    return launch(gemm_tma_wgmma_pipelined<2>, kPipelinedThreads, kStages * kStageBytes + 1024, 2, A, B, C, M, N, K,
                   stream);
 }
 

@@ -22,6 +22,12 @@ m = n = 4096, k = 8192, the size cutlass_gemm uses: 2 m n k = 275 GFLOP on at le
              a producer warpgroup whose one thread issues TMA up to 3 k-tiles ahead, and two
              consumer warpgroups that keep one wgmma group in flight and hand each stage back
              through an `empty` mbarrier.
+  pipelined_cluster
+             the pipelined kernel on 2-CTA thread-block clusters (Hopper only): the two CTAs of a
+             cluster compute vertically adjacent tiles that need the same B box, so each loads half
+             of it and TMA multicasts it into both CTAs' shared memory, halving B's L2->SM
+             traffic; each stage is released to the producers through the `empty` barriers of
+             both CTAs (remote mbarrier arrives over distributed shared memory).
   cublas     torch.mm(a, b.t()): cuBLAS's Hopper kernel for the same shape and dtype, the bar the
              hand-written pipeline is held to (>= 85% of it, issue 5).
 
@@ -81,7 +87,7 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 def library() -> ctypes.CDLL:
     """Build (once, cached) and load tma_wgmma_pipeline.cu for sm_90a."""
     lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH)
-    for fn in (lib.aisp_tma_wgmma_serial, lib.aisp_tma_wgmma_pipelined):
+    for fn in (lib.aisp_tma_wgmma_serial, lib.aisp_tma_wgmma_pipelined, lib.aisp_tma_wgmma_pipelined_cluster):
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
         fn.restype = ctypes.c_int
@@ -130,6 +136,7 @@ def _kernel_variant(symbol: str, variant: str) -> Callable[[Inputs], Callable[[]
 
 serial = _kernel_variant("aisp_tma_wgmma_serial", "serial")
 pipelined = _kernel_variant("aisp_tma_wgmma_pipelined", "pipelined")
+pipelined_cluster = _kernel_variant("aisp_tma_wgmma_pipelined_cluster", "pipelined_cluster")
 
 
 def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
@@ -165,7 +172,8 @@ PAIR = KernelPair(
            "in series, then a 4-stage mbarrier ring with a producer warpgroup: same math, the "
            "tensor cores fed.",
     make_inputs=make_inputs,
-    variants={"baseline": serial, "pipelined": pipelined, "cublas": cublas},
+    variants={"baseline": serial, "pipelined": pipelined, "pipelined_cluster": pipelined_cluster,
+              "cublas": cublas},
     reference=reference,
     flops=flops,
     bytes=bytes,
@@ -174,5 +182,6 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="Hopper only (sm_90a wgmma/TMA/setmaxnreg); on Blackwell the book's "
                                "tcgen05 pair is the one to run"),
-    variant_needs={"baseline": ("gpu", "nvcc"), "pipelined": ("gpu", "nvcc"), "cublas": ("gpu",)},
+    variant_needs={"baseline": ("gpu", "nvcc"), "pipelined": ("gpu", "nvcc"),
+                   "pipelined_cluster": ("gpu", "nvcc"), "cublas": ("gpu",)},
 )
