@@ -5,7 +5,9 @@ Fixtures (tests/fixtures/README.md says how each was made):
 - tests/fixtures/h200/calibrate_probe_run/: the calibration probes (known FLOPs and bytes) profiled
   by `aisp-prof calibrate --profile` with the project's metric list, H200;
 - tests/fixtures/h200/roofline_sections_raw_base.csv: six probes profiled in ONE ncu run with ncu's
-  own roofline sections, the project's metrics and the dense/sparse tensor peaks.
+  own roofline sections, the project's metrics and the dense/sparse tensor peaks;
+- profiles/samples/...-ch09.structured_sparsity{,_ffn}-*: dense cuBLAS GEMMs against cuSPARSELt
+  2:4-sparse GEMMs, on an H200.
 """
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from aisp_prof.analyze.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks
-from aisp_prof.analyze.roofline import RunInput, build_roofline, roofline_for_run, roofline_for_runs
+from aisp_prof.analyze.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks, with_measured
+from aisp_prof.analyze.roofline import (RunInput, build_roofline, is_sparse_kernel, roofline_for_run,
+                                        roofline_for_runs)
 from aisp_prof.ingest import load_export, load_run_dir, sample_run_dirs, store_path
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
@@ -72,6 +75,10 @@ def test_golden_theoretical_ceilings_from_the_sample_peaks(sample):
     assert c.compute["tensor_fp8"].per_cycle == 2162688 / 2
     assert c.compute["tensor_int8"].per_cycle == 2162688 / 2
     assert c.compute["tensor_fp64"].per_cycle == 33792       # DMMA: no sparse mode, as reported
+    # the 2:4-sparse roofs: the reported peaks as they are
+    assert c.compute["tensor_bf16_sparse"].per_cycle == 1081344
+    assert c.compute["tensor_fp8_sparse"].per_cycle == 2162688
+    assert "tensor_fp64_sparse" not in c.compute
     # clocks: total cycles over total time of the profiled kernels
     k = sample.kernels
     sm = float((k["sm_clock_hz"] * k["duration_ns"]).sum() / k["duration_ns"].sum())
@@ -99,6 +106,8 @@ def test_dense_tensor_peaks_match_ncus_sparsity_off_peaks():
     for prec, metric in dense.items():
         assert c.compute[prec].per_cycle == m[metric], prec
         assert m[metric.replace("sparsity_off", "sparsity_on")] == 2 * m[metric], prec
+        # ... and the 2:4-sparse roof is ncu's _sparsity_on peak
+        assert c.compute[f"{prec}_sparse"].per_cycle == m[metric.replace("sparsity_off", "sparsity_on")], prec
     # and the bf16 GEMM's FLOPs all ran on the dense (sparsity_off) wgmma path
     bf16 = parsed.metrics[parsed.metrics["metric"] == "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum"]
     assert bf16["value"].max() == pytest.approx(2 * 8320 * 8192 * 8192)
@@ -257,6 +266,77 @@ def test_achieved_flops_and_intensity_equal_ncus_own_roofline():
         assert p.dram_bytes / (p.duration_ns * 1e-9) == pytest.approx(traffic, rel=1e-5)
         checked.add(p.variant)
     assert checked == {"fma_fp32", "stream_l2", "gemm_bf16", "gemm_fp8", "gemm_fp64"}
+
+
+# ----------------------------------------------------------------------------------- 2:4 sparsity
+
+SPARSITY_IDS = {"ch09.structured_sparsity": "20261126T015303Z-ch09.structured_sparsity-bfec",
+                "ch09.structured_sparsity_ffn": "20261126T015333Z-ch09.structured_sparsity_ffn-b81a"}
+
+
+@pytest.fixture(scope="module")
+def sparsity() -> dict[str, RunInput]:
+    dirs = {d.name: d for d in sample_run_dirs()}
+    return {pair: _run_input(dirs[run_id]) for pair, run_id in SPARSITY_IDS.items()}
+
+
+def _gemm_flops(pair: str, sizes: dict[str, int]) -> int:
+    """2mnk of one GEMM of the pair (each of the FFN's three GEMMs is tokens x hidden x ffn)."""
+    if pair == "ch09.structured_sparsity":
+        return 2 * sizes["m"] * sizes["n"] * sizes["k"]
+    return 2 * sizes["tokens"] * sizes["hidden"] * sizes["ffn"]
+
+
+def test_sparse_kernels_are_found_by_name_and_counted_dense_equivalent(sparsity):
+    """The cuSPARSELt GEMMs of the sparse24 variants, and only they, match the sparse pattern;
+    ncu counts their work as the dense-equivalent 2mnk exactly (the dense cuBLAS GEMMs count a
+    little more: 192x192 tiles over 16384 or 65536 rows)."""
+    for pair, run in sparsity.items():
+        k = run.kernels
+        sparse = k["kernel"].map(is_sparse_kernel)
+        assert set(k.loc[sparse, "variant"]) == {"sparse24"}, pair
+        assert sparse.sum() == (1 if pair == "ch09.structured_sparsity" else 3), pair
+        assert k.loc[sparse, "kernel"].str.contains("cusparselt").all()
+        gemm = _gemm_flops(pair, run.info["sizes"])
+        assert (k.loc[sparse, "flops_tensor_bf16"] == gemm).all(), pair
+        dense_gemms = k[(k["variant"] == "baseline") & (k["flops_tensor_bf16"] > 0)]
+        assert (dense_gemms["flops_tensor_bf16"] > gemm).all() and not dense_gemms["kernel"].map(is_sparse_kernel).any()
+
+
+def test_sparse24_is_bounded_by_the_sparse_roof_and_baseline_by_the_dense_one(sparsity):
+    """Dense-equivalent FLOPs against the 2:4-sparse roof: a GEMM's compute % then equals ncu's
+    tensor-pipe utilisation, for the sparse GEMMs (49-60%) as for the dense ones (97-99%). Against
+    the dense roof the sparse GEMMs read 98-120%, above the roof."""
+    for pair, run in sparsity.items():
+        r = build_roofline([run])
+        c = r.ceilings.compute
+        peak = run.kernels["peak_tensor_bf16_flop_per_cycle"].iloc[0]        # 1,081,344 on this H200
+        assert c["tensor_bf16_sparse"].per_cycle == peak == 2 * c["tensor_bf16"].per_cycle
+        pipe = run.kernels.set_index("launch_id")["tensor_pipe_active_pct"]
+        gemms = [p for p in r.points if not p.is_aggregate and p.flops_by_precision["tensor_bf16"]
+                 + p.flops_by_precision["tensor_bf16_sparse"] > 0]
+        assert {p.variant for p in gemms} == {"baseline", "sparse24"}
+        for p in gemms:
+            sparse = p.variant == "sparse24"
+            roof = "tensor_bf16_sparse" if sparse else "tensor_bf16"
+            assert p.precision == roof, (pair, p.kernel)
+            assert p.flops_by_precision["tensor_bf16" if sparse else "tensor_bf16_sparse"] == 0
+            compute_pct = 100 * p.flops_by_precision[roof] / (c[roof].at_clocks(p.clocks_hz) * p.duration_ns * 1e-9)
+            assert compute_pct == pytest.approx(pipe[p.launch_id], abs=0.3), (pair, p.kernel)
+            assert p.pct_of_roof <= 100 and p.pct_of_roof >= compute_pct - 1e-9
+        agg = _agg(r, "sparse24")
+        assert agg.precision == "tensor_bf16_sparse" and agg.pct_of_roof < 60
+        assert _agg(r, "baseline").precision == "tensor_bf16" and _agg(r, "baseline").pct_of_roof > 90
+        assert not _codes(r, "above_roof"), pair
+
+
+def test_measured_sparse_roof_is_twice_the_calibrated_dense_one_and_says_so(sparsity):
+    cal = json.loads((H200 / "calibration_h200.json").read_text())
+    c = with_measured(build_roofline([sparsity["ch09.structured_sparsity"]]).ceilings, cal, "test")
+    dense, sparse = c.compute["tensor_bf16"], c.compute["tensor_bf16_sparse"]
+    assert dense.measured == pytest.approx(cal["ceilings"]["flops_per_s"]["tensor_bf16"])
+    assert sparse.measured == 2 * dense.measured and sparse.measured_derived and not dense.measured_derived
+    assert "derived" in sparse.note and c.to_dict()["flops_per_s"]["tensor_bf16_sparse"]["measured_derived"]
 
 
 # ----------------------------------------------------------------------------------- warnings

@@ -17,6 +17,11 @@ Rules that are easy to get wrong, and what this module does:
   as reported. Checked on the GPU against the `_sparsity_off` peaks and measured GEMMs
   (notes/2026-11-26-roofline.md). A profile that carries dense peaks itself
   (`peak_tensor_<p>_dense_flop_per_cycle`) is used as is.
+* 2:4-sparse roofs: each of those five also gets `tensor_<p>_sparse` (`SPARSE_PRECISIONS`), the
+  reported peak as is, for kernels that run sparse MMAs (the roofline picks them by kernel name).
+  ncu counts a sparse MMA's work dense-equivalent (2mnk; the ch09 structured_sparsity samples
+  count exactly the formula), the unit its sparse peak is in. No calibration probe times a sparse
+  GEMM, so the measured sparse roof is 2 x the measured dense one, and its note says so.
 * Clocks: a device ceiling uses the duration-weighted mean clock of the profiled kernels
   (total cycles over total time); a point is compared with the roof at its own clocks.
 """
@@ -33,7 +38,13 @@ from ..hardware import hardware_key as _hardware_key
 LEVELS = ("dram", "l2", "l1")
 SCALAR_PRECISIONS = ("fp64", "fp32", "fp16")
 TENSOR_PRECISIONS = ("tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8", "tensor_fp64")
-PRECISIONS = SCALAR_PRECISIONS + TENSOR_PRECISIONS
+# tensor precisions whose ncu peak_sustained is the 2:4-sparse rate (verified on sm_90)
+SPARSE_REPORTED = frozenset({"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8"})
+SPARSE_FACTOR = 2.0
+SPARSE_SUFFIX = "_sparse"
+# the 2:4-sparse roof of each: "tensor_bf16" -> "tensor_bf16_sparse"
+SPARSE_PRECISIONS = tuple(p + SPARSE_SUFFIX for p in TENSOR_PRECISIONS if p in SPARSE_REPORTED)
+PRECISIONS = SCALAR_PRECISIONS + TENSOR_PRECISIONS + SPARSE_PRECISIONS
 
 # clock domain -> tidy column holding the kernel's measured clock (Hz)
 CLOCK_COLUMNS = {"sm": "sm_clock_hz", "dram": "dram_clock_hz", "l2": "l2_clock_hz"}
@@ -65,11 +76,20 @@ COMPUTE_PEAKS = {
        for p in ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")},
 }
 
-# tensor precisions whose ncu peak_sustained is the 2:4-sparse rate (verified on sm_90)
-SPARSE_REPORTED = frozenset({"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8"})
-SPARSE_FACTOR = 2.0
-
 MEASURED_BANDWIDTH_KEYS = {"dram": "dram_bytes_per_s", "l2": "l2_bytes_per_s", "l1": "l1_bytes_per_s"}
+
+
+def dense_precision(precision: str) -> str:
+    """'tensor_bf16_sparse' -> 'tensor_bf16'; any other key unchanged."""
+    return precision.removesuffix(SPARSE_SUFFIX)
+
+
+def precision_label(precision: str) -> str:
+    """The key as reports print it: 'tensor_bf16_sparse' -> 'tensor_bf16 2:4 sparse', so a sparse
+    roof is never mistaken for the dense one of the same precision."""
+    if precision in SPARSE_PRECISIONS:
+        return f"{dense_precision(precision)} 2:4 sparse"
+    return precision
 
 
 def hardware_key(gpu_name: str | None) -> str:
@@ -83,12 +103,13 @@ class Ceiling:
 
     key: str                        # "dram" | "l2" | "l1" | "fp32" | "tensor_bf16" | ...
     kind: str                       # "bandwidth" | "compute"
-    per_cycle: float | None         # theoretical peak per cycle (dense for tensor paths)
+    per_cycle: float | None         # theoretical peak per cycle (tensor_<p>: dense; tensor_<p>_sparse: 2:4)
     clock: str                      # clock domain: "sm" | "dram" | "l2"
     clock_hz: float | None          # the clock `theoretical` is computed at
     measured: float | None = None   # from calibration, at whatever clock the card ran then
     source_column: str = ""
     note: str = ""
+    measured_derived: bool = False  # `measured` computed from another ceiling, not timed (2:4-sparse roofs)
 
     @property
     def unit(self) -> str:
@@ -110,7 +131,8 @@ class Ceiling:
     def to_dict(self) -> dict[str, Any]:
         return {"theoretical": self.theoretical, "measured": self.measured, "per_cycle": self.per_cycle,
                 "clock": self.clock, "clock_hz": self.clock_hz, "source": self.source_column,
-                **({"note": self.note} if self.note else {})}
+                **({"note": self.note} if self.note else {}),
+                **({"measured_derived": True} if self.measured_derived else {})}
 
 
 @dataclass
@@ -209,9 +231,16 @@ def theoretical_ceilings(kernels: pd.DataFrame, gpu_name: str | None = None,
             continue
         compute[prec] = Ceiling(prec, "compute", per_cycle * flops_per_unit, "sm", clocks.get("sm"),
                                 source_column=used, note=cnote)
+        if prec in SPARSE_REPORTED:
+            sparse = prec + SPARSE_SUFFIX
+            snote = ("2:4-sparse rate: ncu's peak_sustained as reported, for dense-equivalent FLOPs (2mnk)"
+                     if used == col else "2:4-sparse rate: 2 x the profile's dense peak (derived)")
+            compute[sparse] = Ceiling(sparse, "compute", per_cycle * SPARSE_FACTOR * flops_per_unit, "sm",
+                                      clocks.get("sm"), source_column=used, note=snote)
     if sparse_halved:
         notes.append("tensor peaks " + ", ".join(sparse_halved) + ": ncu reports the 2:4-sparse rate "
-                     "(sm__ops_path_tensor_src_*.sum.peak_sustained); dense ceilings use half of it")
+                     "(sm__ops_path_tensor_src_*.sum.peak_sustained); dense ceilings use half of it, "
+                     "2:4-sparse kernels the full rate (tensor_<p>_sparse)")
     return Ceilings(key or hardware_key(gpu_name), gpu_name, clocks, bandwidth, compute, None, notes)
 
 
@@ -227,6 +256,12 @@ def with_measured(ceilings: Ceilings, calibration: Mapping[str, Any] | None, sou
     for p, v in flops.items():   # measured precisions the profile has no peak for
         if p not in compute and _num(v) is not None:
             compute[p] = Ceiling(p, "compute", None, "sm", None, measured=_num(v))
+    for p in SPARSE_PRECISIONS:  # no sparse GEMM is timed: 2 x the dense one, labelled as derived
+        sparse, dense = compute.get(p), compute.get(dense_precision(p))
+        if sparse is not None and sparse.measured is None and dense is not None and dense.measured:
+            compute[p] = replace(sparse, measured=SPARSE_FACTOR * dense.measured, measured_derived=True,
+                                 note=f"{sparse.note}; measured = 2 x the calibrated dense {dense.key} GEMM "
+                                      "(derived, not timed)")
     src = {"source": source, "hardware_key": calibration.get("hardware_key"),
            "gpu_name": calibration.get("gpu_name"), "created_at": calibration.get("created_at")}
     return replace(ceilings, bandwidth=bandwidth, compute=compute, measured_source=src)

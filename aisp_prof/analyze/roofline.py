@@ -16,19 +16,30 @@ analytic FLOPs when the run records them (`flop_basis="auto"`): every variant of
 computes the same function, so the vertical distance between baseline and optimized is then
 exactly the speedup, and FLOPs the hardware wasted (an eager division expands to ~8 FFMA-class
 FLOPs per element) do not masquerade as useful work. `flop_basis="counted"` is ncu's view.
+
+2:4 structured sparsity: a kernel whose name matches `SPARSE_KERNEL` (cuSPARSELt's
+`sm90_xmma_sparse_gemm_..._cusparselt`, CUTLASS's `SparseGemm*` and sm90 `...GmmaWarpSpecializedSparse`
+mainloops) has its fp16/bf16/tf32/fp8/int8 tensor FLOPs on `tensor_<p>_sparse`, bounded by the
+2:4-sparse roof (twice the dense one on Hopper). Convention: dense-equivalent FLOPs (2mnk) against
+the sparse roof. That is how ncu counts them (the 16384^3 sparse GEMM of ch09.structured_sparsity:
+8,796,093,022,208 counted = 2mnk exactly) and the unit of the sparse peak, so a sparse GEMM's % of
+roof equals ncu's tensor-pipe utilisation, as a dense GEMM's does. Detection is by kernel, not by
+variant: a sparse variant's elementwise and copy kernels stay where they are, and imported exports
+that never saw a KernelPair are handled too.
 """
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from .ceilings import (LEVELS, PRECISIONS, Ceilings, hardware_key, theoretical_ceilings,
-                       weighted_clocks, with_measured)
+from .ceilings import (LEVELS, PRECISIONS, SPARSE_REPORTED, SPARSE_SUFFIX, Ceilings, hardware_key,
+                       theoretical_ceilings, weighted_clocks, with_measured)
 from .flops import SCALAR_FLOP_WEIGHTS
 
 FLOP_MISMATCH = 0.10        # |counted / analytic - 1| above this is flagged (issue 3)
@@ -36,6 +47,9 @@ ABOVE_ROOF_TOLERANCE = 1.02  # a point more than 2% above its theoretical roof i
 CLOCK_DIFF = 0.05           # SM clocks of compared variants differing by more than 5%
 LEVEL_BYTES = {"dram": "dram_bytes", "l2": "l2_bytes", "l1": "l1_bytes"}
 NCU_DEFAULT_SETTINGS = {"clock_control": "base", "cache_control": "all"}
+# kernels that run 2:4-sparse MMAs: cuSPARSELt (sm90_xmma_sparse_gemm_..._cusparselt), CUTLASS 2.x
+# SparseGemm / SparseGemmRowBroadcast (torch's CUTLASS backend), CUTLASS 3.x sm90 sparse mainloops
+SPARSE_KERNEL = re.compile(r"xmma_sparse|cusparselt|SparseGemm|GmmaWarpSpecializedSparse", re.IGNORECASE)
 
 
 # ----------------------------------------------------------------------------------- inputs
@@ -55,8 +69,14 @@ class RunInput:
         return self.info.get("pair") or self.info.get("label") or self.run_id
 
 
+def is_sparse_kernel(name: Any) -> bool:
+    """True for a kernel that runs 2:4-sparse tensor MMAs (by name, `SPARSE_KERNEL`)."""
+    return isinstance(name, str) and SPARSE_KERNEL.search(name) is not None
+
+
 def flops_by_precision(kernels: pd.DataFrame) -> pd.DataFrame:
-    """Counted FLOPs per launch and precision key (fp64/fp32/fp16 scalar, tensor_<p>)."""
+    """Counted FLOPs per launch and precision key (fp64/fp32/fp16 scalar, tensor_<p>, and
+    tensor_<p>_sparse for the tensor FLOPs of 2:4-sparse kernels)."""
     out = pd.DataFrame(index=kernels.index)
     for prec, weights in SCALAR_FLOP_WEIGHTS.items():
         cols = [(c, w) for c, w in weights if c in kernels]
@@ -65,6 +85,11 @@ def flops_by_precision(kernels: pd.DataFrame) -> pd.DataFrame:
         if prec.startswith("tensor_"):
             col = f"flops_{prec}"
             out[prec] = kernels[col].astype(float).fillna(0) if col in kernels else 0.0
+    if "kernel" in kernels:
+        sparse = kernels["kernel"].map(is_sparse_kernel).astype(bool)
+        for prec in sorted(SPARSE_REPORTED):
+            out[prec + SPARSE_SUFFIX] = out[prec].where(sparse, 0.0)
+            out[prec] = out[prec].where(~sparse, 0.0)
     return out
 
 
