@@ -329,7 +329,8 @@ def _short(name: str, width: int = 70) -> str:
 
 
 _PRECISIONS = ("fp64", "fp32", "fp16", "tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8",
-               "tensor_int8", "tensor_fp64")
+               "tensor_int8", "tensor_fp64", "tensor_fp16_sparse", "tensor_bf16_sparse", "tensor_tf32_sparse",
+               "tensor_fp8_sparse", "tensor_int8_sparse")   # = analyze.ceilings.PRECISIONS (not imported: pandas)
 
 
 @cli.command("roofline")

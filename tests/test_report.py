@@ -357,3 +357,20 @@ def test_a_failed_check_is_shown_as_failed(tmp_path):
     assert '<span class="bad">NO</span>' in rep.index.read_text()
     data = report.report_data(db, RUN_ID)
     assert {h["variant"]: h["correct"] for h in data["headline"]} == {"cuda": False, "triton": True}
+
+
+def test_report_labels_the_sparse_roof_of_the_sparsity_sample(tmp_path):
+    """ch09.structured_sparsity (H200 sample): the baseline is judged against the dense bf16 roof,
+    sparse24 against the 2:4-sparse one, and the page names both."""
+    db = tmp_path / "a.db"
+    run_id = "20261126T015303Z-ch09.structured_sparsity-bfec"
+    store_path(db, {d.name: d for d in sample_run_dirs()}[run_id])
+    data = report.report_data(db, run_id)
+    bound = {s["variant"]: s["bound"] for s in data["summary"]}
+    assert bound == {"baseline": "compute (tensor_bf16)", "sparse24": "compute (tensor_bf16 2:4 sparse)"}
+    rows = {r["variant"]: r for r in data["roofline_rows"] if r["total"]}
+    assert rows["sparse24"]["precision_name"] == "tensor_bf16 2:4 sparse" and rows["sparse24"]["pct_of_roof"] < 60
+    ceilings = {c["name"]: c for c in data["ceilings"]}
+    sparse = ceilings["tensor_bf16 2:4 sparse compute"]
+    assert sparse["theoretical"] == pytest.approx(2 * ceilings["tensor_bf16 compute"]["theoretical"])
+    assert "derived" in sparse["note"]

@@ -137,3 +137,18 @@ def test_two_runs_compared(sample_db, tmp_path):
     d = json.loads(res.stdout)
     assert [r["run_id"] for r in d["runs"]] == [SAMPLE_ID, run2]
     assert {p["run_id"] for p in d["points"]} == {SAMPLE_ID, run2}
+
+
+def test_table_and_chart_name_the_sparse_roof(tmp_path):
+    db = tmp_path / "a.db"
+    store_path(db, {d.name: d for d in sample_run_dirs()}["20261126T015303Z-ch09.structured_sparsity-bfec"])
+    out = tmp_path / "sparse.png"
+    res = invoke("roofline", "ch09.structured_sparsity", "--db", str(db), "--out", str(out))
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    sparse_roof = next(line for line in lines if line.startswith("tensor BF16 2:4 sparse"))
+    assert "(2x dense, derived)" in sparse_roof
+    assert any(line.startswith("tensor BF16 ") and "2:4" not in line for line in lines)
+    points = [line for line in lines if line.startswith("sparse24") and "FLOP/s" in line]
+    assert len(points) == 2 and all("tensor_bf16_sparse  compute" in line for line in points)
+    assert out.stat().st_size > 10_000

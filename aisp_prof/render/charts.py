@@ -124,8 +124,9 @@ def memory_chart(traffic: list[dict[str, Any]], path: Path) -> Path:
 
 def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     """A small DRAM roofline for the index: the DRAM slope and the compute roof of the precision
-    the variants use, each variant's call as a dot, arrows baseline -> optimized. No legend: the
-    pair's page has the full chart. None when no variant has a plottable point."""
+    most variants use (on a tie, the first variant's), each variant's call as a dot, arrows
+    baseline -> optimized. No legend: the pair's page has the full chart. None when no variant
+    has a plottable point."""
     ceilings = roof.get("ceilings") or {}
     aggs = [p for p in roof.get("points") or [] if p.get("kernel") is None
             and (p.get("ai_dram") or 0) > 0 and (p.get("flops_per_s") or 0) > 0]
@@ -133,7 +134,7 @@ def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     if not aggs or not bw:
         return None
     precs = [p.get("precision") for p in aggs if p.get("precision")] or ["fp32"]
-    peak = ((ceilings.get("flops_per_s") or {}).get(max(set(precs), key=precs.count)) or {}).get("theoretical")
+    peak = ((ceilings.get("flops_per_s") or {}).get(max(dict.fromkeys(precs), key=precs.count)) or {}).get("theoretical")
     xs = [p["ai_dram"] for p in aggs]
     ridge = peak / bw if peak else max(xs) * 10
     x0, x1 = min(min(xs), ridge) / 10, max(max(xs), ridge) * 10

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from ..analyze.ceilings import precision_label
 from ..analyze.flops import add_flops_and_bytes
 from ..analyze.summary import summarize, top_stalls
 from ..errors import AispError, UnknownTargetError
@@ -376,7 +377,7 @@ def _bound_name(point: dict[str, Any]) -> str | None:
     if not bound:
         return None
     if bound == "compute" and point.get("precision"):
-        return f"compute ({point['precision']})"
+        return f"compute ({precision_label(point['precision'])})"
     return LEVEL_NAMES.get(bound, bound)
 
 
@@ -400,6 +401,7 @@ def _roofline_rows(roof: dict[str, Any] | None, variants: list[str]) -> list[dic
                                                "precision", "ai_dram", "ai_l2", "ai_l1", "ai_l1_valid", "flops_per_s",
                                                "bound", "pct_of_roof", "pct_of_measured_roof")},
                     "total": p.get("kernel") is None,
+                    "precision_name": precision_label(p["precision"]) if p.get("precision") else None,
                     "short_name": short_kernel_name(p["kernel"]) if p.get("kernel") else "all kernels of the call",
                     "bound_name": _bound_name(p)})
     return out
@@ -419,7 +421,7 @@ def _ceiling_rows(roof: dict[str, Any] | None) -> list[dict[str, Any]]:
     used = {p.get("precision") for p in roof.get("points") or [] if p.get("precision")} or {"fp32"}
     for prec, ce in (c.get("flops_per_s") or {}).items():
         if prec in used:
-            rows.append({"name": f"{prec} compute", "unit": "FLOP/s", "theoretical": ce.get("theoretical"),
+            rows.append({"name": f"{precision_label(prec)} compute", "unit": "FLOP/s", "theoretical": ce.get("theoretical"),
                          "measured": ce.get("measured"), "note": ce.get("note")})
     return rows
 

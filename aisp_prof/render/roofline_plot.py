@@ -18,6 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
 from ..analyze.roofline import Point, RooflineResult
 from .charts import variant_colors
 from .table import si
@@ -29,6 +30,8 @@ COMPUTE_COLOR = "#444444"
 PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16 (HFMA2)", "tensor_fp16": "tensor FP16",
                    "tensor_bf16": "tensor BF16", "tensor_tf32": "tensor TF32", "tensor_fp8": "tensor FP8",
                    "tensor_int8": "tensor INT8", "tensor_fp64": "tensor FP64"}
+# the 2:4-sparse roofs (twice the dense ones on Hopper), named so that neither is read for the other
+PRECISION_NAMES.update({p: f"{PRECISION_NAMES[dense_precision(p)]} 2:4 sparse" for p in SPARSE_PRECISIONS})
 DPI = 120
 
 
@@ -109,7 +112,8 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
             if not values:      # one name per precision, on its upper roof
                 ax.annotate(PRECISION_NAMES.get(pr, pr), xy=(x1 / 1.15, rate), ha="right", va="bottom",
                             fontsize=7, color=COMPUTE_COLOR)
-            values.append(f"{si(rate, 'FLOP/s')} {which[:4]}.")
+            derived = which == "measured" and c.compute[pr].measured_derived
+            values.append(f"{si(rate, 'FLOP/s')} {which[:4]}." + (" (2x dense, derived)" if derived else ""))
         if values:
             handles.append(Line2D([], [], color=COMPUTE_COLOR, lw=1.6,
                                   label=f"{PRECISION_NAMES.get(pr, pr)}: " + ", ".join(values)))
@@ -251,7 +255,8 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
     for p in shown:
         ce = c.compute.get(p)
         if ce:
-            rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical, "FLOP/s"), si(ce.measured, "FLOP/s"),
+            measured = si(ce.measured, "FLOP/s") + (" (2x dense, derived)" if ce.measured_derived else "")
+            rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical, "FLOP/s"), measured,
                          _f(c.ridge(p, "dram")), _f(c.ridge(p, "dram", "measured"))])
     lines.append(render(["ceiling", "theoretical", "measured", "ridge DRAM (theo.)", "ridge DRAM (meas.)"], rows))
     lines.append("")
