@@ -51,12 +51,13 @@ CONTRACTS = {   # variants, default sizes, min_cc, variant_needs
                       {"tf32": ("gpu",), "bf16": ("gpu",)}),
     "triton": (["baseline", "torch_softmax", "triton"], {"rows": 8192, "cols": 8192}, (9, 0),
                {"triton": ("triton",)}),
-    "sdpa_attention": (["baseline", "flash"], {"batch": 8, "heads": 16, "seq": 4096, "head_dim": 128},
-                       (9, 0), {"flash": ("gpu",)}),
-    "structured_sparsity": (["baseline", "sparse24"], {"m": 16384, "n": 16384, "k": 16384}, (9, 0),
-                            {"sparse24": ("gpu",)}),
-    "structured_sparsity_ffn": (["baseline", "sparse24"], {"tokens": 65536, "hidden": 6144, "ffn": 24576},
-                                (9, 0), {"sparse24": ("gpu",)}),
+    "sdpa_attention": (["baseline", "flash", "cudnn"], {"batch": 8, "heads": 16, "seq": 4096, "head_dim": 128},
+                       (9, 0), {"flash": ("gpu",), "cudnn": ("gpu",)}),
+    "structured_sparsity": (["baseline", "sparse24", "sparse24_tuned"], {"m": 16384, "n": 16384, "k": 16384},
+                            (9, 0), {"sparse24": ("gpu",), "sparse24_tuned": ("gpu",)}),
+    "structured_sparsity_ffn": (["baseline", "sparse24", "sparse24_tuned"],
+                                {"tokens": 65536, "hidden": 6144, "ffn": 24576},
+                                (9, 0), {"sparse24": ("gpu",), "sparse24_tuned": ("gpu",)}),
     "nvfp4_gemm": (["baseline", "nvfp4"], {"m": 16384, "n": 16384, "k": 16384}, (10, 0),
                    {"nvfp4": ("gpu",)}),
 }
@@ -226,7 +227,10 @@ def test_a_wrong_optimized_variant_is_rejected():
 
 
 @pytest.mark.parametrize("name,factory", [("structured_sparsity", "optimized_sparse24"),
-                                          ("structured_sparsity_ffn", "optimized_sparse24")])
+                                          ("structured_sparsity_ffn", "optimized_sparse24"),
+                                          ("structured_sparsity", "optimized_sparse24_tuned"),
+                                          ("structured_sparsity_ffn", "optimized_sparse24_tuned"),
+                                          ("sdpa_attention", "optimized_cudnn")])
 def test_gpu_only_variants_refuse_cpu_tensors(mods, name, factory):
     inputs = mods[name].make_inputs(CPU_CHECKS[name][0], "cpu", 0)
     with pytest.raises(RequirementError, match="CUDA"):

@@ -1,0 +1,72 @@
+"""cuSPARSELt 2:4 GEMMs with a tuned algorithm, for the structured-sparsity pairs.
+
+torch.sparse.to_sparse_semi_structured always runs cuSPARSELt's default algorithm (alg_id 0).
+On an H200 that is 1.08x a dense cuBLAS GEMM at 16384^3 and 0.78x at 8192^3, while the
+algorithm cuSPARSELt's own search picks is 1.31x and 1.11x (scripts/hopper_probe.py sparse,
+notes/2026-11-26-hopper-probes/). The search times the candidate kernels once for one operand
+shape, the way a deployment would at load time, so it runs in the factory, outside the timed
+call.
+
+Layout matters as much: cuSPARSELt is fast for C = W @ B with B row-major ([k, n] contiguous);
+a column-major B (e.g. x.t() for F.linear's x @ W^T) was 1.9x slower in the same probe. The
+SwiGLU pair therefore works in feature-major layout (activations stored [features, tokens]).
+
+torch exposes this only through private ops (torch._cslt_compress, torch._cslt_sparse_mm,
+torch._cslt_sparse_mm_search); this module is the one place that calls them, and it says so
+when they are missing.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from .errors import RequirementError
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def cusparselt_available() -> bool:
+    """True when torch was built with cuSPARSELt and exposes the private 2:4 ops."""
+    torch = _torch()
+    backend = getattr(torch.backends, "cusparselt", None)
+    return bool(backend is not None and backend.is_available()
+                and all(hasattr(torch, op) for op in ("_cslt_compress", "_cslt_sparse_mm", "_cslt_sparse_mm_search")))
+
+
+def search_algorithm(packed: Any, dense: Any) -> int:
+    """The cuSPARSELt algorithm id its own search finds fastest for packed @ dense."""
+    torch = _torch()
+    with warnings.catch_warnings():
+        # deprecated in favour of torch._C._cusparselt.mm_search, whose return value changed
+        # shape across versions; the old op still returns the plain alg_id
+        warnings.simplefilter("ignore")
+        return int(torch._cslt_sparse_mm_search(packed, dense))
+
+
+def tuned_sparse_matmul(w: Any, dense_example: Any) -> tuple[Callable[[Any], Any], int]:
+    """Compress the 2:4-sparse W [m, k] once and search the algorithm for W @ B with B shaped and
+    laid out like `dense_example` ([k, n], row-major). Returns (matmul, alg_id): matmul(B) runs
+    the sparse GEMM with that algorithm and returns a new [m, n] tensor."""
+    torch = _torch()
+    if not w.is_cuda:
+        raise RequirementError("2:4 semi-structured sparsity needs CUDA tensors (run on a GPU)")
+    if not cusparselt_available():
+        raise RequirementError("this torch has no cuSPARSELt (torch.backends.cusparselt); "
+                               "the tuned 2:4 variant needs a CUDA build of torch with it")
+    if w.dim() != 2 or dense_example.dim() != 2 or w.shape[1] != dense_example.shape[0]:
+        raise ValueError(f"W must be [m, k] and B [k, n]; got {tuple(w.shape)} and {tuple(dense_example.shape)}")
+    if not dense_example.is_contiguous():
+        raise ValueError("B must be row-major (contiguous): cuSPARSELt's column-major path is ~2x slower")
+    packed = torch._cslt_compress(w)
+    alg_id = search_algorithm(packed, dense_example)
+
+    def matmul(dense: Any) -> Any:
+        # packed is referenced here, so the closure keeps the compressed weights alive
+        return torch._cslt_sparse_mm(packed, dense, alg_id=alg_id)
+
+    return matmul, alg_id
