@@ -16,12 +16,13 @@ variants compute exactly the same product, and the float64 reference uses the sa
   sparse24_tuned
              the same compressed W through torch's private cuSPARSELt ops
              (aisp_prof.sparse_support): the algorithm cuSPARSELt's search finds fastest for this
-             shape, chosen once outside the timed call, and no output copy.
+             shape, chosen once outside the timed call; the same output copy as sparse24.
 
 Measured on an H200 (2026-11-26, scripts/hopper_probe.py sparse, CUDA events, L2 flushed,
 medians of 20, notes/2026-11-26-hopper-probes/): dense 11.91 ms (739 TFLOP/s), default
 algorithm 11.07 ms (1.08x), searched algorithm (alg 2) 9.10 ms (1.31x, 967 dense-equivalent
-TFLOP/s: 60% of the 2:4 rate, twice the calibrated 799 TFLOP/s dense bf16). cuSPARSELt 0.8.
+TFLOP/s: 60% of the 2:4 rate, twice the calibrated 799 TFLOP/s dense bf16), all without the
+output copy the variants add (~0.35 ms). cuSPARSELt 0.8.
 At 8192^3 the default algorithm is slower than dense (0.78x) and the searched one 1.11x.
 
 Default size 16384^3 (8.8 TFLOP dense-equivalent; W, X, C 512 MB each in bf16): big enough that
@@ -130,14 +131,15 @@ def optimized_sparse24(inputs: Inputs) -> Callable[[], torch.Tensor]:
 
 def optimized_sparse24_tuned(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """W compressed once and cuSPARSELt's fastest algorithm for this shape searched once, here;
-    the timed call is the sparse GEMM alone. Its result is a new tensor per call (the private op
-    has no `out=`); correctness is still checked on fresh inputs every trial, so a stale buffer
-    could not pass."""
+    the timed call is the sparse GEMM and, as for sparse24, a copy of its freshly allocated
+    result into the preallocated output (the private op has no `out=`)."""
     w, x = inputs["w"], inputs["x"]
     matmul, _alg_id = sparse_support.tuned_sparse_matmul(w, x)
+    c = torch.empty(w.shape[0], x.shape[1], device=w.device, dtype=w.dtype)
 
     def launch() -> torch.Tensor:
-        return matmul(x)
+        c.copy_(matmul(x))
+        return c
 
     return launch
 
