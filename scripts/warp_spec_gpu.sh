@@ -41,9 +41,9 @@ awk '/Compiling entry function/ { match($0, /[a-z_]+_kernelILi[0-9]+/); k = subs
 grep -iE "warning|error" "$OUT/ptxas.txt" | head -5
 if command -v cuobjdump >/dev/null; then
   cuobjdump -sass /tmp/wsp_ptxas.so > /tmp/wsp.sass 2>/dev/null
-  for k in baseline pipelined warp_specialized direct; do
+  for k in baseline pipelined warp_specialized direct warp_specialized_tma; do
     awk -v k="${k}_kernelILi64" '$0 ~ "Function : .*"k {f=1; next} f && /Function : / {f=0} f' /tmp/wsp.sass \
-      | grep -oE "\b(FFMA|LDGSTS[.A-Z0-9]*|LDG[.A-Z0-9]*|STS[.0-9]*|LDS[.0-9]*|BAR\.SYNC[.A-Z_]*|STG[.A-Z0-9]*|SYNCS\.[.A-Z0-9_]*|NANOSLEEP)\b" \
+      | grep -oE "\b(FFMA|LDGSTS[.A-Z0-9]*|LDG[.A-Z0-9]*|STS[.0-9]*|LDS[.0-9]*|BAR\.SYNC[.A-Z_]*|STG[.A-Z0-9]*|SYNCS\.[.A-Z0-9_]*|UBLKCP[.A-Z0-9_]*|NANOSLEEP)\b" \
       | sort | uniq -c | awk -v k="$k" 'BEGIN { printf "  SASS %-17s", k } { printf " %s:%s", $2, $1 } END { print "" }'
   done
 fi

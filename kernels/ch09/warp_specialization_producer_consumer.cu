@@ -18,6 +18,13 @@
 //                       copies (pipeline_role::producer), 8 consumer warps only compute.
 //   3 direct            no shared memory, no barriers: ld.global straight to registers. The
 //                       control that says what the GPU's own warp scheduling already overlaps.
+//   4 warp_specialized_tma
+//                       Hopper's producer: the same two stages and 8 consumer warps, but one
+//                       thread of the producer warp moves a whole 16 KiB tile with ONE bulk copy
+//                       (cp.async.bulk, the TMA engine's 1-D form) that completes transaction
+//                       bytes on the stage's `full` mbarrier; consumers wait on `full`, take
+//                       their slice into registers and arrive (one per warp) on the stage's
+//                       `empty` mbarrier. 1024 cp.async per tile become one instruction.
 // Consumers copy their slice of a stage into registers and release it before the math, so a
 // stage refills while the previous tile is still being computed.
 #include <cooperative_groups.h>
@@ -36,7 +43,7 @@ constexpr int kTileVec = kComputeThreads * kVecPerThread;     // 1024 float4 = 1
 constexpr int kStages = 2;                                    // double buffering
 constexpr int kProducerThreads = 32;                          // one producer warp
 constexpr int kMaxDegree = 128;
-constexpr int kVariants = 4;
+constexpr int kVariants = 5;
 constexpr int kMaxDevices = 16;
 
 // The pipeline's stage barriers, in shared memory. Declared as raw bytes because a __shared__
@@ -234,6 +241,78 @@ __global__ void __launch_bounds__(kComputeThreads + kProducerThreads) warp_speci
     tail<D>(x, y, n, ctid, p);
 }
 
+// 4: warp specialized on Hopper's bulk-copy engine and mbarriers (no cuda::pipeline).
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_wait_parity(uint64_t* bar, uint32_t parity) {
+    uint32_t done = 0;
+    do {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n"
+            : "=r"(done)
+            : "r"(smem_addr(bar)), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kComputeThreads + kProducerThreads)
+warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ y4, const float* __restrict__ x,
+                            float* __restrict__ y, long long n, long long n4, int ntiles, const Poly p) {
+    __shared__ __align__(128) float4 buf[kStages][kTileVec];
+    __shared__ __align__(8) uint64_t full[kStages];    // tile bytes landed
+    __shared__ __align__(8) uint64_t empty[kStages];   // every consumer warp has its slice
+    constexpr int kConsumerWarps = kComputeThreads / 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; ++s) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&full[s])), "r"(1) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&empty[s])), "r"(kConsumerWarps)
+                         : "memory");
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");   // visible to the copy engine
+    }
+    __syncthreads();
+    if (threadIdx.x >= kComputeThreads) {   // the producer warp: one thread issues, the rest idle
+        if (threadIdx.x == kComputeThreads) {
+            int it = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++it) {
+                const int s = it % kStages;
+                // first pass: a fresh barrier's "previous phase" (parity 1) counts as complete
+                mbar_wait_parity(&empty[s], ((it / kStages) & 1) ^ 1);
+                const uint32_t bytes = static_cast<uint32_t>(tile_valid(t, n4)) * sizeof(float4);
+                asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                             ::"r"(smem_addr(&full[s])), "r"(bytes) : "memory");
+                asm volatile(
+                    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                    ::"r"(smem_addr(buf[s])), "l"(x4 + static_cast<long long>(t) * kTileVec), "r"(bytes),
+                      "r"(smem_addr(&full[s]))
+                    : "memory");
+            }
+        }
+        return;
+    }
+    const int ctid = threadIdx.x;
+    int it = 0;
+    for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++it) {
+        const int s = it % kStages;
+        const int valid = tile_valid(t, n4);
+        mbar_wait_parity(&full[s], (it / kStages) & 1);
+        float4 v[kVecPerThread];
+        read_slice(buf[s], v, valid, ctid);
+        __syncwarp();
+        if (ctid % 32 == 0)   // the warp's slice is in registers: the stage may refill
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[s])) : "memory");
+        compute_store<D>(v, y4 + static_cast<long long>(t) * kTileVec, valid, ctid, p);
+    }
+    tail<D>(x, y, n, ctid, p);
+}
+
 // 3: no staging: loads straight into registers; overlap only across resident warps.
 template <int D>
 __global__ void __launch_bounds__(kComputeThreads) direct_kernel(AISP_KERNEL_PARAMS) {
@@ -259,6 +338,7 @@ Kernel kernel_for(int variant) {
         case 1: return pipelined_kernel<D>;
         case 2: return warp_specialized_kernel<D>;
         case 3: return direct_kernel<D>;
+        case 4: return warp_specialized_tma_kernel<D>;
         default: return nullptr;
     }
 }
@@ -273,7 +353,9 @@ Kernel find_kernel(int variant, int degree) {
     }
 }
 
-int threads_for(int variant) { return variant == 2 ? kComputeThreads + kProducerThreads : kComputeThreads; }
+int threads_for(int variant) {
+    return variant == 2 || variant == 4 ? kComputeThreads + kProducerThreads : kComputeThreads;
+}
 
 int degree_slot(int degree) {
     switch (degree) {
@@ -316,7 +398,7 @@ cudaError_t placement(int variant, int degree, Kernel kernel, Placement* out) {
 
 }  // namespace
 
-// variant: 0 baseline, 1 pipelined, 2 warp_specialized, 3 direct. coeffs: degree + 1 floats in
+// variant: 0 baseline, 1 pipelined, 2 warp_specialized, 3 direct, 4 warp_specialized_tma. coeffs: degree + 1 floats in
 // HOST memory, c[0] + c[1] x + ... + c[degree] x^degree. blocks_per_sm: resident blocks per SM
 // of the persistent grid, 0 = as many as fit (clamped to that). x and y: 16-byte aligned.
 // Returns a cudaError_t as int (aisp_warp_spec_error_string names it).

@@ -88,7 +88,7 @@ from aisp_prof.pairs import Inputs, KernelPair, Requirements
 CUDA_SOURCE = Path(__file__).with_name("warp_specialization_producer_consumer.cu")
 DEFAULT_SIZES = {"n": 1 << 26, "degree": 64, "blocks_per_sm": 0}   # 0: as many blocks as fit
 DEGREES = (16, 32, 64, 128)            # the degrees the CUDA library is instantiated for
-VARIANT_IDS = {"baseline": 0, "pipelined": 1, "warp_specialized": 2, "direct": 3}
+VARIANT_IDS = {"baseline": 0, "pipelined": 1, "warp_specialized": 2, "direct": 3, "warp_specialized_tma": 4}
 INFO_FIELDS = ("threads", "static_smem_bytes", "registers", "local_bytes", "max_blocks_per_sm",
                "blocks_per_sm", "sm_count")
 
@@ -176,6 +176,7 @@ baseline = _factory("baseline")
 pipelined = _factory("pipelined")
 warp_specialized = _factory("warp_specialized")
 direct = _factory("direct")
+warp_specialized_tma = _factory("warp_specialized_tma")
 
 
 def kernel_info(variant: str, degree: int = 64, blocks_per_sm: int = 0) -> dict[str, int]:
@@ -215,7 +216,7 @@ PAIR = KernelPair(
            "this tile's math; it pays where occupancy cannot hide a load-barrier-compute loop.",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "pipelined": pipelined, "warp_specialized": warp_specialized,
-              "direct": direct},
+              "direct": direct, "warp_specialized_tma": warp_specialized_tma},
     reference=reference,
     flops=flops,
     bytes=bytes,
