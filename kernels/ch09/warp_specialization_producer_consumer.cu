@@ -261,8 +261,11 @@ __device__ __forceinline__ void mbar_wait_parity(uint64_t* bar, uint32_t parity)
     } while (!done);
 }
 
+// Min 4 blocks per SM caps registers at 56: left alone, ptxas keeps all 129 coefficients of
+// the degree-128 instance in registers (120 per thread), one block fits per SM, and that
+// instance ran 40% slower than the others (H200, 2026-11-26).
 template <int D>
-__global__ void __launch_bounds__(kComputeThreads + kProducerThreads)
+__global__ void __launch_bounds__(kComputeThreads + kProducerThreads, 4)
 warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ y4, const float* __restrict__ x,
                             float* __restrict__ y, long long n, long long n4, int ntiles, const Poly p) {
     __shared__ __align__(128) float4 buf[kStages][kTileVec];
