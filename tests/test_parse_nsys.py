@@ -17,17 +17,22 @@ import pytest
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.nsys_sqlite import (
     KERNEL_COLUMNS,
+    MEMORY_OP_COLUMNS,
     RANGE_COLUMNS,
     NsysParse,
     _attribute,
     _launch_queries,
     _paths_at,
+    _range_table,
     parse_nsys_sqlite,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 L2NORM = FIXTURES / "l2norm_pair_nsys.sqlite"
 PROBE = FIXTURES / "probe_nested_graph_nsys.sqlite"
+SAMPLES = Path(__file__).parent.parent / "profiles" / "samples"
+SPARSITY = SAMPLES / "20261126T034324Z-ch09.structured_sparsity-c433" / "nsys.sqlite"
+SDPA = SAMPLES / "20261126T033949Z-ch09.sdpa_attention-d4ce" / "nsys.sqlite"
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +67,7 @@ def _range_row(parse: NsysParse, path: str) -> pd.Series:
 def test_columns(l2norm: NsysParse) -> None:
     assert tuple(l2norm.kernels.columns) == KERNEL_COLUMNS
     assert tuple(l2norm.ranges.columns) == RANGE_COLUMNS
+    assert tuple(l2norm.memory_ops.columns) == MEMORY_OP_COLUMNS
 
 
 def test_l2norm_kernel_counts_per_range(l2norm: NsysParse) -> None:
@@ -95,6 +101,23 @@ def test_l2norm_gpu_time_is_sum_of_kernel_durations(l2norm: NsysParse) -> None:
     assert by_sql == {"baseline": 207744, "optimized": 62239}
     for row in l2norm.kernels.itertuples():
         assert row.duration_ns == row.end_ns - row.start_ns
+    # no memcpy/memset was issued inside these ranges, so GPU time is kernel time
+    for name in ("baseline", "optimized"):
+        row = _range_row(l2norm, name)
+        assert row["kernel_time_ns"] == row["gpu_time_ns"]
+        assert (row["memcpy_count"], row["memcpy_bytes"], row["memset_count"]) == (0, 0, 0)
+
+
+def test_l2norm_memory_ops_outside_ranges(l2norm: NsysParse) -> None:
+    """The probe's `.item()` after both pops is a 4-byte DtoH copy: found, but in no range."""
+    ops = l2norm.memory_ops
+    assert sorted(ops["operation"]) == ["memcpy", "memset"]
+    (copy,) = ops.loc[ops["operation"] == "memcpy"].itertuples()
+    # copyKind 2, srcKind 2, dstKind 1 in the export: ENUM_CUDA_MEMCPY_OPER / ENUM_CUDA_MEM_KIND names
+    assert (copy.copy_kind, copy.src_kind, copy.dst_kind, copy.size_bytes) == ("DtoH", "Device", "Pinned", 4)
+    assert copy.launch_api == "cudaMemcpyAsync"
+    assert copy.launch_start_ns > max(e for (e,) in _sql(L2NORM, 'SELECT "end" FROM NVTX_EVENTS WHERE eventType = 59'))
+    assert (ops["nvtx_range"] == "").all()
 
 
 def test_l2norm_range_stats(l2norm: NsysParse) -> None:
@@ -209,6 +232,149 @@ def test_probe_process_and_thread_ids(probe: NsysParse) -> None:
     assert (global_pid >> 24) & 0xFFFFFF == pid == 1090
     assert set(probe.kernels["process_id"]) == {1090}
     assert set(probe.kernels["thread_id"]) == {1090}        # the main thread launched everything
+
+
+# ------------------------------------------- memcpy/memset in the shipped sample runs (real H200)
+
+
+@pytest.fixture(scope="module")
+def sparsity() -> NsysParse:
+    return parse_nsys_sqlite(SPARSITY)
+
+
+@pytest.fixture(scope="module")
+def sdpa() -> NsysParse:
+    return parse_nsys_sqlite(SDPA)
+
+
+def _ops_by_sql(path: Path, table: str) -> pd.DataFrame:
+    """Each memcpy/memset with the innermost push/pop range open on its API call's thread at the call.
+
+    An oracle independent of the parser's sweep: one correlated subquery per operation.
+    """
+    rows = _sql(path, f"""
+        SELECT m.correlationId, m.bytes, m."end" - m.start, s.value,
+               (SELECT COALESCE(n.text, ns.value) FROM NVTX_EVENTS n LEFT JOIN StringIds ns ON ns.id = n.textId
+                WHERE n.eventType = 59 AND n.globalTid = r.globalTid AND n.start <= r.start AND r.start < n."end"
+                ORDER BY n.start DESC LIMIT 1)
+        FROM {table} m
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId
+        JOIN StringIds s ON s.id = r.nameId""")
+    return pd.DataFrame(rows, columns=["correlation_id", "size_bytes", "duration_ns", "api", "innermost"])
+
+
+def _variant_ops(parse: NsysParse, pair: str, variant: str, operation: str) -> pd.DataFrame:
+    ops = parse.memory_ops
+    return ops.loc[(ops["nvtx_range"] == f"aisp/{pair}/{variant}") & (ops["operation"] == operation)]
+
+
+def test_sparsity_output_copies_are_memcpys_in_their_variants(sparsity: NsysParse) -> None:
+    """sparse24 and sparse24_tuned end with c.copy_(result): one DtoD copy of C (m x n bf16) per call."""
+    m, n = 16384, 16384                      # run.json sizes of this run
+    for variant in ("sparse24", "sparse24_tuned"):
+        copies = _variant_ops(sparsity, "ch09.structured_sparsity", variant, "memcpy")
+        assert len(copies) == 5                                        # 5 calls, one copy each
+        assert (copies["size_bytes"] == m * n * 2).all()               # 536870912 bytes
+        assert set(copies["copy_kind"]) == {"DtoD"}
+        assert set(copies["src_kind"]) == set(copies["dst_kind"]) == {"Device"}
+        assert set(copies["launch_api"]) == {"cudaMemcpyAsync"}
+        assert copies["range_instance"].nunique() == 5                 # one per call, not two in one
+        assert copies["duration_ns"].between(240_000, 270_000).all()   # ~2.1 TB/s DtoD on an H200
+        expected = (copies["size_bytes"] / copies["duration_ns"] * 1e9).tolist()
+        assert copies["throughput_bytes_per_s"].tolist() == pytest.approx(expected, rel=1e-12)
+    assert _variant_ops(sparsity, "ch09.structured_sparsity", "baseline", "memcpy").empty
+
+
+def test_sparsity_memory_ops_match_sql(sparsity: NsysParse) -> None:
+    """Every memcpy and memset, with the range the parser gives it, against the SQL oracle."""
+    for operation, table in (("memcpy", "CUPTI_ACTIVITY_KIND_MEMCPY"), ("memset", "CUPTI_ACTIVITY_KIND_MEMSET")):
+        oracle = _ops_by_sql(SPARSITY, table).set_index("correlation_id").sort_index()
+        ops = sparsity.memory_ops.loc[sparsity.memory_ops["operation"] == operation]
+        got = ops.set_index("correlation_id").sort_index()
+        assert got.index.tolist() == oracle.index.tolist()
+        assert got["size_bytes"].tolist() == oracle["size_bytes"].tolist()
+        assert got["duration_ns"].tolist() == oracle["duration_ns"].tolist()
+        assert (got["launch_api"] + "_v3020").tolist() == oracle["api"].tolist()
+        innermost = got["nvtx_range"].str.split("/").str[-1]
+        assert innermost.tolist() == oracle["innermost"].fillna("").tolist()
+    # the 18 copies: 2 x 1 GiB and 6 x 512 MiB during set-up/warm-up outside any range, 5 + 5 in ranges
+    outside = sparsity.memory_ops.query("operation == 'memcpy' and nvtx_range == ''")
+    assert sorted(outside["size_bytes"].value_counts().items()) == [(536870912, 6), (1073741824, 2)]
+
+
+def test_sparsity_copies_run_after_their_range_closed(sparsity: NsysParse) -> None:
+    """The GPU runs the copy long after the CPU popped the range: only the launch can attribute it."""
+    pushes = _sql(SPARSITY, """SELECT n.start, n."end" FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId
+                               WHERE n.eventType = 59 AND s.value = 'sparse24'""")
+    copies = _variant_ops(sparsity, "ch09.structured_sparsity", "sparse24", "memcpy")
+    for copy in copies.itertuples():
+        (start, end), = [(a, b) for a, b in pushes if a <= copy.launch_start_ns < b]
+        assert copy.start_ns > end
+
+
+def test_sparsity_gpu_time_includes_the_copy(sparsity: NsysParse) -> None:
+    """GPU time = kernels + memcpy + memset (one stream: busy time is their sum); kernel time is unchanged."""
+    kernel_sql = dict(_sql(SPARSITY, """
+        SELECT ns.value, SUM(k."end" - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k
+        JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId
+        JOIN NVTX_EVENTS n ON n.eventType = 59 AND n.globalTid = r.globalTid AND r.start BETWEEN n.start AND n."end"
+        JOIN StringIds ns ON ns.id = n.textId AND ns.value IN ('baseline', 'sparse24', 'sparse24_tuned')
+        GROUP BY ns.value"""))
+    oracle = _ops_by_sql(SPARSITY, "CUPTI_ACTIVITY_KIND_MEMCPY")
+    copy_ns = oracle.groupby("innermost")["duration_ns"].sum().to_dict()
+    copy_bytes = oracle.groupby("innermost")["size_bytes"].sum().to_dict()
+    for variant in ("baseline", "sparse24", "sparse24_tuned"):
+        row = _range_row(sparsity, f"aisp/ch09.structured_sparsity/{variant}")
+        assert row["kernel_time_ns"] == kernel_sql[variant]
+        assert row["memcpy_time_ns"] == copy_ns.get(variant, 0)
+        assert row["memcpy_bytes"] == copy_bytes.get(variant, 0)
+        assert row["gpu_time_ns"] == row["kernel_time_ns"] + row["memcpy_time_ns"] + row["memset_time_ns"]
+    sparse = _range_row(sparsity, "aisp/ch09.structured_sparsity/sparse24")
+    assert (sparse["kernel_count"], sparse["memcpy_count"], sparse["occurrences"]) == (5, 5, 5)
+    assert sparse["memcpy_bytes"] == 5 * 16384 * 16384 * 2
+    # ~0.25 ms more per call than the kernels alone (11.29 ms), which is what the run used to report
+    per_call_ms = (sparse["gpu_time_ns"] - sparse["kernel_time_ns"]) / sparse["occurrences"] / 1e6
+    assert 0.24 < per_call_ms < 0.27
+
+
+def test_sdpa_cudnn_and_flash_copy_their_output(sdpa: NsysParse) -> None:
+    """flash and cudnn end with out.copy_(result): a DtoD copy of O = B x H x S x D bf16 per call."""
+    batch, heads, seq, head_dim = 8, 16, 4096, 128                   # run.json sizes of this run
+    for variant in ("flash", "cudnn"):
+        copies = _variant_ops(sdpa, "ch09.sdpa_attention", variant, "memcpy")
+        assert len(copies) == 5 and set(copies["copy_kind"]) == {"DtoD"}
+        assert (copies["size_bytes"] == batch * heads * seq * head_dim * 2).all()      # 134217728
+        row = _range_row(sdpa, f"aisp/ch09.sdpa_attention/{variant}")
+        assert row["memcpy_time_ns"] == copies["duration_ns"].sum()
+        assert row["gpu_time_ns"] == row["kernel_time_ns"] + row["memcpy_time_ns"] + row["memset_time_ns"]
+    cudnn_sets = _variant_ops(sdpa, "ch09.sdpa_attention", "cudnn", "memset")
+    assert len(cudnn_sets) == 5 and set(cudnn_sets["dst_kind"]) == {"Device"}
+    assert _variant_ops(sdpa, "ch09.sdpa_attention", "flash", "memset").empty
+    assert _variant_ops(sdpa, "ch09.sdpa_attention", "baseline", "memcpy").empty
+
+
+def test_export_without_memory_tables(probe: NsysParse) -> None:
+    """The probe copied and set nothing, so its export has neither table: no ops, zero columns."""
+    assert not {"CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} & {
+        name for (name,) in _sql(PROBE, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert probe.memory_ops.empty and tuple(probe.memory_ops.columns) == MEMORY_OP_COLUMNS
+    assert (probe.ranges[["memcpy_count", "memset_count", "memcpy_bytes", "memcpy_time_ns"]] == 0).all().all()
+    assert (probe.ranges["gpu_time_ns"] == probe.ranges["kernel_time_ns"]).all()
+
+
+def test_gpu_time_is_busy_time_when_work_overlaps() -> None:
+    """A copy on another stream that runs under a kernel adds only its uncovered part; sums stay sums."""
+    def frame(rows, **extra):
+        df = pd.DataFrame(rows, columns=["start_ns", "end_ns"]).assign(
+            nvtx_range="r", nvtx_domain="", range_instance=0.0, **extra)
+        return df.assign(duration_ns=df["end_ns"] - df["start_ns"])
+    kernels = frame([(0, 100), (150, 200)])
+    ops = frame([(50, 170)], operation="memcpy", size_bytes=1000)    # under both kernels and the gap
+    nvtx = pd.DataFrame({"start": [0], "end": [10], "nvtx_range": ["r"], "nvtx_domain": [""]})
+    (row,) = _range_table(kernels, ops, nvtx).to_dict("records")
+    assert row["kernel_time_ns"] == 150 and row["memcpy_time_ns"] == 120 and row["memcpy_bytes"] == 1000
+    assert row["gpu_time_ns"] == 200                                  # [0, 200) busy, not 270
+    assert row["gap_total_ns"] == 0 and row["span_ns"] == 200
 
 
 # --------------------------------------------------------------------- the sweep vs brute force

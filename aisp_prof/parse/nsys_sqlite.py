@@ -1,10 +1,16 @@
-"""Parse an Nsight Systems SQLite export (`nsys export --type sqlite`) into kernel and range tables.
+"""Parse an Nsight Systems SQLite export (`nsys export --type sqlite`) into GPU activity and range tables.
 
 The point of this module is NVTX attribution. A kernel usually runs on the GPU after the CPU has
 already popped the NVTX range it was launched in, so a kernel's range is found through its
 *launch*: kernel -> CUDA runtime/driver call with the same correlationId (and process) -> the
 push/pop ranges on that call's thread that were open when the call started. Time overlap of the
 kernel itself with a range would attribute it to the wrong range (or to none).
+
+GPU memcpy and memset operations (CUPTI_ACTIVITY_KIND_MEMCPY / _MEMSET, issued by
+cudaMemcpy*/cudaMemset* or a graph launch) are attributed by the same rule through their own
+correlationId, and count towards a range's GPU time: `x.copy_(y)` of two contiguous device
+tensors is a cudaMemcpyAsync, not a kernel, and leaving it out would make a variant look faster
+than it is. Exports without these tables (nothing was copied or set) simply have none.
 
 Schema facts this relies on (checked against the real exports in tests/fixtures/h200):
 
@@ -17,6 +23,9 @@ Schema facts this relies on (checked against the real exports in tests/fixtures/
   name is `text`, or `textId` -> StringIds for registered strings. Ranges in a named domain carry
   a domainId that a NvtxDomainCreate event (75) maps to the domain's name; 0 is the default.
 * Runtime API names carry a version suffix (cudaLaunchKernel_v7000); it is stripped.
+* Memcpy rows carry copyKind (ENUM_CUDA_MEMCPY_OPER: 8 = Device-to-Device) and srcKind/dstKind,
+  memset rows memKind (ENUM_CUDA_MEM_KIND: 2 = Device); both carry `bytes`, start/end, deviceId,
+  streamId, correlationId and globalPid like kernels. Names come from the export's enum tables.
 
 Everything is vectorized: the enclosing ranges of every launch are found with one sorted sweep
 per (thread, domain) range stack, never a loop over kernels x ranges.
@@ -26,7 +35,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -51,10 +60,32 @@ KERNEL_COLUMNS = (
     "dynamic_shared_bytes", "graph_node_id", "launch_api", "launch_start_ns", "process_id",
     "thread_id", "nvtx_range", "nvtx_domain", "range_instance",
 )
-RANGE_COLUMNS = (
-    "range", "nvtx_domain", "kernel_count", "gpu_time_ns", "first_start_ns", "last_end_ns",
-    "span_ns", "gap_total_ns", "gap_max_ns", "range_wall_ns", "occurrences",
+MEMORY_OP_COLUMNS = (
+    "operation", "correlation_id", "copy_kind", "src_kind", "dst_kind", "size_bytes", "start_ns",
+    "end_ns", "duration_ns", "throughput_bytes_per_s", "device_id", "stream_id", "graph_node_id",
+    "launch_api", "launch_start_ns", "process_id", "thread_id", "nvtx_range", "nvtx_domain",
+    "range_instance",
 )
+RANGE_COLUMNS = (
+    "range", "nvtx_domain", "kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes",
+    "memcpy_time_ns", "memset_count", "memset_bytes", "memset_time_ns", "gpu_time_ns",
+    "first_start_ns", "last_end_ns", "span_ns", "gap_total_ns", "gap_max_ns", "range_wall_ns",
+    "occurrences",
+)
+
+# CUPTI memory operation tables -> MEMORY_OP_COLUMNS["operation"]
+_MEMORY_TABLES = {"memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY", "memset": "CUPTI_ACTIVITY_KIND_MEMSET"}
+# ENUM_CUDA_MEMCPY_OPER name -> copy_kind (the short form nsys itself prints, e.g. "DtoD")
+_COPY_KINDS = {
+    "CUDA_MEMCPY_KIND_UNKNOWN": "unknown", "CUDA_MEMCPY_KIND_HTOD": "HtoD", "CUDA_MEMCPY_KIND_DTOH": "DtoH",
+    "CUDA_MEMCPY_KIND_HTOA": "HtoA", "CUDA_MEMCPY_KIND_ATOH": "AtoH", "CUDA_MEMCPY_KIND_ATOA": "AtoA",
+    "CUDA_MEMCPY_KIND_ATOD": "AtoD", "CUDA_MEMCPY_KIND_DTOA": "DtoA", "CUDA_MEMCPY_KIND_DTOD": "DtoD",
+    "CUDA_MEMCPY_KIND_HTOH": "HtoH", "CUDA_MEMCPY_KIND_PTOP": "PtoP", "CUDA_MEMCPY_KIND_UVM_HTOD": "UVM HtoD",
+    "CUDA_MEMCPY_KIND_UVM_DTOH": "UVM DtoH", "CUDA_MEMCPY_KIND_UVM_DTOD": "UVM DtoD",
+}
+_DEFAULT_COPY_KIND_IDS = dict(enumerate(_COPY_KINDS))          # schema 3.20 ids, for exports without the enum
+_DEFAULT_MEMORY_KINDS = dict(enumerate(                         # ENUM_CUDA_MEM_KIND labels, schema 3.20
+    ("Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static", "Unknown")))
 
 # TARGET_INFO_GPU column -> key of NsysParse.gpu (units in the key name)
 _GPU_FIELDS = {
@@ -85,8 +116,10 @@ class NsysParse:
 
     source: Path
     kernels: pd.DataFrame     # one row per kernel execution, KERNEL_COLUMNS
-    ranges: pd.DataFrame      # one row per (NVTX range path, domain) that has kernels, RANGE_COLUMNS
+    ranges: pd.DataFrame      # one row per (NVTX range path, domain) with GPU work, RANGE_COLUMNS
     gpu: dict[str, object]    # the GPU that ran the kernels (most kernels if several)
+    memory_ops: pd.DataFrame = field(default_factory=lambda: _empty_memory_ops())
+    # one row per GPU memcpy/memset, MEMORY_OP_COLUMNS
 
 
 def parse_nsys_sqlite(path: str | Path) -> NsysParse:
@@ -95,15 +128,16 @@ def parse_nsys_sqlite(path: str | Path) -> NsysParse:
     _check_file(path)
     conn = _connect(path)
     try:
-        kernels, ranges, gpu = _parse(conn, path)
+        kernels, memory_ops, ranges, gpu = _parse(conn, path)
     except sqlite3.DatabaseError as exc:
         raise ExportParseError(
             f"{path}: unreadable SQLite export ({exc}); re-run `nsys export --type sqlite` on the .nsys-rep"
         ) from exc
     finally:
         conn.close()
-    log.info("%s: %d kernels in %d NVTX ranges", path, len(kernels), len(ranges))
-    return NsysParse(source=path, kernels=kernels, ranges=ranges, gpu=gpu)
+    log.info("%s: %d kernels, %d memcpy/memset operations in %d NVTX ranges", path, len(kernels),
+             len(memory_ops), len(ranges))
+    return NsysParse(source=path, kernels=kernels, ranges=ranges, gpu=gpu, memory_ops=memory_ops)
 
 
 # --------------------------------------------------------------------------------------- opening
@@ -179,8 +213,8 @@ def _event_type_ids(conn: sqlite3.Connection, tables: set[str]) -> dict[str, int
 # --------------------------------------------------------------------------------------- parsing
 
 
-def _parse(conn: sqlite3.Connection, path: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, object]]:
-    """kernels -> their launches -> the ranges open at each launch -> per-range totals."""
+def _parse(conn: sqlite3.Connection, path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, object]]:
+    """kernels and memory ops -> their API calls -> the ranges open at each call -> per-range totals."""
     tables = _tables(conn)
     if "StringIds" not in tables:
         raise ExportParseError(f"{path}: SQLite file is not an Nsight Systems export (no StringIds table)")
@@ -190,13 +224,16 @@ def _parse(conn: sqlite3.Connection, path: Path) -> tuple[pd.DataFrame, pd.DataF
     if kernels.empty:
         raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
     _warn_whole_graphs(conn, tables)
+    memory_ops = _read_memory_ops(conn, tables)
     launches = _read_launches(conn, tables)
     kernels = kernels.merge(launches, on=["process_key", "correlation_id"], how="left")
+    memory_ops = memory_ops.merge(launches, on=["process_key", "correlation_id"], how="left")
     nvtx = _read_push_pop_ranges(conn, tables)
-    kernels, nvtx = _attribute(kernels, nvtx)
-    ranges = _range_table(kernels, nvtx)
+    kernels, memory_ops, nvtx = _attribute_all(kernels, memory_ops, nvtx)
+    ranges = _range_table(kernels, memory_ops, nvtx)
     gpu = _read_gpu(conn, tables, kernels)
-    return kernels.loc[:, list(KERNEL_COLUMNS)].reset_index(drop=True), ranges, gpu
+    return (kernels.loc[:, list(KERNEL_COLUMNS)].reset_index(drop=True),
+            memory_ops.loc[:, list(MEMORY_OP_COLUMNS)].reset_index(drop=True), ranges, gpu)
 
 
 def _read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
@@ -246,18 +283,75 @@ def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
     return "(" + x + ", " + y + ", " + z + ")"
 
 
+def _empty_memory_ops() -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in MEMORY_OP_COLUMNS})
+
+
+def _read_memory_ops(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """GPU memcpy and memset executions with kind names and the process key the launch join needs."""
+    parts = []
+    for operation, table in _MEMORY_TABLES.items():
+        if table not in tables:
+            continue
+        cols = _columns(conn, table)
+        opt = {c: f"m.{c}" if c in cols else "NULL" for c in
+               ("correlationId", "globalPid", "graphNodeId", "copyKind", "srcKind", "dstKind", "memKind")}
+        if operation == "memset":            # a memset writes memory of one kind; no copy direction
+            opt["copyKind"], opt["srcKind"], opt["dstKind"] = "NULL", "NULL", opt["memKind"]
+        parts.append(_query(conn, f"""
+            SELECT '{operation}' AS operation, {opt['correlationId']} AS correlation_id,
+                   {opt['copyKind']} AS copy_kind_id, {opt['srcKind']} AS src_kind_id,
+                   {opt['dstKind']} AS dst_kind_id, m.bytes AS size_bytes, m.start AS start_ns,
+                   m."end" AS end_ns, m.deviceId AS device_id, m.streamId AS stream_id,
+                   {opt['graphNodeId']} AS graph_node_id, {opt['globalPid']} AS global_pid
+            FROM {table} AS m
+        """))
+    raw = ["operation", "correlation_id", "copy_kind_id", "src_kind_id", "dst_kind_id", "size_bytes", "start_ns",
+           "end_ns", "device_id", "stream_id", "graph_node_id", "global_pid"]
+    parts = [p for p in parts if not p.empty] or [pd.DataFrame({c: pd.Series(dtype=object) for c in raw})]
+    df = pd.concat(parts, ignore_index=True).sort_values(["start_ns", "end_ns"], kind="stable")
+    for col in ("correlation_id", "graph_node_id", "size_bytes", "start_ns", "end_ns", "device_id", "stream_id"):
+        df[col] = df[col].astype("Int64")
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    seconds = df["duration_ns"].astype(float).where(df["duration_ns"] > 0) / 1e9
+    df["throughput_bytes_per_s"] = df["size_bytes"].astype(float) / seconds
+    copy_kinds, memory_kinds = _memory_enums(conn, tables)
+    df["copy_kind"] = df["copy_kind_id"].map(copy_kinds)
+    df["src_kind"] = df["src_kind_id"].map(memory_kinds)
+    df["dst_kind"] = df["dst_kind_id"].map(memory_kinds)
+    pid = df["global_pid"].astype("Int64")
+    df["process_key"] = pid // (1 << _ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    return df.drop(columns=["copy_kind_id", "src_kind_id", "dst_kind_id", "global_pid"]).reset_index(drop=True)
+
+
+def _memory_enums(conn: sqlite3.Connection, tables: set[str]) -> tuple[dict[int, str], dict[int, str]]:
+    """copyKind id -> "DtoD" etc., memory kind id -> "Device" etc., from the export's enums when present."""
+    copy_kinds = {i: _COPY_KINDS[n] for i, n in _DEFAULT_COPY_KIND_IDS.items()}
+    memory_kinds = dict(_DEFAULT_MEMORY_KINDS)
+    if "ENUM_CUDA_MEMCPY_OPER" in tables:
+        for kind_id, name in conn.execute("SELECT id, name FROM ENUM_CUDA_MEMCPY_OPER"):
+            copy_kinds[int(kind_id)] = _COPY_KINDS.get(name, str(name).removeprefix("CUDA_MEMCPY_KIND_"))
+    if "ENUM_CUDA_MEM_KIND" in tables:
+        for kind_id, label in conn.execute("SELECT id, label FROM ENUM_CUDA_MEM_KIND"):
+            memory_kinds[int(kind_id)] = str(label)
+    return copy_kinds, memory_kinds
+
+
 def _read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
-    """The runtime/driver call behind each kernel: its API name, thread and start time."""
+    """The runtime/driver call behind each kernel, memcpy and memset: API name, thread, start time."""
     columns = ["process_key", "correlation_id", "launch_api", "launch_start_ns", "global_tid", "thread_id"]
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
         log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
-    df = _query(conn, """
+    gpu_work = ["CUPTI_ACTIVITY_KIND_KERNEL"] + [t for t in _MEMORY_TABLES.values() if t in tables]
+    correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
+    df = _query(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,
                r.start AS launch_start_ns, s.value AS launch_api
         FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
         LEFT JOIN StringIds AS s ON s.id = r.nameId
-        WHERE r.correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL)
+        WHERE r.correlationId IN ({correlated})
     """)
     for col in ("correlation_id", "global_tid", "launch_start_ns"):
         df[col] = df[col].astype("Int64")
@@ -329,6 +423,18 @@ def _domain_names(ranges: pd.DataFrame, domains: pd.DataFrame) -> pd.Series:
 # (outermost first, each followed by its own query), then launch queries, then zero-length pops.
 
 _POP_OLDER, _PUSH, _LAUNCH, _POP_ZERO = 0, 1, 2, 3
+
+
+def _attribute_all(kernels: pd.DataFrame, memory_ops: pd.DataFrame,
+                   nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Kernels and memory ops attributed in one sweep: both are found through their API call."""
+    keys = ["global_tid", "launch_start_ns"]
+    calls = pd.concat([kernels.loc[:, keys], memory_ops.loc[:, keys]], ignore_index=True).astype("Int64")
+    calls, nvtx = _attribute(calls.drop_duplicates().reset_index(drop=True), nvtx)
+    found = ["nvtx_range", "nvtx_domain", "range_instance"]
+    kernels = kernels.merge(calls.loc[:, keys + found], on=keys, how="left")
+    memory_ops = memory_ops.astype({k: "Int64" for k in keys}).merge(calls.loc[:, keys + found], on=keys, how="left")
+    return kernels, memory_ops, nvtx
 
 
 def _attribute(kernels: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -437,20 +543,49 @@ def _containing(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------- range table
 
 
-def _range_table(kernels: pd.DataFrame, nvtx: pd.DataFrame) -> pd.DataFrame:
-    """Per (range path, domain): GPU time, GPU-timeline gaps between its kernels, CPU wall time."""
+def _range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame) -> pd.DataFrame:
+    """Per (range path, domain): GPU time, its kernel/memcpy/memset parts, idle gaps, CPU wall time.
+
+    `gpu_time_ns` is the GPU busy time of the range: the union of the [start, end) intervals of
+    every kernel, memcpy and memset attributed to it, taken per call (push) of the range and summed
+    over its calls; divide by `occurrences` for the time per call. Work on one stream never
+    overlaps, so there it equals the sum of the durations. `kernel_time_ns`, `memcpy_time_ns`
+    and `memset_time_ns` are plain sums of durations of each kind (kernel-only time, as
+    before memory ops were counted, is `kernel_time_ns`). Gaps are idle GPU time between two
+    operations of one call.
+    """
     keys = ["nvtx_range", "nvtx_domain"]
-    k = kernels.loc[kernels["nvtx_range"] != "", keys + ["range_instance", "start_ns", "end_ns", "duration_ns"]]
-    if k.empty:
+    cols = keys + ["range_instance", "start_ns", "end_ns", "duration_ns"]
+    k = kernels.loc[kernels["nvtx_range"] != "", cols].assign(operation="kernel", size_bytes=0)
+    m = memory_ops.loc[memory_ops["nvtx_range"] != "", cols + ["operation", "size_bytes"]]
+    work = pd.concat([k, m], ignore_index=True) if not m.empty else k
+    if work.empty:
         return pd.DataFrame({c: pd.Series(dtype=object if c in ("range", "nvtx_domain") else np.int64)
                              for c in RANGE_COLUMNS})
-    k = k.sort_values(keys + ["start_ns", "end_ns"], kind="stable")
-    group = [k[c] for c in keys + ["range_instance"]]   # gaps inside one call of the range
-    busy_until = k.groupby(group)["end_ns"].cummax().groupby(group).shift()
-    k = k.assign(gap_ns=(k["start_ns"] - busy_until).clip(lower=0).fillna(0).astype(np.int64))
-    out = k.groupby(keys, sort=True).agg(
-        kernel_count=("duration_ns", "size"),
-        gpu_time_ns=("duration_ns", "sum"),
+    work = work.astype({"start_ns": np.int64, "end_ns": np.int64, "duration_ns": np.int64})
+    work["size_bytes"] = work["size_bytes"].fillna(0).astype(np.int64)
+    work = work.sort_values(keys + ["start_ns", "end_ns"], kind="stable")
+    group = [work[c] for c in keys + ["range_instance"]]   # busy time and gaps inside one call of the range
+    busy_until = work.groupby(group)["end_ns"].cummax().groupby(group).shift()
+    work["gap_ns"] = (work["start_ns"] - busy_until).clip(lower=0).fillna(0).astype(np.int64)
+    # the part of each operation not already covered by an earlier one of the same call
+    covered_from = np.maximum(work["start_ns"], busy_until.fillna(work["start_ns"]).astype(np.int64))
+    work["busy_ns"] = (work["end_ns"] - covered_from).clip(lower=0).astype(np.int64)
+    for op in ("kernel", "memcpy", "memset"):
+        mine = work["operation"] == op
+        work[f"{op}_count"] = mine.astype(np.int64)
+        work[f"{op}_ns"] = work["duration_ns"].where(mine, 0)
+        work[f"{op}_bytes"] = work["size_bytes"].where(mine, 0)
+    out = work.groupby(keys, sort=True).agg(
+        kernel_count=("kernel_count", "sum"),
+        kernel_time_ns=("kernel_ns", "sum"),
+        memcpy_count=("memcpy_count", "sum"),
+        memcpy_bytes=("memcpy_bytes", "sum"),
+        memcpy_time_ns=("memcpy_ns", "sum"),
+        memset_count=("memset_count", "sum"),
+        memset_bytes=("memset_bytes", "sum"),
+        memset_time_ns=("memset_ns", "sum"),
+        gpu_time_ns=("busy_ns", "sum"),
         first_start_ns=("start_ns", "min"),
         last_end_ns=("end_ns", "max"),
         gap_total_ns=("gap_ns", "sum"),
