@@ -246,9 +246,15 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+// Spin until the phase with parity `parity` has completed. kBackoff sleeps between polls
+// (8 ns doubling to 256 ns, as cuda::pipeline's waits do): the producer waits on `empty` for a
+// whole tile's math, and polling flat out takes issue slots from the consumer warps sharing its
+// scheduler: at degree 128 (math-bound) that made this kernel 1.7x slower than the others.
+template <bool kBackoff>
 __device__ __forceinline__ void mbar_wait_parity(uint64_t* bar, uint32_t parity) {
     uint32_t done = 0;
-    do {
+    uint32_t sleep_ns = 8;
+    while (true) {
         asm volatile(
             "{\n"
             ".reg .pred p;\n"
@@ -258,12 +264,16 @@ __device__ __forceinline__ void mbar_wait_parity(uint64_t* bar, uint32_t parity)
             : "=r"(done)
             : "r"(smem_addr(bar)), "r"(parity)
             : "memory");
-    } while (!done);
+        if (done) break;
+        if constexpr (kBackoff) {
+            __nanosleep(sleep_ns);
+            sleep_ns = sleep_ns < 256 ? 2 * sleep_ns : 256;
+        }
+    }
 }
 
 // Min 4 blocks per SM caps registers at 56: left alone, ptxas keeps all 129 coefficients of
-// the degree-128 instance in registers (120 per thread), one block fits per SM, and that
-// instance ran 40% slower than the others (H200, 2026-11-26).
+// the degree-128 instance in registers (120 per thread) and only one block fits per SM.
 template <int D>
 __global__ void __launch_bounds__(kComputeThreads + kProducerThreads, 4)
 warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ y4, const float* __restrict__ x,
@@ -287,7 +297,7 @@ warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ 
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++it) {
                 const int s = it % kStages;
                 // first pass: a fresh barrier's "previous phase" (parity 1) counts as complete
-                mbar_wait_parity(&empty[s], ((it / kStages) & 1) ^ 1);
+                mbar_wait_parity<true>(&empty[s], ((it / kStages) & 1) ^ 1);
                 const uint32_t bytes = static_cast<uint32_t>(tile_valid(t, n4)) * sizeof(float4);
                 asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                              ::"r"(smem_addr(&full[s])), "r"(bytes) : "memory");
@@ -305,7 +315,7 @@ warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ 
     for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++it) {
         const int s = it % kStages;
         const int valid = tile_valid(t, n4);
-        mbar_wait_parity(&full[s], (it / kStages) & 1);
+        mbar_wait_parity<false>(&full[s], (it / kStages) & 1);
         float4 v[kVecPerThread];
         read_slice(buf[s], v, valid, ctid);
         __syncwarp();
