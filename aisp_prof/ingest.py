@@ -40,12 +40,16 @@ def _ncu(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     return _with_variant(parsed.launches, pair), parsed.metrics
 
 
-def _nsys(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
+    """Fill data's timeline, memory_ops and ranges from an nsys export; return the GPU it describes."""
     from .parse.nsys_sqlite import parse_nsys_sqlite
 
     parsed = parse_nsys_sqlite(path)
     ranges = parsed.ranges.rename(columns={"range": "nvtx_range"})
-    return _with_variant(parsed.kernels, pair), _with_variant(ranges, pair), parsed.gpu
+    data.timeline = _with_variant(parsed.kernels, pair)
+    data.memory_ops = _with_variant(parsed.memory_ops, pair)
+    data.ranges = _with_variant(ranges, pair)
+    return parsed.gpu
 
 
 def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[str, Any]:
@@ -74,7 +78,7 @@ def load_run_dir(run_dir: Path) -> RunData:
     if (run_dir / runner.NCU_CSV).exists():
         data.kernels, data.metrics = _ncu(run_dir / runner.NCU_CSV, pair)
     if (run_dir / runner.NSYS_SQLITE).exists():
-        data.timeline, data.ranges, _ = _nsys(run_dir / runner.NSYS_SQLITE, pair)
+        _nsys(run_dir / runner.NSYS_SQLITE, pair, data)
     if (run_dir / runner.CHECK_JSON).exists():
         check = json.loads((run_dir / runner.CHECK_JSON).read_text())
         data.checks = [_flat(c) for c in check.get("check", {}).get("checks", [])]
@@ -101,8 +105,7 @@ def load_export(path: Path, label: str | None = None) -> RunData:
             raise ExportParseError(f"{path}: no kernel launches in this ncu export")
         info["gpu"] = _gpu_from_metrics(data.metrics)
     elif name.endswith(".sqlite") or name.endswith(".db"):
-        data.timeline, data.ranges, gpu = _nsys(path, None)
-        info["gpu"] = gpu
+        info["gpu"] = _nsys(path, None, data)
     else:
         raise ExportParseError(f"{path}: not an ncu .csv/.ncu-rep or an nsys .sqlite export "
                                "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")

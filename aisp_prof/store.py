@@ -2,8 +2,12 @@
 
 Tables: runs, kernels (one row per ncu-profiled launch, tidy columns), metrics (every raw ncu
 metric in long form, so nothing measured is lost), timeline (one row per kernel nsys saw),
-ranges (per NVTX range), checks and timings. A run is written in one transaction: if anything
-fails half-way, no row of it remains.
+memory_ops (one row per GPU memcpy/memset nsys saw), ranges (per NVTX range), checks and
+timings. A run is written in one transaction: if anything fails half-way, no row of it remains.
+
+Schema changes only add: a table or column a newer parser writes is created on first insert
+(`alter=True`), and rows stored before it read back with it missing (table) or NULL (column).
+`ranges.gpu_time_ns` of runs stored before memory ops were parsed is kernel time only.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ class RunData:
     kernels: pd.DataFrame = field(default_factory=pd.DataFrame)
     metrics: pd.DataFrame = field(default_factory=pd.DataFrame)
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    memory_ops: pd.DataFrame = field(default_factory=pd.DataFrame)
     ranges: pd.DataFrame = field(default_factory=pd.DataFrame)
     checks: list[dict[str, Any]] = field(default_factory=list)
     timings: list[dict[str, Any]] = field(default_factory=list)
@@ -68,7 +73,7 @@ def _plain(v: Any) -> Any:
     return v
 
 
-_TABLES = ("kernels", "metrics", "timeline", "ranges", "checks", "timings")
+_TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings")
 
 
 def write_run(path: Path, data: RunData) -> str:
@@ -80,7 +85,7 @@ def write_run(path: Path, data: RunData) -> str:
         with db.atomic():
             db["runs"].insert(data.run, pk="run_id", alter=True)
             frames = {"kernels": data.kernels, "metrics": data.metrics, "timeline": data.timeline,
-                      "ranges": data.ranges}
+                      "memory_ops": data.memory_ops, "ranges": data.ranges}
             for name, frame in frames.items():
                 rows = _records(frame, data.run_id)
                 if rows:
