@@ -242,7 +242,11 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
 @db_option
 @json_option
 def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
-    """NVTX ranges of RUN from the nsys timeline: kernels, GPU time, gaps between kernels.
+    """NVTX ranges of RUN from the nsys timeline: kernels, memcpys, memsets, GPU time, gaps.
+
+    GPU time is the range's busy time summed over its calls: kernels, memcpys and memsets
+    launched in it (attributed by their API call, like kernels); gaps are idle GPU time
+    between them within a call.
 
     \b
     Example:
@@ -254,11 +258,14 @@ def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         _echo_json(rows)
         return
-    from .render.table import duration, render
+    from .render.table import duration, memory_ops_cell, render
 
-    click.echo(render(["range", "calls", "kernels", "GPU time", "gaps", "max gap"],
-                      [[r["range"], r.get("occurrences"), r["kernel_count"], duration(r["gpu_time_ns"]),
-                        duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))] for r in rows]))
+    click.echo(render(["range", "calls", "kernels", "memcpy", "memset", "GPU time", "gaps", "max gap"],
+                      [[r["range"], r.get("occurrences"), r["kernel_count"],
+                        memory_ops_cell(r.get("memcpy_count"), r.get("memcpy_bytes"), r.get("memcpy_time_ns")),
+                        memory_ops_cell(r.get("memset_count"), r.get("memset_bytes"), r.get("memset_time_ns")),
+                        duration(r["gpu_time_ns"]), duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))]
+                       for r in rows]))
 
 
 @cli.command("summary")

@@ -49,7 +49,8 @@ def kernel_records(db: Path, run: str, variant: str | None = None) -> list[dict[
 
 
 def range_records(db: Path, run: str) -> list[dict[str, Any]]:
-    """Per NVTX range: `range`, `kernel_count`, `gpu_time_ns`, gaps, occurrences."""
+    """Per NVTX range: `range`, `kernel_count`, `memcpy_*`/`memset_*` (count, bytes, time),
+    `gpu_time_ns` (busy time of kernels and memory ops, summed over calls), gaps, occurrences."""
     run_id = resolve_run(db, run)
     ranges = read_table(db, "ranges", run_id)
     if ranges.empty:

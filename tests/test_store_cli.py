@@ -138,3 +138,76 @@ def test_import_ncu_rep_gz_through_ncu_report(tmp_path):
     rows = json.loads(invoke("kernels", "latest", "--db", db, "--json").stdout)
     assert len(rows) == 11
     assert {"aisp/pairA/baseline", "aisp/pairG/graph"} <= {r["nvtx_range"] for r in rows}
+
+
+# ------------------------------------------------ memcpy/memset through store, summary and CLI
+
+SPARSITY_RUN = Path(__file__).parent.parent / "profiles" / "samples" / "20261126T034324Z-ch09.structured_sparsity-c433"
+COPY_BYTES = 16384 * 16384 * 2      # C = m x n bf16 (run.json sizes), copied once per call by c.copy_
+
+
+def test_sample_memory_ops_are_stored_and_summarized(tmp_path):
+    db = str(tmp_path / "a.db")
+    res = invoke("import", str(SPARSITY_RUN), "--db", db)
+    assert res.exit_code == 0, res.output
+    run_id = res.stdout.strip()
+    ops = store.read_table(Path(db), "memory_ops", run_id)
+    copies = ops.loc[(ops["operation"] == "memcpy") & (ops["variant"] != "")]
+    assert copies.groupby("variant")["size_bytes"].agg(["size", "sum"]).to_dict("index") == {
+        "sparse24": {"size": 5, "sum": 5 * COPY_BYTES}, "sparse24_tuned": {"size": 5, "sum": 5 * COPY_BYTES}}
+    assert set(copies["copy_kind"]) == {"DtoD"}
+
+    ranges = {r["variant"]: r for r in json.loads(invoke("ranges", run_id, "--db", db, "--json").stdout)}
+    assert ranges["baseline"]["memcpy_count"] == 0
+    for v in ("sparse24", "sparse24_tuned"):
+        assert ranges[v]["memcpy_count"] == 5 and ranges[v]["memcpy_bytes"] == 5 * COPY_BYTES
+        assert ranges[v]["memcpy_time_ns"] == copies.loc[copies["variant"] == v, "duration_ns"].sum()
+
+    summary = {r["variant"]: r for r in json.loads(invoke("summary", run_id, "--db", db, "--json").stdout)["summary"]}
+    for v in ("sparse24", "sparse24_tuned"):
+        s, r = summary[v], ranges[v]
+        assert s["memcpy_per_call"] == 1 and s["memcpy_bytes_per_call"] == COPY_BYTES
+        assert s["memcpy_time_ns"] == pytest.approx(r["memcpy_time_ns"] / 5)
+        assert s["kernel_time_ns"] == pytest.approx(r["kernel_time_ns"] / 5)
+        # one stream: per-call GPU time is kernels + the copy + the memsets
+        assert s["gpu_time_ns"] == pytest.approx(s["kernel_time_ns"] + s["memcpy_time_ns"] + s["memset_time_ns"])
+        assert s["gpu_time_ns"] - s["kernel_time_ns"] > 0.24e6          # the ~0.25 ms copy is in
+    assert summary["baseline"]["memcpy_per_call"] == 0
+    text = invoke("summary", run_id, "--db", db).stdout
+    assert "memcpy" in text and "1 x 537 MB" in text
+    assert "5 x 2.68 GB" in invoke("ranges", run_id, "--db", db).stdout
+
+
+def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path):
+    """A run stored by the kernel-only parser: ranges without the memory columns, no memory_ops table."""
+    from aisp_prof.ingest import load_run_dir
+
+    db = tmp_path / "old.db"
+    old = load_run_dir(SPARSITY_RUN)
+    old_columns = ["nvtx_range", "variant", "nvtx_domain", "kernel_count", "gpu_time_ns", "first_start_ns",
+                   "last_end_ns", "span_ns", "gap_total_ns", "gap_max_ns", "range_wall_ns", "occurrences"]
+    old.ranges = old.ranges.assign(gpu_time_ns=old.ranges["kernel_time_ns"]).loc[:, old_columns]
+    old.memory_ops = old.memory_ops.iloc[0:0]
+    store.write_run(db, old)
+    con = sqlite3.connect(db)
+    assert "memory_ops" not in {r[0] for r in con.execute("select name from sqlite_master where type='table'")}
+    assert "memcpy_count" not in {r[1] for r in con.execute("pragma table_info(ranges)")}
+    con.close()
+
+    def old_summary():
+        res = invoke("summary", old.run_id, "--db", str(db), "--json")
+        assert res.exit_code == 0, res.output
+        return {r["variant"]: r for r in json.loads(res.stdout)["summary"]}
+
+    before = old_summary()
+    assert "memcpy_per_call" not in before["sparse24"]          # nothing made up for what was not parsed
+    assert invoke("summary", old.run_id, "--db", str(db)).exit_code == 0
+    assert invoke("ranges", old.run_id, "--db", str(db)).exit_code == 0
+    # a new run adds the table and columns; the old run's rows read back with them NULL
+    res = invoke("import", str(H200 / "l2norm_pair_nsys.sqlite"), "--db", str(db))
+    assert res.exit_code == 0, res.output
+    after = old_summary()
+    assert after["sparse24"]["gpu_time_ns"] == before["sparse24"]["gpu_time_ns"]
+    assert after["sparse24"].get("memcpy_per_call") is None
+    new_ranges = json.loads(invoke("ranges", "latest", "--db", str(db), "--json").stdout)
+    assert {r["range"]: r["memcpy_count"] for r in new_ranges} == {"baseline": 0, "optimized": 0}

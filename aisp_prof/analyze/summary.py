@@ -3,6 +3,14 @@
 Time comes from nsys (real launches, no replay, per call); bytes, FLOPs and stall reasons come
 from ncu (one replayed launch of each kernel); correctness from the check child. Each figure
 keeps its source in its name so nobody mixes a replayed ncu duration with a timeline time.
+
+`gpu_time_ns` is per call of the variant's NVTX range. From nsys it is the GPU busy time of
+everything the call issued: kernels, memcpys and memsets (union of their intervals, so work
+overlapping on two streams is not counted twice); `kernel_time_ns` is the kernels' share alone,
+and `memcpy_*` / `memset_*` say how many copies and sets a call issued, their bytes and time.
+Without an nsys timeline it falls back to the sum of ncu's replayed kernel durations, which has
+no memory ops (`gpu_time_source` tells which). Runs stored before memory ops were parsed have
+kernel-only `gpu_time_ns` and no `memcpy_*` / `memset_*` fields.
 """
 from __future__ import annotations
 
@@ -36,6 +44,23 @@ def _sum(df: pd.DataFrame, col: str) -> float | None:
     return float(df[col].astype(float).sum())
 
 
+# ranges column -> summary key (per call)
+_PER_CALL = {"kernel_time_ns": "kernel_time_ns", "memcpy_count": "memcpy_per_call",
+             "memcpy_bytes": "memcpy_bytes_per_call", "memcpy_time_ns": "memcpy_time_ns",
+             "memset_count": "memset_per_call", "memset_bytes": "memset_bytes_per_call",
+             "memset_time_ns": "memset_time_ns"}
+
+
+def _memory_ops_per_call(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
+    """Kernel time and memcpy/memset counts, bytes and time per call; absent for older runs' rows."""
+    out = {}
+    for column, key in _PER_CALL.items():
+        total = _sum(ranges, column)
+        if total is not None:
+            out[key] = total / occurrences
+    return out
+
+
 def _ordered_variants(info: dict[str, Any], *frames: pd.DataFrame) -> list[str]:
     order = list(info.get("variants") or [])
     for f in frames:
@@ -58,6 +83,7 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             row["kernels_per_call"] = float(r["kernel_count"].sum()) / occ
             row["gpu_time_ns"] = float(r["gpu_time_ns"].sum()) / occ
             row["gpu_time_source"] = "nsys"
+            row.update(_memory_ops_per_call(r, occ))
         elif not k.empty:
             row["kernels_per_call"] = float(len(k))
             row["gpu_time_ns"] = _sum(k, "duration_ns")

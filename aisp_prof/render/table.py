@@ -34,10 +34,21 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def memory_ops_cell(count: float | None, size_bytes: float | None, time_ns: float | None) -> str:
+    """Memcpys or memsets of one call: '1 x 537 MB, 254.1 us'; none (or not recorded) -> '-'."""
+    if not count:
+        return "-"
+    return f"{count:g} x {si(size_bytes, 'B')}, {duration(time_ns)}"
+
+
 def summary_table(rows: list[dict[str, Any]]) -> str:
-    """The `aisp-prof run` summary: one line per variant."""
-    headers = ["variant", "kernels", "gpu time", "speedup", "correct", "DRAM bytes", "FLOPs",
-               "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
+    """The `aisp-prof run` summary: one line per variant; gpu time and memcpy/memset are per call.
+
+    "gpu time" includes the memcpys and memsets a call issued (nsys); the two memory columns
+    show how many, how many bytes and how long, so a copy that costs time is visible.
+    """
+    headers = ["variant", "kernels", "gpu time", "memcpy", "memset", "speedup", "correct", "DRAM bytes",
+               "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
     body = []
     for r in rows:
         correct = {True: "yes", False: "NO"}.get(r.get("correct"), "-")
@@ -45,6 +56,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         kernels = r.get("kernels_per_call")
         body.append([
             r["variant"], f"{kernels:g}" if kernels is not None else "-", duration(r.get("gpu_time_ns")),
+            memory_ops_cell(r.get("memcpy_per_call"), r.get("memcpy_bytes_per_call"), r.get("memcpy_time_ns")),
+            memory_ops_cell(r.get("memset_per_call"), r.get("memset_bytes_per_call"), r.get("memset_time_ns")),
             f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", correct,
             si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), si(r.get("dram_bytes_per_s"), "B/s"),
             si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
