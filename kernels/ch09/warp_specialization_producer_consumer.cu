@@ -272,10 +272,13 @@ __device__ __forceinline__ void mbar_wait_parity(uint64_t* bar, uint32_t parity)
     }
 }
 
-// Min 4 blocks per SM caps registers at 56: left alone, ptxas keeps all 129 coefficients of
-// the degree-128 instance in registers (120 per thread) and only one block fits per SM.
+// Known limit, degree 128 only: ptxas keeps this instance's 129 coefficients in registers (120
+// per thread, one block per SM: 427 us = 67% of the bound on an H200, where the other schedules
+// reach 90-98%). Capping registers with a min-blocks launch bound made it spill 276 bytes per
+// thread and run slower still (520 us H200, 600 us H100: 2.4x the DRAM bytes, long_scoreboard
+// stalls), so there is no cap; degrees 16-64 use 45-51 registers and fit 4 blocks per SM.
 template <int D>
-__global__ void __launch_bounds__(kComputeThreads + kProducerThreads, 4)
+__global__ void __launch_bounds__(kComputeThreads + kProducerThreads)
 warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ y4, const float* __restrict__ x,
                             float* __restrict__ y, long long n, long long n4, int ntiles, const Poly p) {
     __shared__ __align__(128) float4 buf[kStages][kTileVec];
