@@ -33,6 +33,13 @@ independent Horner chains each, so only the schedule differs):
                     optimized variant of the book's pair).
   direct            no shared memory and no barriers: loads straight to registers. A control:
                     what the warp schedulers overlap on their own, with nothing staged.
+  warp_specialized_tma
+                    Hopper's producer: the same two stages and eight consumer warps, but one
+                    thread of the producer warp moves each 16 KiB tile with a single bulk copy
+                    (cp.async.bulk, the TMA engine's 1-D form; UBLKCP in SASS) that completes
+                    transaction bytes on the stage's `full` mbarrier; consumer warps arrive on
+                    an `empty` mbarrier when their slice is in registers. 1024 cp.async per tile
+                    become one instruction; the producer sleeps (nanosleep backoff) between polls.
 Consumers move their slice of a stage into registers and release it before the math, so the
 stage refills during the math of the tile it held.
 
@@ -67,7 +74,16 @@ timed yet; `bash scripts/warp_spec_gpu.sh` on a GPU re-measures all of it.
     issues all 1024 cp.async of a tile, its registers cost a resident block (4 per SM, not 5),
     and its consumers wait longer on the stage barrier (long_scoreboard 2.9). Its Hopper payoff
     needs the bulk copy engine (one thread moves a tile) and setmaxnreg (sm_90a).
-  - Nothing reaches the bound (<= 81% of 143 us): near the ridge the FMA pipe (84-92% of issue
+  - The Hopper producer closes most of the rest (H200, 2026-11-26, scripts/warp_spec_gpu.sh,
+    notes/2026-11-26-hopper-probes/warp_spec_final_log.txt): warp_specialized_tma 167.0 us =
+    85.6% of the bound at full occupancy (pipelined 81.1%, baseline 78.3%; `aisp-prof run`:
+    169.4 vs 183.8 us, 1.09x) and 174.1-175.1 us at one block per SM, 1.78x the baseline
+    (pipelined 1.59x). With one instruction per tile the producer costs the consumers no
+    issue slots; its blocks hold 4 per SM (288 threads, 51 registers). Known limit: at
+    degree 128 ptxas keeps the coefficients in 120 registers (1 block/SM) and it reaches only
+    ~67% of the bound there. On an H100 (memory-bound at degree 64: 178 us DRAM vs 142 us
+    math) every schedule lands at 89-91% and none wins.
+  - Before it, nothing reached the bound (<= 81% of 143 us): near the ridge the FMA pipe (84-92% of issue
     slots busy, ~14% of them not FFMA) and DRAM must both stay saturated at once. At degree 16
     (memory-bound) all variants reach 87-88% of the DRAM bound, at 128 (math-bound) 90-97% of
     the fp32 bound.
