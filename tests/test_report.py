@@ -360,16 +360,22 @@ def test_a_failed_check_is_shown_as_failed(tmp_path):
 
 
 def test_report_labels_the_sparse_roof_of_the_sparsity_sample(tmp_path):
-    """ch09.structured_sparsity (H200 sample): the baseline is judged against the dense bf16 roof,
-    sparse24 against the 2:4-sparse one, and the page names both."""
+    """ch09.structured_sparsity (H200 sample): the baseline is judged against the dense bf16 roof
+    (96% of it), sparse24 and sparse24_tuned against the 2:4-sparse one (50% and 77% of it), and
+    the page names both."""
     db = tmp_path / "a.db"
-    run_id = "20261126T015303Z-ch09.structured_sparsity-bfec"
+    run_id = "20261126T034324Z-ch09.structured_sparsity-c433"
     store_path(db, {d.name: d for d in sample_run_dirs()}[run_id])
     data = report.report_data(db, run_id)
     bound = {s["variant"]: s["bound"] for s in data["summary"]}
-    assert bound == {"baseline": "compute (tensor_bf16)", "sparse24": "compute (tensor_bf16 2:4 sparse)"}
+    assert bound == {"baseline": "compute (tensor_bf16)", "sparse24": "compute (tensor_bf16 2:4 sparse)",
+                     "sparse24_tuned": "compute (tensor_bf16 2:4 sparse)"}
     rows = {r["variant"]: r for r in data["roofline_rows"] if r["total"]}
-    assert rows["sparse24"]["precision_name"] == "tensor_bf16 2:4 sparse" and rows["sparse24"]["pct_of_roof"] < 60
+    assert rows["baseline"]["precision_name"] == "tensor_bf16"
+    assert rows["baseline"]["pct_of_roof"] == pytest.approx(96.2, abs=0.5)
+    for variant, pct in (("sparse24", 49.6), ("sparse24_tuned", 77.2)):
+        assert rows[variant]["precision_name"] == "tensor_bf16 2:4 sparse"
+        assert rows[variant]["pct_of_roof"] == pytest.approx(pct, abs=0.5), variant
     ceilings = {c["name"]: c for c in data["ceilings"]}
     sparse = ceilings["tensor_bf16 2:4 sparse compute"]
     assert sparse["theoretical"] == pytest.approx(2 * ceilings["tensor_bf16 compute"]["theoretical"])

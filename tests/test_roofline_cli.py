@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -141,7 +142,7 @@ def test_two_runs_compared(sample_db, tmp_path):
 
 def test_table_and_chart_name_the_sparse_roof(tmp_path):
     db = tmp_path / "a.db"
-    store_path(db, {d.name: d for d in sample_run_dirs()}["20261126T015303Z-ch09.structured_sparsity-bfec"])
+    store_path(db, {d.name: d for d in sample_run_dirs()}["20261126T034324Z-ch09.structured_sparsity-c433"])
     out = tmp_path / "sparse.png"
     res = invoke("roofline", "ch09.structured_sparsity", "--db", str(db), "--out", str(out))
     assert res.exit_code == 0, res.output
@@ -149,6 +150,9 @@ def test_table_and_chart_name_the_sparse_roof(tmp_path):
     sparse_roof = next(line for line in lines if line.startswith("tensor BF16 2:4 sparse"))
     assert "(2x dense, derived)" in sparse_roof
     assert any(line.startswith("tensor BF16 ") and "2:4" not in line for line in lines)
-    points = [line for line in lines if line.startswith("sparse24") and "FLOP/s" in line]
-    assert len(points) == 2 and all("tensor_bf16_sparse  compute" in line for line in points)
+    points = [line for line in lines if line.split(" ", 1)[0] in ("sparse24", "sparse24_tuned") and "FLOP/s" in line]
+    assert [line.split(" ", 1)[0] for line in points] == ["sparse24"] * 2 + ["sparse24_tuned"] * 2   # variant, kernel
+    assert all("tensor_bf16_sparse  compute" in line for line in points)
+    baseline = [line for line in lines if line.startswith("baseline ") and "FLOP/s" in line]
+    assert len(baseline) == 2 and all(re.search(r" tensor_bf16 +compute ", line) for line in baseline)
     assert out.stat().st_size > 10_000
