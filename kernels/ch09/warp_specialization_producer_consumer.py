@@ -82,7 +82,7 @@ timed yet; `bash scripts/warp_spec_gpu.sh` on a GPU re-measures all of it.
     issue slots; its blocks hold 4 per SM (288 threads, 51 registers). Known limit: at
     degree 128 ptxas keeps the coefficients in 120 registers (1 block/SM) and it reaches only
     ~67% of the bound there. On an H100 (memory-bound at degree 64: 178 us DRAM vs 142 us
-    math) every schedule lands at 89-91% and none wins.
+    math) every schedule lands at 88-90% of the bound and none wins.
   - Before it, nothing reached the bound (<= 81% of 143 us): near the ridge the FMA pipe (84-92% of issue
     slots busy, ~14% of them not FFMA) and DRAM must both stay saturated at once. At degree 16
     (memory-bound) all variants reach 87-88% of the DRAM bound, at 128 (math-bound) 90-97% of
