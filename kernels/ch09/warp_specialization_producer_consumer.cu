@@ -23,7 +23,7 @@
 //                       thread of the producer warp moves a whole 16 KiB tile with ONE bulk copy
 //                       (cp.async.bulk, the TMA engine's 1-D form) that completes transaction
 //                       bytes on the stage's `full` mbarrier; consumers wait on `full`, take
-//                       their slice into registers and arrive (one per warp) on the stage's
+//                       their slice into registers and arrive (every thread) on the stage's
 //                       `empty` mbarrier. 1024 cp.async per tile become one instruction.
 // Consumers copy their slice of a stage into registers and release it before the math, so a
 // stage refills while the previous tile is still being computed.
@@ -283,12 +283,11 @@ warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ 
                             float* __restrict__ y, long long n, long long n4, int ntiles, const Poly p) {
     __shared__ __align__(128) float4 buf[kStages][kTileVec];
     __shared__ __align__(8) uint64_t full[kStages];    // tile bytes landed
-    __shared__ __align__(8) uint64_t empty[kStages];   // every consumer warp has its slice
-    constexpr int kConsumerWarps = kComputeThreads / 32;
+    __shared__ __align__(8) uint64_t empty[kStages];   // every consumer thread has its slice
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) {
             asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&full[s])), "r"(1) : "memory");
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&empty[s])), "r"(kConsumerWarps)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(&empty[s])), "r"(kComputeThreads)
                          : "memory");
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");   // visible to the copy engine
@@ -301,6 +300,9 @@ warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ 
                 const int s = it % kStages;
                 // first pass: a fresh barrier's "previous phase" (parity 1) counts as complete
                 mbar_wait_parity<true>(&empty[s], ((it / kStages) & 1) ^ 1);
+                // the consumers' generic-proxy reads of this stage are ordered before the
+                // async-proxy (bulk copy) write that refills it
+                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
                 const uint32_t bytes = static_cast<uint32_t>(tile_valid(t, n4)) * sizeof(float4);
                 asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                              ::"r"(smem_addr(&full[s])), "r"(bytes) : "memory");
@@ -321,9 +323,11 @@ warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ 
         mbar_wait_parity<false>(&full[s], (it / kStages) & 1);
         float4 v[kVecPerThread];
         read_slice(buf[s], v, valid, ctid);
-        __syncwarp();
-        if (ctid % 32 == 0)   // the warp's slice is in registers: the stage may refill
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[s])) : "memory");
+        // Every thread arrives for itself: its arrive (a release) orders its own shared loads.
+        // One arrive per warp after __syncwarp was not enough: on an H100 ~2% of calls had 64
+        // wrong values, lanes 16-31 of one warp's LDS.128 overwritten by the next bulk copy
+        // before those lanes' loads had completed (scripts/warp_spec_diag.py).
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(&empty[s])) : "memory");
         compute_store<D>(v, y4 + static_cast<long long>(t) * kTileVec, valid, ctid, p);
     }
     tail<D>(x, y, n, ctid, p);

@@ -38,7 +38,7 @@ independent Horner chains each, so only the schedule differs):
                     thread of the producer warp moves each 16 KiB tile with a single bulk copy
                     (cp.async.bulk, the TMA engine's 1-D form; UBLKCP in SASS) that completes
                     transaction bytes on the stage's `full` mbarrier; consumer warps arrive on
-                    an `empty` mbarrier when their slice is in registers. 1024 cp.async per tile
+                    an `empty` mbarrier (each thread) when their slice is in registers. 1024 cp.async per tile
                     become one instruction; the producer sleeps (nanosleep backoff) between polls.
 Consumers move their slice of a stage into registers and release it before the math, so the
 stage refills during the math of the tile it held.
