@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .errors import RegressionError
+from .errors import CorrectnessError, RegressionError
 
 
 def _db(db: Path | None) -> Path:
@@ -90,10 +90,15 @@ def bench_run(targets: tuple[str, ...], profile: str, repeats: int, update_expec
                 rows.append([o.pair, "-", "-", "-", "-", "-", "-", o.status + (f": {o.message}" if o.message else "")])
             for v in o.verdicts:
                 fmt = duration if v.what == "time" else (lambda x: "-" if x is None else f"{x:.2f}x")
+                status = v.status + (f": {o.message}" if v.status in ("failed_check", "error") and o.message else "")
                 rows.append([v.pair, v.variant, v.what, fmt(v.expected), fmt(v.observed),
                              "-" if v.change is None else f"{v.change:+.1%}",
-                             "-" if v.tolerance is None else f"{v.tolerance:.1%}", v.status])
+                             "-" if v.tolerance is None else f"{v.tolerance:.1%}", status])
         click.echo(render(["pair", "variant", "what", "expected", "observed", "change", "tolerance", "status"], rows))
+    failed_checks = [o for o in outcomes if o.status == "failed_check"]
+    if failed_checks:    # no speed verdict stands on a failed check: exit 7, naming what failed
+        raise CorrectnessError("failed the correctness check: "
+                               + "; ".join(f"{o.pair} ({o.message or 'see its stored run'})" for o in failed_checks))
     if gate_failed(verdicts):
         moved = sorted({f"{v.pair}:{v.variant}" for v in verdicts if v.status in ("regressed", "missing", "failed_check")})
         raise RegressionError(f"regressed or failed: {', '.join(moved)}")

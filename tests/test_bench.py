@@ -102,3 +102,23 @@ def test_bench_list_targets():
     res = CliRunner().invoke(cli, ["bench", "list-targets", "--chapter", "ch09", "--json"])
     assert res.exit_code == 0
     assert "ch09.fused_l2norm" in {r["name"] for r in json.loads(res.stdout)}
+
+
+def test_bench_failed_check_exits_7_and_names_the_variant(monkeypatch, tmp_path):
+    """A failed correctness check outranks any timing verdict: exit 7, and both the table and
+    the one-line error say which pair failed and why (the message the check produced)."""
+    from aisp_prof.bench import runner
+
+    message = "variant(s) warp_specialized_tma failed the correctness check (max rel err 1.6e-03 > 1e-05)"
+
+    def fake_bench_one(pair, **kwargs):
+        verdicts = exp.compare(None, {"pair": pair.name, "variants": {}}, False)
+        return runner.PairOutcome(pair.name, "run-1", "failed_check", message, verdicts)
+
+    monkeypatch.setattr(runner, "current_hardware_key", lambda: "h100_80gb_hbm3")
+    monkeypatch.setattr(runner, "bench_one", fake_bench_one)
+    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.warp_specialization_producer_consumer",
+                                   "--db", str(tmp_path / "a.db"), "--profiles-dir", str(tmp_path / "p")])
+    assert res.exit_code == 7, res.output
+    assert "failed_check: " + message in res.stdout
+    assert "ch09.warp_specialization_producer_consumer" in res.stderr and "warp_specialized_tma" in res.stderr
