@@ -272,11 +272,11 @@ __device__ __forceinline__ void mbar_wait_parity(uint64_t* bar, uint32_t parity)
     }
 }
 
-// Known limit, degree 128 only: ptxas keeps this instance's 129 coefficients in registers (120
-// per thread, one block per SM: 427 us = 67% of the bound on an H200, where the other schedules
+// Known limit, degree 128 only: ptxas keeps this instance's 129 coefficients in registers (119
+// per thread, one block per SM: 374 us = 76% of the bound on an H200, where the other schedules
 // reach 90-98%). Capping registers with a min-blocks launch bound made it spill 276 bytes per
 // thread and run slower still (520 us H200, 600 us H100: 2.4x the DRAM bytes, long_scoreboard
-// stalls), so there is no cap; degrees 16-64 use 45-51 registers and fit 4 blocks per SM.
+// stalls), so there is no cap; degrees 16-64 use 40-49 registers and fit 4 blocks per SM.
 template <int D>
 __global__ void __launch_bounds__(kComputeThreads + kProducerThreads)
 warp_specialized_tma_kernel(const float4* __restrict__ x4, float4* __restrict__ y4, const float* __restrict__ x,

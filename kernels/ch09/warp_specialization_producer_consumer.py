@@ -74,15 +74,19 @@ timed yet; `bash scripts/warp_spec_gpu.sh` on a GPU re-measures all of it.
     issues all 1024 cp.async of a tile, its registers cost a resident block (4 per SM, not 5),
     and its consumers wait longer on the stage barrier (long_scoreboard 2.9). Its Hopper payoff
     needs the bulk copy engine (one thread moves a tile) and setmaxnreg (sm_90a).
-  - The Hopper producer closes most of the rest (H200, 2026-11-26, scripts/warp_spec_gpu.sh,
-    notes/2026-11-26-hopper-probes/warp_spec_final_log.txt): warp_specialized_tma 167.0 us =
-    85.6% of the bound at full occupancy (pipelined 81.1%, baseline 78.3%; `aisp-prof run`:
-    169.4 vs 183.8 us, 1.09x) and 174.1-175.1 us at one block per SM, 1.78x the baseline
-    (pipelined 1.59x). With one instruction per tile the producer costs the consumers no
-    issue slots; its blocks hold 4 per SM (288 threads, 51 registers). Known limit: at
-    degree 128 ptxas keeps the coefficients in 120 registers (1 block/SM) and it reaches only
-    ~67% of the bound there. On an H100 (memory-bound at degree 64: 178 us DRAM vs 142 us
-    math) every schedule lands at 88-90% of the bound and none wins.
+  - The Hopper producer closes most of the rest (H200, 2026-11-26, git 0cd0ca2,
+    scripts/warp_spec_gpu.sh, notes/2026-11-26-hopper-probes/warp_spec_fixed_h200_log.txt):
+    warp_specialized_tma 166.2 us = 86.0% of the bound at full occupancy (pipelined 81.1%,
+    baseline 78.3%; `aisp-prof run`: 166.9 vs 183.2 us, 1.10x) and 177.9-178.1 us at one block
+    per SM, 1.74-1.75x the baseline (pipelined 1.58x). With one instruction per tile the
+    producer costs the consumers no issue slots; its blocks hold 4 per SM (288 threads, 51
+    registers). Every consumer thread arrives on `empty` for itself: with one arrive per warp
+    ~2% of calls on an H100 had a stage refilled before lanes 16-31 had read it
+    (notes/2026-11-26-hopper-probes/warp_spec_tma_race_h100.md; 0 of 300-500 calls wrong since,
+    scripts/stress_check.py). Known limit: at degree 128 ptxas keeps the coefficients in 120
+    registers (1 block/SM) and it reaches 76% of the bound there (the others 90-98%). On an
+    H100 (memory-bound at degree 64: 178 us DRAM vs 142 us math) every schedule lands at 88-91%
+    of the bound and none wins; at one block per SM the bulk-copy producer is 1.72x.
   - Before it, nothing reached the bound (<= 81% of 143 us): near the ridge the FMA pipe (84-92% of issue
     slots busy, ~14% of them not FFMA) and DRAM must both stay saturated at once. At degree 16
     (memory-bound) all variants reach 87-88% of the DRAM bound, at 128 (math-bound) 90-97% of
