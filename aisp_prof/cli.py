@@ -217,7 +217,7 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
 @db_option
 @json_option
 def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> None:
-    """Kernel launches of RUN (an id, a unique prefix, or 'latest').
+    """Kernel launches of RUN (an id, a unique prefix, 'latest', or a pair name: its latest run).
 
     \b
     Example:
@@ -275,9 +275,12 @@ def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
 def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
     """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls.
 
+    RUN is a run id, a unique prefix of one, 'latest', or a pair name (its latest run).
+
     \b
-    Example:
+    Examples:
       aisp-prof summary latest
+      aisp-prof summary ch09.fused_l2norm --json
     """
     from .queries import run_summary
 

@@ -115,14 +115,19 @@ def list_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def resolve_run(path: Path, run: str) -> str:
-    """A full run id, a unique prefix of one, or 'latest'."""
-    runs = [r["run_id"] for r in list_runs(path)]
+    """A full run id, a unique prefix of one, 'latest', or a pair name (its latest run): what
+    an engineer types after `aisp-prof run ch09.fused_l2norm` is the pair, not the run id."""
+    listed = list_runs(path)
+    runs = [r["run_id"] for r in listed]
     if not runs:
         raise UnknownTargetError(f"no runs in {path}; `aisp-prof run` or `aisp-prof import` first")
     if run == "latest":
         return runs[-1]
     if run in runs:
         return run
+    of_pair = [r["run_id"] for r in listed if r.get("pair") == run]
+    if of_pair:
+        return of_pair[-1]
     matches = [r for r in runs if r.startswith(run)]
     if len(matches) == 1:
         return matches[0]

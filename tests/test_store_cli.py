@@ -211,3 +211,22 @@ def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path
     assert after["sparse24"].get("memcpy_per_call") is None
     new_ranges = json.loads(invoke("ranges", "latest", "--db", str(db), "--json").stdout)
     assert {r["range"]: r["memcpy_count"] for r in new_ranges} == {"baseline": 0, "optimized": 0}
+
+
+def test_a_pair_name_means_its_latest_run(tmp_path):
+    """`aisp-prof summary ch09.tma_wgmma_pipeline` after a run of that pair: the pair's newest
+    run, not an unknown-run error; a pair with no run is still a one-line exit-2 error."""
+    from aisp_prof.ingest import sample_run_dirs, store_path
+
+    db = tmp_path / "a.db"
+    dirs = {d.name: d for d in sample_run_dirs()}
+    tma = "20261126T033929Z-ch09.tma_wgmma_pipeline-ff3c"
+    sdpa = "20261126T033949Z-ch09.sdpa_attention-d4ce"
+    store_path(db, dirs[tma])
+    store_path(db, dirs[sdpa])                       # stored later: `latest` is sdpa
+    res = invoke("summary", "ch09.tma_wgmma_pipeline", "--db", str(db), "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["run"]["run_id"] == tma
+    assert json.loads(invoke("summary", "latest", "--db", str(db), "--json").stdout)["run"]["run_id"] == sdpa
+    res = invoke("summary", "ch09.fused_l2norm", "--db", str(db))
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
