@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -380,3 +381,89 @@ def test_report_labels_the_sparse_roof_of_the_sparsity_sample(tmp_path):
     sparse = ceilings["tensor_bf16 2:4 sparse compute"]
     assert sparse["theoretical"] == pytest.approx(2 * ceilings["tensor_bf16 compute"]["theoretical"])
     assert "derived" in sparse["note"]
+
+
+# ------------------------------------------------------------------------- memcpy on the timeline
+
+SPARSITY_RUN_ID = "20261126T034324Z-ch09.structured_sparsity-c433"
+COPY_BYTES = 536_870_912                  # sparse24's c.copy_(result): a 512 MiB DtoD copy per call
+
+
+def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path):
+    """ch09.structured_sparsity: sparse24 and sparse24_tuned end each call with a 537 MB DtoD
+    copy; the strip carries it (after the kernel), the row label names it, the legend too, and
+    the pair page's memory-op and timeline tables list it."""
+    from aisp_prof.render.timeline import row_label, timeline_figure
+
+    db = tmp_path / "a.db"
+    store_path(db, {d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
+    data = report.report_data(db, SPARSITY_RUN_ID)
+    tl = data["timeline"]
+    for v in ("sparse24", "sparse24_tuned"):
+        copies = [m for m in tl[v]["memory_ops"] if m["operation"] == "memcpy"]
+        assert [(m["copy_kind"], m["size_bytes"]) for m in copies] == [("DtoD", COPY_BYTES)], v
+        assert tl[v]["memcpy_count"] == 1 and tl[v]["memcpy_bytes"] == COPY_BYTES
+        assert copies[0]["start_ns"] >= tl[v]["kernels"][-1]["end_ns"]          # the call ends with it
+        assert copies[0]["end_ns"] == tl[v]["span_ns"]
+        assert 240_000 < copies[0]["duration_ns"] < 270_000
+        assert tl[v]["busy_ns"] >= tl[v]["kernel_time_ns"] + copies[0]["duration_ns"]
+        assert "1 kernel, 1 memcpy (537 MB)" in row_label(v, tl[v])
+    assert tl["baseline"]["memcpy_count"] == 0 and "memcpy" not in row_label("baseline", tl["baseline"])
+    assert row_label("baseline", tl["baseline"]).splitlines()[1] == "1 kernel, 1 memset (4 B)"
+
+    fig = timeline_figure(tl)
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_yticklabels()]
+    assert sum("1 kernel, 1 memcpy (537 MB)" in t for t in ticks) == 2
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "memcpy DtoD 537 MB" in legend
+    hatched = [c for c in ax.collections if c.get_hatch() == "////"]
+    assert len(hatched) == 2                                                    # one copy box per optimized row
+
+    ops = [m for m in data["memory_ops"] if m["operation"] == "memcpy"]
+    assert [(m["variant"], m["size_bytes"], m["per_call"]) for m in ops] == [
+        ("sparse24", COPY_BYTES, 1), ("sparse24_tuned", COPY_BYTES, 1)]
+    page = report.build_report(db, [SPARSITY_RUN_ID], out=tmp_path / "out").pages[0].read_text()
+    assert 'id="memory-ops"' in page and "memcpy DtoD" in page
+    timeline_table = page[page.index('id="timeline"'):page.index('id="flops"')]
+    assert timeline_table.count("1 × 537 MB") == 2
+
+
+def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path):
+    """Every call of every variant, taken as a strip, sums to the ranges table's GPU time and
+    gaps (nsys_sqlite's definition: idle time between any two operations of one call)."""
+    from aisp_prof.render.timeline import strip_rows
+
+    db = tmp_path / "a.db"
+    store_path(db, {d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
+    timeline = store.read_table(db, "timeline", SPARSITY_RUN_ID).assign(operation="kernel")
+    memory_ops = store.read_table(db, "memory_ops", SPARSITY_RUN_ID)
+    ranges = store.read_table(db, "ranges", SPARSITY_RUN_ID).set_index("variant")
+    work = pd.concat([timeline, memory_ops], ignore_index=True)
+    for v in ("baseline", "sparse24", "sparse24_tuned"):
+        mine = work[work["variant"] == v]
+        strips = [strip_rows(call) for _, call in mine.groupby("range_instance")]
+        assert len(strips) == ranges.loc[v, "occurrences"]
+        assert sum(s["busy_ns"] for s in strips) == ranges.loc[v, "gpu_time_ns"], v
+        assert sum(s["gap_total_ns"] for s in strips) == ranges.loc[v, "gap_total_ns"], v
+        assert max(s["gap_max_ns"] for s in strips) == ranges.loc[v, "gap_max_ns"], v
+        assert sum(s["kernel_time_ns"] for s in strips) == ranges.loc[v, "kernel_time_ns"], v
+        assert sum(s["memcpy_bytes"] for s in strips) == ranges.loc[v, "memcpy_bytes"], v
+
+
+def test_a_run_stored_without_memory_ops_still_renders(tmp_path):
+    """A database written before memory ops were kept (no memory_ops table): kernels only,
+    no memory-op table on the page, nothing breaks."""
+    db = tmp_path / "old.db"
+    old = load_run_dir({d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
+    old.memory_ops = old.memory_ops.iloc[0:0]
+    old.ranges = old.ranges.drop(columns=[c for c in old.ranges if c.startswith(("memcpy_", "memset_"))])
+    store.write_run(db, old)
+    assert store.read_table(db, "memory_ops", SPARSITY_RUN_ID).empty
+    data = report.report_data(db, SPARSITY_RUN_ID)
+    assert data["memory_ops"] == []
+    assert all(not t["memory_ops"] and len(t["kernels"]) == 1 for t in data["timeline"].values())
+    result = report.build_report(db, [SPARSITY_RUN_ID], out=tmp_path / "out")
+    html = result.pages[0].read_text()
+    assert 'id="memory-ops"' not in html and 'id="timeline"' in html
+    assert (result.out_dir / "img" / "ch09.structured_sparsity-timeline.png").stat().st_size > 5000

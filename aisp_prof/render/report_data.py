@@ -1,7 +1,7 @@
 """What a report page shows, gathered from the run database as plain, JSON-ready data.
 
 `select_runs` picks the runs (ids, prefixes, 'latest', chapters or pairs); `report_data` reads
-one run back (runs, kernels, timeline, ranges, checks, timings, run.json) and the roofline
+one run back (runs, kernels, timeline, memory_ops, ranges, checks, timings, run.json) and the roofline
 analysis, and returns one dict: headline, per-variant summary, stalls, speed of light, memory
 traffic, kernels, one nsys call per variant, the FLOP check, validity warnings, provenance.
 Nothing here writes files or HTML; `report.build_report` renders it.
@@ -208,6 +208,41 @@ def _kernel_rows(kernels: pd.DataFrame, timeline: pd.DataFrame, variants: list[s
     return rows
 
 
+def _memory_op_rows(memory_ops: pd.DataFrame, ranges: pd.DataFrame, variants: list[str]) -> list[dict[str, Any]]:
+    """GPU memcpys and memsets per variant, grouped by operation, copy kind and size (nsys; not
+    kernels, so ncu has nothing on them): how many per call, mean duration and throughput."""
+    if memory_ops.empty or "variant" not in memory_ops:
+        return []
+    df = memory_ops[memory_ops["variant"].isin(variants)].copy()
+    if df.empty:
+        return []
+    from .timeline import memory_op_name
+
+    df["copy_kind"] = df["copy_kind"].where(df["copy_kind"].notna(), "") if "copy_kind" in df else ""
+    df["_order"] = range(len(df))
+    grouped = df.groupby(["variant", "operation", "copy_kind", "size_bytes"], sort=False, dropna=False).agg(
+        count=("_order", "size"), first=("_order", "min"), duration_mean_ns=("duration_ns", "mean"),
+        duration_total_ns=("duration_ns", "sum")).reset_index().sort_values("first")
+    calls = {}
+    if "variant" in ranges and "occurrences" in ranges:
+        calls = {v: float(r["occurrences"].sum()) for v, r in ranges.groupby("variant")}
+    rank = {v: i for i, v in enumerate(variants)}
+    rows = []
+    for _, r in grouped.iterrows():
+        size = clean_value(r["size_bytes"])
+        mean = clean_value(r["duration_mean_ns"])
+        n_calls = calls.get(r["variant"]) or None
+        rows.append({
+            "variant": r["variant"], "operation": r["operation"], "copy_kind": r["copy_kind"] or None,
+            "name": memory_op_name(r["operation"], r["copy_kind"] or None, size), "size_bytes": size,
+            "count": int(r["count"]), "per_call": int(r["count"]) / n_calls if n_calls else None,
+            "duration_mean_ns": mean, "duration_total_ns": clean_value(r["duration_total_ns"]),
+            "bytes_per_s": size / mean * 1e9 if size and mean else None,
+        })
+    rows.sort(key=lambda r: rank.get(r["variant"], len(rank)))
+    return rows
+
+
 def _correctness(checks: pd.DataFrame, variants: list[str]) -> list[dict[str, Any]]:
     out = []
     if checks.empty or "variant" not in checks:
@@ -297,6 +332,7 @@ def gather(db: Path, run_id: str) -> tuple[dict[str, Any], Any]:
     info = json.loads(row.pop("info_json", None) or "{}")
     kernels = read_table(db, "kernels", run_id)
     timeline = read_table(db, "timeline", run_id)
+    memory_ops = read_table(db, "memory_ops", run_id)      # empty for runs stored before it existed
     ranges = read_table(db, "ranges", run_id)
     checks = read_table(db, "checks", run_id)
     timings = read_table(db, "timings", run_id)
@@ -330,12 +366,12 @@ def gather(db: Path, run_id: str) -> tuple[dict[str, Any], Any]:
 
     stalls, selected = _stalls(kernels_f, variants)
     strips = {}
-    if not timeline.empty:
+    if not timeline.empty or not memory_ops.empty:
         from .timeline import representative_call, strip_rows   # pandas only; no drawing
 
         for v in variants:
-            strip = strip_rows(representative_call(timeline, ranges, v))
-            if strip["kernels"]:
+            strip = strip_rows(representative_call(timeline, ranges, v, memory_ops))
+            if strip["kernels"] or strip["memory_ops"]:
                 strips[v] = strip
     data = {
         "run_id": run_id, "pair": pair, "title": pair or row.get("label") or run_id, "chapter": chapter,
@@ -352,6 +388,7 @@ def gather(db: Path, run_id: str) -> tuple[dict[str, Any], Any]:
         "memory": _memory_rows(kernels_f, variants),
         "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
         "kernels": _kernel_rows(kernels, timeline, variants),
+        "memory_ops": _memory_op_rows(memory_ops, ranges, variants),
         "timeline": strips,
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
