@@ -156,3 +156,79 @@ def test_table_and_chart_name_the_sparse_roof(tmp_path):
     baseline = [line for line in lines if line.startswith("baseline ") and "FLOP/s" in line]
     assert len(baseline) == 2 and all(re.search(r" tensor_bf16 +compute ", line) for line in baseline)
     assert out.stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------------------ label placement
+
+TMA_RUN_ID = "20261126T033929Z-ch09.tma_wgmma_pipeline-ff3c"
+MIN_GAP_PX = 2.0          # display pixels between any two labels (the chart is drawn at 120 dpi)
+
+
+def _placed_labels(result, level="dram"):
+    """The chart's point-name and speedup labels as (gid, text, display rectangle), after a draw."""
+    from aisp_prof.render.labels import label_extent
+    from aisp_prof.render.roofline_plot import NAME_GID, SPEEDUP_GID, figure
+
+    fig = figure(result, level=level, compare=True)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for ax in fig.axes:
+        frame = ax.get_window_extent(renderer)
+        legends = [ax.get_legend().get_window_extent(renderer)] + [
+            a.get_window_extent(renderer) for a in ax.artists if a.__class__.__name__ == "Legend"]
+        for t in ax.texts:
+            if t.get_gid() in (NAME_GID, SPEEDUP_GID):
+                out.append((t.get_gid(), t.get_text(), label_extent(t, renderer), frame, legends))
+    return out
+
+
+def _separation(a, b) -> float:
+    """Gap between two rectangles (x0, y0, x1, y1): 0 when they touch or overlap."""
+    dx = max(b[0] - a[2], a[0] - b[2], 0.0)
+    dy = max(b[1] - a[3], a[1] - b[3], 0.0)
+    return max(dx, dy) if min(dx, dy) == 0 else (dx * dx + dy * dy) ** 0.5
+
+
+def _assert_labels_apart(labels):
+    for i, (_, text_a, a, frame, legends) in enumerate(labels):
+        assert frame.x0 <= a[0] and a[2] <= frame.x1 and frame.y0 <= a[1] and a[3] <= frame.y1, text_a
+        for leg in legends:
+            assert _separation(a, (leg.x0, leg.y0, leg.x1, leg.y1)) > 0, (text_a, "legend")
+        for _, text_b, b, _, _ in labels[i + 1:]:
+            assert _separation(a, b) >= MIN_GAP_PX, (text_a, text_b, a, b)
+
+
+def test_roofline_labels_of_close_variants_do_not_collide(tmp_path):
+    """ch09.tma_wgmma_pipeline: pipelined, pipelined_cluster and cublas sit within a few pixels of
+    each other; their names and the three speedups (once drawn on top of each other as
+    'pip cublas 2.13x r 1.95x') are all at least MIN_GAP_PX apart and inside the axes."""
+    db = tmp_path / "a.db"
+    store_path(db, {d.name: d for d in sample_run_dirs()}[TMA_RUN_ID])
+    labels = _placed_labels(roofline_for_run(db, TMA_RUN_ID))
+    names = sorted(t for g, t, *_ in labels if g == "roofline-name")
+    speedups = sorted(t.split()[0] for g, t, *_ in labels if g == "roofline-speedup")
+    assert names == ["baseline", "cublas", "pipelined", "pipelined_cluster"]
+    assert speedups == ["cublas", "pipelined", "pipelined_cluster"]
+    assert all(re.fullmatch(r"\S+ \d+\.\d\dx", t) for g, t, *_ in labels if g == "roofline-speedup")
+    _assert_labels_apart(labels)
+
+
+@pytest.fixture(scope="module")
+def all_samples_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("samples") / "a.db"
+    for d in sample_run_dirs():
+        store_path(db, d)
+    return db
+
+
+@pytest.mark.parametrize("run_dir", [d.name for d in sample_run_dirs()])
+def test_every_sample_chart_keeps_its_labels_apart(all_samples_db, run_dir):
+    """Every shipped pair, 1 to 4 optimized variants (warp_specialization has 4 within a few
+    pixels), at DRAM and in the hierarchical view."""
+    result = roofline_for_run(all_samples_db, run_dir)
+    optimized = {p.variant for p in result.points if p.is_aggregate} - {"baseline"}
+    for level in ("dram", "all"):
+        labels = _placed_labels(result, level)
+        assert sum(g == "roofline-speedup" for g, *_ in labels) == len(optimized), (run_dir, level)
+        _assert_labels_apart(labels)

@@ -3,10 +3,13 @@
 `draw(result, path, level="dram"|"l2"|"l1"|"all", compare=True)` writes one PNG or SVG (by the
 path's suffix) with one chart per pair (run). Ceilings: theoretical dashed, measured solid,
 each labelled with its value. Points: a variant's aggregate is a large marker, its kernels
-small faded ones; with `compare`, an arrow from baseline to each optimized variant carries the
-speedup. `level="all"` is the hierarchical view: one variant's L1, L2 and DRAM points lie on
-one horizontal line (same FLOP/s, three intensities), joined by a thin line. Figures are made
-without pyplot (Agg canvas), so drawing leaves no global matplotlib state behind.
+small faded ones; with `compare`, an arrow from baseline to each optimized variant (in its color)
+carries the speedup. Names and speedups are placed after the layout, each where it overlaps no
+other label, marker, arrow or legend (labels.place_labels), with a leader line when pushed away,
+so variants that sit close together stay readable. `level="all"` is the hierarchical view: one
+variant's L1, L2 and DRAM points lie on one horizontal line (same FLOP/s, three intensities),
+joined by a thin line. Figures are made without pyplot (Agg canvas), so drawing leaves no global
+matplotlib state behind. `figure` returns the Figure; `draw` writes it.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from matplotlib.lines import Line2D
 from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
 from ..analyze.roofline import Point, RooflineResult
 from .charts import variant_colors
+from .labels import Label, place_labels
 from .table import si
 
 LEVEL_COLORS = {"dram": "#d62728", "l2": "#2ca02c", "l1": "#1f77b4"}
@@ -33,6 +37,7 @@ PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16 (HFMA2)", "tens
 # the 2:4-sparse roofs (twice the dense ones on Hopper), named so that neither is read for the other
 PRECISION_NAMES.update({p: f"{PRECISION_NAMES[dense_precision(p)]} 2:4 sparse" for p in SPARSE_PRECISIONS})
 DPI = 120
+NAME_GID, SPEEDUP_GID = "roofline-name", "roofline-speedup"      # the placed labels, for tests
 
 
 def _plain(text: str) -> str:
@@ -121,10 +126,13 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
 
 
 def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], levels: Sequence[str],
-                 kernels: bool) -> list[Any]:
+                 kernels: bool) -> tuple[list[Any], list[Label]]:
+    """Markers of kernels and variants; returns legend handles and the variants' name labels
+    (placed later, once the layout is known)."""
     variants = list(dict.fromkeys(p.variant for p in points))
     colors = variant_colors(variants)
-    handles = []
+    handles: list[Any] = []
+    names: list[Label] = []
     hierarchical = len(levels) > 1
     for p in points:
         if p.is_aggregate:
@@ -150,8 +158,7 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
                 ax.scatter([p.ai(level)], [p.flops_per_s], s=70, marker=marker, color=color,
                            edgecolors="black", linewidths=0.6, zorder=5)
         name_x = p.ai(levels[-1]) if _plottable(p, levels[-1]) else xs[-1]
-        ax.annotate(_plain(p.variant), xy=(name_x, p.flops_per_s), xytext=(7, 4 + 9 * (len(handles) % 3)),
-                    textcoords="offset points", fontsize=8, color=color, zorder=6)
+        names.append(Label(_plain(p.variant), (name_x, p.flops_per_s), color=color, gid=NAME_GID, angle=20))
         pct = f", {p.pct_of_roof:.0f}% of {p.bound} roof" if p.pct_of_roof is not None else ""
         label = f"{_plain(p.variant)} ({p.flop_basis} FLOPs{pct})"
         handles.append(Line2D([], [], marker="o", ls="", color=color, markeredgecolor="black", label=label))
@@ -160,44 +167,54 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
                            label=f"{LEVEL_NAMES[lv]} intensity") for lv in levels]
     if kernels and any(not p.is_aggregate for p in points):
         handles.append(Line2D([], [], marker="o", ls="", color="#999999", alpha=0.4, label="single kernels (counted FLOPs)"))
-    return handles
+    return handles, names
 
 
-def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level: str) -> None:
+def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level: str) -> list[Label]:
+    """An arrow from the baseline to each optimized variant, in the variant's color; returns the
+    speedup labels, anchored at the middle of their arrows (placed later)."""
     ids = {id(p) for p in points}
-    shown = 0
+    colors = variant_colors(list(dict.fromkeys(p.variant for p in points)))
+    labels = []
     for c in result.comparisons:
         b, o = c.baseline, c.optimized
         if id(b) not in ids or id(o) not in ids or not (_plottable(b, level) and _plottable(o, level)):
             continue
+        color = colors.get(o.variant, "black")
         ax.annotate("", xy=(o.ai(level), o.flops_per_s), xytext=(b.ai(level), b.flops_per_s),
-                    arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1.3, "shrinkA": 6, "shrinkB": 6},
+                    arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.4, "shrinkA": 6, "shrinkB": 6},
                     zorder=6)
-        # label at a different point along each arrow, so arrows that nearly coincide stay readable
-        frac = (0.5, 0.3, 0.7, 0.2, 0.8)[shown % 5]
-        mx = b.ai(level) ** (1 - frac) * o.ai(level) ** frac
-        my = b.flops_per_s ** (1 - frac) * o.flops_per_s ** frac
-        text = f"{_plain(o.variant)} {c.speedup:.2f}x" if c.speedup else "?"
-        ax.annotate(text, xy=(mx, my), xytext=(10, -18 - 14 * shown), textcoords="offset points",
-                    fontsize=8, fontweight="bold",
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "black", "lw": 0.6}, zorder=7)
-        shown += 1
+        mid = (math.sqrt(b.ai(level) * o.ai(level)), math.sqrt(b.flops_per_s * o.flops_per_s))   # log-log middle
+        text = f"{_plain(o.variant)} {c.speedup:.2f}x" if c.speedup else f"{_plain(o.variant)} ?"
+        labels.append(Label(text, mid, color=color, gid=SPEEDUP_GID, angle=-45, bold=True, boxed=True))
+    return labels
 
 
 def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare: bool = True,
          precisions: Sequence[str] | None = None, kernels: bool = True) -> Path:
     """Write the roofline chart(s) of `result` to `path` (.png or .svg); return the path."""
-    if level not in ("dram", "l2", "l1", "all"):
-        raise ValueError(f"level must be dram, l2, l1 or all, not {level!r}")
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
         raise ValueError(f"{path}: the chart is written as .png or .svg")
+    fig = figure(result, level, compare, precisions, kernels)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white")
+    return path
+
+
+def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
+           precisions: Sequence[str] | None = None, kernels: bool = True) -> Figure:
+    """The chart(s) of `result` as a Figure (what `draw` saves). Point names and speedups are
+    placed last, on the final layout, where they overlap no other label, marker or legend."""
+    if level not in ("dram", "l2", "l1", "all"):
+        raise ValueError(f"level must be dram, l2, l1 or all, not {level!r}")
     levels = ("l1", "l2", "dram") if level == "all" else (level,)
     groups = _groups(result)
-    fig = Figure(figsize=(9.5, 6.2 * len(groups)), layout="constrained")
+    fig = Figure(figsize=(9.5, 6.2 * len(groups)), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+    to_place = []
     for ax, (title, points) in zip(axes, groups):
         precs = _precisions(result, points, precisions)
         xlim, ylim = _limits(result, points, levels, precs)
@@ -206,9 +223,9 @@ def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare:
         ax.set_xlim(*xlim)
         ax.set_ylim(*ylim)
         roofs = _draw_ceilings(ax, result, levels, precs, xlim)
-        handles = _draw_points(ax, result, points, levels, kernels)
-        if compare:
-            _draw_arrows(ax, result, points, "dram" if level == "all" else level)
+        handles, names = _draw_points(ax, result, points, levels, kernels)
+        speedups = _draw_arrows(ax, result, points, "dram" if level == "all" else level) if compare else []
+        to_place.append((ax, names + speedups))
         xlabel = "arithmetic intensity [FLOP/byte]" + ("" if level == "all" else f" at {LEVEL_NAMES[level]}")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("performance [FLOP/s]")
@@ -227,9 +244,12 @@ def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare:
         if codes:
             ax.text(0.01, 0.99, "warnings: " + ", ".join(codes) + " (aisp-prof roofline --json)",
                     transform=ax.transAxes, va="top", fontsize=8, color="#b00000")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white")
-    return path
+    fig.draw_without_rendering()           # lay out once (constrained), then keep that layout:
+    fig.set_layout_engine("none")          # the labels are placed in display pixels
+    renderer = fig.canvas.get_renderer()
+    for ax, labels in to_place:
+        place_labels(ax, renderer, labels)
+    return fig
 
 
 # ----------------------------------------------------------------------------------- terminal
