@@ -83,24 +83,16 @@ from typing import Callable, Mapping
 import torch
 
 from aisp_prof import cuda_build, gemm
-from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cublaslt_gemm.cu")
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
-INT_MAX = 2**31 - 1
 E4M3_MAX = 448.0
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
     """(m, n, k), or ValueError: all >= 1 and < 2^31, n and k multiples of 16."""
-    m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if min(m, n, k) < 1 or max(m, n, k) > INT_MAX:
-        raise ValueError(f"m, n, k must be in [1, 2^31), got m={m} n={n} k={k}")
-    if n % 16 or k % 16:
-        raise ValueError(f"n and k must be multiples of 16 (torch._scaled_mm's fp8 layout rule), "
-                         f"got n={n} k={k}; m is free")
-    return m, n, k
+    return gemm.validate_sizes(sizes, 16, "torch._scaled_mm's fp8 layout rule")
 
 
 def quantize_e4m3(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -145,12 +137,7 @@ def library() -> ctypes.CDLL:
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
     a, b = inputs["a"], inputs["b"]
-    if not (a.is_cuda and b.is_cuda):
-        raise RequirementError(f"ch09.cublaslt_gemm {variant} variant needs CUDA tensors (run on a GPU)")
-    for name, t in (("a", a), ("b", b)):
-        if t.dtype != torch.float16 or not t.is_contiguous() or t.data_ptr() % 16:
-            raise ValueError(f"{name} must be contiguous, 16-byte aligned float16; got {t.dtype}, "
-                             f"strides {t.stride()}, address {t.data_ptr():#x}")
+    gemm.check_operands("ch09.cublaslt_gemm", variant, {"a": a, "b": b}, torch.float16)
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: a is {m}x{k}, b is {k2}x{n}")

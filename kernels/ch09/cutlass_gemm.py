@@ -60,12 +60,10 @@ from typing import Callable, Mapping
 import torch
 
 from aisp_prof import cuda_build, gemm
-from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cutlass_gemm.cu")
 DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
-INT_MAX = 2**31 - 1
 CONFIG_ENV = "AISP_CUTLASS_CONFIG"
 ARCH = "sm_90a"                                   # wgmma needs the arch-specific target
 EXTRA_FLAGS = ("--expt-relaxed-constexpr",)
@@ -73,13 +71,7 @@ EXTRA_FLAGS = ("--expt-relaxed-constexpr",)
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
     """(m, n, k), or ValueError: all >= 1 and < 2^31, n and k multiples of 8."""
-    m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if min(m, n, k) < 1 or max(m, n, k) > INT_MAX:
-        raise ValueError(f"m, n, k must be in [1, 2^31), got m={m} n={n} k={k}")
-    if n % 8 or k % 8:
-        raise ValueError(f"n and k must be multiples of 8 (16-byte bf16 rows for TMA), got n={n} k={k}; "
-                         "m is free")
-    return m, n, k
+    return gemm.validate_sizes(sizes, 8, "16-byte bf16 rows for TMA")
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -132,12 +124,7 @@ def config_names() -> list[str]:
 def _operands(inputs: Inputs, variant: str, key_a: str, key_b: str,
               dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
     a, b = inputs[key_a], inputs[key_b]
-    if not (a.is_cuda and b.is_cuda):
-        raise RequirementError(f"ch09.cutlass_gemm {variant} variant needs CUDA tensors (run on a GPU)")
-    for name, t in ((key_a, a), (key_b, b)):
-        if t.dtype != dtype or not t.is_contiguous() or t.data_ptr() % 16:
-            raise ValueError(f"{name} must be contiguous, 16-byte aligned {dtype}; got {t.dtype}, "
-                             f"strides {t.stride()}, address {t.data_ptr():#x}")
+    gemm.check_operands("ch09.cutlass_gemm", variant, {key_a: a, key_b: b}, dtype)
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: {key_a} is {m}x{k}, {key_b} is {k2}x{n}")

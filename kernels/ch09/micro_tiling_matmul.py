@@ -68,25 +68,17 @@ from typing import Callable, Mapping
 import torch
 
 from aisp_prof import cuda_build, gemm
-from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 from aisp_prof.torch_support import fp32_matmul_precision
 
 CUDA_SOURCE = Path(__file__).with_name("micro_tiling_matmul.cu")
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
-INT_MAX = 2**31 - 1
 CONFIG_ENV = "AISP_MICRO_TILING_CONFIG"
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
     """(m, n, k), or ValueError: all >= 1 and < 2^31, n and k multiples of 4."""
-    m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if min(m, n, k) < 1 or max(m, n, k) > INT_MAX:
-        raise ValueError(f"m, n, k must be in [1, 2^31), got m={m} n={n} k={k}")
-    if n % 4 or k % 4:
-        raise ValueError(f"n and k must be multiples of 4 (16-byte rows for cp.async and float4 "
-                         f"stores), got n={n} k={k}; m is free")
-    return m, n, k
+    return gemm.validate_sizes(sizes, 4, "16-byte rows for cp.async and float4 stores")
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -126,13 +118,7 @@ def config_names() -> list[str]:
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
     a, b = inputs["a"], inputs["b"]
-    if not (a.is_cuda and b.is_cuda):
-        raise RequirementError(f"ch09.micro_tiling_matmul {variant} variant needs CUDA tensors "
-                               "(run on a GPU)")
-    for name, t in (("a", a), ("b", b)):
-        if t.dtype != torch.float32 or not t.is_contiguous() or t.data_ptr() % 16:
-            raise ValueError(f"{name} must be contiguous, 16-byte aligned float32; got {t.dtype}, "
-                             f"strides {t.stride()}, address {t.data_ptr():#x}")
+    gemm.check_operands("ch09.micro_tiling_matmul", variant, {"a": a, "b": b}, torch.float32)
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"inner dimensions differ: a is {m}x{k}, b is {k2}x{n}")

@@ -70,24 +70,16 @@ from pathlib import Path
 import torch
 
 from aisp_prof import cuda_build, gemm
-from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("tma_wgmma_pipeline.cu")
 DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
-INT_MAX = 2**31 - 1
 ARCH = "sm_90a"                  # wgmma and setmaxnreg need the arch-specific target
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
     """(m, n, k), or ValueError: all >= 1 and < 2^31, n and k multiples of 8."""
-    m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if min(m, n, k) < 1 or max(m, n, k) > INT_MAX:
-        raise ValueError(f"m, n, k must be in [1, 2^31), got m={m} n={n} k={k}")
-    if n % 8 or k % 8:
-        raise ValueError(f"n and k must be multiples of 8 (16-byte bf16 rows for TMA), got n={n} k={k}; "
-                         "m is free")
-    return m, n, k
+    return gemm.validate_sizes(sizes, 8, "16-byte bf16 rows for TMA")
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -115,12 +107,7 @@ def library() -> ctypes.CDLL:
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
     a, b = inputs["a"], inputs["b"]
-    if not (a.is_cuda and b.is_cuda):
-        raise RequirementError(f"ch09.tma_wgmma_pipeline {variant} variant needs CUDA tensors (run on a GPU)")
-    for name, t in (("a", a), ("b", b)):
-        if t.dtype != torch.bfloat16 or t.dim() != 2 or not t.is_contiguous() or t.data_ptr() % 16:
-            raise ValueError(f"{name} must be a contiguous, 16-byte aligned 2-D bf16 tensor; got {t.dtype}, "
-                             f"shape {tuple(t.shape)}, strides {t.stride()}, address {t.data_ptr():#x}")
+    gemm.check_operands("ch09.tma_wgmma_pipeline", variant, {"a": a, "b": b}, torch.bfloat16)
     (m, k), (n, k2) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"a is {m}x{k} and b is {n}x{k2}: both must be K-major with the same k")
