@@ -73,3 +73,25 @@ def test_quickstart_without_gpu_summarizes_samples(tmp_path, monkeypatch):
     assert (tmp_path / "reports" / "quickstart" / "index.html").exists()
     summary = CliRunner().invoke(cli, ["summary", RUN_ID, "--db", str(tmp_path / "a.db"), "--json"])
     assert json.loads(summary.stdout)["run"]["gpu_name"] == "NVIDIA H200"
+
+
+def test_h100_runs_parse_and_pair_with_the_h200_samples(tmp_path):
+    """profiles/samples_h100 (real H100 runs, same day): one run per pair that the H200 samples
+    cover, every variant correct; stored next to the H200 runs, a pair name resolves to the
+    pair's most recent run by recording time."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "profiles" / "samples_h100"
+    h100 = sorted(p for p in root.glob("*") if (p / "run.json").exists())
+    h200_pairs = {d.name.split("-", 1)[1].rsplit("-", 1)[0] for d in sample_run_dirs()}
+    assert {d.name.split("-", 1)[1].rsplit("-", 1)[0] for d in h100} == h200_pairs
+    db = tmp_path / "both.db"
+    for d in h100:
+        run_id = store_path(db, d)
+        result = run_summary(db, run_id)
+        assert "H100" in result["run"]["gpu_name"] and result["run"]["status"] == "ok", run_id
+        assert len(result["summary"]) >= 2 and all(row["correct"] for row in result["summary"]), run_id
+    store_path(db, {d.name: d for d in sample_run_dirs()}[RUN_ID])       # H200, recorded at 01:15
+    newest = run_summary(db, "ch09.fused_l2norm")["run"]                 # by when it ran, not when stored
+    assert newest["run_id"] == "20261126T045251Z-ch09.fused_l2norm-ba93" and "H100" in newest["gpu_name"]
+    assert "H200" in run_summary(db, RUN_ID)["run"]["gpu_name"]
