@@ -1,4 +1,5 @@
-"""cuSPARSELt 2:4 GEMMs with a tuned algorithm, for the structured-sparsity pairs.
+"""2:4 structured sparsity for the structured-sparsity pairs: the pruning rule both pairs use,
+and cuSPARSELt GEMMs with a tuned algorithm.
 
 torch.sparse.to_sparse_semi_structured always runs cuSPARSELt's default algorithm (alg_id 0).
 On an H200 that is 1.08x a dense cuBLAS GEMM at 16384^3 and 0.78x at 8192^3, while the
@@ -28,6 +29,27 @@ def _torch() -> Any:
     import torch
 
     return torch
+
+
+def prune_2_4(w: Any) -> Any:
+    """Zero the 2 smallest |w| in every group of 4 consecutive elements along the last dimension.
+
+    Deterministic: a stable sort keeps the lower index on ties, so the dense and the sparse
+    variants (and the float64 reference) see exactly the same pruned weights. The last
+    dimension must be a multiple of 4.
+    """
+    torch = _torch()
+    if w.shape[-1] % 4:
+        raise ValueError(f"2:4 pruning needs the last dimension to be a multiple of 4, got {tuple(w.shape)}")
+    groups = w.reshape(-1, 4)
+    keep = torch.argsort(groups.abs(), dim=1, descending=True, stable=True)[:, :2]
+    mask = torch.zeros_like(groups, dtype=torch.bool).scatter_(1, keep, True)
+    return (groups * mask).reshape(w.shape)
+
+
+def is_2_4_sparse(w: Any) -> bool:
+    """True if every group of 4 consecutive elements along the last dimension has <= 2 nonzeros."""
+    return bool(((w.reshape(-1, 4) != 0).sum(dim=1) <= 2).all())
 
 
 def cusparselt_available() -> bool:

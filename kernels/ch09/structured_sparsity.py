@@ -60,23 +60,8 @@ from aisp_prof.pairs import Inputs, KernelPair, Requirements
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 
 
-def prune_2_4(w: torch.Tensor) -> torch.Tensor:
-    """Zero the 2 smallest |w| in every group of 4 consecutive elements of each row.
-
-    Deterministic: a stable sort keeps the lower index on ties. The last dimension must be a
-    multiple of 4.
-    """
-    if w.shape[-1] % 4:
-        raise ValueError(f"2:4 pruning needs the last dimension to be a multiple of 4, got {tuple(w.shape)}")
-    groups = w.reshape(-1, 4)
-    keep = torch.argsort(groups.abs(), dim=1, descending=True, stable=True)[:, :2]
-    mask = torch.zeros_like(groups, dtype=torch.bool).scatter_(1, keep, True)
-    return (groups * mask).reshape(w.shape)
-
-
-def is_2_4_sparse(w: torch.Tensor) -> bool:
-    """True if every group of 4 consecutive elements along the last dimension has <= 2 nonzeros."""
-    return bool(((w.reshape(-1, 4) != 0).sum(dim=1) <= 2).all())
+prune_2_4 = sparse_support.prune_2_4          # keep the 2 largest |w| of each group of 4 (stable)
+is_2_4_sparse = sparse_support.is_2_4_sparse
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:

@@ -59,15 +59,7 @@ DEFAULT_SIZES = {"tokens": 8 * 8192, "hidden": 6144, "ffn": 24576}
 REFERENCE_CHUNK_TOKENS = 4096
 
 
-def prune_2_4(w: torch.Tensor) -> torch.Tensor:
-    """Zero the 2 smallest |w| of every group of 4 along the last dimension (stable: ties keep
-    the lower index). The same rule as ch09.structured_sparsity (pairs are standalone modules)."""
-    if w.shape[-1] % 4:
-        raise ValueError(f"2:4 pruning needs the last dimension to be a multiple of 4, got {tuple(w.shape)}")
-    groups = w.reshape(-1, 4)
-    keep = torch.argsort(groups.abs(), dim=1, descending=True, stable=True)[:, :2]
-    mask = torch.zeros_like(groups, dtype=torch.bool).scatter_(1, keep, True)
-    return (groups * mask).reshape(w.shape)
+prune_2_4 = sparse_support.prune_2_4          # the same rule as ch09.structured_sparsity
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
