@@ -38,6 +38,15 @@ def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(target, attr, forbidden)
 
 
+def forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make building a pair's CUDA library raise: a variant must refuse CPU tensors (or any other
+    input it cannot take) before it spends minutes in nvcc."""
+    def forbidden(*args, **kwargs):
+        raise AssertionError("must not build before checking the device")
+
+    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+
+
 def have_nvcc() -> bool:
     try:
         cuda_build.find_nvcc()

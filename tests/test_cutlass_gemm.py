@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_import_side_effects, have_nvcc, import_fresh
+from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh
 
 torch = pytest.importorskip("torch")
 
@@ -109,10 +109,7 @@ def test_sizes_are_validated(mod, sizes):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("must not build before checking the device")
-
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    forbid_build(monkeypatch)
     inputs = mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0)
     with pytest.raises(RequirementError, match="CUDA tensors"):
         mod.PAIR.variants[variant](inputs)

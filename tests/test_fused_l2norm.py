@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_import_side_effects, import_fresh
+from pair_testing import forbid_build, forbid_import_side_effects, import_fresh
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs, triton_support  # noqa: E402
+from aisp_prof import check, pairs, triton_support  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -145,10 +145,7 @@ def test_triton_on_cpu_without_interpreter_is_a_requirement_error(monkeypatch, m
 
 
 def test_cuda_variant_on_cpu_is_a_requirement_error(monkeypatch, mod):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("must not build before checking the device")
-
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    forbid_build(monkeypatch)
     with pytest.raises(RequirementError, match="CUDA tensor"):
         mod.optimized_cuda(mod.make_inputs({"rows": 2, "cols": 8}, "cpu", 0))
 

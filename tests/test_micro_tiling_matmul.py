@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc
+from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc
 
 torch = pytest.importorskip("torch")
 
@@ -99,10 +99,7 @@ def test_m_is_free(mod):
 
 @pytest.mark.parametrize("variant", ["baseline", "optimized", "cublas"])
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("must not build before checking the device")
-
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    forbid_build(monkeypatch)
     inputs = mod.make_inputs({"m": 4, "n": 8, "k": 8}, "cpu", 0)
     with pytest.raises(RequirementError, match="CUDA tensors"):
         mod.PAIR.variants[variant](inputs)

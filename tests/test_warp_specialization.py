@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_import_side_effects, import_fresh, requires_nvcc
+from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, requires_nvcc
 
 torch = pytest.importorskip("torch")
 
@@ -114,10 +114,7 @@ def test_fp32_horner_is_well_inside_the_tolerance(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
-    def forbidden(*args, **kwargs):
-        raise AssertionError("must not build before checking the device")
-
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    forbid_build(monkeypatch)
     with pytest.raises(RequirementError, match="CUDA tensor"):
         getattr(mod, variant)(mod.make_inputs({"n": 16, "degree": 16}, "cpu", 0))
 
