@@ -70,3 +70,9 @@ class RegressionError(AispError):
     """`bench run` found a pair slower than its recorded expectation allows."""
 
     exit_code = 11
+
+
+class SizesError(AispError):
+    """A `--sizes` value the pair does not take (unknown key, not a positive integer)."""
+
+    exit_code = 12

@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aisp_prof.collect import commands, tools  # noqa: E402
+from aisp_prof.naming import nvtx_path  # noqa: E402
 from aisp_prof.parse.metric_table import DEFAULT_GROUPS, metric_names  # noqa: E402
 
 PROBES = "fma_fp32,copy_dram,stream_l2,gemm_bf16,gemm_fp8,gemm_fp64"
@@ -54,7 +55,7 @@ def run(work: Path, probes: str, extra: list[str], sections: list[str]) -> tuple
     child = [sys.executable, "-m", "aisp_prof.calibrate.child", "--mode", "profile", "--out",
              str(work / "sections_child.json"), "--probes", probes, "--warmup", "1", "--repeats", "1"]
     metrics = metric_names(DEFAULT_GROUPS) + [m for m in extra if m not in metric_names(DEFAULT_GROUPS)]
-    cmd = commands.ncu_command(ncu, child, [commands.nvtx_path("calibrate", p) for p in probes.split(",")],
+    cmd = commands.ncu_command(ncu, child, [nvtx_path("calibrate", p) for p in probes.split(",")],
                                metrics, work / "sections.ncu-rep")
     at = cmd.index("--metrics")
     for s in reversed(sections):

@@ -7,12 +7,11 @@ import pytest
 from click.testing import CliRunner
 
 from aisp_prof.bench import expectations as exp
-from aisp_prof.bench.stats import summarize_times
-from aisp_prof.bench.timing import input_sets_needed
 from aisp_prof.cli import cli
-from aisp_prof.hardware import hardware_key
-from aisp_prof.ingest import sample_run_dirs, store_path
-from aisp_prof.queries_history import pair_history
+from aisp_prof.collect.timing import input_sets_needed, summarize_times
+from aisp_prof.naming import hardware_key
+from aisp_prof.store.history import pair_history
+from aisp_prof.store.ingest import sample_run_dirs, store_path
 
 
 def test_hardware_keys():
@@ -111,11 +110,11 @@ def test_bench_failed_check_exits_7_and_names_the_variant(monkeypatch, tmp_path)
 
     message = "variant(s) warp_specialized_tma failed the correctness check (max rel err 1.6e-03 > 1e-05)"
 
-    def fake_bench_one(pair, **kwargs):
+    def fake_bench_one(pair, *args, **kwargs):
         verdicts = exp.compare(None, {"pair": pair.name, "variants": {}}, False)
         return runner.PairOutcome(pair.name, "run-1", "failed_check", message, verdicts)
 
-    monkeypatch.setattr(runner, "current_hardware_key", lambda: "h100_80gb_hbm3")
+    monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h100_80gb_hbm3")
     monkeypatch.setattr(runner, "bench_one", fake_bench_one)
     res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.warp_specialization_producer_consumer",
                                    "--db", str(tmp_path / "a.db"), "--profiles-dir", str(tmp_path / "p")])

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.ceilings import hardware_key
+from aisp_prof.naming import hardware_key
 from aisp_prof.calibrate.probes import BY_NAME, SPECS
 from aisp_prof.calibrate.run import calibration_from_report
-from aisp_prof.calibrate.store import load_calibration, save_calibration, stored_calibrations
+from aisp_prof.store.calibrations import load_calibration, save_calibration, stored_calibrations
 from aisp_prof.cli import cli
 
 H200 = Path(__file__).parent / "fixtures" / "h200"

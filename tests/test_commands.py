@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 from aisp_prof.collect import commands, tools
+from aisp_prof.naming import nvtx_path
 from aisp_prof.errors import ToolNotFoundError
 from aisp_prof.parse.metric_table import METRICS, metric_names
 
 
 def test_ncu_command_profiles_only_the_pair_ranges_and_leaves_clocks_alone(tmp_path):
     child = ["python3", "-m", "aisp_prof.collect.child", "--pair", "ch09.x"]
-    ranges = [commands.nvtx_path("ch09.x", v) for v in ("baseline", "cuda")]
+    ranges = [nvtx_path("ch09.x", v) for v in ("baseline", "cuda")]
     cmd = commands.ncu_command(Path("/opt/ncu"), child, ranges, metric_names(), tmp_path / "ncu.ncu-rep")
     assert cmd[:3] == ["/opt/ncu", "--clock-control", "none"]
     assert "--set" not in cmd

@@ -423,7 +423,7 @@ def test_warning_flop_mismatch_no_flops_and_hfma_moves(sample, probes):
 # ----------------------------------------------------------------------------------- DB readers
 
 def test_roofline_for_run_reads_the_db_and_measured_ceilings(tmp_path):
-    from aisp_prof.calibrate.store import save_calibration
+    from aisp_prof.store.calibrations import save_calibration
 
     db = tmp_path / "a.db"
     run_id = store_path(db, _sample_dir())

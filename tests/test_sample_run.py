@@ -8,8 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
-from aisp_prof.ingest import load_run_dir, sample_run_dirs, store_path
-from aisp_prof.queries import run_summary
+from aisp_prof.api import open_db, run_summary as summary_of
+from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
+
+
+def run_summary(db, run):
+    return summary_of(open_db(db).run(run))
 
 RUN_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
 
@@ -31,8 +35,8 @@ def test_sample_parses_to_the_profiled_kernels(sample_dir):
     assert ranges.loc["cuda", "gpu_time_ns"] == 674012 and ranges.loc["cuda", "gap_total_ns"] == 0
     # 4 gaps inside each of the 5 baseline calls, none between calls
     assert ranges.loc["baseline", "gap_total_ns"] == 22944 and ranges.loc["baseline", "gap_max_ns"] == 1344
-    assert {c["variant"] for c in data.checks} == {"baseline", "cuda", "triton"}
-    assert all(c["passed"] for c in data.checks)
+    assert set(data.checks["variant"]) == {"baseline", "cuda", "triton"}
+    assert data.checks["passed"].astype(bool).all()
 
 
 def test_sample_summary_shows_the_fusion_lesson(sample_dir, tmp_path):

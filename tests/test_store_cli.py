@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof import store
+from aisp_prof.store import db as store
 from aisp_prof.cli import cli
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
@@ -40,7 +40,7 @@ def test_import_nsys_sqlite_then_ranges_json(tmp_path):
     res = invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite"), "--db", db)
     assert res.exit_code == 0, res.output
     res = invoke("ranges", "latest", "--db", db, "--json")
-    ranges = {r["range"]: r for r in json.loads(res.stdout)}
+    ranges = {r["nvtx_range"]: r for r in json.loads(res.stdout)}
     assert ranges["aisp/pairG/graph"]["kernel_count"] == 2
     assert ranges["aisp/pairA/optimized"]["kernel_count"] == 1
     for r in ranges.values():
@@ -73,7 +73,7 @@ def test_corrupt_export_is_one_line_error_and_no_rows(tmp_path):
 
 def test_failed_write_leaves_no_partial_rows(tmp_path, monkeypatch):
     """Kill the transaction after the runs row and some kernels rows are in: nothing remains."""
-    from aisp_prof.ingest import load_export
+    from aisp_prof.store.ingest import load_export
 
     db = tmp_path / "a.db"
     data = load_export(H200 / "probe_curated_raw_base.csv")
@@ -180,7 +180,7 @@ def test_sample_memory_ops_are_stored_and_summarized(tmp_path):
 
 def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path):
     """A run stored by the kernel-only parser: ranges without the memory columns, no memory_ops table."""
-    from aisp_prof.ingest import load_run_dir
+    from aisp_prof.store.ingest import load_run_dir
 
     db = tmp_path / "old.db"
     old = load_run_dir(SPARSITY_RUN)
@@ -210,13 +210,13 @@ def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path
     assert after["sparse24"]["gpu_time_ns"] == before["sparse24"]["gpu_time_ns"]
     assert after["sparse24"].get("memcpy_per_call") is None
     new_ranges = json.loads(invoke("ranges", "latest", "--db", str(db), "--json").stdout)
-    assert {r["range"]: r["memcpy_count"] for r in new_ranges} == {"baseline": 0, "optimized": 0}
+    assert {r["nvtx_range"]: r["memcpy_count"] for r in new_ranges} == {"baseline": 0, "optimized": 0}
 
 
 def test_a_pair_name_means_its_latest_run(tmp_path):
     """`aisp-prof summary ch09.tma_wgmma_pipeline` after a run of that pair: the pair's newest
     run, not an unknown-run error; a pair with no run is still a one-line exit-2 error."""
-    from aisp_prof.ingest import sample_run_dirs, store_path
+    from aisp_prof.store.ingest import sample_run_dirs, store_path
 
     db = tmp_path / "a.db"
     dirs = {d.name: d for d in sample_run_dirs()}

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..hardware import hardware_key as _hardware_key
+from ..naming import hardware_key
 
 LEVELS = ("dram", "l2", "l1")
 SCALAR_PRECISIONS = ("fp64", "fp32", "fp16")
@@ -90,11 +90,6 @@ def precision_label(precision: str) -> str:
     if precision in SPARSE_PRECISIONS:
         return f"{dense_precision(precision)} 2:4 sparse"
     return precision
-
-
-def hardware_key(gpu_name: str | None) -> str:
-    """'NVIDIA H100 80GB HBM3' -> 'h100_80gb_hbm3'; 'NVIDIA H200' -> 'h200'; None -> 'unknown'."""
-    return _hardware_key(gpu_name) if gpu_name else "unknown"
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Roofline points, the two FLOP counts, and the warnings that say when a roofline misleads.
 
 Everything here is a pure function of stored data (a run's run.json and its tidy ncu kernel
-rows) except the two readers at the end, `roofline_for_run` and `roofline_for_runs`.
+rows); `aisp_prof.api` reads the runs and the calibrations and hands them in.
 
 A point is one kernel launch, or a variant's aggregate (`kernel` None): summed FLOPs over summed
 bytes at each level, summed FLOPs over summed ncu duration. Its roof is the roofline bound on
@@ -29,11 +29,9 @@ that never saw a KernelPair are handled too.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -588,65 +586,3 @@ def build_roofline(runs: Sequence[RunInput], calibration: tuple[Mapping[str, Any
                 "gpu_name": r.gpu_name, "hardware_key": hardware_key(r.gpu_name) if r.gpu_name else key,
                 "ncu_settings": ncu_settings(r.info), "variants": _variant_order(r)} for r in runs]
     return RooflineResult(summary, ceilings, points, checks, warnings, comparisons, flop_basis)
-
-
-# ----------------------------------------------------------------------------------- readers
-
-def load_run_input(db: Path, run_id: str) -> RunInput:
-    """A stored run's run.json, ncu kernel rows and device attributes."""
-    from ..store import get_run, read_table
-
-    row = get_run(db, run_id)
-    info = json.loads(row.get("info_json") or "{}")
-    kernels = read_table(db, "kernels", run_id)
-    metrics = read_table(db, "metrics", run_id)
-    device: dict[str, float] = {}
-    if not metrics.empty:
-        attrs = metrics[metrics["metric"].astype(str).str.startswith("device__attribute_")]
-        device = {m: float(v) for m, v in attrs.drop_duplicates("metric")[["metric", "value"]].itertuples(index=False)}
-    gpu_name = row.get("gpu_name") or (info.get("gpu") or {}).get("gpu_name") or (info.get("env") or {}).get("gpu_name")
-    return RunInput(run_id, info, kernels, device, gpu_name)
-
-
-def _calibration_for(db: Path | None, runs: Sequence[RunInput]) -> tuple[dict[str, Any], str] | None:
-    from ..calibrate.store import load_calibration
-
-    named = next((r for r in runs if r.gpu_name), None)
-    if named is not None:
-        return load_calibration(db, hardware_key(named.gpu_name))
-    for r in runs:
-        sm, mem = r.device.get("device__attribute_multiprocessor_count"), r.device.get("device__attribute_total_memory")
-        if sm and mem:
-            found = load_calibration(db, None, int(sm), int(mem))
-            if found:
-                return found
-    return None
-
-
-def resolve_target(db: Path, target: str) -> str:
-    """A run id, unique prefix or 'latest', or a pair name (its newest run)."""
-    from ..store import list_runs, resolve_run
-
-    of_pair = [r["run_id"] for r in list_runs(db) if r.get("pair") == target]
-    if of_pair:
-        return of_pair[-1]
-    return resolve_run(db, target)
-
-
-def roofline_for_runs(db: Path, targets: Sequence[str], flop_basis: str = "auto") -> RooflineResult:
-    """Roofline of stored runs (ids, prefixes, 'latest' or pair names), measured ceilings from
-    the database or profiles/calibration/<hardware_key>.json when available."""
-    from ..errors import ExportParseError
-
-    run_ids = list(dict.fromkeys(resolve_target(db, t) for t in targets))
-    runs = [load_run_input(db, r) for r in run_ids]
-    if all(r.kernels.empty for r in runs):
-        raise ExportParseError(
-            f"{', '.join(run_ids)}: no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's "
-            "FLOP and byte counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
-    return build_roofline(runs, _calibration_for(db, runs), flop_basis)
-
-
-def roofline_for_run(db: Path, run_id: str, flop_basis: str = "auto") -> RooflineResult:
-    """The roofline of one stored run (`run_id` may also be a prefix, 'latest' or a pair name)."""
-    return roofline_for_runs(db, [run_id], flop_basis)

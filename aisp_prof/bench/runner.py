@@ -3,19 +3,21 @@
 Each pair goes through the same pipeline as `aisp-prof run` (check first, then CUDA-event
 timing with L2 flushes and rotated inputs, then whatever profilers the level asks for), so a
 benchmark result is an ordinary stored run that `history`, `summary` and reports can read.
+Whether a pair can run here is `pairs.capabilities.runnable`'s answer, as for `run` and `list`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import pairs as pairs_mod
-from ..errors import AispError, RequirementError
-from ..hardware import hardware_key
-from ..pipeline import RunResult, run_and_store
-from ..store import read_table
+from ..collect.runner import RunOptions
+from ..errors import AispError, NoGpuError
+from ..naming import hardware_key, utc_now
+from ..pairs import KernelPair
+from ..pairs.capabilities import Machine, detect_machine, runnable
+from ..parse.metric_table import DEFAULT_GROUPS
+from ..paths import kernels_root
 from . import expectations as exp
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
@@ -25,6 +27,22 @@ PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
     "roofline": (True, False, ()),
     "full": (True, True, ("sol_breakdown", "stall_sampled")),
 }
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """How `bench run` measures each pair."""
+
+    profile: str = "none"
+    repeats: int = 100
+    update_expectations: bool = False
+    profiles_dir: Path = Path("profiles")
+
+    def run_options(self, pair: KernelPair) -> RunOptions:
+        with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]
+        return RunOptions(pair=pair, profiles_dir=self.profiles_dir, label=f"bench:{self.profile}",
+                          with_ncu=with_ncu, with_nsys=with_nsys, timing_repeats=self.repeats,
+                          metric_groups=DEFAULT_GROUPS + extra)
 
 
 @dataclass
@@ -41,61 +59,56 @@ class PairOutcome:
                 "verdicts": [v.to_dict() for v in self.verdicts], "observed": self.observed}
 
 
-def observed_entry(db: Path, result: RunResult, pair: pairs_mod.KernelPair) -> dict[str, Any] | None:
+def observed_entry(result: Any, pair: KernelPair) -> dict[str, Any] | None:
     """The run as an expectation entry (None when the check failed and nothing was timed)."""
-    timings = read_table(db, "timings", result.run["run_id"])
+    timings = result.data.timings
     if timings.empty:
         return None
-    info = result.info or {}
+    info, run = result.data.info, result.run
     stats = {r["variant"]: r for r in timings.to_dict("records")}
     sizes = info.get("sizes") or dict(pair.sizes)
     env = info.get("env", {})
     provenance = {
-        "run_id": result.run["run_id"], "date": result.run.get("created_at"),
-        "gpu_name": result.run.get("gpu_name"), "driver_version": result.run.get("driver_version"),
-        "git_sha": result.run.get("git_sha"), "torch_version": env.get("torch_version"),
+        "run_id": run["run_id"], "date": run.get("created_at"),
+        "gpu_name": run.get("gpu_name"), "driver_version": run.get("driver_version"),
+        "git_sha": run.get("git_sha"), "torch_version": env.get("torch_version"),
         "triton_version": env.get("triton_version"), "cuda_version": env.get("torch_cuda_version"),
-        "ncu_version": result.run.get("ncu_version"), "nsys_version": result.run.get("nsys_version"),
+        "ncu_version": run.get("ncu_version"), "nsys_version": run.get("nsys_version"),
         "nvcc_version": info.get("tools", {}).get("nvcc", {}).get("version"),
         "sizes": sizes,
     }
     return exp.pair_entry(pair.name, sizes, stats, pair.flops(sizes), pair.bytes(sizes), provenance)
 
 
-def bench_one(pair: pairs_mod.KernelPair, *, key: str, db: Path, profiles_dir: Path,
-              profile: str = "none", update_expectations: bool = False, repeats: int = 100,
-              progress: Callable[[str], None] = lambda m: None) -> PairOutcome:
-    """Check, time (and profile) one pair; compare with its expectation; maybe record it."""
-    with_ncu, with_nsys, extra = PROFILE_LEVELS[profile]
+def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
+              progress: Callable[[str], None] = lambda m: None, machine: Machine | None = None) -> PairOutcome:
+    """Check, time (and profile) one pair into the RunDatabase `runs`; compare with its
+    expectation; maybe record it. A pair that cannot run here is skipped with the reason."""
+    answer = runnable(pair, machine or detect_machine())
+    if not answer.ok and answer.error is not NoGpuError:     # e.g. a pair that needs sm_100, on Hopper
+        return PairOutcome(pair.name, None, "skipped", answer.reason)
     try:
-        result = run_and_store(pair, db=db, profiles_dir=profiles_dir, label=f"bench:{profile}",
-                               with_ncu=with_ncu, with_nsys=with_nsys, extra_metric_groups=extra,
-                               timing_repeats=repeats, progress=progress)
-    except RequirementError as e:          # e.g. a pair that needs sm_100, on Hopper: skipped
-        return PairOutcome(pair.name, None, "skipped", str(e))
+        result = runs.profile(opts.run_options(pair), progress=progress)
     except AispError as e:                 # a profiler failed: the gate must fail too
         return PairOutcome(pair.name, None, "error", str(e),
                            [exp.Verdict(pair.name, "*", "run", None, None, None, None, "error")])
     correct = result.error is None
-    observed = observed_entry(db, result, pair) if correct else None
-    path = exp.expectations_path(pairs_mod.kernels_root(), pair.chapter_key, key)
+    observed = observed_entry(result, pair) if correct else None
+    path = exp.expectations_path(kernels_root(), pair.chapter_key, key)
     expected = exp.load(path)["pairs"].get(pair.name)
     verdicts = exp.compare(expected, observed or {"pair": pair.name, "variants": {}}, correct)
-    if update_expectations and correct and observed:
+    if opts.update_expectations and correct and observed:
         data = exp.load(path)
         data.setdefault("pairs", {})[pair.name] = observed
-        data.update(hardware_key=key, chapter=pair.chapter_key,
-                    updated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        data.update(hardware_key=key, chapter=pair.chapter_key, updated_at=utc_now())
         exp.save(path, data)
     return PairOutcome(pair.name, result.run["run_id"], "ok" if correct else "failed_check",
                        str(result.error or ""), verdicts, observed)
 
 
-def current_hardware_key() -> str:
+def current_hardware_key(machine: Machine | None = None) -> str:
     """The key of GPU 0 (NoGpuError without one: a benchmark needs a GPU)."""
-    from ..collect.runner import _gpu_capability
-
-    _gpu_capability()
-    import torch
-
-    return hardware_key(torch.cuda.get_device_name(0), 1)
+    machine = machine or detect_machine()
+    if not machine.gpu:
+        raise NoGpuError("no CUDA GPU found; `aisp-prof bench run` times pairs on a GPU machine")
+    return hardware_key(machine.gpu_name, 1)

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..collect.child import _env, _nvtx
-from ..collect.commands import nvtx_path
+from ..collect.timing import time_calls
+from ..errors import NoGpuError
+from ..naming import nvtx_path
 from .probes import SPECS
 
 PAIR_NAME = "calibrate"
@@ -37,26 +38,6 @@ def _spin_up(seconds: float = 0.5) -> None:
         for _ in range(20):
             a @ a
         torch.cuda.synchronize()
-
-
-def time_launch(launch: Callable[[], Any], warmup: int, repeats: int) -> dict[str, float]:
-    """CUDA-event times of `repeats` calls after `warmup` calls: median, min, max, p10, p90 (ns)."""
-    import torch
-
-    for _ in range(warmup):
-        launch()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(repeats)]
-    for start, end in events:
-        start.record()
-        launch()
-        end.record()
-    torch.cuda.synchronize()
-    ns = sorted(s.elapsed_time(e) * 1e6 for s, e in events)
-    q = statistics.quantiles(ns, n=10) if len(ns) >= 2 else [ns[0]] * 9
-    return {"median_ns": statistics.median(ns), "min_ns": ns[0], "max_ns": ns[-1],
-            "p10_ns": q[0], "p90_ns": q[-1], "repeats": repeats, "warmup": warmup}
 
 
 def run(mode: str, names: list[str], warmup: int, repeats: int) -> dict[str, Any]:
@@ -75,7 +56,7 @@ def run(mode: str, names: list[str], warmup: int, repeats: int) -> dict[str, Any
             probe = build(name)
             entry.update(probe.analytic())
             if mode == "time":
-                entry["timing"] = time_launch(probe.launch, warmup, repeats)
+                entry["timing"] = time_calls([probe.launch], repeats, warmup)
             else:
                 for _ in range(max(1, warmup)):
                     probe.launch()
@@ -108,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         if not torch.cuda.is_available():
-            raise RuntimeError("no CUDA GPU visible to torch")
+            raise NoGpuError("no CUDA GPU visible to torch")
         report = run(args.mode, [p for p in args.probes.split(",") if p], args.warmup, args.repeats)
         report.update(ok=True, wall_s=time.time() - started)
         code = 0
     except Exception as exc:   # noqa: BLE001 - reported through the JSON file
-        report = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        code = 3 if "no CUDA GPU" in str(exc) else 1
+        report = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "error_type": type(exc).__name__}
+        code = NoGpuError.exit_code if isinstance(exc, NoGpuError) else 1
     args.out.write_text(json.dumps(report, indent=2, default=str))
     return code
 

@@ -4,33 +4,31 @@ The probes run in a child process (`calibrate.child`), like the pairs do, so thi
 needs no CUDA context. With `profile=True` the same probes are also profiled under ncu with
 the project's metric list, into an ordinary run folder (pair `calibrate`, one variant per
 probe, each variant's analytic FLOPs and bytes in run.json), stored like any run: that is how
-the known-answer fixtures the roofline is tested against were captured.
+the known-answer fixtures the roofline is tested against were captured. The folder and the ncu
+step are the pair runner's own (`collect.run_folder`, `collect.steps`).
 """
 from __future__ import annotations
 
-import json
 import logging
-import os
-import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ..analyze.ceilings import hardware_key
-from ..collect import commands, runner, tools
+from ..collect import tools
+from ..collect.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
+from ..collect.steps import Progress, StepContext, child_env, ncu_step, python_module, read_child
 from ..errors import AispError, NoGpuError, ProfilerFailedError
+from ..naming import RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
+from ..store.calibrations import save_calibration, write_calibration_file
 from .probes import BY_NAME, SPECS
-from .store import save_calibration, write_calibration_file
 
 log = logging.getLogger(__name__)
-Progress = Callable[[str], None]
 PAIR_NAME = "calibrate"
+CHILD_MODULE = "aisp_prof.calibrate.child"
 
 
 @dataclass
@@ -57,30 +55,17 @@ class CalibrateOutcome:
                 "profiled_run_id": self.profiled_run_id}
 
 
-def _project_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    return env
-
-
 def _child(mode: str, probes: list[str], out: Path, warmup: int, repeats: int) -> list[str]:
-    return [sys.executable, "-m", "aisp_prof.calibrate.child", "--mode", mode, "--out", str(out),
-            "--probes", ",".join(probes), "--warmup", str(warmup), "--repeats", str(repeats)]
+    return python_module(CHILD_MODULE, "--mode", mode, "--out", str(out), "--probes", ",".join(probes),
+                         "--warmup", str(warmup), "--repeats", str(repeats))
 
 
 def _read_report(path: Path, what: str) -> dict[str, Any]:
     try:
-        report = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ProfilerFailedError(f"the calibration child ({what}) left no report ({exc})") from exc
-    if not report.get("ok"):
-        err = report.get("error", "unknown error")
-        if "no CUDA GPU" in err:
-            raise NoGpuError("no CUDA GPU found; `aisp-prof calibrate` measures a GPU "
-                             "(without one, `aisp-prof calibrate --show` prints stored ceilings)")
-        raise ProfilerFailedError(f"the calibration child ({what}) failed: {err}")
-    return report
+        return read_child(path, f"the calibration child ({what})")
+    except NoGpuError as exc:
+        raise NoGpuError("no CUDA GPU found; `aisp-prof calibrate` measures a GPU "
+                         "(without one, `aisp-prof calibrate --show` prints stored ceilings)") from exc
 
 
 def calibration_from_report(report: dict[str, Any], smi: dict[str, Any] | None = None,
@@ -116,7 +101,7 @@ def calibration_from_report(report: dict[str, Any], smi: dict[str, Any] | None =
             ceilings[spec.ceiling] = max(rate, ceilings.get(spec.ceiling, 0.0))
     return {
         "hardware_key": hardware_key(gpu_name), "gpu_name": gpu_name,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": utc_now(),
         "driver_version": smi.get("driver_version"), "torch_version": env.get("torch_version"),
         "torch_cuda_version": env.get("torch_cuda_version"), "sm_count": env.get("sm_count"),
         "gpu_memory_bytes": env.get("gpu_memory_bytes"), "l2_cache_bytes": env.get("l2_cache_bytes"),
@@ -132,18 +117,16 @@ def calibrate(opts: CalibrateOptions, progress: Progress = lambda m: None) -> Ca
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise AispError(f"unknown probe(s) {', '.join(unknown)}; probes: {', '.join(BY_NAME)}")
-    env = _project_env()
     with tempfile.TemporaryDirectory(prefix="aisp-calibrate-") as tmp:
         out = Path(tmp) / "time.json"
         progress(f"timing {len(names)} probes ({opts.repeats} calls each, CUDA events)")
-        proc = subprocess.run(_child("time", names, out, opts.warmup, opts.repeats), env=env,
+        proc = subprocess.run(_child("time", names, out, opts.warmup, opts.repeats), env=child_env(),
                               capture_output=True, text=True)
         if not out.exists():
             raise ProfilerFailedError(f"the calibration child exited {proc.returncode}: "
                                       f"{(proc.stderr or proc.stdout).strip()[-300:]}")
         report = _read_report(out, "timing")
-    root = Path(__file__).resolve().parents[2]
-    calibration = calibration_from_report(report, runner._nvidia_smi(), runner._git_sha(root))
+    calibration = calibration_from_report(report, nvidia_smi(), git_sha())
     save_calibration(opts.db, calibration)
     outcome = CalibrateOutcome(calibration)
     if opts.write_json is not None:
@@ -155,55 +138,26 @@ def calibrate(opts: CalibrateOptions, progress: Progress = lambda m: None) -> Ca
 
 def profile_probes(opts: CalibrateOptions, names: list[str], progress: Progress = lambda m: None) -> str:
     """Profile the probes under ncu (project metric list) into a run folder; store it; its run id."""
-    from ..ingest import store_path
+    from ..store.ingest import store_path
 
     ncu = tools.find_ncu(opts.ncu)
-    run_id = runner.new_run_id(PAIR_NAME)
-    opts.profiles_dir.mkdir(parents=True, exist_ok=True)
-    tmp = opts.profiles_dir / f".partial-{run_id}"
-    final = opts.profiles_dir / run_id
-    tmp.mkdir()
-    try:
-        _profile_into(tmp, run_id, ncu, names, opts, progress)
-        os.replace(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return store_path(opts.db, final)
+    with atomic_folder(opts.profiles_dir, new_run_id(PAIR_NAME)) as folder:
+        info: dict[str, Any] = {
+            "run_id": folder.run_id, "pair": PAIR_NAME, "chapter": None, "label": opts.label, "variants": names,
+            "sizes": {}, "status": "running", **provenance(), "tools": {}, "commands": {}, "wall_s": {}}
+        ctx = StepContext(folder.path, info, progress=progress)
+        _profile_into(ctx, ncu, names)
+    return store_path(opts.db, folder.final)
 
 
-def _profile_into(tmp: Path, run_id: str, ncu: Path, names: list[str], opts: CalibrateOptions,
-                  progress: Progress) -> None:
-    root = Path(__file__).resolve().parents[2]
-    env = _project_env()
-    info: dict[str, Any] = {
-        "run_id": run_id, "pair": PAIR_NAME, "chapter": None, "label": opts.label, "variants": names,
-        "sizes": {}, "status": "running", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "git_sha": runner._git_sha(root), "host": os.uname().nodename, "gpu": runner._nvidia_smi(),
-        "tools": {"ncu": {"path": str(ncu), "version": tools.tool_version(ncu)}}, "commands": {}, "wall_s": {},
-    }
+def _profile_into(ctx: StepContext, ncu: Path, names: list[str]) -> None:
     started = time.time()
     metrics = metric_names(DEFAULT_GROUPS)
-    progress(f"ncu: {len(metrics)} metrics for each kernel in aisp/{PAIR_NAME}/*")
-    child = _child("profile", names, tmp / "ncu_child.json", 1, 1)
-    cmd = commands.ncu_command(ncu, child, [commands.nvtx_path(PAIR_NAME, n) for n in names], metrics,
-                               tmp / runner.NCU_REP)
-    rc, text, wall = runner._run_logged(cmd, tmp / "ncu.log", env)
-    info["commands"]["ncu"] = cmd
-    info["wall_s"]["ncu"] = round(wall, 2)
-    runner._raise_for_profiler("ncu", rc, text, tmp / "ncu.log")
-    report = _read_report(tmp / "ncu_child.json", "ncu")
-    passes = [int(p) for p in runner._PASSES.findall(text)]
-    info["ncu_passes_per_kernel"] = max(passes) if passes else None
-    info["ncu_kernels_profiled"] = len(passes)
-    export = commands.ncu_export_command(ncu, tmp / runner.NCU_REP)
-    with open(tmp / runner.NCU_CSV, "w") as fh:
-        proc = subprocess.run(export, stdout=fh, stderr=subprocess.PIPE, text=True)
-    info["commands"]["ncu_export"] = export
-    if proc.returncode != 0:
-        raise ProfilerFailedError(f"ncu --import failed: {proc.stderr.strip()[:300]}")
-    runner._gzip(tmp / runner.NCU_REP)
-    probes = report.get("probes", {})
+    ctx.progress(f"ncu: {len(metrics)} metrics for each kernel in aisp/{PAIR_NAME}/*")
+    child_json = ctx.folder / "ncu_child.json"
+    report = ncu_step(ctx, ncu, _child("profile", names, child_json, 1, 1), child_json,
+                      [nvtx_path(PAIR_NAME, n) for n in names], metrics)
+    probes, info = report.get("probes", {}), ctx.info
     info["env"] = report.get("env", {})
     info["gpu"].update({k: v for k, v in info["env"].items()
                         if k in ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_bytes")})
@@ -214,4 +168,4 @@ def _profile_into(tmp: Path, run_id: str, ncu: Path, names: list[str], opts: Cal
     info["probe_errors"] = {n: p.get("error") for n, p in probes.items() if not p.get("ok")}
     info["status"] = "ok"
     info["wall_s"]["total"] = round(time.time() - started, 2)
-    (tmp / runner.RUN_JSON).write_text(json.dumps(info, indent=2, default=str) + "\n")
+    write_json(ctx.folder / RUN_JSON, info)

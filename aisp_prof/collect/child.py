@@ -3,8 +3,9 @@
 It builds inputs, warms every variant up (compilation and autotuning stay outside the
 measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
 `--mode check` instead runs the correctness check and then times each variant with CUDA
-events (aisp_prof.bench.timing: L2 flushed, inputs rotated), with no profiler attached. It reports through a JSON file, never through stdout, because
-profilers interleave their own output there.
+events (aisp_prof.collect.timing: L2 flushed, inputs rotated), with no profiler attached. It
+reports through a JSON file, never through stdout, because profilers interleave their own
+output there.
 
     python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode profile --out /tmp/child.json
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError
-from .commands import nvtx_path
+from ..naming import nvtx_path
 
 
 def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
@@ -58,9 +59,8 @@ def _env() -> dict[str, Any]:
 
 def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
               repeats: int) -> dict[str, Any]:
-    from ..check import check_pair
-
-    from ..bench.timing import time_variant
+    from .check import check_pair
+    from .timing import time_variant
 
     result = check_pair(pair, sizes, device="cuda", variants=variants)
     timing = {}

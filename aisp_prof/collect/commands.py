@@ -11,11 +11,6 @@ from pathlib import Path
 from typing import Sequence
 
 
-def nvtx_path(pair: str, variant: str) -> str:
-    """The nested push/pop ranges a variant runs in: aisp > <pair> > <variant>."""
-    return f"aisp/{pair}/{variant}"
-
-
 def ncu_command(ncu: Path, child: Sequence[str], ranges: Sequence[str], metrics: Sequence[str],
                 report: Path) -> list[str]:
     """`ncu ... -o report child...`; each range is an NVTX path such as aisp/ch09.x/baseline.

@@ -75,3 +75,23 @@ def tool_version(path: Path) -> str:
         if m:
             return m.group(1)
     return ""
+
+
+def find_nvcc() -> Path:   # MERGE: take helper's version
+    from ..cuda_build import find_nvcc as f
+
+    return f()
+
+
+def have_cutlass() -> bool:   # MERGE: take helper's version
+    from ..cuda_build import have_cutlass as f
+
+    return f()
+
+
+def nvcc_if_found() -> Path | None:
+    """nvcc's path for run.json's tool versions, or None where there is none."""
+    try:
+        return find_nvcc()
+    except ToolNotFoundError:
+        return None

@@ -2,10 +2,10 @@
 
 For each pair the page answers: did it get faster, is it still correct, what bound it before
 and after, and why (stalls, speed of light, bytes per level, kernels, the nsys timeline), with
-the provenance needed to trust the numbers. `report_data` gathers everything as plain data
-(no HTML); `build_report` draws the charts beside the pages and renders jinja2 templates with
-autoescaping, so kernel names such as `void f<float, 4>(...)` print exactly and inertly.
-(Gathering lives in report_data.py; `select_runs` and `report_data` are re-exported here.)
+the provenance needed to trust the numbers. The numbers come computed (`analyze.report_page`,
+one `Page` per run, chained by `aisp_prof.api`); this module only draws the charts beside the
+pages and renders jinja2 templates with autoescaping, so kernel names such as
+`void f<float, 4>(...)` print exactly and inertly. It never opens the database.
 
 The folder is self-contained: CSS and the small sorting/filter script are inline, images sit in
 `img/` and are referenced relatively, nothing is fetched from the network.
@@ -22,13 +22,11 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from markupsafe import Markup
 
 from ..errors import AispError, UnknownTargetError
-from ..store import get_run, resolve_run
-from .report_data import gather, report_data, select_runs, short_kernel_name  # noqa: F401 (the public API)
 from .table import duration, si
 
 log = logging.getLogger(__name__)
@@ -38,9 +36,26 @@ DEFAULT_REPORTS_DIR = Path("reports")
 MARKER = ".aisp-report"            # marks a folder this module wrote (safe to replace)
 
 
+@dataclass(frozen=True)
+class PageRef:
+    """What names a page before its data is computed."""
+
+    run_id: str
+    pair: str | None = None
+    label: str | None = None
+
+
+@dataclass
+class Page:
+    """One page's numbers (`analyze.report_page.page_data`) and the roofline to draw (or None)."""
+
+    data: dict[str, Any]
+    roofline: Any = None
+
+
 @dataclass
 class Report:
-    """What `build_report` wrote."""
+    """What `write_report` wrote."""
 
     out_dir: Path
     index: Path
@@ -105,18 +120,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
 
 
-def _page_names(runs: list[dict[str, Any]]) -> list[str]:
+def _page_names(refs: Sequence[PageRef]) -> list[str]:
     """`<pair>.html`, or `<run id>.html` where two selected runs share a pair (or 'index')."""
-    base = [_slug(r.get("pair") or r.get("label") or r["run_id"]) for r in runs]
-    return [f"{b}.html" if base.count(b) == 1 and b != "index" else f"{_slug(r['run_id'])}.html"
-            for b, r in zip(base, runs)]
+    base = [_slug(r.pair or r.label or r.run_id) for r in refs]
+    return [f"{b}.html" if base.count(b) == 1 and b != "index" else f"{_slug(r.run_id)}.html"
+            for b, r in zip(base, refs)]
 
 
-def default_name(db: Path, run_ids: Sequence[str]) -> str:
+def default_name(refs: Sequence[PageRef]) -> str:
     """`<pair>-<run-id timestamp>` for one run, `report-<UTC timestamp>` for several."""
-    if len(run_ids) == 1:
-        row = get_run(db, run_ids[0])
-        return _slug(f"{row.get('pair') or row.get('label') or 'run'}-{run_ids[0].split('-', 1)[0]}")
+    if len(refs) == 1:
+        ref = refs[0]
+        return _slug(f"{ref.pair or ref.label or 'run'}-{ref.run_id.split('-', 1)[0]}")
     return "report-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
@@ -165,39 +180,32 @@ def _prepare_out(out_dir: Path) -> Path:
     return partial
 
 
-def build_report(db: Path, run_ids: Sequence[str], out: Path | None = None,
-                 reports_dir: Path = DEFAULT_REPORTS_DIR,
+def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | None = None,
+                 reports_dir: Path = DEFAULT_REPORTS_DIR, source: str = "",
                  progress: Callable[[str], None] | None = None) -> Report:
-    """Write index.html and one page per run (pair) into `out` (default reports/<name>).
+    """Write index.html and one page per run into `out` (default reports/<name>). `pages` yields
+    the refs' pages in order (so they can be computed one at a time); `source` is what the index
+    says the runs came from.
 
     The folder is built under a hidden partial name and renamed when complete; a previous
-    report in the same place is replaced. `progress(name)` is called after each page.
+    report in the same place is replaced. `progress(title)` is called after each page.
     """
-    if not run_ids:
+    if not refs:
         raise UnknownTargetError("no runs to report on")
-    run_ids = list(dict.fromkeys(resolve_run(db, r) for r in run_ids))
-    out_dir = Path(out) if out else Path(reports_dir) / default_name(db, run_ids)
+    out_dir = Path(out) if out else Path(reports_dir) / default_name(refs)
     partial = _prepare_out(out_dir)
     try:
         env, assets = _env(), _assets()
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        rows, pages = [], []
-        names = _page_names([get_run(db, rid) for rid in run_ids])
-        for rid, page in zip(run_ids, names):
-            data, roof = gather(db, rid)
-            stem = page[: -len(".html")]
-            images = _draw(data, roof, partial / "img", stem)
-            html = env.get_template("pair.html.j2").render(d=data, images=images, page=page,
-                                                           generated=generated, **assets)
-            (partial / page).write_text(html, encoding="utf-8")
-            (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
-            pages.append(out_dir / page)
-            rows.append({"page": page, "data": f"data/{stem}.json", "thumb": images.get("roofline_thumb"), **data})
+        rows, written = [], []
+        for name, page in zip(_page_names(refs), pages):
+            rows.append(_write_page(env, assets, partial, name, page, generated))
+            written.append(out_dir / name)
             if progress:
-                progress(data["title"])
+                progress(page.data["title"])
         chapters = sorted({r["chapter"] for r in rows})
         html = env.get_template("index.html.j2").render(rows=rows, chapters=chapters, generated=generated,
-                                                        db=str(db), **assets)
+                                                        db=source, **assets)
         (partial / "index.html").write_text(html, encoding="utf-8")
         (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
     except BaseException:
@@ -206,4 +214,15 @@ def build_report(db: Path, run_ids: Sequence[str], out: Path | None = None,
     if out_dir.exists():
         shutil.rmtree(out_dir)
     partial.rename(out_dir)
-    return Report(out_dir=out_dir, index=out_dir / "index.html", pages=pages)
+    return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
+
+
+def _write_page(env: Any, assets: dict[str, Any], partial: Path, name: str, page: Page,
+                generated: str) -> dict[str, Any]:
+    """One pair page, its charts and its data file; returns the page's row of the index."""
+    data, stem = page.data, name[: -len(".html")]
+    images = _draw(data, page.roofline, partial / "img", stem)
+    html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated, **assets)
+    (partial / name).write_text(html, encoding="utf-8")
+    (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
+    return {"page": name, "data": f"data/{stem}.json", "thumb": images.get("roofline_thumb"), **data}

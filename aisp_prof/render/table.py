@@ -63,3 +63,18 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
             si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
         ])
     return render(headers, body)
+
+
+def bench_table(outcomes: Sequence[Any]) -> str:
+    """`aisp-prof bench run`: one line per verdict (time or speedup) of each pair and variant."""
+    rows = []
+    for o in outcomes:
+        if not o.verdicts:
+            rows.append([o.pair, "-", "-", "-", "-", "-", "-", o.status + (f": {o.message}" if o.message else "")])
+        for v in o.verdicts:
+            fmt = duration if v.what == "time" else (lambda x: "-" if x is None else f"{x:.2f}x")
+            status = v.status + (f": {o.message}" if v.status in ("failed_check", "error") and o.message else "")
+            rows.append([v.pair, v.variant, v.what, fmt(v.expected), fmt(v.observed),
+                         "-" if v.change is None else f"{v.change:+.1%}",
+                         "-" if v.tolerance is None else f"{v.tolerance:.1%}", status])
+    return render(["pair", "variant", "what", "expected", "observed", "change", "tolerance", "status"], rows)

@@ -1,28 +1,26 @@
-"""What a report page shows, gathered from the run database as plain, JSON-ready data.
+"""What a report page shows, computed from one run as plain, JSON-ready data.
 
-`select_runs` picks the runs (ids, prefixes, 'latest', chapters or pairs); `report_data` reads
-one run back (runs, kernels, timeline, memory_ops, ranges, checks, timings, run.json) and the roofline
-analysis, and returns one dict: headline, per-variant summary, stalls, speed of light, memory
-traffic, kernels, one nsys call per variant, the FLOP check, validity warnings, provenance.
-Nothing here writes files or HTML; `report.build_report` renders it.
+`page_data(run, roofline)` takes a stored run (RunData) and its roofline analysis and returns
+one dict: headline, per-variant summary, stalls, speed of light, memory traffic, kernels, one
+nsys call per variant, the FLOP check, validity warnings, provenance. A pure function: it opens
+nothing and writes nothing; `render.report` draws and writes what it returns.
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
-from ..analyze.ceilings import precision_label
-from ..analyze.flops import add_flops_and_bytes
-from ..analyze.summary import summarize, top_stalls
-from ..errors import AispError, UnknownTargetError
+from ..naming import chapter_of_pair
 from ..parse.metric_table import STALL_REASONS
-from ..queries import clean_value
-from ..store import get_run, list_runs, read_table, resolve_run
+from ..store.run_data import RunData
+from .ceilings import precision_label
+from .flops import add_flops_and_bytes
+from .records import clean_value
+from .summary import summarize, top_stalls
+from ..render.timeline import memory_op_name, representative_call, strip_rows   # MERGE: -> analyze/timeline_call
 
 _SOL_COLS = ("sol_sm_issue_pct", "sol_dram_pct", "sol_l2_pct", "sol_l1_pct", "tensor_pipe_active_pct",
              "achieved_occupancy_pct", "theoretical_occupancy_pct")
@@ -33,52 +31,6 @@ _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_eve
                  "rel_err_vs_reference", "ncu_duration_ns", "dram_bytes", "l2_bytes", "l1_bytes", "flops_total",
                  "flops_fp32", "flops_fp64", "flops_fp16", "flops_tensor", "dram_bytes_per_s", "flops_per_s",
                  "speedup_vs_baseline")
-
-
-# ------------------------------------------------------------------------------ selecting runs
-
-
-def _chapter_key(text: str) -> str | None:
-    m = re.fullmatch(r"ch0*(\d+)", text.strip().lower())
-    return f"ch{int(m.group(1)):02d}" if m else None
-
-
-def select_runs(db: Path, runs: Sequence[str] = (), targets: Sequence[str] = ()) -> list[str]:
-    """Run ids to report on, oldest first, without duplicates.
-
-    `runs`: ids, unique prefixes or 'latest'. `targets`: chapters (ch09) or pair names (also
-    comma-separated), each giving the latest stored run of every matching pair. Neither: the
-    latest run of every stored pair (runs without a pair, i.e. single imports, count by label).
-    """
-    targets = [t.strip() for item in targets for t in item.split(",") if t.strip()]
-    stored = list_runs(db)
-    if not stored:
-        raise UnknownTargetError(f"no runs in {db}; `aisp-prof run` or `aisp-prof import` first")
-    chosen = [resolve_run(db, r) for r in runs]
-    latest: dict[str, str] = {}
-    for r in stored:                                     # oldest first: the last one wins
-        latest[r["pair"] or f"label:{r['label'] or r['run_id']}"] = r["run_id"]
-    for t in targets:
-        chapter = _chapter_key(t)
-        hits = [rid for key, rid in latest.items() if not key.startswith("label:") and
-                (key == t or (chapter is not None and _chapter_of_pair(key) == chapter))]
-        if not hits:
-            import difflib
-
-            pairs = sorted(k for k in latest if not k.startswith("label:"))
-            close = difflib.get_close_matches(t, pairs, n=3, cutoff=0.4)
-            hint = (f"; did you mean {', '.join(close)}?" if close else
-                    f"; stored pairs: {', '.join(pairs)}" if pairs else "; no stored run names a pair")
-            raise UnknownTargetError(f"no stored run of target {t!r}{hint}")
-        chosen += hits
-    if not runs and not targets:
-        chosen = list(latest.values())
-    order = {r["run_id"]: i for i, r in enumerate(stored)}
-    return sorted(dict.fromkeys(chosen), key=order.__getitem__)
-
-
-def _chapter_of_pair(pair: str) -> str | None:
-    return _chapter_key(pair.split(".", 1)[0]) if pair else None
 
 
 # ------------------------------------------------------------------------------ gathering data
@@ -216,8 +168,6 @@ def _memory_op_rows(memory_ops: pd.DataFrame, ranges: pd.DataFrame, variants: li
     df = memory_ops[memory_ops["variant"].isin(variants)].copy()
     if df.empty:
         return []
-    from .timeline import memory_op_name
-
     df["copy_kind"] = df["copy_kind"].where(df["copy_kind"].notna(), "") if "copy_kind" in df else ""
     df["_order"] = range(len(df))
     grouped = df.groupby(["variant", "operation", "copy_kind", "size_bytes"], sort=False, dropna=False).agg(
@@ -310,51 +260,61 @@ def _clock_control(commands: dict[str, Any]) -> str | None:
     return None
 
 
-def _roofline(db: Path, run_id: str) -> tuple[Any, str | None]:
-    """The roofline analysis of the run, or (None, why not)."""
-    try:
-        from ..analyze.roofline import roofline_for_run
-    except ImportError as exc:                     # the analysis module is not installed here
-        return None, f"roofline analysis unavailable ({exc})"
-    try:
-        result = roofline_for_run(db, run_id)
-    except AispError as exc:
-        return None, f"no roofline: {exc}"
-    if not any(p.kernel is None for p in result.points):
-        return None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-    return result, None
-
-
-def gather(db: Path, run_id: str) -> tuple[dict[str, Any], Any]:
-    """`report_data` of a resolved run id, and the RooflineResult the roofline chart is drawn from
-    (None without ncu counters)."""
-    row = get_run(db, run_id)
-    info = json.loads(row.pop("info_json", None) or "{}")
-    kernels = read_table(db, "kernels", run_id)
-    timeline = read_table(db, "timeline", run_id)
-    memory_ops = read_table(db, "memory_ops", run_id)      # empty for runs stored before it existed
-    ranges = read_table(db, "ranges", run_id)
-    checks = read_table(db, "checks", run_id)
-    timings = read_table(db, "timings", run_id)
+def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> dict[str, Any]:
+    """Everything a pair's page shows, as JSON-ready plain data, from the run and its roofline
+    analysis (a RooflineResult, or None with `roof_error` saying why there is none)."""
+    row = {k: v for k, v in run.run.items() if k != "info_json"}
+    info = run.info
     summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
-               for s in summarize(info, kernels, ranges, checks, timings)]
+               for s in summarize(info, run.kernels, run.ranges, run.checks, run.timings)]
     variants = [s["variant"] for s in summary]
-    kernels_f = add_flops_and_bytes(kernels) if not kernels.empty else kernels
-    pair = row.get("pair")
-    chapter = (f"ch{int(info['chapter']):02d}" if isinstance(info.get("chapter"), int)
-               else _chapter_of_pair(pair or "") or "other")
-
-    roof, roof_error = _roofline(db, run_id)
+    kernels_f = add_flops_and_bytes(run.kernels) if not run.kernels.empty else run.kernels
     roof_dict = roof.to_dict() if roof is not None else None
-    bounds = _bounds(roof_dict)
     ceilings = _ceiling_rows(roof_dict)
+    headline = _headline(summary, _bounds(roof_dict))
+    stalls, selected = _stalls(kernels_f, variants)
+    return {
+        **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
+        # the fastest variant whose output passed (or was not checked); a wrong one only if all are
+        "best": max(headline, key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
+        "correctness": _correctness(run.checks, variants),
+        "stalls": stalls, "stall_selected": selected,
+        "stall_reasons": sorted({r for per in stalls.values() for r in per},
+                                key=lambda r: -sum(per.get(r, 0.0) for per in stalls.values())),
+        "sol": _sol_rows(kernels_f, variants),
+        "memory": _memory_rows(kernels_f, variants),
+        "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
+        "kernels": _kernel_rows(run.kernels, run.timeline, variants),
+        "memory_ops": _memory_op_rows(run.memory_ops, run.ranges, variants),
+        "timeline": _strips(run, variants),
+        "roofline": roof_dict, "roofline_error": roof_error,
+        "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
+        "calibrated": any(c.get("measured") for c in ceilings),
+        "flop_check": list((roof_dict or {}).get("flop_check") or []),
+        "warnings": _warnings(row, summary, run.kernels, run.timeline, roof_dict, roof_error),
+        "provenance": _provenance(row, info, run.kernels),
+    }
 
+
+def _identity(row: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    """Which run the page is about: ids, title, chapter, status, lesson, sizes."""
+    pair, run_id = row.get("pair"), row["run_id"]
+    chapter = (f"ch{int(info['chapter']):02d}" if isinstance(info.get("chapter"), int)
+               else chapter_of_pair(pair) or "other")
+    return {"run_id": run_id, "pair": pair, "title": pair or row.get("label") or run_id, "chapter": chapter,
+            "label": row.get("label"), "status": row.get("status"), "created_at": row.get("created_at"),
+            "source": row.get("source"), "lesson": info.get("lesson"), "sizes": info.get("sizes")}
+
+
+def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float | None]]) -> list[dict[str, Any]]:
+    """Per optimized variant: speedup (nsys and CUDA events), correctness, what bound it before/after.
+    Fills each summary row's `bound`, `bound_pct_of_roof` and `speedup_cuda_events` on the way."""
     base = next((s for s in summary if s["variant"] == "baseline"), None)
     for s in summary:
         s["bound"], s["bound_pct_of_roof"] = bounds.get(s["variant"], (None, None))
         ev, bev = s.get("cuda_event_median_ns"), (base or {}).get("cuda_event_median_ns")
         s["speedup_cuda_events"] = bev / ev if ev and bev else None
-    headline = [{
+    return [{
         "variant": s["variant"], "speedup": s.get("speedup_vs_baseline"),
         "speedup_cuda_events": s.get("speedup_cuda_events"), "gpu_time_ns": s.get("gpu_time_ns"),
         "baseline_gpu_time_ns": (base or {}).get("gpu_time_ns"), "correct": s.get("correct"),
@@ -364,45 +324,17 @@ def gather(db: Path, run_id: str) -> tuple[dict[str, Any], Any]:
         "bound_after_pct_of_roof": s.get("bound_pct_of_roof"),
     } for s in summary if s["variant"] != "baseline"]
 
-    stalls, selected = _stalls(kernels_f, variants)
-    strips = {}
-    if not timeline.empty or not memory_ops.empty:
-        from .timeline import representative_call, strip_rows   # pandas only; no drawing
 
-        for v in variants:
-            strip = strip_rows(representative_call(timeline, ranges, v, memory_ops))
-            if strip["kernels"] or strip["memory_ops"]:
-                strips[v] = strip
-    data = {
-        "run_id": run_id, "pair": pair, "title": pair or row.get("label") or run_id, "chapter": chapter,
-        "label": row.get("label"), "status": row.get("status"), "created_at": row.get("created_at"),
-        "source": row.get("source"), "lesson": info.get("lesson"), "sizes": info.get("sizes"),
-        "variants": variants, "summary": summary, "headline": headline,
-        # the fastest variant whose output passed (or was not checked); a wrong one only if all are
-        "best": max(headline, key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
-        "correctness": _correctness(checks, variants),
-        "stalls": stalls, "stall_selected": selected,
-        "stall_reasons": sorted({r for per in stalls.values() for r in per},
-                                key=lambda r: -sum(per.get(r, 0.0) for per in stalls.values())),
-        "sol": _sol_rows(kernels_f, variants),
-        "memory": _memory_rows(kernels_f, variants),
-        "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
-        "kernels": _kernel_rows(kernels, timeline, variants),
-        "memory_ops": _memory_op_rows(memory_ops, ranges, variants),
-        "timeline": strips,
-        "roofline": roof_dict, "roofline_error": roof_error,
-        "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
-        "calibrated": any(c.get("measured") for c in ceilings),
-        "flop_check": list((roof_dict or {}).get("flop_check") or []),
-        "warnings": _warnings(row, summary, kernels, timeline, roof_dict, roof_error),
-        "provenance": _provenance(row, info, kernels),
-    }
-    return data, roof
-
-
-def report_data(db: Path, run: str) -> dict[str, Any]:
-    """Everything a pair's page shows, as JSON-ready plain data (no HTML, no files)."""
-    return gather(db, resolve_run(db, run))[0]
+def _strips(run: RunData, variants: list[str]) -> dict[str, dict[str, Any]]:
+    """One representative nsys call per variant: its kernels, memory ops and gaps."""
+    strips: dict[str, dict[str, Any]] = {}
+    if run.timeline.empty and run.memory_ops.empty:
+        return strips
+    for v in variants:
+        strip = strip_rows(representative_call(run.timeline, run.ranges, v, run.memory_ops))
+        if strip["kernels"] or strip["memory_ops"]:
+            strips[v] = strip
+    return strips
 
 
 LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "compute": "compute"}

@@ -10,7 +10,7 @@ It guards against the usual ways a benchmark lies:
 Environment problems (AispError: no GPU, no nvcc, no triton, a failed build) are not
 correctness results; they propagate so the caller can skip or report them explicitly.
 
-torch is imported inside the functions so that `import aisp_prof.check` works without it.
+torch is imported inside the functions so that `import aisp_prof.collect.check` works without it.
 """
 from __future__ import annotations
 
@@ -19,13 +19,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from .errors import AispError, CorrectnessError, UnknownTargetError
-from .pairs import KernelPair
+from ..errors import AispError, CorrectnessError, UnknownTargetError
+from ..pairs import KernelPair
 
 log = logging.getLogger(__name__)
-
-KNOWN_NEEDS = ("gpu", "nvcc", "triton")
-
 
 @dataclass
 class VariantCheck:
@@ -68,29 +65,6 @@ class CheckResult:
         d["passed"] = self.passed
         d["failed_variants"] = self.failed_variants
         return d
-
-
-def runnable_variants(pair: KernelPair, have_gpu: bool, have_nvcc: bool, have_triton: bool,
-                      have_cutlass: bool | None = None) -> list[str]:
-    """The variants whose needs (the pair's `requires.needs` plus `variant_needs`) are met here.
-
-    `have_cutlass` None: looked up (cuda_build.have_cutlass, the CUTLASS headers)."""
-    if have_cutlass is None:
-        from .cuda_build import have_cutlass as _have_cutlass
-
-        have_cutlass = _have_cutlass()
-    have = {"gpu": have_gpu, "nvcc": have_nvcc, "triton": have_triton, "cutlass": have_cutlass}
-    names = []
-    for name in pair.variants:
-        needs = tuple(pair.requires.needs) + tuple(pair.variant_needs.get(name, ()))
-        unknown = [n for n in needs if n not in have]
-        if unknown:
-            log.warning("%s/%s needs %s, which this tool cannot detect; not running it",
-                        pair.name, name, ", ".join(unknown))
-            continue
-        if all(have[n] for n in needs):
-            names.append(name)
-    return names
 
 
 def check_pair(pair: KernelPair, sizes: Mapping[str, int] | None = None, device: str = "cuda",

@@ -1,9 +1,9 @@
 """Where measured ceilings live: the `ceilings` table (one row per hardware key) and JSON files.
 
-A calibration is looked up by hardware key, database first, then
-`profiles/calibration/<hardware_key>.json` (committed with the repository, so a laptop with an
-empty database still draws measured ceilings). A run imported without a GPU name is matched to
-a calibration by its SM count and memory size, read from the profile's device attributes.
+Every calibration available is the database's rows, then `profiles/calibration/<hardware_key>.json`
+files for keys the database lacks (shipped with aisp-prof, so a laptop with an empty database
+still draws measured ceilings). Which one fits a run is analysis
+(`analyze.calibration.match_calibration`), done on this list without opening anything.
 """
 from __future__ import annotations
 
@@ -12,20 +12,25 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..analyze.ceilings import hardware_key
-from ..store import open_db
+from ..errors import AispError
+from ..naming import hardware_key
+from ..paths import calibration_dir
+from .db import Database, open_db
 
 log = logging.getLogger(__name__)
 
 TABLE = "ceilings"
-CALIBRATION_DIR = Path(__file__).resolve().parents[2] / "profiles" / "calibration"
 
 
 def calibration_dirs() -> list[Path]:
-    """Folders searched for <hardware_key>.json: ./profiles/calibration, then the repository's."""
+    """Folders searched for <hardware_key>.json: ./profiles/calibration, then the shipped one."""
     here = Path("profiles") / "calibration"
     dirs = [here.resolve()] if here.is_dir() else []
-    return dirs + ([CALIBRATION_DIR] if CALIBRATION_DIR not in dirs else [])
+    try:
+        shipped = calibration_dir().resolve()
+    except AispError:                 # an install without its data files: the database still counts
+        return dirs
+    return dirs + ([shipped] if shipped not in dirs and shipped.is_dir() else [])
 
 
 def save_calibration(db: Path, calibration: dict[str, Any]) -> str:
@@ -55,16 +60,11 @@ def write_calibration_file(calibration: dict[str, Any], folder: Path) -> Path:
     return path
 
 
-def _db_rows(db: Path | None) -> list[dict[str, Any]]:
-    if db is None or not Path(db).exists():
+def db_calibrations(conn: Database) -> list[dict[str, Any]]:
+    """The calibrations stored in an open database."""
+    if not conn.has(TABLE):
         return []
-    database = open_db(Path(db))
-    try:
-        if TABLE not in database.table_names():
-            return []
-        return [json.loads(r["calibration_json"]) for r in database.query(f"SELECT calibration_json FROM [{TABLE}]")]
-    finally:
-        database.close()
+    return [json.loads(r["calibration_json"]) for r in conn.query(f"SELECT calibration_json FROM [{TABLE}]")]
 
 
 def _file_rows(dirs: list[Path] | None = None) -> list[tuple[dict[str, Any], Path]]:
@@ -78,35 +78,38 @@ def _file_rows(dirs: list[Path] | None = None) -> list[tuple[dict[str, Any], Pat
     return out
 
 
+def file_calibrations(dirs: list[Path] | None = None) -> list[dict[str, Any]]:
+    """The calibration files, each with `_source` "file:<path>"."""
+    return [{**cal, "_source": f"file:{path}"} for cal, path in _file_rows(dirs)]
+
+
+def merge_calibrations(in_db: list[dict[str, Any]], files: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Database rows (`_source` "db"), then files for hardware keys the database lacks."""
+    out = [{**c, "_source": "db"} for c in in_db]
+    seen = {c.get("hardware_key") for c in out}
+    for cal in files:
+        if cal.get("hardware_key") not in seen:
+            out.append(cal)
+            seen.add(cal.get("hardware_key"))
+    return out
+
+
 def stored_calibrations(db: Path | None, dirs: list[Path] | None = None) -> list[dict[str, Any]]:
     """Every calibration available: database rows, then files for keys the database lacks.
 
     Each carries `_source`: "db" or "file:<path>".
     """
-    out = [{**c, "_source": "db"} for c in _db_rows(db)]
-    seen = {c.get("hardware_key") for c in out}
-    for cal, path in _file_rows(dirs):
-        if cal.get("hardware_key") not in seen:
-            out.append({**cal, "_source": f"file:{path}"})
-            seen.add(cal.get("hardware_key"))
-    return out
+    in_db: list[dict[str, Any]] = []
+    if db is not None and Path(db).exists():
+        with Database(Path(db)) as conn:
+            in_db = db_calibrations(conn)
+    return merge_calibrations(in_db, file_calibrations(dirs))
 
 
 def load_calibration(db: Path | None, key: str | None = None, sm_count: int | None = None,
                      gpu_memory_bytes: int | None = None,
                      dirs: list[Path] | None = None) -> tuple[dict[str, Any], str] | None:
     """(calibration, source) for a hardware key, or for a device signature when the key is unknown."""
-    candidates = stored_calibrations(db, dirs)
-    if key and key != "unknown":
-        for cal in candidates:
-            if cal.get("hardware_key") == key:
-                return cal, cal.pop("_source")
-        return None
-    if sm_count is None or gpu_memory_bytes is None:
-        return None
-    matches = [c for c in candidates
-               if c.get("sm_count") == sm_count and c.get("gpu_memory_bytes") == gpu_memory_bytes]
-    if len(matches) == 1:
-        cal = matches[0]
-        return cal, cal.pop("_source")
-    return None
+    from ..analyze.calibration import find_calibration
+
+    return find_calibration(stored_calibrations(db, dirs), key, sm_count, gpu_memory_bytes)

@@ -6,23 +6,16 @@ folder copied to a laptop produce the same rows.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from .collect import runner
-from .errors import ExportParseError
-from .store import RunData, list_runs, write_run
-
-
-def variant_of(nvtx_range: str, pair: str | None) -> str:
-    """'aisp/<pair>/<variant>' -> '<variant>'; any other range is its own variant name."""
-    parts = nvtx_range.split("/") if nvtx_range else []
-    if len(parts) == 3 and parts[0] == "aisp" and (pair is None or parts[1] == pair):
-        return parts[2]
-    return nvtx_range
+from ..errors import ExportParseError
+from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, new_run_id, utc_now, variant_of
+from ..paths import samples_dir
+from .db import Database, write_run
+from .run_data import RunData
 
 
 def _with_variant(df: pd.DataFrame, pair: str | None, column: str = "nvtx_range") -> pd.DataFrame:
@@ -34,7 +27,7 @@ def _with_variant(df: pd.DataFrame, pair: str | None, column: str = "nvtx_range"
 
 
 def _ncu(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    from .parse.ncu_csv import parse_ncu_export
+    from ..parse.ncu_csv import parse_ncu_export
 
     parsed = parse_ncu_export(path)
     return _with_variant(parsed.launches, pair), parsed.metrics
@@ -42,10 +35,10 @@ def _ncu(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
     """Fill data's timeline, memory_ops and ranges from an nsys export; return the GPU it describes."""
-    from .parse.nsys_sqlite import parse_nsys_sqlite
+    from ..parse.nsys_sqlite import parse_nsys_sqlite
 
     parsed = parse_nsys_sqlite(path)
-    ranges = parsed.ranges.rename(columns={"range": "nvtx_range"})
+    ranges = parsed.ranges.rename(columns={"range": "nvtx_range"})   # MERGE: the parser names it so
     data.timeline = _with_variant(parsed.kernels, pair)
     data.memory_ops = _with_variant(parsed.memory_ops, pair)
     data.ranges = _with_variant(ranges, pair)
@@ -70,19 +63,19 @@ def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[st
 def load_run_dir(run_dir: Path) -> RunData:
     """Parse a folder written by `aisp-prof run` (run.json + whatever exports it holds)."""
     try:
-        info = json.loads((run_dir / runner.RUN_JSON).read_text())
+        info = json.loads((run_dir / RUN_JSON).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ExportParseError(f"{run_dir} is not a complete aisp-prof run folder ({exc})") from exc
     pair = info.get("pair")
     data = RunData(run=_run_row(info, "run", run_dir))
-    if (run_dir / runner.NCU_CSV).exists():
-        data.kernels, data.metrics = _ncu(run_dir / runner.NCU_CSV, pair)
-    if (run_dir / runner.NSYS_SQLITE).exists():
-        _nsys(run_dir / runner.NSYS_SQLITE, pair, data)
-    if (run_dir / runner.CHECK_JSON).exists():
-        check = json.loads((run_dir / runner.CHECK_JSON).read_text())
-        data.checks = [_flat(c) for c in check.get("check", {}).get("checks", [])]
-        data.timings = [{"variant": v, **t} for v, t in check.get("timing", {}).items()]
+    if (run_dir / NCU_CSV).exists():
+        data.kernels, data.metrics = _ncu(run_dir / NCU_CSV, pair)
+    if (run_dir / NSYS_SQLITE).exists():
+        _nsys(run_dir / NSYS_SQLITE, pair, data)
+    if (run_dir / CHECK_JSON).exists():
+        check = json.loads((run_dir / CHECK_JSON).read_text())
+        data.checks = pd.DataFrame([_flat(c) for c in check.get("check", {}).get("checks", [])])
+        data.timings = pd.DataFrame([{"variant": v, **t} for v, t in check.get("timing", {}).items()])
     return data
 
 
@@ -94,8 +87,8 @@ def load_export(path: Path, label: str | None = None) -> RunData:
     """Parse one ncu CSV / .ncu-rep / nsys SQLite export made by anyone into a run."""
     name = path.name.lower()
     info: dict[str, Any] = {
-        "run_id": runner.new_run_id("import"), "pair": None, "label": label or path.name,
-        "status": "imported", "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "run_id": new_run_id("import"), "pair": None, "label": label or path.name,
+        "status": "imported", "created_at": utc_now(),
         "imported_from": str(path.resolve()),
     }
     data = RunData(run={})
@@ -134,12 +127,13 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
     data = load_run_dir(path) if path.is_dir() else load_export(path, label)
     if path.is_dir() and label:
         data.run["label"] = label
-    if skip_stored and data.run_id in {r["run_id"] for r in list_runs(db)}:
-        return data.run_id
+    if skip_stored:
+        with Database(db) as conn:
+            if data.run_id in {r["run_id"] for r in conn.list_runs()}:
+                return data.run_id
     return write_run(db, data)
 
 
 def sample_run_dirs() -> list[Path]:
-    """The real runs shipped with the repository (profiles/samples/<run-id>/)."""
-    root = Path(__file__).resolve().parent.parent / "profiles" / "samples"
-    return sorted(p for p in root.glob("*") if (p / runner.RUN_JSON).exists())
+    """The real runs shipped with aisp-prof (profiles/samples/<run-id>/)."""
+    return sorted(p for p in samples_dir().glob("*") if (p / RUN_JSON).exists())

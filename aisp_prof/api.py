@@ -1,0 +1,231 @@
+"""aisp-prof as a library: the runs in a database as pandas DataFrames, rooflines and reports.
+
+    import aisp_prof
+    db = aisp_prof.open_db("profiles/aisp.db")        # default: $AISP_PROF_DB or profiles/aisp.db
+    db.import_path("profiles/samples/20261126T011557Z-ch09.fused_l2norm-90df")
+    db.summary("ch09.fused_l2norm")                     # one row per variant
+    db.kernels("latest"), db.ranges("latest"), db.roofline_points("latest")
+
+This is the only module that chains the stages: the store reads a run (one open of the
+database), analysis computes from the RunData it is handed, render draws what it is given. A
+RUN argument is a run id, a unique prefix, 'latest' or a pair name (its latest run). The CLI
+commands are thin calls into this module.
+"""
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import pandas as pd
+
+from .analyze.calibration import calibration_for_runs
+from .analyze.flops import add_flops_and_bytes
+from .analyze.records import clean_value, frame_records
+from .analyze.report_page import page_data
+from .analyze.roofline import RooflineResult, RunInput, build_roofline
+from .analyze.summary import summarize
+from .collect import runner
+from .errors import AispError, ExportParseError
+from .render.report import Page, PageRef, Report, write_report
+from .store import db as store_db
+from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
+from .store.history import pair_history
+from .store.ingest import load_run_dir, store_path
+from .store.run_data import RunData
+from .store.select import resolve_run, select_runs
+
+Progress = Callable[[str], None]
+KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
+                 "l1_bytes", "grid_dim", "block_dim", "registers_per_thread")
+KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
+NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
+               "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
+
+
+def open_db(path: str | Path | None = None) -> "RunDatabase":
+    """The run database at `path` (default: $AISP_PROF_DB, else profiles/aisp.db)."""
+    return RunDatabase(store_db.db_path(path))
+
+
+def roofline_input(run: RunData) -> RunInput:
+    """What the roofline needs of a stored run."""
+    return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name)
+
+
+def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
+                flop_basis: str = "auto") -> RooflineResult:
+    """Ceilings, points, checks and warnings of runs; ExportParseError when none has ncu counters."""
+    inputs = [roofline_input(r) for r in runs]
+    if all(i.kernels.empty for i in inputs):
+        raise ExportParseError(f"{', '.join(r.run_id for r in runs)}: {NO_COUNTERS}")
+    return build_roofline(inputs, calibration_for_runs(calibrations, inputs), flop_basis)
+
+
+def summary_records(run: RunData) -> list[dict[str, Any]]:
+    """Per variant, baseline first: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls."""
+    rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings)
+    return [{k: clean_value(v) for k, v in s.items()} for s in rows]
+
+
+def run_summary(run: RunData) -> dict[str, Any]:
+    """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json."""
+    return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary_records(run),
+            "info": run.info}
+
+
+@dataclass
+class RunResult:
+    """A profiled and stored run: its `runs` row, per-variant summary and stored data."""
+
+    run: dict[str, Any]
+    summary: list[dict[str, Any]]
+    data: RunData
+    error: AispError | None = None     # set when the run was stored but must fail the command
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "summary": self.summary, "error": str(self.error) if self.error else None}
+
+
+@dataclass
+class RunDatabase:
+    """A run database. Every read opens it once and closes it; nothing is cached between calls."""
+
+    path: Path
+    calibration_dirs: list[Path] | None = field(default=None, repr=False)   # None: the shipped ones
+
+    # ------------------------------------------------------------------ runs
+    def runs(self) -> pd.DataFrame:
+        """The stored runs, oldest first: run_id, pair, label, source, status, created_at, gpu_name."""
+        return pd.DataFrame(store_db.list_runs(self.path), columns=list(store_db.RUN_COLUMNS))
+
+    def resolve(self, run: str = "latest") -> str:
+        """The run id `run` names."""
+        with store_db.Database(self.path) as conn:
+            return resolve_run(conn.list_runs(), run, str(self.path))
+
+    def select(self, runs: Sequence[str] = (), targets: Sequence[str] = ()) -> list[str]:
+        """Run ids for ids/prefixes/'latest'/pairs (`runs`) and chapters or pairs (`targets`)."""
+        with store_db.Database(self.path) as conn:
+            return select_runs(conn.list_runs(), runs, targets, str(self.path))
+
+    def run(self, run: str = "latest", all_metrics: bool = False) -> RunData:
+        """Everything one run stored, read in one open of the database."""
+        with store_db.Database(self.path) as conn:
+            return conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics)
+
+    def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
+        """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
+        return store_path(self.path, Path(path), label, skip_stored)
+
+    def history(self, pair: str) -> pd.DataFrame:
+        """One row per (run, variant) of `pair`, oldest first: median time, spread, speedup."""
+        return pd.DataFrame(pair_history(self.path, pair))
+
+    # ------------------------------------------------------------------ one run as frames
+    def kernels(self, run: str = "latest", variant: str | None = None) -> pd.DataFrame:
+        """Per kernel launch: range, variant, kernel, duration, bytes per level, FLOPs by precision.
+        From ncu when the run has counters, else the nsys timeline (bytes and FLOPs then null)."""
+        return kernel_frame(self.run(run), variant)
+
+    def ranges(self, run: str = "latest") -> pd.DataFrame:
+        """Per NVTX range: calls, kernels, memcpys/memsets, GPU time and gaps (nsys)."""
+        return self.run(run).ranges
+
+    def summary(self, run: str = "latest") -> pd.DataFrame:
+        """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""
+        return pd.DataFrame(summary_records(self.run(run)))
+
+    def roofline(self, *targets: str, flop_basis: str = "auto") -> RooflineResult:
+        """The roofline of runs (default: the latest) with measured ceilings where calibrated."""
+        runs, calibrations = self._runs_with_calibrations(targets or ("latest",))
+        return roofline_of(runs, calibrations, flop_basis)
+
+    def roofline_points(self, run: str = "latest", flop_basis: str = "auto") -> pd.DataFrame:
+        """One row per roofline point: each variant's aggregate (kernel null), then its kernels."""
+        return pd.DataFrame([p.to_dict() for p in self.roofline(run, flop_basis=flop_basis).points])
+
+    def calibrations(self) -> list[dict[str, Any]]:
+        """Every measured calibration: the database's, then shipped files for other GPUs."""
+        with store_db.Database(self.path) as conn:
+            in_db = db_calibrations(conn)
+        return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
+
+    # ------------------------------------------------------------------ reports
+    def page(self, run: str = "latest") -> dict[str, Any]:
+        """Everything a report page shows for one run, as JSON-ready data."""
+        return self._page(self.resolve(run), file_calibrations(self.calibration_dirs)).data
+
+    def report(self, runs: Sequence[str] = (), targets: Sequence[str] = (), out: str | Path | None = None,
+               progress: Callable[[str], None] | None = None) -> Report:
+        """Write an HTML report of the runs (default: the latest run of every stored pair)."""
+        with store_db.Database(self.path) as conn:
+            listing = conn.list_runs()
+        run_ids = select_runs(listing, runs, targets, str(self.path))
+        rows = {r["run_id"]: r for r in listing}
+        refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label")) for rid in run_ids]
+        files = file_calibrations(self.calibration_dirs)
+        pages = (self._page(rid, files) for rid in run_ids)
+        return write_report(refs, pages, out=Path(out) if out else None, source=str(self.path), progress=progress)
+
+    def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
+        """One report page: the run and the calibrations in one open, then pure analysis."""
+        with store_db.Database(self.path) as conn:
+            run, in_db = conn.read_run(run_id), db_calibrations(conn)
+        try:
+            roof, error = roofline_of([run], merge_calibrations(in_db, files)), None
+        except AispError as exc:
+            roof, error = None, f"no roofline: {exc}"
+        if roof is not None and not any(p.kernel is None for p in roof.points):
+            roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
+        return Page(page_data(run, roof, error), roof)
+
+    def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
+        with store_db.Database(self.path) as conn:
+            listing = conn.list_runs()
+            ids = list(dict.fromkeys(resolve_run(listing, t, str(self.path)) for t in targets))
+            runs, in_db = [conn.read_run(r) for r in ids], db_calibrations(conn)
+        return runs, merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
+
+    # ------------------------------------------------------------------ profiling (GPU)
+    def profile(self, opts: runner.RunOptions, progress: Progress = lambda m: None) -> RunResult:
+        """Check and profile a pair (`aisp-prof run`), store the run in one transaction, summarize.
+
+        A run whose check failed is still stored (status failed_check) so the failure is on
+        record; `error` then carries the CorrectnessError. If storing fails, the run folder is
+        removed too: profiles/ and the database stay in step.
+        """
+        outcome = runner.collect(opts, progress)
+        try:
+            progress("parsing exports and storing the run")
+            data = load_run_dir(outcome.run_dir)
+            store_db.write_run(self.path, data)
+        except BaseException:
+            shutil.rmtree(outcome.run_dir, ignore_errors=True)
+            raise
+        summary = run_summary(data)
+        return RunResult(summary["run"], summary["summary"], data,
+                         runner.failed_check_error(outcome.run_info, outcome.run_dir))
+
+
+def kernel_frame(run: RunData, variant: str | None = None) -> pd.DataFrame:
+    """`RunDatabase.kernels` of a RunData: ncu rows, else the nsys timeline's kernels."""
+    kernels = run.kernels
+    if kernels.empty:
+        kernels = run.timeline.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim", "block": "block_dim"})
+    if kernels.empty:
+        return pd.DataFrame(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS])
+    if variant:
+        kernels = kernels[kernels["variant"] == variant]
+    kernels = add_flops_and_bytes(kernels)
+    return kernels.reindex(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS]).reset_index(drop=True)
+
+
+def kernel_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
+    """`aisp-prof kernels --json` records: the fields, `flops` {fp64, fp32, fp16, tensor}, `flops_total`."""
+    for rec in frame_records(frame):
+        out = {f: rec.get(f) for f in KERNEL_FIELDS}
+        out["flops"] = {p: rec.get(f"flops_{p}") for p in ("fp64", "fp32", "fp16", "tensor")}
+        out["flops_total"] = rec.get("flops_total")
+        yield out

@@ -1,0 +1,49 @@
+"""`aisp-prof`: a thin click layer over the library (`aisp_prof.api`).
+
+Each command parses options, makes one library call and prints; library errors become one
+line on stderr and the error's own exit code (see aisp_prof.errors). Commands import what they
+use when they run, so `aisp-prof runs` does not pay for matplotlib or torch.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from .. import __version__
+from .bench import bench_group
+from .common import AispGroup
+from .profile import calibrate_cmd, quickstart_cmd, run_cmd
+from .report import report_cmd, roofline_cmd
+from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, runs_cmd, summary_cmd
+
+EXAMPLES = """
+\b
+Examples:
+  aisp-prof list                          # the pairs, and whether each runs here
+  aisp-prof run ch09.fused_l2norm         # check, profile (ncu + nsys), store, summarize
+  aisp-prof import profiles/samples/*/    # store saved runs/exports, no GPU needed
+  aisp-prof summary latest                # per-variant summary of the newest run
+  aisp-prof kernels latest --json         # one record per profiled kernel launch
+  aisp-prof report latest --open          # HTML report (offline, one page per pair)
+"""
+
+
+@click.group(cls=AispGroup, epilog=EXAMPLES)
+@click.version_option(__version__, prog_name="aisp-prof")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the library does (to stderr).")
+def cli(verbose: bool) -> None:
+    """Profile baseline/optimized GPU kernel pairs with Nsight Compute and Nsight Systems,
+    store the runs in SQLite, and read them back anywhere, GPU or not."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="aisp-prof: %(levelname)s: %(message)s", stream=sys.stderr)
+
+
+for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, summary_cmd, quickstart_cmd,
+                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd):
+    cli.add_command(_command)
+
+
+def main() -> None:
+    cli(prog_name="aisp-prof")

@@ -1,0 +1,70 @@
+"""What every command shares: the error-to-exit-code group, shared options, JSON output."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from ..errors import AispError
+
+
+class AispGroup(click.Group):
+    """Turns AispError into `aisp-prof: error: ...` on stderr and the error's own exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AispError as exc:
+            click.echo(f"aisp-prof: error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+
+
+def db_option(f: Callable) -> Callable:
+    return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="Run database (default: $AISP_PROF_DB or profiles/aisp.db).")(f)
+
+
+def json_option(f: Callable) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+
+
+def profiles_dir_option(f: Callable) -> Callable:
+    return click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
+                        show_default=True, help="Where run folders are written.")(f)
+
+
+def chapter_option(f: Callable) -> Callable:
+    return click.option("--chapter", help="Only this chapter, e.g. ch09.")(f)
+
+
+def database(db: Path | None) -> Any:
+    """The library's RunDatabase for --db (imported here: pandas loads only when a command runs)."""
+    from ..api import open_db
+
+    return open_db(db)
+
+
+def echo_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=_json_default))
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "item"):
+        return v.item()
+    return str(v)
+
+
+def short(name: str, width: int = 70) -> str:
+    return name if len(name) <= width else name[: width - 3] + "..."
+
+
+def pair_rows(chapter: str | None) -> list[dict[str, Any]]:
+    """`list` rows (the pairs here, and whether each can run), for one chapter or all."""
+    from ..naming import chapter_key
+    from ..pairs import discover
+    from ..pairs.capabilities import detect_machine, listing
+
+    want = chapter_key(chapter) if chapter else None
+    return [r for r in listing(discover(), detect_machine()) if want is None or r["chapter_key"] == want]

@@ -1,0 +1,179 @@
+"""Commands that need a GPU (or fall back without one): run, quickstart, calibrate."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import NoGpuError
+from .common import database, db_option, echo_json, json_option, profiles_dir_option
+from .runs import print_summary
+
+QUICKSTART_REPORT = Path("reports") / "quickstart"
+QUICKSTART_PAIR = "ch09.fused_l2norm"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """`aisp-prof run`'s options, as given."""
+
+    variants: str | None = None
+    sizes: str | None = None
+    label: str | None = None
+    profiles_dir: Path = Path("profiles")
+    ncu: str | None = None
+    nsys: str | None = None
+    no_ncu: bool = False
+    no_nsys: bool = False
+    nsys_iterations: int = 5
+    extra_metrics: tuple[str, ...] = ()
+
+    def options(self, pair: Any) -> Any:
+        """The collection options for one pair (its --sizes parsed against its own sizes)."""
+        from ..collect.runner import RunOptions
+        from ..pairs import parse_sizes
+        from ..parse.metric_table import DEFAULT_GROUPS
+
+        return RunOptions(
+            pair=pair, profiles_dir=self.profiles_dir, sizes=parse_sizes(self.sizes, pair.sizes),
+            variants=self.variants.split(",") if self.variants else [], ncu=self.ncu, nsys=self.nsys,
+            label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
+            nsys_iterations=self.nsys_iterations,
+            metric_groups=DEFAULT_GROUPS + tuple(g for g in self.extra_metrics if g not in DEFAULT_GROUPS))
+
+
+@click.command("run")
+@click.argument("targets", nargs=-1, required=True)
+@click.option("--variants", help="Comma-separated variants (default: all that can run here).")
+@click.option("--sizes", help="Problem size over the pair's default, e.g. rows=4096,cols=8192.")
+@click.option("--label", help="A label stored with the run.")
+@profiles_dir_option
+@click.option("--ncu", help="Path to ncu (default: $AISP_NCU, PATH, standard installs).")
+@click.option("--nsys", help="Path to nsys (default: $AISP_NSYS, PATH, /opt/nvidia, beside ncu).")
+@click.option("--no-ncu", is_flag=True, help="Skip Nsight Compute (timeline only).")
+@click.option("--no-nsys", is_flag=True, help="Skip Nsight Systems (counters only).")
+@click.option("--nsys-iterations", default=5, show_default=True, help="Calls per variant under nsys.")
+@click.option("--extra-metrics", multiple=True, type=click.Choice(["sol_breakdown", "stall_sampled"]),
+              help="More ncu metric groups: sol_breakdown (ncu's headline SM/memory throughput, "
+                   "+8 replay passes), stall_sampled (PC-sampled stall reasons, +2).")
+@db_option
+@json_option
+def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options: Any) -> None:
+    """Check, profile (ncu + nsys), store and summarize pairs. TARGETS are pair names or chapters.
+
+    Exit codes: 0 ok, 2 unknown target, 3 no GPU, 4 profiler or nvcc missing, 5 counter
+    permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
+    8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes.
+
+    \b
+    Example:
+      aisp-prof run ch09.fused_l2norm
+      aisp-prof run ch09.fused_l2norm --variants cuda --sizes rows=4096,cols=4096 --json
+    """
+    results = profile_targets(targets, RunRequest(**options), db, as_json)
+    if as_json:
+        data = [r.as_dict() for r in results]
+        echo_json(data if len(data) != 1 else data[0])
+    failed = next((r.error for r in results if r.error is not None), None)
+    if failed is not None:
+        raise failed
+
+
+def profile_targets(targets: tuple[str, ...], request: RunRequest, db: Path | None, as_json: bool) -> list[Any]:
+    """Profile each selected pair. In a run of several pairs, one that cannot run on this machine
+    (e.g. a Blackwell-only pair, or one that needs nvcc) is skipped with its reason; alone, it fails."""
+    from ..pairs import select
+    from ..pairs.capabilities import detect_machine, runnable
+
+    selected, machine, runs = select(list(targets)), detect_machine(), database(db)
+    results = []
+    for i, pair in enumerate(selected, 1):
+        click.echo(f"== {pair.name} ({i}/{len(selected)})", err=True)
+        answer = runnable(pair, machine, request.variants.split(",") if request.variants else ())
+        if not answer.ok and len(selected) > 1 and answer.error is not NoGpuError:
+            click.echo(f"   skipped: {answer.reason}", err=True)
+            continue
+        result = runs.profile(request.options(pair), progress=lambda m: click.echo(f"   {m}", err=True))
+        results.append(result)
+        if not as_json:
+            print_summary(result.as_dict())
+    return results
+
+
+@click.command("quickstart")
+@profiles_dir_option
+@db_option
+def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
+    """The README's first command. On a GPU: profile ch09.fused_l2norm. Without one: store
+    the real sample runs shipped in profiles/samples/ and summarize them. Either way, write
+    the HTML report to reports/quickstart/ and print the path of its index.html.
+
+    \b
+    Example:
+      aisp-prof quickstart
+    """
+    from ..pairs.capabilities import detect_machine
+
+    runs = database(db)
+    if detect_machine().gpu:
+        profile_targets((QUICKSTART_PAIR,), RunRequest(label="quickstart", profiles_dir=profiles_dir), db, False)
+        report = runs.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)
+        click.echo(f"report: {report.index}")
+        return
+    from ..api import run_summary
+    from ..store.ingest import sample_run_dirs
+
+    samples = sample_run_dirs()
+    click.echo(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs", err=True)
+    run_ids = [runs.import_path(run_dir, skip_stored=True) for run_dir in samples]
+    for run_id in run_ids:
+        print_summary(run_summary(runs.run(run_id)))
+        click.echo("")
+    report = runs.report(runs=run_ids, out=QUICKSTART_REPORT)
+    click.echo(f"report: {report.index}")
+
+
+@click.command("calibrate")
+@click.option("--probes", help="Comma-separated probes (default: all): copy_dram, stream_l2, stream_l1, fma_fp32, "
+              "gemm_bf16, gemm_fp16, gemm_tf32, gemm_fp8, gemm_int8, gemm_fp64.")
+@click.option("--repeats", default=30, show_default=True, help="Timed calls per probe (median reported).")
+@click.option("--write-json", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write DIR/<hardware_key>.json (commit it under profiles/calibration/).")
+@click.option("--profile", is_flag=True, help="Also profile the probes under ncu into a run folder, stored as a run.")
+@profiles_dir_option
+@click.option("--ncu", help="Path to ncu (default: $AISP_NCU, PATH, standard installs).")
+@click.option("--show", is_flag=True, help="Print the stored calibrations (database, then profiles/calibration/); no GPU.")
+@db_option
+@json_option
+def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) -> None:
+    """Measure this GPU's ceilings (device copy, L2- and L1-resident streams, FP32 FMA loop, GEMMs
+    per precision), timed with CUDA events, and store them per hardware key so `roofline` draws
+    them beside the theoretical ones. Exit code 3 without a GPU.
+
+    \b
+    Example:
+      aisp-prof calibrate --write-json profiles/calibration
+      aisp-prof calibrate --show --json
+    """
+    from ..render.roofline_plot import calibration_table
+
+    runs = database(db)
+    if show:
+        rows = runs.calibrations()
+        echo_json(rows) if as_json else click.echo(calibration_table(rows))
+        return
+    from ..calibrate.run import CalibrateOptions, calibrate
+
+    probes = [p for p in (options.pop("probes") or "").split(",") if p]
+    outcome = calibrate(CalibrateOptions(db=runs.path, probes=probes, **options),
+                        progress=lambda m: click.echo(f"   {m}", err=True))
+    if as_json:
+        echo_json(outcome.as_dict())
+        return
+    click.echo(calibration_table([outcome.calibration]))
+    if outcome.json_path:
+        click.echo(f"written: {outcome.json_path}")
+    if outcome.profiled_run_id:
+        click.echo(f"profiled run: {outcome.profiled_run_id}")

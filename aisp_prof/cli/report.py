@@ -1,0 +1,97 @@
+"""Commands that analyze and draw stored runs: roofline, report."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import AispError
+from ..naming import PRECISIONS
+from .common import database, db_option, echo_json, json_option
+
+
+@click.command("roofline")
+@click.argument("targets", nargs=-1)
+@click.option("--compare", is_flag=True, help="Join baseline and each optimized variant by an arrow labelled "
+              "with the speedup (several RUNs: the first run's variants against the same variants of the others).")
+@click.option("--level", type=click.Choice(["dram", "l2", "l1", "all"]), default="dram", show_default=True,
+              help="Intensity at this memory level; 'all' is the hierarchical view (L1, L2, DRAM on one line).")
+@click.option("--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS),
+              help="Compute ceilings to show (repeatable; default: the precisions the kernels use).")
+@click.option("--flops", "flop_basis", type=click.Choice(["auto", "counted", "analytic"]), default="auto",
+              show_default=True, help="FLOPs of a variant's point: auto = the pair's analytic FLOPs when known "
+              "(arrows then rise by exactly the speedup), counted = ncu's hardware counts. Kernels are always counted.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the chart to FILE.png or FILE.svg.")
+@click.option("--kernels/--no-kernels", default=True, show_default=True, help="Draw single kernels beside the variants.")
+@db_option
+@json_option
+def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db: Path | None, as_json: bool,
+                 **chart: Any) -> None:
+    """Roofline of stored runs: ceilings (theoretical from the profile's peaks, measured from
+    `aisp-prof calibrate`), one point per kernel and per variant, counted vs analytic FLOPs, and
+    warnings where a roofline would mislead. TARGETS are run ids, prefixes, 'latest' (default)
+    or pair names (their newest run). Works on imported profiles, no GPU needed.
+
+    \b
+    Example:
+      aisp-prof roofline ch09.fused_l2norm --compare --out roofline.png
+      aisp-prof roofline latest --level all --out hierarchy.svg
+      aisp-prof roofline latest --json
+    """
+    if out is not None and out.suffix.lower() not in (".png", ".svg"):
+        raise AispError(f"--out {out}: the chart is written as .png or .svg")
+    result = database(db).roofline(*targets, flop_basis=flop_basis)
+    precisions = chart.pop("precisions") or None
+    path = None
+    if out is not None:
+        from ..render.roofline_plot import draw
+
+        path = draw(result, out, precisions=precisions, **chart)
+    if as_json:
+        data = result.to_dict()
+        if not chart["compare"]:
+            data.pop("comparisons")
+        data["chart"] = str(path) if path else None
+        echo_json(data)
+        return
+    from ..render.roofline_plot import roofline_table
+
+    click.echo(roofline_table(result, precisions))
+    if path:
+        click.echo(f"\nchart: {path}")
+
+
+@click.command("report")
+@click.argument("runs", nargs=-1)
+@click.option("--targets", multiple=True, help="A chapter (ch09) or pair name: the latest stored run of "
+              "each matching pair (repeatable or comma-separated).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Report folder (default: reports/<pair>-<run time> for one run, reports/report-<UTC time> "
+                   "for several); a previous report there is replaced.")
+@click.option("--open", "open_browser", is_flag=True, help="Open index.html in the default web browser.")
+@db_option
+def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None, open_browser: bool,
+               db: Path | None) -> None:
+    """Write an HTML report of stored runs and print the path of its index.html: an index of
+    every pair (sortable, filter by chapter, roofline thumbnails) and one page per pair (speedup,
+    correctness, what bound it before and after, stalls, speed of light, memory traffic,
+    kernels, nsys timeline, FLOP check, warnings, provenance). Static files that open from
+    file:// with no network. RUNS are ids, prefixes or 'latest'; with neither RUNS nor
+    --targets, the latest run of every stored pair.
+
+    \b
+    Example:
+      aisp-prof report latest --open
+      aisp-prof report --targets ch09 --out reports/ch09
+    """
+    store = database(db)
+    count = len(store.select(runs, targets))
+    with click.progressbar(length=count, label="report", file=sys.stderr, item_show_func=lambda name: name) as bar:
+        result = store.report(runs, targets, out=out, progress=lambda name: bar.update(1, name))
+    click.echo(str(result.index))
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(result.index.resolve().as_uri())

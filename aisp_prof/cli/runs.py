@@ -1,0 +1,191 @@
+"""Commands that read stored runs, no GPU needed: list, import, runs, kernels, ranges, summary, history."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, short
+
+
+@click.command("list")
+@chapter_option
+@json_option
+def list_cmd(chapter: str | None, as_json: bool) -> None:
+    """The kernel pairs under kernels/ch*/, with their lesson and whether they can run here.
+
+    \b
+    Example:
+      aisp-prof list --chapter ch09 --json
+    """
+    rows = pair_rows(chapter)
+    if as_json:
+        echo_json(rows)
+        return
+    from ..render.table import render
+
+    click.echo(render(["pair", "variants", "runs here", "lesson"],
+                      [[r["name"], ",".join(r["variants"]), "yes" if r["can_run"] else f"no: {r['reason']}",
+                        r["lesson"]] for r in rows]))
+
+
+@click.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--label", help="A label stored with the run (default: the file name).")
+@db_option
+@json_option
+def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_json: bool) -> None:
+    """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
+    .ncu-rep, or an nsys SQLite export. Prints each new run id.
+
+    \b
+    Example:
+      aisp-prof import profiles/samples/*/
+      aisp-prof import my_kernel.ncu-rep --label before
+    """
+    runs = database(db)
+    ids = [runs.import_path(p, label) for p in paths]
+    if as_json:
+        echo_json([{"path": str(p), "run_id": r} for p, r in zip(paths, ids)])
+    else:
+        for r in ids:
+            click.echo(r)
+
+
+@click.command("runs")
+@db_option
+@json_option
+def runs_cmd(db: Path | None, as_json: bool) -> None:
+    """The stored runs, oldest first.
+
+    \b
+    Example:
+      aisp-prof runs --json
+    """
+    from ..analyze.records import frame_records
+
+    rows = frame_records(database(db).runs())
+    if as_json:
+        echo_json(rows)
+        return
+    from ..render.table import render
+
+    cols = ["run_id", "pair", "label", "source", "status", "created_at", "gpu_name"]
+    click.echo(render(cols, [[r[c] for c in cols] for r in rows]))
+
+
+@click.command("kernels")
+@click.argument("run")
+@click.option("--variant", help="Only this variant.")
+@db_option
+@json_option
+def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> None:
+    """Kernel launches of RUN (an id, a unique prefix, 'latest', or a pair name: its latest run).
+
+    \b
+    Example:
+      aisp-prof kernels latest --json
+    """
+    from ..api import kernel_records
+
+    rows = list(kernel_records(database(db).kernels(run, variant)))
+    if as_json:
+        echo_json(rows)
+        return
+    from ..render.table import duration, render, si
+
+    click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"],
+                      [[r["nvtx_range"], short(r["kernel"]), duration(r["duration_ns"]),
+                        si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), r.get("grid_dim"),
+                        r.get("block_dim")] for r in rows]))
+
+
+@click.command("ranges")
+@click.argument("run")
+@db_option
+@json_option
+def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
+    """NVTX ranges of RUN from the nsys timeline: kernels, memcpys, memsets, GPU time, gaps.
+
+    GPU time is the range's busy time summed over its calls: kernels, memcpys and memsets
+    launched in it (attributed by their API call, like kernels); gaps are idle GPU time
+    between them within a call.
+
+    \b
+    Example:
+      aisp-prof ranges latest --json
+    """
+    from ..analyze.records import frame_records
+
+    rows = frame_records(database(db).ranges(run))
+    if as_json:
+        echo_json(rows)
+        return
+    from ..render.table import duration, memory_ops_cell, render
+
+    click.echo(render(["range", "calls", "kernels", "memcpy", "memset", "GPU time", "gaps", "max gap"],
+                      [[r["nvtx_range"], r.get("occurrences"), r["kernel_count"],
+                        memory_ops_cell(r.get("memcpy_count"), r.get("memcpy_bytes"), r.get("memcpy_time_ns")),
+                        memory_ops_cell(r.get("memset_count"), r.get("memset_bytes"), r.get("memset_time_ns")),
+                        duration(r["gpu_time_ns"]), duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))]
+                       for r in rows]))
+
+
+@click.command("summary")
+@click.argument("run")
+@db_option
+@json_option
+def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
+    """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls.
+
+    RUN is a run id, a unique prefix of one, 'latest', or a pair name (its latest run).
+
+    \b
+    Examples:
+      aisp-prof summary latest
+      aisp-prof summary ch09.fused_l2norm --json
+    """
+    from ..api import run_summary
+
+    result = run_summary(database(db).run(run))
+    if as_json:
+        echo_json({"run": result["run"], "summary": result["summary"]})
+    else:
+        print_summary(result)
+
+
+def print_summary(result: dict[str, Any]) -> None:
+    """A run's header line and its per-variant table."""
+    from ..render.table import summary_table
+
+    info = result["run"]
+    click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
+    click.echo(summary_table(result["summary"]))
+
+
+@click.command("history")
+@click.argument("target")
+@db_option
+@json_option
+def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
+    """A pair's stored runs over time, per variant: median time, spread, speedup.
+
+    \b
+    Example:
+      aisp-prof history ch09.fused_l2norm
+    """
+    from ..analyze.records import frame_records
+    from ..pairs import find
+    from ..render.table import duration, render
+
+    rows = frame_records(database(db).history(find(target).name))
+    if as_json:
+        echo_json(rows)
+        return
+    click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup"],
+                      [[r["created_at"], r["run_id"], r["gpu_name"], r["status"], r["variant"],
+                        duration(r["median_ns"]),
+                        "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
+                        "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x"]
+                       for r in rows]))

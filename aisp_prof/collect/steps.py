@@ -1,0 +1,139 @@
+"""The steps of a collection, each one child process: check, ncu, nsys.
+
+A step runs a child command (the pairs' `collect.child` or the calibration probes' child),
+logs its output into the run folder, records the command line, the tool version and the wall
+time in run.json, and turns a profiler's failure into the error a user can act on. The pair
+runner and `aisp-prof calibrate --profile` share these steps; only the child differs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import CounterPermissionError, NoGpuError, ProfilerFailedError
+from ..naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE
+from ..paths import checkout_root, kernels_root
+from . import commands, tools
+from .run_folder import gzip_file
+
+Progress = Callable[[str], None]
+_PASSES = re.compile(r"- (\d+) passes?")
+
+
+@dataclass
+class StepContext:
+    """What every step of one collection shares: the partial run folder, the children's
+    environment, the run.json being built, and where progress messages go."""
+
+    folder: Path
+    info: dict[str, Any]
+    env: dict[str, str] = field(default_factory=lambda: child_env())
+    progress: Progress = lambda message: None
+
+    def record(self, name: str, cmd: list[str], wall_s: float) -> None:
+        self.info.setdefault("commands", {})[name] = cmd
+        self.info.setdefault("wall_s", {})[name] = round(wall_s, 2)
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a profiled child: unbuffered, the same kernels folder, and this
+    checkout first on the path when running from one."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", AISP_KERNELS=str(kernels_root()))
+    root = checkout_root()
+    if root is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """`python -m module args...` with this interpreter."""
+    return [sys.executable, "-m", module, *args]
+
+
+def run_logged(cmd: Sequence[str], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
+    """Run `cmd` with stdout+stderr into `log_path`; (exit code, log text, wall seconds)."""
+    started = time.time()
+    with open(log_path, "w") as fh:
+        fh.write("$ " + " ".join(map(str, cmd)) + "\n")
+        fh.flush()
+        proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=env)
+    return proc.returncode, log_path.read_text(errors="replace"), time.time() - started
+
+
+def raise_for_profiler(tool: str, rc: int, text: str, log_path: Path) -> None:
+    """Counter permission (ERR_NVGPUCTRPERM) and other profiler failures, as one-line errors."""
+    if "ERR_NVGPUCTRPERM" in text:
+        raise CounterPermissionError(
+            "ncu may not read GPU performance counters (ERR_NVGPUCTRPERM); run as root or set "
+            "NVreg_RestrictProfilingToAdminUsers=0, see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    if rc != 0:
+        tail = " | ".join(line for line in text.strip().splitlines()[-3:])
+        raise ProfilerFailedError(f"{tool} exited {rc}: {tail[:300]} (full log: {log_path})")
+
+
+def read_child(path: Path, what: str) -> dict[str, Any]:
+    """The child's JSON report; its failure becomes NoGpuError or ProfilerFailedError."""
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ProfilerFailedError(f"the profiled process under {what} left no report ({exc})") from exc
+    if not report.get("ok"):
+        err = report.get("error", "unknown error")
+        if report.get("error_type") == "NoGpuError":
+            raise NoGpuError(err)
+        raise ProfilerFailedError(f"the profiled process under {what} failed: {err}")
+    return report
+
+
+def check_step(ctx: StepContext, child: list[str], report: Path) -> dict[str, Any]:
+    """Run the bare (unprofiled) child; its report holds the check and the CUDA-event timings."""
+    rc, text, wall = run_logged(child, ctx.folder / "check.log", ctx.env)
+    ctx.record("check", child, wall)
+    return read_child(report, "the check")
+
+
+def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges: Sequence[str],
+             metrics: Sequence[str]) -> dict[str, Any]:
+    """Profile `child` under ncu (only `ranges`, only `metrics`), export the raw page as CSV,
+    gzip the report. Returns the child's report."""
+    ctx.info.setdefault("tools", {})["ncu"] = {"path": str(ncu), "version": tools.tool_version(ncu)}
+    cmd = commands.ncu_command(ncu, child, ranges, metrics, ctx.folder / NCU_REP)
+    rc, text, wall = run_logged(cmd, ctx.folder / "ncu.log", ctx.env)
+    ctx.record("ncu", cmd, wall)
+    raise_for_profiler("ncu", rc, text, ctx.folder / "ncu.log")
+    child_report = read_child(report, "ncu")
+    if "No kernels were profiled" in text:
+        raise ProfilerFailedError(f"ncu profiled no kernels in {', '.join(ranges)}; see {ctx.folder / 'ncu.log'}")
+    passes = [int(p) for p in _PASSES.findall(text)]
+    ctx.info["ncu_passes_per_kernel"] = max(passes) if passes else None
+    ctx.info["ncu_kernels_profiled"] = len(passes)
+    export = commands.ncu_export_command(ncu, ctx.folder / NCU_REP)
+    with open(ctx.folder / NCU_CSV, "w") as fh:
+        proc = subprocess.run(export, stdout=fh, stderr=subprocess.PIPE, text=True)
+    ctx.info["commands"]["ncu_export"] = export
+    if proc.returncode != 0:
+        raise ProfilerFailedError(f"ncu --import failed: {proc.stderr.strip()[:300]}")
+    gzip_file(ctx.folder / NCU_REP)
+    return child_report
+
+
+def nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path) -> dict[str, Any]:
+    """Trace `child` under nsys and export the timeline to SQLite. Returns the child's report."""
+    ctx.info.setdefault("tools", {})["nsys"] = {"path": str(nsys), "version": tools.tool_version(nsys)}
+    cmd = commands.nsys_command(nsys, child, ctx.folder / NSYS_REP)
+    rc, text, wall = run_logged(cmd, ctx.folder / "nsys.log", ctx.env)
+    ctx.record("nsys", cmd, wall)
+    raise_for_profiler("nsys", rc, text, ctx.folder / "nsys.log")
+    child_report = read_child(report, "nsys")
+    export = commands.nsys_export_command(nsys, ctx.folder / NSYS_REP, ctx.folder / NSYS_SQLITE)
+    rc, text, _ = run_logged(export, ctx.folder / "nsys_export.log", ctx.env)
+    ctx.info["commands"]["nsys_export"] = export
+    raise_for_profiler("nsys export", rc, text, ctx.folder / "nsys_export.log")
+    return child_report

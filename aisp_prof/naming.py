@@ -1,0 +1,72 @@
+"""Names every stage shares: run-folder files, NVTX paths, run ids, chapters, hardware keys,
+precisions. One definition each, so the collector, the parsers and the database agree.
+"""
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime, timezone
+
+# files of a run folder (profiles/<run-id>/)
+RUN_JSON = "run.json"
+CHECK_JSON = "check.json"
+NCU_CSV = "ncu_raw.csv"
+NCU_REP = "ncu.ncu-rep"          # gzipped to ncu.ncu-rep.gz once exported (about 10x smaller)
+NSYS_SQLITE = "nsys.sqlite"
+NSYS_REP = "nsys.nsys-rep"
+
+NVTX_ROOT = "aisp"
+
+SCALAR_PRECISIONS = ("fp64", "fp32", "fp16")
+TENSOR_PRECISIONS = ("tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8", "tensor_fp64")
+SPARSE_SUFFIX = "_sparse"
+# ncu reports these tensor peaks as 2:4-sparse rates; fp64 has no sparse path
+SPARSE_REPORTED = frozenset({"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8"})
+SPARSE_PRECISIONS = tuple(p + SPARSE_SUFFIX for p in TENSOR_PRECISIONS if p in SPARSE_REPORTED)
+PRECISIONS = SCALAR_PRECISIONS + TENSOR_PRECISIONS + SPARSE_PRECISIONS
+
+
+def nvtx_path(pair: str, variant: str) -> str:
+    """The nested push/pop ranges a variant runs in: aisp > <pair> > <variant>."""
+    return f"{NVTX_ROOT}/{pair}/{variant}"
+
+
+def variant_of(nvtx_range: str, pair: str | None) -> str:
+    """'aisp/<pair>/<variant>' -> '<variant>'; any other range is its own variant name."""
+    parts = nvtx_range.split("/") if nvtx_range else []
+    if len(parts) == 3 and parts[0] == NVTX_ROOT and (pair is None or parts[1] == pair):
+        return parts[2]
+    return nvtx_range
+
+
+def new_run_id(pair_name: str) -> str:
+    """'<UTC time>-<pair>-<4 hex>': sorts by time, says what ran, never collides in practice."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{pair_name}-{secrets.token_hex(2)}"
+
+
+def utc_now() -> str:
+    """The timestamp format of run.json and the database: ISO 8601, seconds, UTC."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def chapter_key(text: str) -> str | None:
+    """'ch9', 'CH09', 'ch009' -> 'ch09'; None when `text` is not a chapter."""
+    m = re.fullmatch(r"ch0*(\d+)", text.strip().lower())
+    return f"ch{int(m.group(1)):02d}" if m else None
+
+
+def chapter_of_pair(pair: str | None) -> str | None:
+    """'ch09.fused_l2norm' -> 'ch09'."""
+    return chapter_key(pair.split(".", 1)[0]) if pair else None
+
+
+def hardware_key(gpu_name: str | None, gpu_count: int = 1) -> str:
+    """The key of per-GPU files (expectations_<key>.json, calibration/<key>.json):
+    'NVIDIA H100 80GB HBM3' -> 'h100_80gb_hbm3'; 'NVIDIA H200' -> 'h200'; 2 GPUs -> '2x_h200';
+    no name -> 'unknown'."""
+    if not gpu_name:
+        return "unknown"
+    name = re.sub(r"^nvidia[\s_-]*", "", gpu_name.strip().lower())
+    key = re.sub(r"[^a-z0-9]+", "_", name).strip("_") or "unknown_gpu"
+    return f"{gpu_count}x_{key}" if gpu_count > 1 else key

@@ -1,0 +1,7 @@
+"""Kernel pairs: what one is (`model`), how they are found (`discovery`) and whether one can
+run on this machine (`capabilities`, imported on its own: it probes tools and torch)."""
+from .discovery import discover, find, parse_sizes, select
+from .model import Factory, Inputs, KernelPair, Launch, Requirements
+
+__all__ = ["KernelPair", "Requirements", "Inputs", "Launch", "Factory", "discover", "find", "select",
+           "parse_sizes"]

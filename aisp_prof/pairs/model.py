@@ -1,0 +1,66 @@
+"""What a kernel pair is: a chapter example with an explicit baseline and optimized variants.
+
+A pair module under `kernels/chNN/` defines one `PAIR = KernelPair(...)` and nothing runs on
+import. The dataclasses here need neither torch nor a GPU; the factories they hold do.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+Inputs = dict[str, Any]
+Launch = Callable[[], Any]            # zero-argument closure that only launches work, returns the output
+Factory = Callable[[Inputs], Launch]  # builds a closure from inputs (allocations happen here)
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a pair needs to run. `min_cc`/`max_cc` are (major, minor) compute capabilities."""
+
+    min_cc: tuple[int, int] = (7, 0)
+    max_cc: tuple[int, int] | None = None
+    needs: tuple[str, ...] = ()         # any of: "gpu", "triton", "nvcc", "cutlass" (every variant)
+    note: str = ""                       # shown when the pair is skipped, e.g. "needs sm_100 (tcgen05)"
+
+
+@dataclass(frozen=True)
+class KernelPair:
+    """One chapter example: an explicit baseline and one or more optimized variants.
+
+    `variants` maps a variant name to its factory; the one named `baseline` is the reference
+    that speedups and correctness are measured against, every other entry is an optimization.
+    `reference` computes the expected output in float64 so that baseline and optimized are
+    both checked against the math, not only against each other.
+    """
+
+    name: str                                   # "ch09.fused_l2norm"
+    chapter: int
+    lesson: str
+    make_inputs: Callable[[Mapping[str, int], str, int], Inputs]   # (sizes, device, seed)
+    variants: Mapping[str, Factory]
+    reference: Callable[[Inputs], Any]
+    flops: Callable[[Mapping[str, int]], int]          # analytic FLOPs of one call
+    bytes: Callable[[Mapping[str, int]], int]          # analytic minimum DRAM bytes of one call
+    sizes: Mapping[str, int] = field(default_factory=dict)    # default problem size
+    tolerance: float = 1e-5                     # max ||out - ref|| / ||ref||
+    requires: Requirements = field(default_factory=Requirements)
+    # per-variant needs beyond the pair's: {"cuda": ("gpu", "nvcc"), "triton": ("triton",)};
+    # lets the CPU-only CI check the variants that can run there (Triton under TRITON_INTERPRET=1)
+    variant_needs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    source: str = ""                            # module path, filled in by discovery
+
+    @property
+    def baseline(self) -> Factory:
+        return self.variants["baseline"]
+
+    @property
+    def optimized(self) -> dict[str, Factory]:
+        return {k: v for k, v in self.variants.items() if k != "baseline"}
+
+    @property
+    def chapter_key(self) -> str:
+        return f"ch{self.chapter:02d}"
+
+    def needs(self, variant: str) -> tuple[str, ...]:
+        """Everything `variant` needs: the pair's needs, then the variant's own."""
+        return tuple(dict.fromkeys((*self.requires.needs, *self.variant_needs.get(variant, ()))))

@@ -1,0 +1,82 @@
+"""Choosing stored runs by what an engineer types: a run id, a unique prefix of one, 'latest',
+a pair name (its latest run) or a chapter (the latest run of each of its pairs).
+
+The one resolver behind every command that reads runs. Pure functions of the run listing
+(`Database.list_runs()`, oldest first), so they are tested without a database.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Sequence
+
+from ..errors import UnknownTargetError
+from ..naming import chapter_key, chapter_of_pair
+
+Listing = Sequence[dict[str, Any]]
+
+
+def _no_runs(where: str) -> UnknownTargetError:
+    return UnknownTargetError(f"no runs in {where}; `aisp-prof run` or `aisp-prof import` first")
+
+
+def resolve_run(listing: Listing, text: str, where: str = "the database") -> str:
+    """The run id `text` names: an id, a unique prefix, 'latest', or a pair name (its latest run).
+    An engineer types the pair after `aisp-prof run ch09.fused_l2norm`, not the run id."""
+    runs = [r["run_id"] for r in listing]
+    if not runs:
+        raise _no_runs(where)
+    if text == "latest":
+        return runs[-1]
+    if text in runs:
+        return text
+    of_pair = [r["run_id"] for r in listing if r.get("pair") == text]
+    if of_pair:
+        return of_pair[-1]
+    matches = [r for r in runs if r.startswith(text)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}")
+    close = difflib.get_close_matches(text, runs + sorted({r["pair"] for r in listing if r.get("pair")}), n=3,
+                                      cutoff=0.4)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; `aisp-prof runs` lists them"
+    raise UnknownTargetError(f"unknown run {text!r}{hint}")
+
+
+def latest_by_pair(listing: Listing) -> dict[str, str]:
+    """{pair (or 'label:<label>' for runs without one): its latest run id}, oldest pair first."""
+    latest: dict[str, str] = {}
+    for r in listing:                                    # oldest first: the last one wins
+        latest[r.get("pair") or f"label:{r.get('label') or r['run_id']}"] = r["run_id"]
+    return latest
+
+
+def _target_runs(latest: dict[str, str], target: str) -> list[str]:
+    chapter = chapter_key(target)
+    hits = [rid for key, rid in latest.items() if not key.startswith("label:") and
+            (key == target or (chapter is not None and chapter_of_pair(key) == chapter))]
+    if hits:
+        return hits
+    pairs = sorted(k for k in latest if not k.startswith("label:"))
+    close = difflib.get_close_matches(target, pairs, n=3, cutoff=0.4)
+    hint = (f"; did you mean {', '.join(close)}?" if close else
+            f"; stored pairs: {', '.join(pairs)}" if pairs else "; no stored run names a pair")
+    raise UnknownTargetError(f"no stored run of target {target!r}{hint}")
+
+
+def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[str] = (),
+                where: str = "the database") -> list[str]:
+    """Run ids, oldest first, without duplicates. `runs`: ids, prefixes, 'latest' or pair names.
+    `targets`: chapters or pair names (comma-separated allowed), each the latest run of every
+    matching pair. Neither: the latest run of every stored pair (single imports count by label)."""
+    if not listing:
+        raise _no_runs(where)
+    targets = [t.strip() for item in targets for t in item.split(",") if t.strip()]
+    latest = latest_by_pair(listing)
+    chosen = [resolve_run(listing, r, where) for r in runs]
+    for t in targets:
+        chosen += _target_runs(latest, t)
+    if not runs and not targets:
+        chosen = list(latest.values())
+    order = {r["run_id"]: i for i, r in enumerate(listing)}
+    return sorted(dict.fromkeys(chosen), key=order.__getitem__)

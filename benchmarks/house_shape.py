@@ -1,0 +1,115 @@
+"""The shape of the house, measured: module sizes, the largest function, database opens per
+report page, and the start-up cost of a light command.
+
+    python benchmarks/house_shape.py [--json]
+
+Runs from a source checkout with the package installed (any commit since 48bc4fc), CPU only:
+the report is built from the shipped sample runs. Results are recorded in
+benchmarks/results/house_shape.md with the commit and machine they came from.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "aisp_prof"
+
+
+def module_sizes() -> dict[str, int]:
+    """Lines per module of the package."""
+    return {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def functions() -> list[dict]:
+    """Every function of the package: lines and parameter count."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs]
+                n = len([p for p in params if p.arg not in ("self", "cls")])
+                out.append({"where": f"{path.relative_to(ROOT)}:{node.lineno} {node.name}",
+                            "lines": node.end_lineno - node.lineno + 1, "params": n})
+    return out
+
+
+def report_opens(db_dir: Path) -> dict[str, float]:
+    """sqlite3 connections opened while `aisp-prof report` writes a report of the samples."""
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    samples = sorted(p for p in (ROOT / "profiles" / "samples").iterdir() if (p / "run.json").exists())
+    db = db_dir / "shape.db"
+    runner = CliRunner()
+    res = runner.invoke(cli, ["import", *map(str, samples), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    real = sqlite3.connect
+    count = {"n": 0}
+
+    def counting(*args, **kwargs):
+        count["n"] += 1
+        return real(*args, **kwargs)
+
+    sqlite3.connect = counting
+    try:
+        res = runner.invoke(cli, ["report", "--db", str(db), "--out", str(db_dir / "report")])
+    finally:
+        sqlite3.connect = real
+    assert res.exit_code == 0, res.output
+    pages = len(samples)
+    return {"pages": pages, "opens": count["n"], "opens_per_page": count["n"] / pages}
+
+
+def import_time_s(db_dir: Path, repeats: int = 7) -> float:
+    """Median wall time of `aisp-prof runs` on an empty database, in a fresh process."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "aisp_prof", "runs", "--db", str(db_dir / "empty.db")],
+                       check=True, capture_output=True)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    sizes = module_sizes()
+    funcs = functions()
+    with tempfile.TemporaryDirectory() as tmp:
+        opens = report_opens(Path(tmp))
+        startup = import_time_s(Path(tmp))
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True).stdout.strip()
+    result = {
+        "commit": sha, "modules": len(sizes), "lines_total": sum(sizes.values()),
+        "largest_modules": sorted(sizes.items(), key=lambda kv: -kv[1])[:6],
+        "modules_over_400_lines": sum(1 for n in sizes.values() if n > 400),
+        "largest_functions": [f"{f['where']} ({f['lines']} lines)" for f in sorted(funcs, key=lambda f: -f["lines"])[:3]],
+        "functions_over_60_lines": sum(1 for f in funcs if f["lines"] > 60),
+        "most_parameters": [f"{f['where']} ({f['params']} params)" for f in sorted(funcs, key=lambda f: -f["params"])[:3]],
+        "functions_over_8_params": sum(1 for f in funcs if f["params"] > 8),
+        "report": opens, "aisp_prof_runs_wall_s": round(startup, 3),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return
+    for k, v in result.items():
+        print(f"{k}: {v}")
+
+
+if __name__ == "__main__":
+    main()
