@@ -54,7 +54,7 @@ def _in_range(parse: NsysParse, path: str) -> pd.DataFrame:
 
 
 def _range_row(parse: NsysParse, path: str) -> pd.Series:
-    rows = parse.ranges.loc[parse.ranges["range"] == path]
+    rows = parse.ranges.loc[parse.ranges["nvtx_range"] == path]
     assert len(rows) == 1, parse.ranges
     return rows.iloc[0]
 
@@ -211,7 +211,7 @@ def test_probe_graph_kernel_runs_after_all_its_ranges_closed(probe: NsysParse) -
 
 
 def test_probe_range_table(probe: NsysParse) -> None:
-    assert set(probe.ranges["range"]) == {
+    assert set(probe.ranges["nvtx_range"]) == {
         "aisp/pairA/baseline", "aisp/pairA/optimized", "aisp/pairB/baseline", "pairC/baseline",
         "aisp/pairG/graph",
     }

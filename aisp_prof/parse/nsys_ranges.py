@@ -20,7 +20,7 @@ import pandas as pd
 from aisp_prof.parse.nsys_export import OPEN_END
 
 RANGE_COLUMNS = (
-    "range", "nvtx_domain", "kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes",
+    "nvtx_range", "nvtx_domain", "kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes",
     "memcpy_time_ns", "memset_count", "memset_bytes", "memset_time_ns", "gpu_time_ns",
     "first_start_ns", "last_end_ns", "span_ns", "gap_total_ns", "gap_max_ns", "range_wall_ns",
     "occurrences",
@@ -37,16 +37,14 @@ def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     """
     work = _attributed_work(kernels, memory_ops)
     if work.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in ("range", "nvtx_domain") else np.int64)
-                             for c in RANGE_COLUMNS})
+        return pd.DataFrame({c: pd.Series(dtype=object if c in _KEYS else np.int64) for c in RANGE_COLUMNS})
     out = _gpu_totals(_with_busy_time_and_gaps(work))
     closed = nvtx.loc[nvtx["end"] != OPEN_END]
     wall = (closed["end"] - closed["start"]).groupby([closed["nvtx_range"], closed["nvtx_domain"]]).sum()
     pushes = nvtx.groupby(["nvtx_range", "nvtx_domain"]).size()
     out["range_wall_ns"] = wall.reindex(out.index).fillna(0).astype(np.int64)
     out["occurrences"] = pushes.reindex(out.index).fillna(0).astype(np.int64)
-    out = out.reset_index().rename(columns={"nvtx_range": "range"})
-    return out.loc[:, list(RANGE_COLUMNS)]
+    return out.reset_index().loc[:, list(RANGE_COLUMNS)]
 
 
 def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,8 @@ on its own:
   GPU usually runs the work after the CPU popped the range).
 * `nsys_ranges` aggregates per range: counts, GPU busy time (kernels and memory operations),
   idle gaps, CPU wall time.
+
+The NVTX range path is the column `nvtx_range` in every frame, as in the ncu parser's frames.
 """
 from __future__ import annotations
 
