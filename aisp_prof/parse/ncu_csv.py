@@ -4,11 +4,11 @@ every numeric metric in long form.
 The raw page is the only ncu text export with one column per metric; its first row names the
 metrics, its second gives their units, and each later row is one profiled launch. Without
 `--print-units base` ncu scales each column to a "readable" unit (us, Mbyte, Ghz, Tbyte/s, ...),
-so every value is converted here to one base unit per dimension (byte, ns, hz, .../second) with
-a table, not guesswork. Neither CSV form keeps every digit: scaled units print six decimals
-(1.917473 Ghz), base units two (0.26 for a stall ratio); a `.ncu-rep` does (see `ncu_rep`).
-The unit conversion and the table assembly are shared with `ncu_rep`, so a CSV and a `.ncu-rep`
-of the same run give the same frames.
+so every value is converted to one base unit per dimension (byte, ns, hz, .../second) with a
+table (`ncu_units`), not guesswork. Neither CSV form keeps every digit: scaled units print six
+decimals (1.917473 Ghz), base units two (0.26 for a stall ratio); a `.ncu-rep` does (see
+`ncu_rep`). The unit conversion and the table assembly are shared with `ncu_rep`, so a CSV and a
+`.ncu-rep` of the same run give the same frames.
 """
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ import io
 import logging
 import re
 from dataclasses import dataclass
-from decimal import Decimal
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -26,6 +24,7 @@ import pandas as pd
 
 from aisp_prof.errors import CounterPermissionError, ExportParseError
 from aisp_prof.parse.metric_table import BY_RAW, METRICS, Metric
+from aisp_prof.parse.ncu_units import base_unit, number_text, scale_value
 
 log = logging.getLogger(__name__)
 
@@ -58,74 +57,8 @@ IDENTITY_COLUMNS = (
 _INT_IDENTITY = ("process_id", "context", "stream", "device")
 METRICS_COLUMNS = ("launch_id", "metric", "unit", "value")
 
-# ---------------------------------------------------------------------------------------------
-# Units. Every scale ncu uses is a power of ten (1 Kbyte = 1000 byte: the fixture's
-# dram__bytes_read.sum of 134.229248 Mbyte is dram__sectors_read.sum 4,194,664 x 32 byte), so
-# the table holds decimal exponents and the conversion is exact (Decimal.scaleb).
-# Spellings: ncu 2025.x CSV (us, Mbyte, Ghz, Gbyte/s, sector/ns) and the long forms of older ncu
-# and of ncu_report (usecond, nsecond, Mbyte/second, cycle/nsecond).
-
-# a unit on its own (or the numerator of "a/b") -> (base unit, power of ten to multiply by)
-_SCALED_UNITS: dict[str, tuple[str, int]] = {
-    "byte": ("byte", 0), "Kbyte": ("byte", 3), "Mbyte": ("byte", 6), "Gbyte": ("byte", 9),
-    "Tbyte": ("byte", 12), "Pbyte": ("byte", 15),
-    "hz": ("hz", 0), "Khz": ("hz", 3), "Mhz": ("hz", 6), "Ghz": ("hz", 9),
-    # a duration: nanoseconds, ncu's base for time
-    "ps": ("ns", -3), "psecond": ("ns", -3), "ns": ("ns", 0), "nsecond": ("ns", 0),
-    "us": ("ns", 3), "usecond": ("ns", 3), "ms": ("ns", 6), "msecond": ("ns", 6),
-    "s": ("ns", 9), "second": ("ns", 9),
-}
-# time below a "/": rates are per second. value per <unit> = value * 10**exp per second
-_PER_TIME: dict[str, int] = {
-    "ns": 9, "nsecond": 9, "us": 6, "usecond": 6, "ms": 3, "msecond": 3, "s": 0, "second": 0,
-}
-# converted spellings with one canonical name (ncu's base export writes clock rates as hz)
-_BASE_ALIASES: dict[str, str] = {"cycle/second": "hz"}
 # dimensions that must come out right for a metric-table column, or the column is refused
 _CHECKED_DIMENSIONS = frozenset({"byte", "ns", "hz"})
-
-
-@lru_cache(maxsize=None)
-def base_unit(unit: str) -> tuple[str, int]:
-    """(base unit, power of ten) for an ncu unit: value_in_base = value * 10**exp.
-
-    Units not in the table (%, inst, sector, cycle, warp, ...) are already base and pass
-    through unchanged; a scaled unit ncu never printed so far would pass through too, which is
-    why metric-table columns are checked with `_check_dimension`.
-    """
-    unit = unit.strip()
-    if not unit:
-        return "", 0
-    numerator, *denominators = unit.split("/")
-    base, exp = _SCALED_UNITS.get(numerator, (numerator, 0))
-    parts = [base]
-    for den in denominators:
-        if den in _PER_TIME:
-            parts.append("second")
-            exp += _PER_TIME[den]
-        else:
-            den_base, den_exp = _SCALED_UNITS.get(den, (den, 0))
-            parts.append(den_base)
-            exp -= den_exp
-    joined = "/".join(parts)
-    return _BASE_ALIASES.get(joined, joined), exp
-
-
-def scale_value(number: str | int | float, exp: int) -> float:
-    """`number * 10**exp` as float, exact in decimal (so 63.424 us is 63424.0 ns, not ...001)."""
-    if exp == 0:
-        return float(number)
-    text = number if isinstance(number, str) else repr(number)
-    return float(Decimal(text).scaleb(exp))
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?")
-
-
-def number_text(cell: str) -> str | None:
-    """The cell without thousands separators if it is a number ("3,197,443,659.60"), else None."""
-    text = cell.strip()
-    return text.replace(",", "") if _NUMBER.fullmatch(text) else None
 
 
 # ---------------------------------------------------------------------------------------------
