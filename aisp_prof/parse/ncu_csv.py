@@ -236,10 +236,20 @@ def _int_or_none(cell: str) -> int | None:
     return int(float(text)) if text is not None else None
 
 
-def parse_ncu_csv(path: str | Path) -> NcuParse:
-    """Parse an `ncu --csv --page raw` export (with or without `--print-units base`)."""
-    path = Path(path)
-    rows = _read_rows(path, _csv_lines(path, _read_text(path)))
+@dataclass(frozen=True)
+class _CsvLayout:
+    """Where everything is in a raw-page CSV, read once from its header (and units row)."""
+
+    col: dict[str, int]                          # header name -> cell index (the last if repeated)
+    nvtx_col: int | None                         # the push/pop NVTX cell, if ncu wrote one
+    metric_cols: list[tuple[int, str, str, int]]  # (cell index, raw name, base unit, power of ten)
+    tidy_cols: set[int]                          # the metric cells that are metric-table columns
+    data: list[list[str]]                        # one row per profiled launch
+    first_row: int                               # CSV row number of data[0], for messages
+
+
+def _layout(path: Path, rows: list[list[str]]) -> _CsvLayout:
+    """Check the header and find the identity, NVTX and metric cells and the launch rows."""
     header = rows[0]
     col = {name: i for i, name in enumerate(header)}
     if "Metric Name" in col:
@@ -257,43 +267,70 @@ def parse_ncu_csv(path: str | Path) -> NcuParse:
     if not data:
         raise ExportParseError(f"{path}: no kernels in the export (header only); "
                                "was anything profiled? check ncu's --nvtx-include/--kernel-name")
-
-    nvtx_col = next((i for i, h in enumerate(header) if h.startswith(_NVTX_PUSH_POP)), None)
     metric_cols = [(i, name, *base_unit(units[i]))
                    for i, name in enumerate(header) if _is_metric_header(name)]
-    tidy_cols = {i for i, name, _, _ in metric_cols if name in BY_RAW}
+    return _CsvLayout(
+        col=col,
+        nvtx_col=next((i for i, h in enumerate(header) if h.startswith(_NVTX_PUSH_POP)), None),
+        metric_cols=metric_cols,
+        tidy_cols={i for i, name, _, _ in metric_cols if name in BY_RAW},
+        data=data,
+        first_row=len(rows) - len(data) + 1,
+    )
 
+
+def _identity_row(path: Path, layout: _CsvLayout, n: int, row: list[str]) -> dict:
+    """The identity columns of CSV row n: launch ID, process, kernel, NVTX range, launch config."""
+    col = layout.col
+    launch_text = number_text(row[col["ID"]])
+    if launch_text is None or "." in launch_text:
+        raise ExportParseError(
+            f"{path}: row {n}: launch ID {row[col['ID']]!r} is not an integer; {REEXPORT_HINT}"
+        )
+    ident = {
+        key: row[col[h]] if h in col else "" for h, key in _IDENTITY_HEADERS.items()
+    }
+    ident["launch_id"] = int(launch_text)
+    for key in _INT_IDENTITY:
+        ident[key] = _int_or_none(ident[key])
+    nvtx = parse_nvtx_stack(row[layout.nvtx_col]) if layout.nvtx_col is not None else []
+    ident.update(nvtx_columns(nvtx))
+    return ident
+
+
+def _metric_records(
+    path: Path, layout: _CsvLayout, launch_id: int, row: list[str]
+) -> list[tuple[int, str, str, float]]:
+    """(launch_id, metric, base unit, value) per numeric metric cell of one launch; a
+    metric-table cell that is neither a number nor missing ("", "n/a") is an error."""
+    records = []
+    for i, name, unit, exp in layout.metric_cols:
+        cell = row[i]
+        text = number_text(cell)
+        if text is not None:
+            records.append((launch_id, name, unit, scale_value(text, exp)))
+        elif i in layout.tidy_cols:
+            if cell.strip() not in _MISSING:
+                raise ExportParseError(
+                    f"{path}: launch {launch_id}: {name} is {cell!r}, not a number; "
+                    f"{REEXPORT_HINT}"
+                )
+            log.warning("%s: launch %d has no value for %s", path, launch_id, name)
+    return records
+
+
+def parse_ncu_csv(path: str | Path) -> NcuParse:
+    """Parse an `ncu --csv --page raw` export (with or without `--print-units base`)."""
+    path = Path(path)
+    layout = _layout(path, _read_rows(path, _csv_lines(path, _read_text(path))))
     identities: list[dict] = []
     records: list[tuple[int, str, str, float]] = []
-    for n, row in enumerate(data, start=len(rows) - len(data) + 1):
-        launch_text = number_text(row[col["ID"]])
-        if launch_text is None or "." in launch_text:
-            raise ExportParseError(
-                f"{path}: row {n}: launch ID {row[col['ID']]!r} is not an integer; {REEXPORT_HINT}"
-            )
-        launch_id = int(launch_text)
-        ident = {
-            key: row[col[h]] if h in col else "" for h, key in _IDENTITY_HEADERS.items()
-        }
-        ident["launch_id"] = launch_id
-        for key in _INT_IDENTITY:
-            ident[key] = _int_or_none(ident[key])
-        ident.update(nvtx_columns(parse_nvtx_stack(row[nvtx_col]) if nvtx_col is not None else []))
+    for n, row in enumerate(layout.data, start=layout.first_row):
+        ident = _identity_row(path, layout, n, row)
         identities.append(ident)
-        for i, name, unit, exp in metric_cols:
-            cell = row[i]
-            text = number_text(cell)
-            if text is not None:
-                records.append((launch_id, name, unit, scale_value(text, exp)))
-            elif i in tidy_cols:
-                if cell.strip() not in _MISSING:
-                    raise ExportParseError(
-                        f"{path}: launch {launch_id}: {name} is {cell!r}, not a number; "
-                        f"{REEXPORT_HINT}"
-                    )
-                log.warning("%s: launch %d has no value for %s", path, launch_id, name)
+        records.extend(_metric_records(path, layout, ident["launch_id"], row))
     log.debug("%s: %d launches, %d metric values", path, len(identities), len(records))
-    return build_parse(path, identities, records, (name for _, name, _, _ in metric_cols))
+    return build_parse(path, identities, records, (name for _, name, _, _ in layout.metric_cols))
 
 
 def parse_ncu_export(path: str | Path) -> NcuParse:
