@@ -16,9 +16,10 @@ import pytest
 from aisp_prof.errors import CounterPermissionError, ExportParseError
 from aisp_prof.parse.metric_table import STALL_REASONS, TENSOR_PATHS
 from aisp_prof.parse.ncu_csv import (
-    IDENTITY_COLUMNS, base_unit, parse_ncu_csv, parse_ncu_export, parse_nvtx_stack,
+    IDENTITY_COLUMNS, parse_ncu_csv, parse_ncu_export, parse_nvtx_stack,
 )
 from aisp_prof.parse.ncu_rep import parse_ncu_rep
+from aisp_prof.parse.ncu_units import base_unit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FULL_RAW = FIXTURES / "h200" / "l2norm_pair_full_raw.csv"         # --set full, default units

@@ -15,15 +15,13 @@ import pandas as pd
 import pytest
 
 from aisp_prof.errors import ExportParseError
+from aisp_prof.parse.nsys_attribution import attribute, launch_queries, paths_at
+from aisp_prof.parse.nsys_ranges import range_table
 from aisp_prof.parse.nsys_sqlite import (
     KERNEL_COLUMNS,
     MEMORY_OP_COLUMNS,
     RANGE_COLUMNS,
     NsysParse,
-    _attribute,
-    _launch_queries,
-    _paths_at,
-    _range_table,
     parse_nsys_sqlite,
 )
 
@@ -56,7 +54,7 @@ def _in_range(parse: NsysParse, path: str) -> pd.DataFrame:
 
 
 def _range_row(parse: NsysParse, path: str) -> pd.Series:
-    rows = parse.ranges.loc[parse.ranges["range"] == path]
+    rows = parse.ranges.loc[parse.ranges["nvtx_range"] == path]
     assert len(rows) == 1, parse.ranges
     return rows.iloc[0]
 
@@ -213,7 +211,7 @@ def test_probe_graph_kernel_runs_after_all_its_ranges_closed(probe: NsysParse) -
 
 
 def test_probe_range_table(probe: NsysParse) -> None:
-    assert set(probe.ranges["range"]) == {
+    assert set(probe.ranges["nvtx_range"]) == {
         "aisp/pairA/baseline", "aisp/pairA/optimized", "aisp/pairB/baseline", "pairC/baseline",
         "aisp/pairG/graph",
     }
@@ -371,7 +369,7 @@ def test_gpu_time_is_busy_time_when_work_overlaps() -> None:
     kernels = frame([(0, 100), (150, 200)])
     ops = frame([(50, 170)], operation="memcpy", size_bytes=1000)    # under both kernels and the gap
     nvtx = pd.DataFrame({"start": [0], "end": [10], "nvtx_range": ["r"], "nvtx_domain": [""]})
-    (row,) = _range_table(kernels, ops, nvtx).to_dict("records")
+    (row,) = range_table(kernels, ops, nvtx).to_dict("records")
     assert row["kernel_time_ns"] == 150 and row["memcpy_time_ns"] == 120 and row["memcpy_bytes"] == 1000
     assert row["gpu_time_ns"] == 200                                  # [0, 200) busy, not 270
     assert row["gap_total_ns"] == 0 and row["span_ns"] == 200
@@ -424,7 +422,7 @@ def test_sweep_matches_brute_force(seed: int) -> None:
     """Two domains per thread: their stacks interleave in time but each nests on its own."""
     nvtx = _random_stacks(seed, ((11, 0), (11, 1), (12, 0), (12, 1)))
     tids, times = [11] * 100 + [12] * 100, list(range(100)) * 2
-    got = _paths_at(nvtx, _launch_queries(pd.Series(tids), pd.Series(times))).set_index("query_id")
+    got = paths_at(nvtx, launch_queries(pd.Series(tids), pd.Series(times))).set_index("query_id")
     records = nvtx.to_dict("records")
     for query_id, (tid, t) in enumerate(zip(tids, times)):
         actual = tuple(got.loc[query_id, ["nvtx_range", "nvtx_domain"]]) if query_id in got.index else ("", "")
@@ -436,7 +434,7 @@ def test_range_own_paths_match_the_pushing_stack(seed: int) -> None:
     """Even with a pop and a push, or nested pushes, in one ns a range's path is its push-time stack."""
     nvtx = _random_stacks(seed, ((11, 0), (12, 1)), zero_length=False)
     no_kernels = pd.DataFrame({"global_tid": pd.Series(dtype="Int64"), "launch_start_ns": pd.Series(dtype="Int64")})
-    _, attributed = _attribute(no_kernels, nvtx.drop(columns="own_path"))
+    _, attributed = attribute(no_kernels, nvtx.drop(columns="own_path"))
     assert attributed["nvtx_range"].tolist() == nvtx["own_path"].tolist()
     assert attributed["nvtx_domain"].tolist() == nvtx["domain"].tolist()
 

@@ -4,11 +4,11 @@ every numeric metric in long form.
 The raw page is the only ncu text export with one column per metric; its first row names the
 metrics, its second gives their units, and each later row is one profiled launch. Without
 `--print-units base` ncu scales each column to a "readable" unit (us, Mbyte, Ghz, Tbyte/s, ...),
-so every value is converted here to one base unit per dimension (byte, ns, hz, .../second) with
-a table, not guesswork. Neither CSV form keeps every digit: scaled units print six decimals
-(1.917473 Ghz), base units two (0.26 for a stall ratio); a `.ncu-rep` does (see `ncu_rep`).
-The unit conversion and the table assembly are shared with `ncu_rep`, so a CSV and a `.ncu-rep`
-of the same run give the same frames.
+so every value is converted to one base unit per dimension (byte, ns, hz, .../second) with a
+table (`ncu_units`), not guesswork. Neither CSV form keeps every digit: scaled units print six
+decimals (1.917473 Ghz), base units two (0.26 for a stall ratio); a `.ncu-rep` does (see
+`ncu_rep`). The unit conversion and the table assembly are shared with `ncu_rep`, so a CSV and a
+`.ncu-rep` of the same run give the same frames.
 """
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ import io
 import logging
 import re
 from dataclasses import dataclass
-from decimal import Decimal
-from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -26,6 +24,7 @@ import pandas as pd
 
 from aisp_prof.errors import CounterPermissionError, ExportParseError
 from aisp_prof.parse.metric_table import BY_RAW, METRICS, Metric
+from aisp_prof.parse.ncu_units import base_unit, number_text, scale_value
 
 log = logging.getLogger(__name__)
 
@@ -58,74 +57,8 @@ IDENTITY_COLUMNS = (
 _INT_IDENTITY = ("process_id", "context", "stream", "device")
 METRICS_COLUMNS = ("launch_id", "metric", "unit", "value")
 
-# ---------------------------------------------------------------------------------------------
-# Units. Every scale ncu uses is a power of ten (1 Kbyte = 1000 byte: the fixture's
-# dram__bytes_read.sum of 134.229248 Mbyte is dram__sectors_read.sum 4,194,664 x 32 byte), so
-# the table holds decimal exponents and the conversion is exact (Decimal.scaleb).
-# Spellings: ncu 2025.x CSV (us, Mbyte, Ghz, Gbyte/s, sector/ns) and the long forms of older ncu
-# and of ncu_report (usecond, nsecond, Mbyte/second, cycle/nsecond).
-
-# a unit on its own (or the numerator of "a/b") -> (base unit, power of ten to multiply by)
-_SCALED_UNITS: dict[str, tuple[str, int]] = {
-    "byte": ("byte", 0), "Kbyte": ("byte", 3), "Mbyte": ("byte", 6), "Gbyte": ("byte", 9),
-    "Tbyte": ("byte", 12), "Pbyte": ("byte", 15),
-    "hz": ("hz", 0), "Khz": ("hz", 3), "Mhz": ("hz", 6), "Ghz": ("hz", 9),
-    # a duration: nanoseconds, ncu's base for time
-    "ps": ("ns", -3), "psecond": ("ns", -3), "ns": ("ns", 0), "nsecond": ("ns", 0),
-    "us": ("ns", 3), "usecond": ("ns", 3), "ms": ("ns", 6), "msecond": ("ns", 6),
-    "s": ("ns", 9), "second": ("ns", 9),
-}
-# time below a "/": rates are per second. value per <unit> = value * 10**exp per second
-_PER_TIME: dict[str, int] = {
-    "ns": 9, "nsecond": 9, "us": 6, "usecond": 6, "ms": 3, "msecond": 3, "s": 0, "second": 0,
-}
-# converted spellings with one canonical name (ncu's base export writes clock rates as hz)
-_BASE_ALIASES: dict[str, str] = {"cycle/second": "hz"}
 # dimensions that must come out right for a metric-table column, or the column is refused
 _CHECKED_DIMENSIONS = frozenset({"byte", "ns", "hz"})
-
-
-@lru_cache(maxsize=None)
-def base_unit(unit: str) -> tuple[str, int]:
-    """(base unit, power of ten) for an ncu unit: value_in_base = value * 10**exp.
-
-    Units not in the table (%, inst, sector, cycle, warp, ...) are already base and pass
-    through unchanged; a scaled unit ncu never printed so far would pass through too, which is
-    why metric-table columns are checked with `_check_dimension`.
-    """
-    unit = unit.strip()
-    if not unit:
-        return "", 0
-    numerator, *denominators = unit.split("/")
-    base, exp = _SCALED_UNITS.get(numerator, (numerator, 0))
-    parts = [base]
-    for den in denominators:
-        if den in _PER_TIME:
-            parts.append("second")
-            exp += _PER_TIME[den]
-        else:
-            den_base, den_exp = _SCALED_UNITS.get(den, (den, 0))
-            parts.append(den_base)
-            exp -= den_exp
-    joined = "/".join(parts)
-    return _BASE_ALIASES.get(joined, joined), exp
-
-
-def scale_value(number: str | int | float, exp: int) -> float:
-    """`number * 10**exp` as float, exact in decimal (so 63.424 us is 63424.0 ns, not ...001)."""
-    if exp == 0:
-        return float(number)
-    text = number if isinstance(number, str) else repr(number)
-    return float(Decimal(text).scaleb(exp))
-
-
-_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?")
-
-
-def number_text(cell: str) -> str | None:
-    """The cell without thousands separators if it is a number ("3,197,443,659.60"), else None."""
-    text = cell.strip()
-    return text.replace(",", "") if _NUMBER.fullmatch(text) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,10 +236,20 @@ def _int_or_none(cell: str) -> int | None:
     return int(float(text)) if text is not None else None
 
 
-def parse_ncu_csv(path: str | Path) -> NcuParse:
-    """Parse an `ncu --csv --page raw` export (with or without `--print-units base`)."""
-    path = Path(path)
-    rows = _read_rows(path, _csv_lines(path, _read_text(path)))
+@dataclass(frozen=True)
+class _CsvLayout:
+    """Where everything is in a raw-page CSV, read once from its header (and units row)."""
+
+    col: dict[str, int]                          # header name -> cell index (the last if repeated)
+    nvtx_col: int | None                         # the push/pop NVTX cell, if ncu wrote one
+    metric_cols: list[tuple[int, str, str, int]]  # (cell index, raw name, base unit, power of ten)
+    tidy_cols: set[int]                          # the metric cells that are metric-table columns
+    data: list[list[str]]                        # one row per profiled launch
+    first_row: int                               # CSV row number of data[0], for messages
+
+
+def _layout(path: Path, rows: list[list[str]]) -> _CsvLayout:
+    """Check the header and find the identity, NVTX and metric cells and the launch rows."""
     header = rows[0]
     col = {name: i for i, name in enumerate(header)}
     if "Metric Name" in col:
@@ -324,43 +267,70 @@ def parse_ncu_csv(path: str | Path) -> NcuParse:
     if not data:
         raise ExportParseError(f"{path}: no kernels in the export (header only); "
                                "was anything profiled? check ncu's --nvtx-include/--kernel-name")
-
-    nvtx_col = next((i for i, h in enumerate(header) if h.startswith(_NVTX_PUSH_POP)), None)
     metric_cols = [(i, name, *base_unit(units[i]))
                    for i, name in enumerate(header) if _is_metric_header(name)]
-    tidy_cols = {i for i, name, _, _ in metric_cols if name in BY_RAW}
+    return _CsvLayout(
+        col=col,
+        nvtx_col=next((i for i, h in enumerate(header) if h.startswith(_NVTX_PUSH_POP)), None),
+        metric_cols=metric_cols,
+        tidy_cols={i for i, name, _, _ in metric_cols if name in BY_RAW},
+        data=data,
+        first_row=len(rows) - len(data) + 1,
+    )
 
+
+def _identity_row(path: Path, layout: _CsvLayout, n: int, row: list[str]) -> dict:
+    """The identity columns of CSV row n: launch ID, process, kernel, NVTX range, launch config."""
+    col = layout.col
+    launch_text = number_text(row[col["ID"]])
+    if launch_text is None or "." in launch_text:
+        raise ExportParseError(
+            f"{path}: row {n}: launch ID {row[col['ID']]!r} is not an integer; {REEXPORT_HINT}"
+        )
+    ident = {
+        key: row[col[h]] if h in col else "" for h, key in _IDENTITY_HEADERS.items()
+    }
+    ident["launch_id"] = int(launch_text)
+    for key in _INT_IDENTITY:
+        ident[key] = _int_or_none(ident[key])
+    nvtx = parse_nvtx_stack(row[layout.nvtx_col]) if layout.nvtx_col is not None else []
+    ident.update(nvtx_columns(nvtx))
+    return ident
+
+
+def _metric_records(
+    path: Path, layout: _CsvLayout, launch_id: int, row: list[str]
+) -> list[tuple[int, str, str, float]]:
+    """(launch_id, metric, base unit, value) per numeric metric cell of one launch; a
+    metric-table cell that is neither a number nor missing ("", "n/a") is an error."""
+    records = []
+    for i, name, unit, exp in layout.metric_cols:
+        cell = row[i]
+        text = number_text(cell)
+        if text is not None:
+            records.append((launch_id, name, unit, scale_value(text, exp)))
+        elif i in layout.tidy_cols:
+            if cell.strip() not in _MISSING:
+                raise ExportParseError(
+                    f"{path}: launch {launch_id}: {name} is {cell!r}, not a number; "
+                    f"{REEXPORT_HINT}"
+                )
+            log.warning("%s: launch %d has no value for %s", path, launch_id, name)
+    return records
+
+
+def parse_ncu_csv(path: str | Path) -> NcuParse:
+    """Parse an `ncu --csv --page raw` export (with or without `--print-units base`)."""
+    path = Path(path)
+    layout = _layout(path, _read_rows(path, _csv_lines(path, _read_text(path))))
     identities: list[dict] = []
     records: list[tuple[int, str, str, float]] = []
-    for n, row in enumerate(data, start=len(rows) - len(data) + 1):
-        launch_text = number_text(row[col["ID"]])
-        if launch_text is None or "." in launch_text:
-            raise ExportParseError(
-                f"{path}: row {n}: launch ID {row[col['ID']]!r} is not an integer; {REEXPORT_HINT}"
-            )
-        launch_id = int(launch_text)
-        ident = {
-            key: row[col[h]] if h in col else "" for h, key in _IDENTITY_HEADERS.items()
-        }
-        ident["launch_id"] = launch_id
-        for key in _INT_IDENTITY:
-            ident[key] = _int_or_none(ident[key])
-        ident.update(nvtx_columns(parse_nvtx_stack(row[nvtx_col]) if nvtx_col is not None else []))
+    for n, row in enumerate(layout.data, start=layout.first_row):
+        ident = _identity_row(path, layout, n, row)
         identities.append(ident)
-        for i, name, unit, exp in metric_cols:
-            cell = row[i]
-            text = number_text(cell)
-            if text is not None:
-                records.append((launch_id, name, unit, scale_value(text, exp)))
-            elif i in tidy_cols:
-                if cell.strip() not in _MISSING:
-                    raise ExportParseError(
-                        f"{path}: launch {launch_id}: {name} is {cell!r}, not a number; "
-                        f"{REEXPORT_HINT}"
-                    )
-                log.warning("%s: launch %d has no value for %s", path, launch_id, name)
+        records.extend(_metric_records(path, layout, ident["launch_id"], row))
     log.debug("%s: %d launches, %d metric values", path, len(identities), len(records))
-    return build_parse(path, identities, records, (name for _, name, _, _ in metric_cols))
+    return build_parse(path, identities, records, (name for _, name, _, _ in layout.metric_cols))
 
 
 def parse_ncu_export(path: str | Path) -> NcuParse:

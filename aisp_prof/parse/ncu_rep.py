@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.ncu_csv import (
-    NcuParse, base_unit, build_parse, nvtx_columns, scale_value,
-)
+from aisp_prof.parse.ncu_csv import NcuParse, build_parse, nvtx_columns
+from aisp_prof.parse.ncu_units import base_unit, scale_value
 
 log = logging.getLogger(__name__)
 

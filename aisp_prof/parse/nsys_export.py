@@ -1,0 +1,352 @@
+"""Read the tables of an Nsight Systems SQLite export into raw frames, one function per table.
+
+Kernels, GPU memcpy/memset operations, the CUDA runtime/driver calls that launched them, NVTX
+push/pop ranges and the GPU are each read here, with names resolved through the export's own
+string and enum tables and nothing attributed or aggregated yet (`nsys_attribution` and
+`nsys_ranges` do that). Keeping every schema fact in one module means a new nsys schema version
+is a change here only.
+
+Schema facts this relies on (checked against the real exports in tests/fixtures/h200):
+
+* globalTid / globalPid are serialized ids: pid = (id >> 24) & 0xFFFFFF, tid = id & 0xFFFFFF; the
+  bits above 48 identify the host/VM. A kernel's globalPid is its process's globalTid with the
+  tid bits zeroed, so `id >> 24` is the process key on both sides of the join.
+* Kernels launched from a CUDA graph recorded with --cuda-graph-trace=node carry the
+  correlationId of the cudaGraphLaunch call, and a non-null graphNodeId.
+* Push/pop ranges are NVTX_EVENTS rows of eventType NvtxPushPopRange (59 in schema 3.20); their
+  name is `text`, or `textId` -> StringIds for registered strings. Ranges in a named domain carry
+  a domainId that a NvtxDomainCreate event (75) maps to the domain's name; 0 is the default.
+* Runtime API names carry a version suffix (cudaLaunchKernel_v7000); it is stripped.
+* Memcpy rows carry copyKind (ENUM_CUDA_MEMCPY_OPER: 8 = Device-to-Device) and srcKind/dstKind,
+  memset rows memKind (ENUM_CUDA_MEM_KIND: 2 = Device); both carry `bytes`, start/end, deviceId,
+  streamId, correlationId and globalPid like kernels. Names come from the export's enum tables.
+  Exports without these tables (nothing was copied or set) simply have none.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+OPEN_END = np.iinfo(np.int64).max           # end of a range that was never popped
+_ID_BITS = 24
+_PUSH_POP_RANGE = "NvtxPushPopRange"
+_DOMAIN_CREATE = "NvtxDomainCreate"
+_DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
+_API_VERSION_SUFFIX = re.compile(r"_v\d+$")
+_UNNAMED_RANGE = "(unnamed)"
+
+# CUPTI memory operation tables -> the memory_ops frame's `operation`
+_MEMORY_TABLES = {"memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY", "memset": "CUPTI_ACTIVITY_KIND_MEMSET"}
+# ENUM_CUDA_MEMCPY_OPER name -> copy_kind (the short form nsys itself prints, e.g. "DtoD")
+_COPY_KINDS = {
+    "CUDA_MEMCPY_KIND_UNKNOWN": "unknown", "CUDA_MEMCPY_KIND_HTOD": "HtoD", "CUDA_MEMCPY_KIND_DTOH": "DtoH",
+    "CUDA_MEMCPY_KIND_HTOA": "HtoA", "CUDA_MEMCPY_KIND_ATOH": "AtoH", "CUDA_MEMCPY_KIND_ATOA": "AtoA",
+    "CUDA_MEMCPY_KIND_ATOD": "AtoD", "CUDA_MEMCPY_KIND_DTOA": "DtoA", "CUDA_MEMCPY_KIND_DTOD": "DtoD",
+    "CUDA_MEMCPY_KIND_HTOH": "HtoH", "CUDA_MEMCPY_KIND_PTOP": "PtoP", "CUDA_MEMCPY_KIND_UVM_HTOD": "UVM HtoD",
+    "CUDA_MEMCPY_KIND_UVM_DTOH": "UVM DtoH", "CUDA_MEMCPY_KIND_UVM_DTOD": "UVM DtoD",
+}
+_DEFAULT_COPY_KIND_IDS = dict(enumerate(_COPY_KINDS))          # schema 3.20 ids, for exports without the enum
+_DEFAULT_MEMORY_KINDS = dict(enumerate(                         # ENUM_CUDA_MEM_KIND labels, schema 3.20
+    ("Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static", "Unknown")))
+
+# TARGET_INFO_GPU column -> key of NsysParse.gpu (units in the key name)
+_GPU_FIELDS = {
+    "name": "gpu_name",          # the key the rest of aisp-prof uses (collect, store)
+    "chipName": "chip_name",
+    "busLocation": "bus_location",
+    "uuid": "uuid",
+    "smCount": "sm_count",
+    "clockRate": "sm_clock_hz",
+    "totalMemory": "memory_total_bytes",
+    "memoryBandwidth": "memory_bandwidth_bytes_per_s",
+    "l2CacheSize": "l2_cache_bytes",
+    "maxShmemPerSm": "max_shared_per_sm_bytes",
+    "maxShmemPerBlockOptin": "max_shared_per_block_optin_bytes",
+    "maxRegistersPerSm": "max_registers_per_sm",
+    "maxRegistersPerBlock": "max_registers_per_block",
+    "maxWarpsPerSm": "max_warps_per_sm",
+    "maxBlocksPerSm": "max_blocks_per_sm",
+    "maxThreadsPerBlock": "max_threads_per_block",
+    "threadsPerWarp": "threads_per_warp",
+    "asyncEngines": "async_engines",
+}
+
+
+# ---------------------------------------------------------------------------------------- schema
+
+
+def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    """Run SQL into a DataFrame; sqlite3 errors propagate (pd.read_sql would rewrap them)."""
+    cur = conn.execute(sql)
+    columns = [d[0] for d in cur.description]
+    return pd.DataFrame.from_records(cur.fetchall(), columns=columns)
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """Names of the export's tables: which parts of the trace nsys recorded."""
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _event_type_ids(conn: sqlite3.Connection, tables: set[str]) -> dict[str, int]:
+    """NVTX event type ids by name, from the export's own enum table when it has one."""
+    ids = dict(_DEFAULT_EVENT_TYPES)
+    if "ENUM_NSYS_EVENT_TYPE" in tables:
+        names = ", ".join(f"'{n}'" for n in ids)
+        for type_id, name in conn.execute(f"SELECT id, name FROM ENUM_NSYS_EVENT_TYPE WHERE name IN ({names})"):
+            ids[name] = int(type_id)
+    return ids
+
+
+# --------------------------------------------------------------------------------------- kernels
+
+
+def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
+    """Kernel executions with names resolved and the process key the launch join needs."""
+    cols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
+    graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
+    global_pid = "k.globalPid" if "globalPid" in cols else "NULL"
+    df = _query(conn, f"""
+        SELECT k.correlationId AS correlation_id, d.value AS kernel, s.value AS short_name,
+               k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id,
+               k.streamId AS stream_id, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
+               k.registersPerThread AS registers_per_thread,
+               k.staticSharedMemory AS static_shared_bytes,
+               k.dynamicSharedMemory AS dynamic_shared_bytes,
+               {graph_node} AS graph_node_id, {global_pid} AS global_pid
+        FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+        LEFT JOIN StringIds AS d ON d.id = k.demangledName
+        LEFT JOIN StringIds AS s ON s.id = k.shortName
+        ORDER BY k.start, k."end"
+    """)
+    if df.empty:
+        return df
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["grid"] = _dim3(df, "grid")
+    df["block"] = _dim3(df, "block")
+    df["graph_node_id"] = df["graph_node_id"].astype("Int64")
+    df["correlation_id"] = df["correlation_id"].astype("Int64")
+    pid = df["global_pid"].astype("Int64")
+    df["process_key"] = pid // (1 << _ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    return df.drop(columns=[f"{p}{a}" for p in ("grid", "block") for a in "XYZ"] + ["global_pid"])
+
+
+def warn_whole_graphs(conn: sqlite3.Connection, tables: set[str]) -> None:
+    """With the default --cuda-graph-trace=graph, graph kernels are missing from the kernel table."""
+    if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in tables:
+        return
+    (count,) = conn.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()
+    if count:
+        log.warning("%d CUDA graph launches were traced as whole graphs, so their kernels are not in "
+                    "the kernel table; profile with `nsys profile --cuda-graph-trace=node`", count)
+
+
+def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
+    """"(x, y, z)" strings, the form launch configurations are usually written in."""
+    x, y, z = (df[f"{prefix}{a}"].astype(str) for a in "XYZ")
+    return "(" + x + ", " + y + ", " + z + ")"
+
+
+# ------------------------------------------------------------------------------------ memory ops
+
+
+def read_memory_ops(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """GPU memcpy and memset executions with kind names and the process key the launch join needs."""
+    parts = []
+    for operation, table in _MEMORY_TABLES.items():
+        if table not in tables:
+            continue
+        cols = _columns(conn, table)
+        opt = {c: f"m.{c}" if c in cols else "NULL" for c in
+               ("correlationId", "globalPid", "graphNodeId", "copyKind", "srcKind", "dstKind", "memKind")}
+        if operation == "memset":            # a memset writes memory of one kind; no copy direction
+            opt["copyKind"], opt["srcKind"], opt["dstKind"] = "NULL", "NULL", opt["memKind"]
+        parts.append(_query(conn, f"""
+            SELECT '{operation}' AS operation, {opt['correlationId']} AS correlation_id,
+                   {opt['copyKind']} AS copy_kind_id, {opt['srcKind']} AS src_kind_id,
+                   {opt['dstKind']} AS dst_kind_id, m.bytes AS size_bytes, m.start AS start_ns,
+                   m."end" AS end_ns, m.deviceId AS device_id, m.streamId AS stream_id,
+                   {opt['graphNodeId']} AS graph_node_id, {opt['globalPid']} AS global_pid
+            FROM {table} AS m
+        """))
+    raw = ["operation", "correlation_id", "copy_kind_id", "src_kind_id", "dst_kind_id", "size_bytes", "start_ns",
+           "end_ns", "device_id", "stream_id", "graph_node_id", "global_pid"]
+    parts = [p for p in parts if not p.empty] or [pd.DataFrame({c: pd.Series(dtype=object) for c in raw})]
+    df = pd.concat(parts, ignore_index=True).sort_values(["start_ns", "end_ns"], kind="stable")
+    for col in ("correlation_id", "graph_node_id", "size_bytes", "start_ns", "end_ns", "device_id", "stream_id"):
+        df[col] = df[col].astype("Int64")
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    seconds = df["duration_ns"].astype(float).where(df["duration_ns"] > 0) / 1e9
+    df["throughput_bytes_per_s"] = df["size_bytes"].astype(float) / seconds
+    copy_kinds, memory_kinds = _memory_enums(conn, tables)
+    df["copy_kind"] = df["copy_kind_id"].map(copy_kinds)
+    df["src_kind"] = df["src_kind_id"].map(memory_kinds)
+    df["dst_kind"] = df["dst_kind_id"].map(memory_kinds)
+    pid = df["global_pid"].astype("Int64")
+    df["process_key"] = pid // (1 << _ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    return df.drop(columns=["copy_kind_id", "src_kind_id", "dst_kind_id", "global_pid"]).reset_index(drop=True)
+
+
+def _memory_enums(conn: sqlite3.Connection, tables: set[str]) -> tuple[dict[int, str], dict[int, str]]:
+    """copyKind id -> "DtoD" etc., memory kind id -> "Device" etc., from the export's enums when present."""
+    copy_kinds = {i: _COPY_KINDS[n] for i, n in _DEFAULT_COPY_KIND_IDS.items()}
+    memory_kinds = dict(_DEFAULT_MEMORY_KINDS)
+    if "ENUM_CUDA_MEMCPY_OPER" in tables:
+        for kind_id, name in conn.execute("SELECT id, name FROM ENUM_CUDA_MEMCPY_OPER"):
+            copy_kinds[int(kind_id)] = _COPY_KINDS.get(name, str(name).removeprefix("CUDA_MEMCPY_KIND_"))
+    if "ENUM_CUDA_MEM_KIND" in tables:
+        for kind_id, label in conn.execute("SELECT id, label FROM ENUM_CUDA_MEM_KIND"):
+            memory_kinds[int(kind_id)] = str(label)
+    return copy_kinds, memory_kinds
+
+
+# -------------------------------------------------------------------------------------- launches
+
+
+def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """The runtime/driver call behind each kernel, memcpy and memset: API name, thread, start time."""
+    columns = ["process_key", "correlation_id", "launch_api", "launch_start_ns", "global_tid", "thread_id"]
+    if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
+        log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
+        return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
+    gpu_work = ["CUPTI_ACTIVITY_KIND_KERNEL"] + [t for t in _MEMORY_TABLES.values() if t in tables]
+    correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
+    df = _query(conn, f"""
+        SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,
+               r.start AS launch_start_ns, s.value AS launch_api
+        FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+        LEFT JOIN StringIds AS s ON s.id = r.nameId
+        WHERE r.correlationId IN ({correlated})
+    """)
+    for col in ("correlation_id", "global_tid", "launch_start_ns"):
+        df[col] = df[col].astype("Int64")
+    df["process_key"] = df["global_tid"] // (1 << _ID_BITS)
+    df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
+    df["launch_api"] = df["launch_api"].fillna("").str.replace(_API_VERSION_SUFFIX, "", regex=True)
+    dupes = df.duplicated(["process_key", "correlation_id"])
+    if dupes.any():
+        log.debug("%d runtime calls share a correlationId within a process; keeping the first", dupes.sum())
+    return df.loc[~dupes, columns]
+
+
+# ------------------------------------------------------------------------------------------ nvtx
+
+
+def read_push_pop_ranges(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """Push/pop NVTX ranges with name, thread and domain name; one row per push."""
+    columns = ["range_id", "global_tid", "domain_id", "start", "end", "name", "domain"]
+    if "NVTX_EVENTS" not in tables:
+        log.info("export has no NVTX trace; every kernel gets nvtx_range ''")
+        ints = {c: pd.Series(dtype=np.int64) for c in columns[:5]}
+        return pd.DataFrame({**ints, "name": pd.Series(dtype=str), "domain": pd.Series(dtype=str)})
+    types = _event_type_ids(conn, tables)
+    df = _query(conn, f"""
+        SELECT n.globalTid AS global_tid, COALESCE(n.domainId, 0) AS domain_id,
+               n.start AS start, n."end" AS "end", COALESCE(n.text, s.value) AS name
+        FROM NVTX_EVENTS AS n
+        LEFT JOIN StringIds AS s ON s.id = n.textId
+        WHERE n.eventType = {types[_PUSH_POP_RANGE]}
+        ORDER BY n.globalTid, n.start, n."end" DESC
+    """)
+    domains = _query(conn, f"""
+        SELECT n.globalTid AS global_tid, n.domainId AS domain_id, COALESCE(n.text, s.value) AS domain
+        FROM NVTX_EVENTS AS n
+        LEFT JOIN StringIds AS s ON s.id = n.textId
+        WHERE n.eventType = {types[_DOMAIN_CREATE]}
+    """)
+    df["range_id"] = np.arange(len(df), dtype=np.int64)
+    df["end"] = df["end"].astype("Int64").fillna(OPEN_END).astype(np.int64)
+    df["start"] = df["start"].astype(np.int64)
+    df["name"] = df["name"].fillna(_UNNAMED_RANGE).astype(str)
+    df["domain"] = _domain_names(df, domains)
+    return df.loc[:, columns]
+
+
+def _domain_names(ranges: pd.DataFrame, domains: pd.DataFrame) -> pd.Series:
+    """Domain name per range; "" for the default domain. Matched within the process first."""
+    if ranges.empty:
+        return pd.Series(dtype=str, index=ranges.index)
+    proc = ranges["global_tid"] // (1 << _ID_BITS)
+    names = pd.Series("", index=ranges.index, dtype=object)
+    if domains.empty:
+        return names.astype(str)
+    domains = domains.assign(process_key=domains["global_tid"] // (1 << _ID_BITS), domain=domains["domain"].fillna(""))
+    by_proc = domains.drop_duplicates(["process_key", "domain_id"]).set_index(["process_key", "domain_id"])["domain"]
+    by_id = domains.drop_duplicates("domain_id").set_index("domain_id")["domain"]
+    keys = pd.MultiIndex.from_arrays([proc, ranges["domain_id"]])
+    found = pd.Series(by_proc.reindex(keys).to_numpy(), index=ranges.index)
+    fallback = pd.Series(by_id.reindex(ranges["domain_id"]).to_numpy(), index=ranges.index)
+    unknown = "domain_" + ranges["domain_id"].astype(str)    # never conflate with the default domain
+    names = found.fillna(fallback).fillna(unknown)
+    names[ranges["domain_id"] == 0] = ""
+    return names.astype(str)
+
+
+# ------------------------------------------------------------------------------------------- gpu
+
+
+def read_gpu(conn: sqlite3.Connection, tables: set[str], kernels: pd.DataFrame) -> dict[str, object]:
+    """Describe the GPU that ran most kernels, mapping CUDA device ordinals through the process."""
+    if "TARGET_INFO_GPU" not in tables:
+        return {}
+    gpus = _query(conn, "SELECT * FROM TARGET_INFO_GPU")
+    if gpus.empty:
+        return {}
+    counts = kernels.groupby(["process_id", "device_id"]).size().sort_values(ascending=False)
+    if kernels["device_id"].nunique() > 1:
+        log.info("kernels ran on %d devices; describing the busiest", kernels["device_id"].nunique())
+    if counts.empty:                                  # no process ids in this export
+        process_id, cuda_id = None, int(kernels["device_id"].mode().iloc[0])
+    else:
+        process_id, cuda_id = (int(v) for v in counts.index[0])
+    row = gpus.iloc[0]
+    gpu_id = None if process_id is None else _gpu_id_for(conn, tables, process_id, cuda_id)
+    if gpu_id is not None and (gpus["id"] == gpu_id).any():
+        row = gpus.loc[gpus["id"] == gpu_id].iloc[0]
+    elif "cuDevice" in gpus and (gpus["cuDevice"] == cuda_id).any():
+        row = gpus.loc[gpus["cuDevice"] == cuda_id].iloc[0]
+    info: dict[str, object] = {"device_id": cuda_id}
+    for column, key in _GPU_FIELDS.items():
+        if column in row.index and pd.notna(row[column]):
+            info[key] = row[column].item() if hasattr(row[column], "item") else row[column]
+    if {"computeMajor", "computeMinor"} <= set(row.index) and pd.notna(row["computeMajor"]):
+        info["compute_capability"] = f"{int(row['computeMajor'])}.{int(row['computeMinor'])}"
+    info.update(_read_system_env(conn, tables))
+    return info
+
+
+def _read_system_env(conn: sqlite3.Connection, tables: set[str]) -> dict[str, object]:
+    """Driver versions, which nsys keeps as text properties of the target system."""
+    if "TARGET_INFO_SYSTEM_ENV" not in tables:
+        return {}
+    props = dict(conn.execute(
+        "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV WHERE name IN ('NvDriverVersion', 'CudaDriverVersion')"
+    ).fetchall())
+    out: dict[str, object] = {}
+    if props.get("NvDriverVersion"):
+        out["driver_version"] = props["NvDriverVersion"]
+    if str(props.get("CudaDriverVersion", "")).isdigit():      # 13000 -> "13.0", as cudaDriverGetVersion
+        version = int(props["CudaDriverVersion"])
+        out["cuda_driver_version"] = f"{version // 1000}.{version % 1000 // 10}"
+    return out
+
+
+def _gpu_id_for(conn: sqlite3.Connection, tables: set[str], process_id: int, cuda_id: int) -> int | None:
+    """TARGET_INFO_GPU.id of a process's CUDA device ordinal (they differ under CUDA_VISIBLE_DEVICES)."""
+    if "TARGET_INFO_CUDA_DEVICE" not in tables:
+        return None
+    row = conn.execute(
+        "SELECT gpuId FROM TARGET_INFO_CUDA_DEVICE WHERE pid = ? AND cudaId = ?", (process_id, cuda_id)
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
