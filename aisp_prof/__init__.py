@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["open_db", "RunDatabase", "RunResult", "api"]
+__all__ = ["open_db", "sample_runs", "RunDatabase", "RunResult", "api"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("open_db", "RunDatabase", "RunResult"):
+    if name in ("open_db", "sample_runs", "RunDatabase", "RunResult"):
         from . import api
 
         return getattr(api, name)

@@ -16,25 +16,21 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pandas as pd
 
-from .analyze.calibration import calibration_for_runs
-from .analyze.flops import add_flops_and_bytes
-from .analyze.records import clean_value, frame_records
-from .analyze.report_page import page_data
-from .analyze.roofline import RooflineResult, RunInput, build_roofline
-from .analyze.summary import summarize
-from .collect import runner
 from .errors import AispError, ExportParseError
-from .render.report import Page, PageRef, Report, write_report
 from .store import db as store_db
 from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
-from .store.history import pair_history
-from .store.ingest import load_run_dir, store_path
+from .store.ingest import load_run_dir, sample_run_dirs, store_path
 from .store.run_data import RunData
 from .store.select import resolve_run, select_runs
+
+if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
+    from .analyze.roofline import RooflineResult, RunInput
+    from .collect.runner import RunOptions
+    from .render.report import Page, Report
 
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
@@ -49,14 +45,24 @@ def open_db(path: str | Path | None = None) -> "RunDatabase":
     return RunDatabase(store_db.db_path(path))
 
 
+def sample_runs() -> list[Path]:
+    """The real run folders shipped with aisp-prof (chapter 9 on an H200), one per pair."""
+    return sample_run_dirs()
+
+
 def roofline_input(run: RunData) -> RunInput:
     """What the roofline needs of a stored run."""
+    from .analyze.roofline import RunInput
+
     return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name)
 
 
 def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
                 flop_basis: str = "auto") -> RooflineResult:
     """Ceilings, points, checks and warnings of runs; ExportParseError when none has ncu counters."""
+    from .analyze.calibration import calibration_for_runs
+    from .analyze.roofline import build_roofline
+
     inputs = [roofline_input(r) for r in runs]
     if all(i.kernels.empty for i in inputs):
         raise ExportParseError(f"{', '.join(r.run_id for r in runs)}: {NO_COUNTERS}")
@@ -65,6 +71,9 @@ def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
 
 def summary_records(run: RunData) -> list[dict[str, Any]]:
     """Per variant, baseline first: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls."""
+    from .analyze.records import clean_value
+    from .analyze.summary import summarize
+
     rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings)
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
@@ -98,7 +107,11 @@ class RunDatabase:
     # ------------------------------------------------------------------ runs
     def runs(self) -> pd.DataFrame:
         """The stored runs, oldest first: run_id, pair, label, source, status, created_at, gpu_name."""
-        return pd.DataFrame(store_db.list_runs(self.path), columns=list(store_db.RUN_COLUMNS))
+        return pd.DataFrame(self.run_list(), columns=list(store_db.RUN_COLUMNS))
+
+    def run_list(self) -> list[dict[str, Any]]:
+        """`runs()` as plain records (what `aisp-prof runs` prints)."""
+        return store_db.list_runs(self.path)
 
     def resolve(self, run: str = "latest") -> str:
         """The run id `run` names."""
@@ -160,6 +173,8 @@ class RunDatabase:
     def report(self, runs: Sequence[str] = (), targets: Sequence[str] = (), out: str | Path | None = None,
                progress: Callable[[str], None] | None = None) -> Report:
         """Write an HTML report of the runs (default: the latest run of every stored pair)."""
+        from .render.report import PageRef, write_report
+
         with store_db.Database(self.path) as conn:
             listing = conn.list_runs()
         run_ids = select_runs(listing, runs, targets, str(self.path))
@@ -171,6 +186,9 @@ class RunDatabase:
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
         """One report page: the run and the calibrations in one open, then pure analysis."""
+        from .analyze.report_page import page_data
+        from .render.report import Page
+
         with store_db.Database(self.path) as conn:
             run, in_db = conn.read_run(run_id), db_calibrations(conn)
         try:
@@ -189,13 +207,15 @@ class RunDatabase:
         return runs, merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
     # ------------------------------------------------------------------ profiling (GPU)
-    def profile(self, opts: runner.RunOptions, progress: Progress = lambda m: None) -> RunResult:
+    def profile(self, opts: RunOptions, progress: Progress = lambda m: None) -> RunResult:
         """Check and profile a pair (`aisp-prof run`), store the run in one transaction, summarize.
 
         A run whose check failed is still stored (status failed_check) so the failure is on
         record; `error` then carries the CorrectnessError. If storing fails, the run folder is
         removed too: profiles/ and the database stay in step.
         """
+        from .collect import runner
+
         outcome = runner.collect(opts, progress)
         try:
             progress("parsing exports and storing the run")
@@ -211,6 +231,8 @@ class RunDatabase:
 
 def kernel_frame(run: RunData, variant: str | None = None) -> pd.DataFrame:
     """`RunDatabase.kernels` of a RunData: ncu rows, else the nsys timeline's kernels."""
+    from .analyze.flops import add_flops_and_bytes
+
     kernels = run.kernels
     if kernels.empty:
         kernels = run.timeline.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim", "block": "block_dim"})
@@ -224,6 +246,8 @@ def kernel_frame(run: RunData, variant: str | None = None) -> pd.DataFrame:
 
 def kernel_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
     """`aisp-prof kernels --json` records: the fields, `flops` {fp64, fp32, fp16, tensor}, `flops_total`."""
+    from .analyze.records import frame_records
+
     for rec in frame_records(frame):
         out = {f: rec.get(f) for f in KERNEL_FIELDS}
         out["flops"] = {p: rec.get(f"flops_{p}") for p in ("fp64", "fp32", "fp16", "tensor")}

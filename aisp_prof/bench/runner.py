@@ -15,7 +15,8 @@ from ..collect.runner import RunOptions
 from ..errors import AispError, NoGpuError
 from ..naming import hardware_key, utc_now
 from ..pairs import KernelPair
-from ..pairs.capabilities import Machine, detect_machine, runnable
+from ..pairs import capabilities
+from ..pairs.capabilities import Machine, runnable
 from ..parse.metric_table import DEFAULT_GROUPS
 from ..paths import kernels_root
 from . import expectations as exp
@@ -84,7 +85,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
               progress: Callable[[str], None] = lambda m: None, machine: Machine | None = None) -> PairOutcome:
     """Check, time (and profile) one pair into the RunDatabase `runs`; compare with its
     expectation; maybe record it. A pair that cannot run here is skipped with the reason."""
-    answer = runnable(pair, machine or detect_machine())
+    answer = runnable(pair, machine or capabilities.detect_machine())
     if not answer.ok and answer.error is not NoGpuError:     # e.g. a pair that needs sm_100, on Hopper
         return PairOutcome(pair.name, None, "skipped", answer.reason)
     try:
@@ -108,7 +109,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
 
 def current_hardware_key(machine: Machine | None = None) -> str:
     """The key of GPU 0 (NoGpuError without one: a benchmark needs a GPU)."""
-    machine = machine or detect_machine()
+    machine = machine or capabilities.detect_machine()
     if not machine.gpu:
         raise NoGpuError("no CUDA GPU found; `aisp-prof bench run` times pairs on a GPU machine")
     return hardware_key(machine.gpu_name, 1)

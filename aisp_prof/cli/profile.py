@@ -122,10 +122,9 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
         report = runs.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)
         click.echo(f"report: {report.index}")
         return
-    from ..api import run_summary
-    from ..store.ingest import sample_run_dirs
+    from ..api import run_summary, sample_runs
 
-    samples = sample_run_dirs()
+    samples = sample_runs()
     click.echo(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs", err=True)
     run_ids = [runs.import_path(run_dir, skip_stored=True) for run_dir in samples]
     for run_id in run_ids:

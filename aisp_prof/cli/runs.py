@@ -63,9 +63,7 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
     Example:
       aisp-prof runs --json
     """
-    from ..analyze.records import frame_records
-
-    rows = frame_records(database(db).runs())
+    rows = database(db).run_list()
     if as_json:
         echo_json(rows)
         return

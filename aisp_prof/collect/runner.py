@@ -17,7 +17,8 @@ from typing import Any
 from ..errors import CorrectnessError
 from ..naming import CHECK_JSON, RUN_JSON, new_run_id, nvtx_path
 from ..pairs import KernelPair, parse_sizes
-from ..pairs.capabilities import Machine, detect_machine, runnable
+from ..pairs import capabilities
+from ..pairs.capabilities import Machine, runnable
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .run_folder import atomic_folder, provenance, write_json
@@ -74,7 +75,7 @@ def child_command(pair: str, variants: list[str], sizes: dict[str, int], mode: s
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
     """Decide variants, sizes and profilers; every 'cannot run here' error is raised here."""
-    variants = runnable(opts.pair, machine or detect_machine(), opts.variants).require()
+    variants = runnable(opts.pair, machine or capabilities.detect_machine(), opts.variants).require()
     ncu = tools.find_ncu(opts.ncu) if opts.with_ncu else None
     nsys = tools.find_nsys(opts.nsys, ncu) if opts.with_nsys else None
     sizes = parse_sizes(None, {**opts.pair.sizes, **opts.sizes})

@@ -38,10 +38,9 @@ def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
     from ..parse.nsys_sqlite import parse_nsys_sqlite
 
     parsed = parse_nsys_sqlite(path)
-    ranges = parsed.ranges.rename(columns={"range": "nvtx_range"})   # MERGE: the parser names it so
     data.timeline = _with_variant(parsed.kernels, pair)
     data.memory_ops = _with_variant(parsed.memory_ops, pair)
-    data.ranges = _with_variant(ranges, pair)
+    data.ranges = _with_variant(parsed.ranges, pair)
     return parsed.gpu
 
 

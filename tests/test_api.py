@@ -1,0 +1,73 @@
+"""The library face: the README's notebook example runs as printed, and every read is a DataFrame."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import aisp_prof
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+L2NORM = "20261126T011557Z-ch09.fused_l2norm-90df"
+
+
+def _notebook_example() -> list[str]:
+    text = README.read_text()
+    block = re.search(r"<!-- notebook-example[^>]*-->\s*```python\n(.*?)```", text, re.S)
+    assert block, "README lost its notebook example"
+    return [line for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_readme_notebook_example_runs(tmp_path, monkeypatch):
+    """Each line runs as a notebook cell would; the last two are the tables a reader sees."""
+    lines = _notebook_example()
+    assert len(lines) == 5
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {}
+    for line in lines[:-2]:
+        exec(line, scope)
+    summary, points = (eval(line, scope) for line in lines[-2:])
+    assert scope["run"] == L2NORM and (tmp_path / "notebook.db").exists()
+    assert isinstance(summary, pd.DataFrame) and summary["variant"].tolist() == ["baseline", "cuda", "triton"]
+    assert summary["correct"].all() and summary.loc[1, "speedup_vs_baseline"] == pytest.approx(2107347 / 674012)
+    assert isinstance(points, pd.DataFrame) and points["variant"].tolist() == ["baseline", "cuda", "triton"]
+    assert set(points["bound"]) == {"dram"} and points["ai_dram_flop_per_byte"].between(0.05, 0.5).all()
+
+
+def test_every_read_is_a_dataframe(tmp_path):
+    db = aisp_prof.open_db(tmp_path / "a.db")
+    assert db.runs().empty and list(db.runs().columns)[:2] == ["run_id", "pair"]
+    run = db.import_path(aisp_prof.sample_runs()[0])
+    assert db.runs()["run_id"].tolist() == [run]
+    kernels = db.kernels("ch09.fused_l2norm")
+    assert len(kernels) == 7 and {"nvtx_range", "duration_ns", "dram_bytes", "flops_total"} <= set(kernels)
+    assert len(db.kernels(run, variant="cuda")) == 1
+    ranges = db.ranges("latest")
+    assert "nvtx_range" in ranges and "range" not in ranges
+    assert ranges.set_index("variant").loc["baseline", "kernel_count"] == 25
+    history = db.history("ch09.fused_l2norm")
+    assert history["variant"].tolist() == ["baseline", "cuda", "triton"]
+    data = db.run(run)
+    assert data.run_id == run and data.info["pair"] == "ch09.fused_l2norm" and not data.kernels.empty
+    page = db.page(run)
+    assert page["pair"] == "ch09.fused_l2norm" and page["headline"]
+
+
+def test_unknown_run_is_one_error(tmp_path):
+    from aisp_prof.errors import UnknownTargetError
+
+    db = aisp_prof.open_db(tmp_path / "a.db")
+    with pytest.raises(UnknownTargetError, match="no runs in"):
+        db.summary("latest")
+
+
+def test_import_aisp_prof_is_light():
+    """`import aisp_prof` loads neither pandas nor the API until a name is used."""
+    import subprocess
+    import sys
+
+    code = "import sys, aisp_prof; print('pandas' in sys.modules, 'aisp_prof.api' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
