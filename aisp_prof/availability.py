@@ -10,7 +10,7 @@ from .errors import ToolNotFoundError
 
 def machine_capabilities() -> dict[str, Any]:
     """{'gpu': bool, 'cc': (major, minor) | None, 'gpu_name', 'triton': bool, 'nvcc': bool,
-    'cutlass': bool (CUTLASS headers found by cuda_build.find_cutlass_include)}."""
+    'cutlass': bool (CUTLASS headers found by collect.tools.find_cutlass_include)}."""
     caps: dict[str, Any] = {"gpu": False, "cc": None, "gpu_name": None,
                             "triton": importlib.util.find_spec("triton") is not None}
     try:
@@ -22,13 +22,13 @@ def machine_capabilities() -> dict[str, Any]:
     except ImportError:
         pass
     try:
-        from .cuda_build import find_nvcc
+        from .collect.tools import find_nvcc
 
         find_nvcc()
         caps["nvcc"] = True
     except ToolNotFoundError:
         caps["nvcc"] = False
-    from .cuda_build import have_cutlass
+    from .collect.tools import have_cutlass
 
     caps["cutlass"] = have_cutlass()
     return caps

@@ -74,9 +74,9 @@ def runnable_variants(pair: KernelPair, have_gpu: bool, have_nvcc: bool, have_tr
                       have_cutlass: bool | None = None) -> list[str]:
     """The variants whose needs (the pair's `requires.needs` plus `variant_needs`) are met here.
 
-    `have_cutlass` None: looked up (cuda_build.have_cutlass, the CUTLASS headers)."""
+    `have_cutlass` None: looked up (collect.tools.have_cutlass, the CUTLASS headers)."""
     if have_cutlass is None:
-        from .cuda_build import have_cutlass as _have_cutlass
+        from .collect.tools import have_cutlass as _have_cutlass
 
         have_cutlass = _have_cutlass()
     have = {"gpu": have_gpu, "nvcc": have_nvcc, "triton": have_triton, "cutlass": have_cutlass}

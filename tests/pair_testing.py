@@ -10,7 +10,8 @@ from types import ModuleType
 import pytest
 import torch
 
-from aisp_prof import cuda_build
+from aisp_kernels import build
+from aisp_prof.collect import tools
 from aisp_prof.errors import ToolNotFoundError
 
 
@@ -32,8 +33,8 @@ def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
 
         monkeypatch.setattr(triton, "jit", forbidden)
         monkeypatch.setattr(triton, "compile", forbidden)
-    for target, attr in ((cuda_build, "build_shared_library"), (cuda_build, "load_library"),
-                         (cuda_build, "find_nvcc"), (subprocess, "run"), (subprocess, "Popen"),
+    for target, attr in ((build, "build_shared_library"), (build, "load_library"),
+                         (tools, "find_nvcc"), (subprocess, "run"), (subprocess, "Popen"),
                          (torch.cuda, "_lazy_init"), (torch.cuda, "is_available")):
         monkeypatch.setattr(target, attr, forbidden)
 
@@ -44,12 +45,12 @@ def forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args, **kwargs):
         raise AssertionError("must not build before checking the device")
 
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    monkeypatch.setattr(build, "load_library", forbidden)
 
 
 def have_nvcc() -> bool:
     try:
-        cuda_build.find_nvcc()
+        tools.find_nvcc()
     except ToolNotFoundError:
         return False
     return True

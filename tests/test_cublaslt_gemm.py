@@ -16,7 +16,9 @@ from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, im
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import check, pairs  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -122,7 +124,7 @@ def test_reference_is_float64_of_the_dequantized_operands(mod):
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    library = cuda_build.build_shared_library(CU_PATH, arch="sm_90")
+    library = build.build_shared_library(CU_PATH, arch="sm_90")
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
         assert hasattr(lib, name), name
@@ -138,7 +140,7 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
 
 @requires_nvcc
 def test_ptxas_reports_no_spills_and_sass_uses_hmma():
-    nvcc = cuda_build.find_nvcc()
+    nvcc = tools.find_nvcc()
     proc = subprocess.run([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-ptx",
                            "-gencode=arch=compute_90,code=compute_90", "-o", "-", str(CU_PATH)],
                           capture_output=True, text=True, check=False)

@@ -18,7 +18,8 @@ from pair_testing import forbid_build, forbid_import_side_effects, import_fresh
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, pairs, triton_support  # noqa: E402
+from aisp_kernels import triton_helpers  # noqa: E402
+from aisp_prof import check, pairs  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -131,10 +132,10 @@ def test_triton_interpreter_set_too_late_is_a_requirement_error(monkeypatch, mod
 
 @requires_triton
 def test_triton_launch_config(mod):
-    assert triton_support.row_launch_config(8192) == (8192, 1, 8)
-    assert triton_support.row_launch_config(100) == (128, 1, 1)
-    assert triton_support.row_launch_config(16384) == (16384, 1, 16)
-    assert triton_support.row_launch_config(20000) == (4096, 5, 4)
+    assert triton_helpers.row_launch_config(8192) == (8192, 1, 8)
+    assert triton_helpers.row_launch_config(100) == (128, 1, 1)
+    assert triton_helpers.row_launch_config(16384) == (16384, 1, 16)
+    assert triton_helpers.row_launch_config(20000) == (4096, 5, 4)
 
 
 @requires_triton

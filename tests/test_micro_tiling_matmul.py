@@ -16,7 +16,9 @@ from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, im
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import check, pairs  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -145,7 +147,7 @@ def test_fp32_precision_is_restored(mod):
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    library = cuda_build.build_shared_library(CU_PATH, arch="sm_90")
+    library = build.build_shared_library(CU_PATH, arch="sm_90")
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
         assert hasattr(lib, name), name
@@ -171,7 +173,7 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
 
 def _ptxas_report() -> dict[str, dict[str, int]]:
     """{mangled kernel name: {registers, spill_stores, spill_loads, stack}} from nvcc -Xptxas -v."""
-    nvcc = cuda_build.find_nvcc()
+    nvcc = tools.find_nvcc()
     proc = subprocess.run([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin",
                            "-gencode=arch=compute_90,code=sm_90", "-Xptxas", "-v",
                            "-o", "/dev/null", str(CU_PATH)], capture_output=True, text=True, check=False)

@@ -19,7 +19,9 @@ from pair_testing import forbid_build, forbid_import_side_effects, import_fresh,
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import check, pairs  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +106,7 @@ def test_library_is_built_for_sm90a(monkeypatch, mod):
         seen.update(source=Path(source), arch=arch, kwargs=kwargs)
         return FakeLib()
 
-    monkeypatch.setattr(cuda_build, "load_library", fake_load)
+    monkeypatch.setattr(build, "load_library", fake_load)
     lib = mod.library()
     assert seen == {"source": CU_PATH, "arch": "sm_90a", "kwargs": {}}
     for name in KERNEL_SYMBOLS:
@@ -116,7 +118,7 @@ def test_library_is_built_for_sm90a(monkeypatch, mod):
 @requires_nvcc
 def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, tmp_path, mod):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    lib = ctypes.CDLL(str(cuda_build.build_shared_library(CU_PATH, arch=mod.ARCH)))
+    lib = ctypes.CDLL(str(build.build_shared_library(CU_PATH, arch=mod.ARCH)))
     invalid_value = 1                      # cudaErrorInvalidValue
     for name in KERNEL_SYMBOLS:
         fn = getattr(lib, name)
@@ -134,7 +136,7 @@ def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, t
 @requires_nvcc
 def test_ptx_is_tma_plus_wgmma_with_the_hopper_mechanisms(tmp_path, mod):
     ptx = tmp_path / "k.ptx"
-    subprocess.run([str(cuda_build.find_nvcc()), "-std=c++17", "-ptx", "-arch=sm_90a", "-o", str(ptx), str(CU_PATH)],
+    subprocess.run([str(tools.find_nvcc()), "-std=c++17", "-ptx", "-arch=sm_90a", "-o", str(ptx), str(CU_PATH)],
                    check=True, capture_output=True)
     text = ptx.read_text()
     entries = re.split(r"\.entry\s+", text)[1:]

@@ -233,9 +233,7 @@ def _collect_into(tmp: Path, run_id: str, pair: pairs_mod.KernelPair, variants: 
         "gpu": _nvidia_smi(), "tools": {}, "commands": {}, "wall_s": {},
     }
     try:
-        from ..cuda_build import find_nvcc
-
-        nvcc = find_nvcc()
+        nvcc = tools.find_nvcc()
         info["tools"]["nvcc"] = {"path": str(nvcc), "version": tools.tool_version(nvcc)}
     except ToolNotFoundError:
         pass

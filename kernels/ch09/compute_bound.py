@@ -47,7 +47,7 @@ import torch
 
 from aisp_prof import gemm
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
-from aisp_prof.torch_support import fp32_matmul_precision
+from aisp_kernels.torch_settings import fp32_matmul_precision
 
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
 

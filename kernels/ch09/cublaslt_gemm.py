@@ -82,7 +82,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import build, gemm
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cublaslt_gemm.cu")
@@ -126,7 +126,7 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 def library() -> ctypes.CDLL:
     """Build (once, cached) and load cublaslt_gemm.cu with its C signatures set."""
-    lib = cuda_build.load_library(CUDA_SOURCE)
+    lib = build.load_library(CUDA_SOURCE)
     lib.aisp_hgemm_mma_sync.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
     lib.aisp_hgemm_mma_sync.restype = ctypes.c_int

@@ -47,7 +47,7 @@ alone is ~2^-9 / sqrt(3) ~ 1.1e-3 relative (Frobenius), so the tolerance is 5e-3
 
 Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA). The CUTLASS headers
 come from $AISP_CUTLASS_INCLUDE, else the `nvidia-cutlass` package, else `.cutlass/include` at the
-repository root (cuda_build.find_cutlass_include).
+repository root (aisp_prof.collect.tools.find_cutlass_include).
 """
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import build, gemm
+from aisp_prof.collect import tools
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cutlass_gemm.cu")
@@ -89,12 +90,12 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 def cutlass_include() -> Path:
     """The CUTLASS include directory; RequirementError (a ToolNotFoundError) if there is none."""
-    return cuda_build.find_cutlass_include()
+    return tools.find_cutlass_include()
 
 
 def library() -> ctypes.CDLL:
     """Build (once, cached; 1-3 minutes of nvcc) and load cutlass_gemm.cu for sm_90a."""
-    lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH, include_dirs=[cutlass_include()],
+    lib = build.load_library(CUDA_SOURCE, arch=ARCH, include_dirs=[cutlass_include()],
                                   extra_flags=EXTRA_FLAGS)
     lib.aisp_cutlass_simt.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]

@@ -34,7 +34,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, triton_support
+from aisp_kernels import build, triton_helpers
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -86,7 +86,7 @@ def optimized_cuda(inputs: Inputs) -> Callable[[], torch.Tensor]:
     rows, cols = x.shape
     if max(rows, cols) >= 2**31:
         raise ValueError(f"{rows}x{cols}: rows and cols must fit the kernel's 32-bit ints")
-    lib = cuda_build.load_library(CUDA_SOURCE)
+    lib = build.load_library(CUDA_SOURCE)
     fn = lib.aisp_fused_l2norm
     fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_float,
                    ctypes.c_void_p]
@@ -143,12 +143,12 @@ def _l2norm_rows(x_ptr, y_ptr, cols, stride_x, stride_y, eps,
 def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The same fusion in Triton (runs on CPU tensors under TRITON_INTERPRET=1)."""
     x, eps = inputs["x"], float(inputs["eps"])
-    triton_support.require_triton(x, "ch09.fused_l2norm")
+    triton_helpers.require_triton(x, "ch09.fused_l2norm")
     if x.dtype != torch.float32 or x.stride(1) != 1:
         raise ValueError(f"x must be float32 with unit column stride, got {x.dtype}, {x.stride()}")
     rows, cols = x.shape
-    kernel = triton_support.jit(_l2norm_rows, triton_support.interpreting())
-    block, num_chunks, num_warps = triton_support.row_launch_config(cols)
+    kernel = triton_helpers.jit(_l2norm_rows, triton_helpers.interpreting())
+    block, num_chunks, num_warps = triton_helpers.row_launch_config(cols)
     y = torch.empty_like(x)
 
     def launch() -> torch.Tensor:

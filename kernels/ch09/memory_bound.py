@@ -40,7 +40,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import triton_support
+from aisp_kernels import triton_helpers
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 try:
@@ -78,7 +78,7 @@ def baseline(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-# Plain function, jitted on first use (triton_support.jit); the tl.constexpr annotation stays
+# Plain function, jitted on first use (triton_helpers.jit); the tl.constexpr annotation stays
 # an unevaluated string (PEP 563), so this module imports without triton.
 def _axpb_relu(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
     """One BLOCK-wide tile per program: load, fma, max, store."""
@@ -93,11 +93,11 @@ def _axpb_relu(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
 def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The whole chain in one Triton kernel: one read of x, one write of y."""
     x, a, b = inputs["x"], float(inputs["a"]), float(inputs["b"])
-    triton_support.require_triton(x, "ch09.memory_bound")
+    triton_helpers.require_triton(x, "ch09.memory_bound")
     if x.dtype != torch.float32 or not x.is_contiguous():
         raise ValueError(f"x must be contiguous float32, got {x.dtype}, strides {x.stride()}")
     n = x.numel()
-    kernel = triton_support.jit(_axpb_relu, triton_support.interpreting())
+    kernel = triton_helpers.jit(_axpb_relu, triton_helpers.interpreting())
     grid = (triton.cdiv(n, TRITON_BLOCK),)
     y = torch.empty_like(x)
 

@@ -67,9 +67,9 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import build, gemm
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
-from aisp_prof.torch_support import fp32_matmul_precision
+from aisp_kernels.torch_settings import fp32_matmul_precision
 
 CUDA_SOURCE = Path(__file__).with_name("micro_tiling_matmul.cu")
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
@@ -94,7 +94,7 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 def library() -> ctypes.CDLL:
     """Build (once, cached) and load micro_tiling_matmul.cu with its C signatures set."""
-    lib = cuda_build.load_library(CUDA_SOURCE)
+    lib = build.load_library(CUDA_SOURCE)
     gemm_args = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                  ctypes.c_int, ctypes.c_void_p]
     for name in ("aisp_sgemm_smem_tiled", "aisp_sgemm_micro_tiled"):

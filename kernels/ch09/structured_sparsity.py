@@ -15,7 +15,7 @@ variants compute exactly the same product, and the float64 reference uses the sa
              extra elementwise kernel of 2 x m n x 2 bytes: 1 GB, ~0.35 ms, ~4% of the call).
   sparse24_tuned
              the same compressed W through torch's private cuSPARSELt ops
-             (aisp_prof.sparse_support): the algorithm cuSPARSELt's search finds fastest for this
+             (aisp_kernels.sparse): the algorithm cuSPARSELt's search finds fastest for this
              shape, chosen once outside the timed call; the same output copy as sparse24.
 
 Measured on an H200 (2026-11-26, scripts/hopper_probe.py sparse, CUDA events, L2 flushed,
@@ -53,15 +53,15 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import sparse_support
+from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 
 
-prune_2_4 = sparse_support.prune_2_4          # keep the 2 largest |w| of each group of 4 (stable)
-is_2_4_sparse = sparse_support.is_2_4_sparse
+prune_2_4 = sparse.prune_2_4          # keep the 2 largest |w| of each group of 4 (stable)
+is_2_4_sparse = sparse.is_2_4_sparse
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -123,7 +123,7 @@ def optimized_sparse24_tuned(inputs: Inputs) -> Callable[[], torch.Tensor]:
     the timed call is the sparse GEMM and, as for sparse24, a copy of its freshly allocated
     result into the preallocated output (the private op has no `out=`)."""
     w, x = inputs["w"], inputs["x"]
-    matmul, _alg_id = sparse_support.tuned_sparse_matmul(w, x)
+    matmul, _alg_id = sparse.tuned_sparse_matmul(w, x)
     c = torch.empty(w.shape[0], x.shape[1], device=w.device, dtype=w.dtype)
 
     def launch() -> torch.Tensor:

@@ -69,7 +69,7 @@ from pathlib import Path
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import build, gemm
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("tma_wgmma_pipeline.cu")
@@ -93,7 +93,7 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 def library() -> ctypes.CDLL:
     """Build (once, cached) and load tma_wgmma_pipeline.cu for sm_90a."""
-    lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH)
+    lib = build.load_library(CUDA_SOURCE, arch=ARCH)
     for fn in (lib.aisp_tma_wgmma_serial, lib.aisp_tma_wgmma_pipelined, lib.aisp_tma_wgmma_pipelined_cluster):
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]

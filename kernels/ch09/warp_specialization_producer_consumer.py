@@ -101,7 +101,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build
+from aisp_kernels import build
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -133,7 +133,7 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 
 def _library() -> ctypes.CDLL:
-    lib = cuda_build.load_library(CUDA_SOURCE)
+    lib = build.load_library(CUDA_SOURCE)
     lib.aisp_warp_spec_launch.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
                                           ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
                                           ctypes.c_void_p]

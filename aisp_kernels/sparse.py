@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .errors import RequirementError
+from aisp_prof.errors import RequirementError
 
 
 def _torch() -> Any:

@@ -13,7 +13,7 @@ import functools
 import os
 from typing import Any, Callable
 
-from .errors import RequirementError
+from aisp_prof.errors import RequirementError
 
 try:
     import triton
