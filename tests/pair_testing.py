@@ -41,7 +41,8 @@ def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make building a pair's CUDA library raise: a variant must refuse CPU tensors (or any other
-    input it cannot take) before it spends minutes in nvcc."""
+    input it cannot take) before it spends minutes in nvcc. Every pair's library is built through
+    aisp_kernels.binding.CudaLibrary.load, which calls build.load_library: the one place to stop."""
     def forbidden(*args, **kwargs):
         raise AssertionError("must not build before checking the device")
 

@@ -134,10 +134,10 @@ def test_missing_headers_say_how_to_get_them(monkeypatch, mod, tmp_path):
 
     monkeypatch.setattr(build, "load_library", forbidden)
     with pytest.raises(ToolNotFoundError, match="pip install nvidia-cutlass.*AISP_CUTLASS_INCLUDE"):
-        mod.library()
+        mod.LIBRARY.load()
 
 
-def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, mod, tmp_path):
+def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
     seen = {}
 
     class FakeLib:
@@ -152,7 +152,8 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, mod, tmp_path)
 
     monkeypatch.setattr(tools, "find_cutlass_include", lambda: tmp_path)
     monkeypatch.setattr(build, "load_library", fake_load)
-    mod.library()
+    fresh = import_fresh(PAIR_PATH, "cutlass_gemm_fake_library")    # its LIBRARY keeps the fake handle
+    fresh.LIBRARY.load()
     assert seen == {"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path],
                     "extra_flags": ["--expt-relaxed-constexpr"]}
 

@@ -93,7 +93,7 @@ def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, 
         mod.PAIR.variants[variant](inputs)
 
 
-def test_library_is_built_for_sm90a(monkeypatch, mod):
+def test_library_is_built_for_sm90a(monkeypatch):
     seen = {}
 
     class FakeLib:
@@ -107,10 +107,12 @@ def test_library_is_built_for_sm90a(monkeypatch, mod):
         return FakeLib()
 
     monkeypatch.setattr(build, "load_library", fake_load)
-    lib = mod.library()
-    assert seen == {"source": CU_PATH, "arch": "sm_90a", "kwargs": {}}
+    fresh = import_fresh(PAIR_PATH, "tma_wgmma_fake_library")          # its LIBRARY keeps the fake handle
+    fresh.LIBRARY.load()
+    # no include directories or extra flags: plain sm_90a
+    assert seen == {"source": CU_PATH, "arch": "sm_90a", "kwargs": {"include_dirs": [], "extra_flags": []}}
     for name in KERNEL_SYMBOLS:
-        assert getattr(lib, name).argtypes[-1] is ctypes.c_void_p          # the stream
+        assert fresh.LIBRARY.fn(name).argtypes[-1] is ctypes.c_void_p    # the stream
 
 
 # --- the CUDA source ------------------------------------------------------------------------

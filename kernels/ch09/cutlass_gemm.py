@@ -59,7 +59,8 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_kernels import build, gemm
+from aisp_kernels import gemm
+from aisp_kernels.binding import CudaLibrary
 from aisp_prof.collect import tools
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -68,6 +69,7 @@ DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
 CONFIG_ENV = "AISP_CUTLASS_CONFIG"
 ARCH = "sm_90a"                                   # wgmma needs the arch-specific target
 EXTRA_FLAGS = ("--expt-relaxed-constexpr",)
+_GEMM_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int)
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
@@ -93,33 +95,21 @@ def cutlass_include() -> Path:
     return tools.find_cutlass_include()
 
 
-def library() -> ctypes.CDLL:
-    """Build (once, cached; 1-3 minutes of nvcc) and load cutlass_gemm.cu for sm_90a."""
-    lib = build.load_library(CUDA_SOURCE, arch=ARCH, include_dirs=[cutlass_include()],
-                                  extra_flags=EXTRA_FLAGS)
-    lib.aisp_cutlass_simt.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                      ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-    lib.aisp_cutlass_simt.restype = ctypes.c_int
-    lib.aisp_cutlass_tensorop.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                                          ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                          ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p]
-    lib.aisp_cutlass_tensorop.restype = ctypes.c_int
-    lib.aisp_cutlass_tensorop_workspace_size.argtypes = [ctypes.c_int] * 4
-    lib.aisp_cutlass_tensorop_workspace_size.restype = ctypes.c_longlong
-    lib.aisp_cutlass_tensorop_config_count.argtypes = []
-    lib.aisp_cutlass_tensorop_config_count.restype = ctypes.c_int
-    lib.aisp_cutlass_tensorop_config_name.argtypes = [ctypes.c_int]
-    lib.aisp_cutlass_tensorop_config_name.restype = ctypes.c_char_p
-    lib.aisp_cuda_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_cuda_error_string.restype = ctypes.c_char_p
-    return lib
+# Built on first use (1-3 minutes of nvcc), for sm_90a, with the headers found then.
+LIBRARY = CudaLibrary(CUDA_SOURCE, {
+    "aisp_cutlass_simt": ((*_GEMM_ARGS, ctypes.c_void_p), ctypes.c_int),
+    "aisp_cutlass_tensorop": ((ctypes.c_int, *_GEMM_ARGS, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p),
+                              ctypes.c_int),
+    "aisp_cutlass_tensorop_workspace_size": ((ctypes.c_int,) * 4, ctypes.c_longlong),
+    "aisp_cutlass_tensorop_config_count": ((), ctypes.c_int),
+    "aisp_cutlass_tensorop_config_name": ((ctypes.c_int,), ctypes.c_char_p),
+}, arch=ARCH, include_dirs=(cutlass_include,), extra_flags=EXTRA_FLAGS)
 
 
 def config_names() -> list[str]:
     """The tensor-op configurations compiled into the library; index 0 is `tensorop_sm90`."""
-    lib = library()
-    return [lib.aisp_cutlass_tensorop_config_name(i).decode()
-            for i in range(lib.aisp_cutlass_tensorop_config_count())]
+    count = LIBRARY.fn("aisp_cutlass_tensorop_config_count")()
+    return [LIBRARY.fn("aisp_cutlass_tensorop_config_name")(i).decode() for i in range(count)]
 
 
 def _operands(inputs: Inputs, variant: str, key_a: str, key_b: str,
@@ -133,22 +123,16 @@ def _operands(inputs: Inputs, variant: str, key_a: str, key_b: str,
     return a, b, m, n, k
 
 
-def _raise(lib: ctypes.CDLL, fn: str, err: int) -> None:
-    raise RuntimeError(f"{fn} failed: {lib.aisp_cuda_error_string(err).decode()} (cudaError {err})")
-
-
 def simt(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """CUTLASS 2.x OpClassSimt fp32 GEMM into a preallocated fp32 D, on torch's stream."""
     a, b, m, n, k = _operands(inputs, "simt", "a", "b", torch.float32)   # CPU: RequirementError first
-    lib = library()
+    LIBRARY.load()                     # build here, outside the timed call
     d = torch.empty(m, n, device=a.device, dtype=torch.float32)
 
     def launch() -> torch.Tensor:
         # a, b, d are referenced here (not only their addresses) so the closure keeps them alive.
-        err = lib.aisp_cutlass_simt(a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
-                                    torch.cuda.current_stream().cuda_stream)
-        if err != 0:
-            _raise(lib, "aisp_cutlass_simt", err)
+        LIBRARY.call("aisp_cutlass_simt", a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
+                     torch.cuda.current_stream().cuda_stream)
         return d
 
     return launch
@@ -158,22 +142,19 @@ def tensorop_config(config: int) -> Callable[[Inputs], Callable[[], torch.Tensor
     """A factory running tensor-op configuration `config` (see config_names())."""
     def factory(inputs: Inputs) -> Callable[[], torch.Tensor]:
         a, b, m, n, k = _operands(inputs, "tensorop_sm90", "a16", "b16", torch.bfloat16)
-        lib = library()
-        count = lib.aisp_cutlass_tensorop_config_count()
+        count = LIBRARY.fn("aisp_cutlass_tensorop_config_count")()    # builds, outside the timed call
         if not 0 <= config < count:
             raise ValueError(f"tensor-op configuration {config} does not exist (0..{count - 1})")
         d = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
-        ws_bytes = lib.aisp_cutlass_tensorop_workspace_size(config, m, n, k)
+        ws_bytes = LIBRARY.fn("aisp_cutlass_tensorop_workspace_size")(config, m, n, k)
         if ws_bytes < 0:
             raise ValueError(f"tensor-op configuration {config}: no workspace size for {m}x{n}x{k}")
         workspace = torch.empty(max(ws_bytes, 1), device=a.device, dtype=torch.uint8)
+        label = f"aisp_cutlass_tensorop (configuration {config})"
 
         def launch() -> torch.Tensor:
-            err = lib.aisp_cutlass_tensorop(config, a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
-                                            workspace.data_ptr(), ws_bytes,
-                                            torch.cuda.current_stream().cuda_stream)
-            if err != 0:
-                _raise(lib, f"aisp_cutlass_tensorop (configuration {config})", err)
+            LIBRARY.call("aisp_cutlass_tensorop", config, a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
+                         workspace.data_ptr(), ws_bytes, torch.cuda.current_stream().cuda_stream, label=label)
             return d
 
         return launch

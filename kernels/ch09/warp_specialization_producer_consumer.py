@@ -101,7 +101,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_kernels import build
+from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -132,17 +132,11 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     return {"x": x, "coeffs": coeffs, "blocks_per_sm": blocks_per_sm}
 
 
-def _library() -> ctypes.CDLL:
-    lib = build.load_library(CUDA_SOURCE)
-    lib.aisp_warp_spec_launch.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
-                                          ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
-                                          ctypes.c_void_p]
-    lib.aisp_warp_spec_launch.restype = ctypes.c_int
-    lib.aisp_warp_spec_info.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
-    lib.aisp_warp_spec_info.restype = ctypes.c_int
-    lib.aisp_warp_spec_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_warp_spec_error_string.restype = ctypes.c_char_p
-    return lib
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
+    "aisp_warp_spec_launch": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
+                               ctypes.POINTER(ctypes.c_float), ctypes.c_int, ctypes.c_void_p), ctypes.c_int),
+    "aisp_warp_spec_info": ((ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)), ctypes.c_int),
+}, error_string="aisp_warp_spec_error_string")
 
 
 def _check_inputs(name: str, x: torch.Tensor, coeffs: torch.Tensor) -> None:
@@ -166,20 +160,17 @@ def _factory(name: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
         x, coeffs = inputs["x"], inputs["coeffs"]
         _check_inputs(name, x, coeffs)
         blocks_per_sm = int(inputs.get("blocks_per_sm", 0))
-        lib = _library()
-        launch_fn, error_string = lib.aisp_warp_spec_launch, lib.aisp_warp_spec_error_string
+        LIBRARY.load()                 # build here, outside the timed call
         degree = coeffs.numel() - 1
         # Host copy of the coefficients, made once here: the kernel takes them by value.
         host = (ctypes.c_float * (degree + 1))(*coeffs.detach().cpu().tolist())
         y = torch.empty_like(x)
         x_ptr, y_ptr, n = x.data_ptr(), y.data_ptr(), x.numel()
+        label = f"aisp_warp_spec_launch({name})"
 
         def launch() -> torch.Tensor:
-            err = launch_fn(variant_id, x_ptr, y_ptr, n, degree, host, blocks_per_sm,
-                            torch.cuda.current_stream().cuda_stream)
-            if err != 0:
-                raise RuntimeError(f"aisp_warp_spec_launch({name}) failed: {error_string(err).decode()} "
-                                   f"(cudaError {err})")
+            LIBRARY.call("aisp_warp_spec_launch", variant_id, x_ptr, y_ptr, n, degree, host, blocks_per_sm,
+                         torch.cuda.current_stream().cuda_stream, label=label)
             return y
 
         # The closure must own x: callers such as bench.timing keep only the closure, and a
@@ -201,11 +192,8 @@ warp_specialized_tma = _factory("warp_specialized_tma")
 
 def kernel_info(variant: str, degree: int = 64, blocks_per_sm: int = 0) -> dict[str, int]:
     """Launch shape and resources of one variant on the current GPU (builds the library)."""
-    lib = _library()
     out = (ctypes.c_int * len(INFO_FIELDS))()
-    err = lib.aisp_warp_spec_info(VARIANT_IDS[variant], degree, blocks_per_sm, out)
-    if err != 0:
-        raise RuntimeError(f"aisp_warp_spec_info failed: {lib.aisp_warp_spec_error_string(err).decode()}")
+    LIBRARY.call("aisp_warp_spec_info", VARIANT_IDS[variant], degree, blocks_per_sm, out)
     return dict(zip(INFO_FIELDS, out))
 
 
