@@ -22,19 +22,17 @@ math units do the multiply-adds and how well the kernel feeds them.
   cublas         torch.mm on the same bf16 operands: cuBLAS's Hopper kernel, the bar the CUTLASS
                  tensor-op kernel is held to (>= 85% of it).
 
-Measured on an H200 (2026-11-26, scripts/cutlass_gpu.sh, CUDA events, L2 flushed, medians of
-50; % of cuBLAS against the cuBLAS timing of the same round, because the card's clock drifts
-1.6-1.98 GHz under sustained tensor load):
-  baseline (simt)          6.82-6.84 ms =  40 TFLOP/s (FFMA only in SASS; 137 registers)
-  tensorop_sm90 (cfg0)     0.381-0.425 ms = 647-722 TFLOP/s, 82-89% of cuBLAS (median ~86%);
-                           nsys in `aisp-prof run`: 367.8 us vs cuBLAS 334.2 us = 90.9%; 18.3x
-                           the SIMT kernel. HGMMA + UTMALDG in SASS, 168 registers, no spills.
-  other configurations     128x256x64 cluster 1x2: 85-93%; 256x128x64 1x2: 80-85%;
-                           128x128x64 2x1: 61-65%; 64x256x64 ping-pong 1x2: 53-54%
-  cublas                   0.337-0.371 ms = 742-815 TFLOP/s
-ncu (validate run): the CUTLASS kernel moves 377 MB of DRAM against cuBLAS's 330 MB and stalls
-mostly on `barrier` (11.9 cycles/inst against 6.3): what is left is rasterization/swizzle of the
-persistent tile order and the epilogue, not the mainloop.
+What should move in the profile, and why:
+  - SASS and pipes: FFMA only (no HMMA/HGMMA) in the SIMT kernel; HGMMA fed by UTMALDG (TMA) in
+    the tensor-op kernel, the tensor pipe busy instead of the FMA pipe;
+  - time: an order of magnitude, the SIMT kernel bounded by ~67 TFLOP/s of FFMA and the tensor-op
+    one by the bf16 tensor roof; the CUTLASS kernel within reach of cuBLAS (>= 85% of it);
+  - DRAM bytes: the fp32 SIMT operands are twice the bf16 ones; both paths compute bound;
+  - what is left between CUTLASS and cuBLAS: barrier stalls and DRAM traffic from the order in
+    which the persistent scheduler visits tiles (rasterization/swizzle) and the epilogue, not the
+    mainloop.
+Measured times, the configuration sweep and the ncu comparison (H200, H100):
+kernels/ch09/README.md.
 
 The lesson is the one the book draws: the same library, the same problem, and a change of
 operator class (OpClassSimt -> OpClassTensorOp, plus the Hopper-only TMA/wgmma mainloop) moves

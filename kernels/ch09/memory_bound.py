@@ -24,7 +24,7 @@ computes fma + max in registers and stores y: 2 x n x 4 bytes, the minimum.
 What should move in the profile, and why:
   - launches per call: 3 -> 1;
   - DRAM bytes: ~6.4 GB -> ~2.15 GB (3x fewer); both at ~85-90% of peak DRAM bandwidth
-    (H100: ~3 TB/s measured copy; H200: ~4.3 TB/s);
+    (the copy roof `aisp-prof calibrate` finds: H100 ~3 TB/s, H200 ~4.3 TB/s);
   - duration: ~3x shorter (H100: ~2.2 ms -> ~0.72 ms; H200: ~1.5 ms -> ~0.5 ms), because both
     versions are DRAM-bandwidth bound and the fused one moves 3x fewer bytes;
   - arithmetic intensity (hardware FLOPs / DRAM bytes): ~0.125 -> ~0.375 FLOP/byte. ncu counts

@@ -18,17 +18,6 @@ variants compute exactly the same product, and the float64 reference uses the sa
              (aisp_kernels.sparse): the algorithm cuSPARSELt's search finds fastest for this
              shape, chosen once outside the timed call; the same output copy as sparse24.
 
-Measured on an H200 (2026-11-26, scripts/hopper_probe.py sparse, CUDA events, L2 flushed,
-medians of 20, notes/2026-11-26-hopper-probes/): dense 11.91 ms (739 TFLOP/s), default
-algorithm 11.07 ms (1.08x), searched algorithm (alg 2) 9.10 ms (1.31x, 967 dense-equivalent
-TFLOP/s: 60% of the 2:4 rate, twice the calibrated 799 TFLOP/s dense bf16), all without the
-output copy the variants add (~0.35 ms). cuSPARSELt 0.8.
-At 8192^3 the default algorithm is slower than dense (0.78x) and the searched one 1.11x.
-The sweep of all 8 algorithms (notes/2026-11-26-hopper-probes/sparse_search_h200.md) ends with
-the card at 1365 MHz and 676 W against its 700 W cap: 2:4 GEMMs on the H200 are power-limited,
-and `aisp-prof roofline` (which takes the clock of the run) puts the tuned kernel at 77% of the
-2:4 tensor rate at the 1.39 GHz it ran at.
-
 Default size 16384^3 (8.8 TFLOP dense-equivalent; W, X, C 512 MB each in bf16): big enough that
 the GEMM fills the chip and the copy stays small.
 
@@ -41,7 +30,10 @@ What should move in the profile, and why:
     dense-equivalent 2 m n k for both variants, i.e. "effective" FLOP/s. The hardware tensor
     counters may count the sparse MMA as the dense-equivalent or as half; the GPU run will say
     which (compare flops_tensor of the two variants);
-  - kernels per call: 1 -> 2 (sparse GEMM + output copy), plus any transpose the backend adds.
+  - kernels per call: 1 -> 2 (sparse GEMM + output copy), plus any transpose the backend adds;
+  - power: the sparse MMA packs more work into each clock, so a card near its power cap may
+    lower the clock while it runs (`aisp-prof roofline` takes the run's clock into account).
+Measured times, the algorithm sweep and clocks (H200, H100): kernels/ch09/README.md.
 
 Tolerance 5e-3: both variants multiply the same bf16 numbers with fp32 accumulation and round
 the output to bf16 (~1.7e-3 relative); they differ only by accumulation order.
@@ -156,8 +148,8 @@ PAIR = KernelPair(
     name="ch09.structured_sparsity",
     chapter=9,
     lesson="2:4 structured sparsity lets the tensor cores skip half the multiply-adds of a large "
-           "GEMM: same product, less than 2x faster in practice on Hopper (H200: 1.56x with a searched "
-           "cuSPARSELt algorithm, 1.09x with torch's default).",
+           "GEMM: same product, well short of 2x faster on Hopper, and only with the algorithm "
+           "cuSPARSELt's own search picks (torch's default gains little).",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "sparse24": optimized_sparse24, "sparse24_tuned": optimized_sparse24_tuned},
     reference=reference,
