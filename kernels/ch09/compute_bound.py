@@ -45,9 +45,9 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import gemm
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_kernels import gemm
 from aisp_kernels.torch_settings import fp32_matmul_precision
+from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
 
