@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ch09.cutlass_gemm on a Hopper GPU, in one visit:
-#   1. build kernels/ch09/cutlass_gemm.cu through aisp_prof.cuda_build (sm_90a, CUTLASS headers
-#      from cuda_build.find_cutlass_include; cached in $AISP_BUILD_DIR, so a second visit to the
-#      same machine skips the 1-3 minute compile), print the compile time, then the resource
+#   1. build kernels/ch09/cutlass_gemm.cu through aisp_kernels.build (sm_90a, CUTLASS headers
+#      from aisp_prof.collect.tools.find_cutlass_include; cached in $AISP_BUILD_DIR, so a second
+#      visit to the same machine skips the 1-3 minute compile), print the compile time, then the resource
 #      usage of every kernel (cuobjdump --dump-resource-usage: registers, stack/spills, shared
 #      memory; the -Xptxas -v numbers without a second compile) and its SASS mix (HGMMA, FFMA);
 #   2. correctness (aisp_prof.check.check_pair: float64 reference, poisoned outputs) of every
@@ -34,15 +34,15 @@ echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).multi_processor_count, 'SMs')"
 nvcc --version | tail -n 2 | head -n 1
 
-echo "== build (aisp_prof.cuda_build, sm_90a) t=$(elapsed)s"
+echo "== build (aisp_kernels.build, sm_90a) t=$(elapsed)s"
 timeout 280 python3 - <<'PY' || { echo "build failed"; exit 10; }
 import importlib.util, os, time
-from aisp_prof import cuda_build
+from aisp_kernels import build
 spec = importlib.util.spec_from_file_location("cutlass_gpu", os.path.join(os.environ["AISP_KERNELS"], "ch09", "cutlass_gemm.py"))
 mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
 inc = mod.cutlass_include()
 t0 = time.time()
-so = cuda_build.build_shared_library(mod.CUDA_SOURCE, arch=mod.ARCH, include_dirs=[inc], extra_flags=mod.EXTRA_FLAGS)
+so = build.build_shared_library(mod.CUDA_SOURCE, arch=mod.ARCH, include_dirs=[inc], extra_flags=mod.EXTRA_FLAGS)
 print(f"built {so.name} in {time.time() - t0:.1f}s (0 = cache hit) with headers from {inc}")
 open("/tmp/cutlass_so_path", "w").write(str(so))
 print("configs:", "; ".join(f"cfg{i}={n}" for i, n in enumerate(mod.config_names())))

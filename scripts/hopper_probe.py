@@ -102,7 +102,7 @@ def sass_summary(so_path: str) -> dict:
 
 
 def probe_tma() -> int:
-    from aisp_prof import cuda_build
+    from aisp_kernels import build
     pair = pairs.find("ch09.tma_wgmma_pipeline")
     import importlib.util
     spec = importlib.util.spec_from_file_location("tma_probe", pair.source)
@@ -110,7 +110,7 @@ def probe_tma() -> int:
     spec.loader.exec_module(mod)
     results: dict = {"gpu": torch.cuda.get_device_name(0), "checks": {}, "timing": {}}
     t0 = time.time()
-    so = cuda_build.build_shared_library(mod.CUDA_SOURCE, arch=mod.ARCH)
+    so = build.build_shared_library(mod.CUDA_SOURCE, arch=mod.ARCH)
     print(f"built {so} in {time.time() - t0:.1f}s", flush=True)
     results["sass"] = sass_summary(str(so))
     for fn, info in results["sass"].items():

@@ -34,7 +34,7 @@ echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).multi_processor_count, 'SMs')"
 nvcc --version | tail -n 2 | head -n 1
 
-echo "== ptxas (sm_90, -O3, the flags cuda_build uses) t=$(elapsed)s"
+echo "== ptxas (sm_90, -O3, the flags aisp_kernels.build uses) t=$(elapsed)s"
 nvcc -O3 -std=c++17 -lineinfo -cubin -gencode=arch=compute_90,code=sm_90 -Xptxas -v \
   -o "$OUT/micro_tiling_matmul.cubin" "$SRC" > "$OUT/ptxas.txt" 2>&1 || { cat "$OUT/ptxas.txt"; exit 10; }
 python3 - "$OUT/ptxas.txt" <<'PY'

@@ -50,7 +50,7 @@ python3 scripts/roofline_sections.py $W
 echo "sections_rc $? wall $(( $(date +%s) - T0 )) s"
 
 echo "## 5. SASS: HFMA2 in pure-fp32 kernels (constant moves counted as fp16 FLOPs?)"
-python3 -c "from aisp_prof import cuda_build; print(cuda_build.build_shared_library('kernels/ch09/fused_l2norm.cu'))"
+python3 -c "from aisp_kernels import build; print(build.build_shared_library('kernels/ch09/fused_l2norm.cu'))"
 for so in $AISP_BUILD_DIR/*.so; do
   echo "$so: HFMA2 $(cuobjdump -sass $so 2>/dev/null | grep -c HFMA2) FFMA $(cuobjdump -sass $so 2>/dev/null | grep -c FFMA)"
   cuobjdump -sass $so 2>/dev/null | grep -m3 HFMA2

@@ -1,5 +1,6 @@
 """What the kernel-pair tests share: a fresh import of a pair module, a guard that importing
-it does no work (no build, no tool run, no CUDA, no jit), and the nvcc marker."""
+it does no work (no build, no tool run, no CUDA, no jit), the nvcc marker, and the variants
+a machine with given tools would run (pairs.capabilities' answer)."""
 from __future__ import annotations
 
 import importlib.util
@@ -10,8 +11,10 @@ from types import ModuleType
 import pytest
 import torch
 
-from aisp_prof import cuda_build
+from aisp_kernels import build
+from aisp_prof.collect import tools
 from aisp_prof.errors import ToolNotFoundError
+from aisp_prof.pairs.capabilities import Machine, runnable
 
 
 def import_fresh(path: Path, name: str) -> ModuleType:
@@ -32,27 +35,39 @@ def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
 
         monkeypatch.setattr(triton, "jit", forbidden)
         monkeypatch.setattr(triton, "compile", forbidden)
-    for target, attr in ((cuda_build, "build_shared_library"), (cuda_build, "load_library"),
-                         (cuda_build, "find_nvcc"), (subprocess, "run"), (subprocess, "Popen"),
+    for target, attr in ((build, "build_shared_library"), (build, "load_library"),
+                         (tools, "find_nvcc"), (subprocess, "run"), (subprocess, "Popen"),
                          (torch.cuda, "_lazy_init"), (torch.cuda, "is_available")):
         monkeypatch.setattr(target, attr, forbidden)
 
 
 def forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make building a pair's CUDA library raise: a variant must refuse CPU tensors (or any other
-    input it cannot take) before it spends minutes in nvcc."""
+    input it cannot take) before it spends minutes in nvcc. Every pair's library is built through
+    aisp_kernels.binding.CudaLibrary.load, which calls build.load_library: the one place to stop."""
     def forbidden(*args, **kwargs):
         raise AssertionError("must not build before checking the device")
 
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    monkeypatch.setattr(build, "load_library", forbidden)
 
 
 def have_nvcc() -> bool:
     try:
-        cuda_build.find_nvcc()
+        tools.find_nvcc()
     except ToolNotFoundError:
         return False
     return True
 
 
 requires_nvcc = pytest.mark.skipif(not have_nvcc(), reason="needs nvcc (install the CUDA toolkit or set AISP_NVCC)")
+
+
+def runnable_variants(pair, have_gpu: bool, have_nvcc: bool, have_triton: bool,
+                      have_cutlass: bool | None = None) -> list[str]:
+    """The variants `capabilities.runnable` runs on a machine with these needs met
+    (`have_cutlass` None: whether this machine has the CUTLASS headers)."""
+    if have_cutlass is None:
+        have_cutlass = tools.have_cutlass()
+    have = [need for need, met in (("gpu", have_gpu), ("nvcc", have_nvcc), ("triton", have_triton),
+                                   ("cutlass", have_cutlass)) if met]
+    return list(runnable(pair, Machine.of(*have)).variants)

@@ -17,13 +17,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_import_side_effects, import_fresh
+from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import availability, check, pairs  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.analyze import ptx  # noqa: E402
-from aisp_prof.collect import runner  # noqa: E402
+from aisp_prof.pairs.capabilities import Machine, runnable  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -373,23 +374,23 @@ def test_nvfp4_scales_have_the_size_scaled_mm_checks(mods):
 
 def test_nvfp4_is_skipped_on_hopper(monkeypatch):
     pair = pairs.find("ch09.nvfp4_gemm")
-    caps = {"gpu": True, "cc": (9, 0), "gpu_name": "NVIDIA H100", "triton": True, "nvcc": True}
-    reason = availability.why_not(pair, caps)
+    hopper = Machine.of("gpu", "triton", "nvcc", "cutlass", gpu_name="NVIDIA H100")
+    reason = runnable(pair, hopper).reason
     assert reason.startswith("needs sm_100") and "no Hopper equivalent" in reason and "sm_90" in reason
-    assert availability.why_not(pair, {**caps, "cc": (10, 0)}) == ""
-    monkeypatch.setattr(runner, "_gpu_capability", lambda: (9, 0))
-    with pytest.raises(RequirementError, match="needs compute capability >= 10.0.*no Hopper equivalent.*skipped") as err:
-        runner._check_requirements(pair)
+    assert runnable(pair, Machine.of("gpu", "triton", "nvcc", cc=(10, 0))).reason == ""
+    with pytest.raises(RequirementError, match="needs sm_100.*no Hopper equivalent.*this GPU is sm_90") as err:
+        runnable(pair, hopper).require()
     assert err.value.exit_code == 9
     for name in NEW_PAIRS[:-1]:            # every other new pair runs on Hopper
-        assert availability.why_not(pairs.find(f"ch09.{name}"), caps) == ""
+        assert runnable(pairs.find(f"ch09.{name}"), hopper).reason == ""
 
 
 # --- Triton variants under the interpreter --------------------------------------------------
 
 _TRITON_CPU_SCRIPT = """
 import json, sys
-from aisp_prof import check, pairs
+from aisp_prof import pairs
+from aisp_prof.collect import check
 cases = json.loads(sys.argv[1])
 print(json.dumps([check.check_pair(pairs.find(p), s, device="cpu", variants=["triton"]).to_dict()
                   for p, s in cases]))
@@ -532,7 +533,7 @@ def test_ptx_parsing_edge_cases():
 def test_all_variants_pass_check_on_gpu(name, sizes):
     pair = pairs.find(f"ch09.{name}")
     have_triton = importlib.util.find_spec("triton") is not None
-    names = check.runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=have_triton)
+    names = runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=have_triton)
     check.raise_if_failed(check.check_pair(pair, sizes, device="cuda", variants=names))
 
 

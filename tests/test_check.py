@@ -15,7 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check  # noqa: E402
+from pair_testing import runnable_variants  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import CorrectnessError, RequirementError, UnknownTargetError  # noqa: E402
 from aisp_prof.pairs import KernelPair, Requirements  # noqa: E402
 
@@ -214,15 +215,15 @@ def test_to_dict_is_json():
 
 def test_runnable_variants():
     pair = _pair(needs_gpu=_needs_gpu, triton=_correct, cuda=_correct)
-    assert check.runnable_variants(pair, have_gpu=False, have_nvcc=False, have_triton=True) == ["baseline", "triton"]
-    assert check.runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=False) == ["baseline", "needs_gpu"]
-    assert check.runnable_variants(pair, True, True, True) == ["baseline", "needs_gpu", "triton", "cuda"]
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=False, have_triton=True) == ["baseline", "triton"]
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=False) == ["baseline", "needs_gpu"]
+    assert runnable_variants(pair, True, True, True) == ["baseline", "needs_gpu", "triton", "cuda"]
     strict = replace(pair, requires=Requirements(needs=("triton",)))
-    assert check.runnable_variants(strict, True, True, False) == []
+    assert runnable_variants(strict, True, True, False) == []
 
 
 def test_import_does_not_need_torch():
-    code = "import sys; sys.modules['torch'] = None; import aisp_prof.check, aisp_prof.cuda_build"
+    code = "import sys; sys.modules['torch'] = None; import aisp_prof.collect.check, aisp_prof.collect.tools, aisp_kernels.build, aisp_kernels.binding"
     repo = Path(__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -12,11 +12,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc
+from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -56,8 +59,8 @@ def test_pair_is_discovered_with_its_contract():
                                         "cublaslt_fp8": ("gpu",)}
     assert pair.lesson and "\n" not in pair.lesson
     assert pair.source.endswith("kernels/ch09/cublaslt_gemm.py")
-    assert check.runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
-    assert check.runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
 
 
 def test_flops_and_bytes_formulas(mod):
@@ -122,7 +125,7 @@ def test_reference_is_float64_of_the_dequantized_operands(mod):
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    library = cuda_build.build_shared_library(CU_PATH, arch="sm_90")
+    library = build.build_shared_library(CU_PATH, arch="sm_90")
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
         assert hasattr(lib, name), name
@@ -138,7 +141,7 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
 
 @requires_nvcc
 def test_ptxas_reports_no_spills_and_sass_uses_hmma():
-    nvcc = cuda_build.find_nvcc()
+    nvcc = tools.find_nvcc()
     proc = subprocess.run([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-ptx",
                            "-gencode=arch=compute_90,code=compute_90", "-o", "-", str(CU_PATH)],
                           capture_output=True, text=True, check=False)

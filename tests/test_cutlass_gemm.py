@@ -19,11 +19,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh
+from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +39,7 @@ VARIANTS = ["baseline", "tensorop_sm90", "cublas"]
 
 requires_gpu = pytest.mark.gpu          # tests/conftest.py skips these where torch sees no GPU
 requires_nvcc_and_cutlass = pytest.mark.skipif(
-    not (have_nvcc() and cuda_build.have_cutlass()) or os.environ.get("AISP_SKIP_CUTLASS_BUILD") == "1",
+    not (have_nvcc() and tools.have_cutlass()) or os.environ.get("AISP_SKIP_CUTLASS_BUILD") == "1",
     reason="needs nvcc and the CUTLASS headers (pip install nvidia-cutlass or set AISP_CUTLASS_INCLUDE); "
            "AISP_SKIP_CUTLASS_BUILD=1 skips this slow build")
 
@@ -50,7 +53,7 @@ def mod():
 
 def test_import_has_no_side_effects(monkeypatch):
     forbid_import_side_effects(monkeypatch)
-    monkeypatch.setattr(cuda_build, "find_cutlass_include",
+    monkeypatch.setattr(tools, "find_cutlass_include",
                         lambda: (_ for _ in ()).throw(AssertionError("import must not look for headers")))
     module = import_fresh(PAIR_PATH, "cutlass_gemm_no_side_effects")
     assert module.PAIR.name == "ch09.cutlass_gemm"
@@ -67,11 +70,11 @@ def test_pair_is_discovered_with_its_contract():
                                         "tensorop_sm90": ("gpu", "nvcc", "cutlass"), "cublas": ("gpu",)}
     assert pair.lesson and "\n" not in pair.lesson
     assert pair.source.endswith("kernels/ch09/cutlass_gemm.py")
-    assert check.runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True,
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True,
                                    have_cutlass=True) == []
-    assert check.runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False,
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False,
                                    have_cutlass=True) == VARIANTS
-    assert check.runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False,
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False,
                                    have_cutlass=False) == ["cublas"]
 
 
@@ -124,18 +127,18 @@ def test_reference_is_float64(mod):
 
 def test_missing_headers_say_how_to_get_them(monkeypatch, mod, tmp_path):
     monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
-    monkeypatch.setattr(cuda_build, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
-    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", list)
+    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
+    monkeypatch.setattr(tools, "_package_cutlass_includes", list)
 
     def forbidden(*args, **kwargs):
         raise AssertionError("must not build without headers")
 
-    monkeypatch.setattr(cuda_build, "load_library", forbidden)
+    monkeypatch.setattr(build, "load_library", forbidden)
     with pytest.raises(ToolNotFoundError, match="pip install nvidia-cutlass.*AISP_CUTLASS_INCLUDE"):
-        mod.library()
+        mod.LIBRARY.load()
 
 
-def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, mod, tmp_path):
+def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
     seen = {}
 
     class FakeLib:
@@ -148,9 +151,10 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, mod, tmp_path)
         seen.update(source=Path(source), arch=arch, include_dirs=list(include_dirs), extra_flags=list(extra_flags))
         return FakeLib()
 
-    monkeypatch.setattr(cuda_build, "find_cutlass_include", lambda: tmp_path)
-    monkeypatch.setattr(cuda_build, "load_library", fake_load)
-    mod.library()
+    monkeypatch.setattr(tools, "find_cutlass_include", lambda: tmp_path)
+    monkeypatch.setattr(build, "load_library", fake_load)
+    fresh = import_fresh(PAIR_PATH, "cutlass_gemm_fake_library")    # its LIBRARY keeps the fake handle
+    fresh.LIBRARY.load()
     assert seen == {"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path],
                     "extra_flags": ["--expt-relaxed-constexpr"]}
 
@@ -161,7 +165,7 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, mod, tmp_path)
 def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mod):
     """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu (~2-4 minutes)."""
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    library = cuda_build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=[mod.cutlass_include()],
+    library = build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=[mod.cutlass_include()],
                                               extra_flags=mod.EXTRA_FLAGS)
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
@@ -188,7 +192,7 @@ def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mo
     assert simt(None, 16, 16, 4, 4, 4, None) == invalid_value
     assert simt(16, 16, 16, 0, 4, 4, None) == invalid_value
 
-    cuobjdump = shutil.which("cuobjdump") or (Path(cuda_build.find_nvcc()).parent / "cuobjdump")
+    cuobjdump = shutil.which("cuobjdump") or (Path(tools.find_nvcc()).parent / "cuobjdump")
     if not Path(cuobjdump).is_file():
         return
     sass = subprocess.run([str(cuobjdump), "-sass", str(library)], capture_output=True, text=True,
@@ -206,7 +210,7 @@ def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mo
 @requires_gpu
 def test_every_variant_matches_the_float64_reference():
     pytest.importorskip("torch").cuda.get_device_capability()[0] >= 9 or pytest.skip("needs sm_90")
-    if not (have_nvcc() and cuda_build.have_cutlass()):
+    if not (have_nvcc() and tools.have_cutlass()):
         pytest.skip("needs nvcc and the CUTLASS headers")
     pair = pairs.find("ch09.cutlass_gemm")
     for sizes in ({"m": 1, "n": 8, "k": 8}, {"m": 129, "n": 136, "k": 72}, {"m": 512, "n": 520, "k": 264}):

@@ -14,11 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_build, forbid_import_side_effects, import_fresh
+from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, pairs, triton_support  # noqa: E402
+from aisp_kernels import triton_helpers  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +94,8 @@ def test_baseline_passes_check_on_cpu(sizes):
 
 _TRITON_CPU_SCRIPT = """
 import json, sys
-from aisp_prof import check, pairs
+from aisp_prof import pairs
+from aisp_prof.collect import check
 pair = pairs.find("ch09.fused_l2norm")
 results = [check.check_pair(pair, dict(rows=r, cols=c), device="cpu", variants=["triton"]).to_dict()
            for r, c in json.loads(sys.argv[1])]
@@ -131,10 +134,10 @@ def test_triton_interpreter_set_too_late_is_a_requirement_error(monkeypatch, mod
 
 @requires_triton
 def test_triton_launch_config(mod):
-    assert triton_support.row_launch_config(8192) == (8192, 1, 8)
-    assert triton_support.row_launch_config(100) == (128, 1, 1)
-    assert triton_support.row_launch_config(16384) == (16384, 1, 16)
-    assert triton_support.row_launch_config(20000) == (4096, 5, 4)
+    assert triton_helpers.row_launch_config(8192) == (8192, 1, 8)
+    assert triton_helpers.row_launch_config(100) == (128, 1, 1)
+    assert triton_helpers.row_launch_config(16384) == (16384, 1, 16)
+    assert triton_helpers.row_launch_config(20000) == (4096, 5, 4)
 
 
 @requires_triton
@@ -188,5 +191,5 @@ def test_cuda_variant_handles_misaligned_pointers(mod):
 def test_default_size_passes_check_on_gpu():
     pair = pairs.find("ch09.fused_l2norm")
     have_triton = importlib.util.find_spec("triton") is not None
-    names = check.runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=have_triton)
+    names = runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=have_triton)
     check.raise_if_failed(check.check_pair(pair, device="cuda", variants=names, trials=1))

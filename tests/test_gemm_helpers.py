@@ -1,10 +1,10 @@
-"""aisp_prof.gemm's shared checks for the hand-written CUDA GEMM pairs: sizes and operands are
+"""aisp_kernels.gemm's shared checks for the hand-written CUDA GEMM pairs: sizes and operands are
 refused with messages that say which rule failed, before anything is built or launched."""
 from __future__ import annotations
 
 import pytest
 
-from aisp_prof import gemm
+from aisp_kernels import gemm
 from aisp_prof.errors import RequirementError
 
 

@@ -12,11 +12,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc
+from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -58,8 +61,8 @@ def test_pair_is_discovered_with_its_contract():
     assert pair.lesson and "\n" not in pair.lesson
     assert pair.source.endswith("kernels/ch09/micro_tiling_matmul.py")
     # without a GPU nothing of this pair runs (every variant is compared with the CUDA baseline)
-    assert check.runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
-    assert check.runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == \
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == \
         ["baseline", "optimized", "cublas"]
 
 
@@ -145,7 +148,7 @@ def test_fp32_precision_is_restored(mod):
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    library = cuda_build.build_shared_library(CU_PATH, arch="sm_90")
+    library = build.build_shared_library(CU_PATH, arch="sm_90")
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
         assert hasattr(lib, name), name
@@ -171,7 +174,7 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
 
 def _ptxas_report() -> dict[str, dict[str, int]]:
     """{mangled kernel name: {registers, spill_stores, spill_loads, stack}} from nvcc -Xptxas -v."""
-    nvcc = cuda_build.find_nvcc()
+    nvcc = tools.find_nvcc()
     proc = subprocess.run([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin",
                            "-gencode=arch=compute_90,code=sm_90", "-Xptxas", "-v",
                            "-o", "/dev/null", str(CU_PATH)], capture_output=True, text=True, check=False)

@@ -15,11 +15,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, requires_nvcc
+from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,9 +51,9 @@ def test_pair_is_discovered_with_its_contract():
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0)
     assert "tcgen05" in pair.requires.note and "nvcc" in pair.requires.needs
     assert pair.lesson and "\n" not in pair.lesson
-    assert check.runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True,
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True,
                                    have_cutlass=True) == []
-    assert check.runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False,
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False,
                                    have_cutlass=False) == VARIANTS
 
 
@@ -91,7 +94,7 @@ def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, 
         mod.PAIR.variants[variant](inputs)
 
 
-def test_library_is_built_for_sm90a(monkeypatch, mod):
+def test_library_is_built_for_sm90a(monkeypatch):
     seen = {}
 
     class FakeLib:
@@ -104,11 +107,13 @@ def test_library_is_built_for_sm90a(monkeypatch, mod):
         seen.update(source=Path(source), arch=arch, kwargs=kwargs)
         return FakeLib()
 
-    monkeypatch.setattr(cuda_build, "load_library", fake_load)
-    lib = mod.library()
-    assert seen == {"source": CU_PATH, "arch": "sm_90a", "kwargs": {}}
+    monkeypatch.setattr(build, "load_library", fake_load)
+    fresh = import_fresh(PAIR_PATH, "tma_wgmma_fake_library")          # its LIBRARY keeps the fake handle
+    fresh.LIBRARY.load()
+    # no include directories or extra flags: plain sm_90a
+    assert seen == {"source": CU_PATH, "arch": "sm_90a", "kwargs": {"include_dirs": [], "extra_flags": []}}
     for name in KERNEL_SYMBOLS:
-        assert getattr(lib, name).argtypes[-1] is ctypes.c_void_p          # the stream
+        assert fresh.LIBRARY.fn(name).argtypes[-1] is ctypes.c_void_p    # the stream
 
 
 # --- the CUDA source ------------------------------------------------------------------------
@@ -116,7 +121,7 @@ def test_library_is_built_for_sm90a(monkeypatch, mod):
 @requires_nvcc
 def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, tmp_path, mod):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    lib = ctypes.CDLL(str(cuda_build.build_shared_library(CU_PATH, arch=mod.ARCH)))
+    lib = ctypes.CDLL(str(build.build_shared_library(CU_PATH, arch=mod.ARCH)))
     invalid_value = 1                      # cudaErrorInvalidValue
     for name in KERNEL_SYMBOLS:
         fn = getattr(lib, name)
@@ -134,7 +139,7 @@ def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, t
 @requires_nvcc
 def test_ptx_is_tma_plus_wgmma_with_the_hopper_mechanisms(tmp_path, mod):
     ptx = tmp_path / "k.ptx"
-    subprocess.run([str(cuda_build.find_nvcc()), "-std=c++17", "-ptx", "-arch=sm_90a", "-o", str(ptx), str(CU_PATH)],
+    subprocess.run([str(tools.find_nvcc()), "-std=c++17", "-ptx", "-arch=sm_90a", "-o", str(ptx), str(CU_PATH)],
                    check=True, capture_output=True)
     text = ptx.read_text()
     entries = re.split(r"\.entry\s+", text)[1:]

@@ -14,7 +14,10 @@ from pair_testing import forbid_build, forbid_import_side_effects, import_fresh,
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof import check, cuda_build, pairs  # noqa: E402
+from aisp_kernels import build  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -121,9 +124,9 @@ def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
 
 @requires_nvcc
 def test_cuda_source_builds_for_sm90_with_symbols_and_no_local_memory(tmp_path):
-    # The exact command aisp_prof.cuda_build uses, plus -Xptxas -v for the resource report.
+    # The exact command aisp_kernels.build uses, plus -Xptxas -v for the resource report.
     library = tmp_path / "warp_spec.so"
-    cmd = cuda_build.nvcc_command(CU_PATH, library, "sm_90", nvcc=cuda_build.find_nvcc())
+    cmd = build.nvcc_command(CU_PATH, library, "sm_90", nvcc=tools.find_nvcc())
     proc = subprocess.run(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = proc.stderr + proc.stdout

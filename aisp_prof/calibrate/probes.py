@@ -77,9 +77,9 @@ class Probe:
 
 
 def _lib() -> Any:
-    from .. import cuda_build
+    from aisp_kernels import build
 
-    lib = cuda_build.load_library(CUDA_SOURCE)
+    lib = build.load_library(CUDA_SOURCE)
     for name, args in {
         "aisp_copy_f4": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, ctypes.c_void_p],
         "aisp_stream_l2": [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p],

@@ -1,12 +1,16 @@
-"""Finding the profilers and reading their versions.
+"""Finding the tools on this machine and reading their versions: the profilers, nvcc, CUTLASS.
 
 A real user has ncu on PATH and nsys on PATH or under /opt/nvidia/nsight-systems; the GPU
 machine this project was built on has only the nsys bundled inside the ncu install. Search
 all of those, after an explicit `--ncu/--nsys` option or `AISP_NCU/AISP_NSYS`.
+
+nvcc and the CUTLASS headers are found here too, not beside the build helper in aisp_kernels:
+`aisp-prof list` must say whether a pair's CUDA variants can run without importing torch.
 """
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import re
 import shutil
@@ -14,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from ..errors import ToolNotFoundError
+from ..paths import checkout_root
 
 
 def _first_executable(candidates: list[str]) -> Path | None:
@@ -77,16 +82,77 @@ def tool_version(path: Path) -> str:
     return ""
 
 
-def find_nvcc() -> Path:   # MERGE: take helper's version
-    from ..cuda_build import find_nvcc as f
-
-    return f()
+_FALLBACK_NVCC = Path("/usr/local/cuda/bin/nvcc")
 
 
-def have_cutlass() -> bool:   # MERGE: take helper's version
-    from ..cuda_build import have_cutlass as f
+def find_nvcc() -> Path:
+    """nvcc from `$AISP_NVCC`, else PATH, else /usr/local/cuda/bin; ToolNotFoundError if none."""
+    env = os.environ.get("AISP_NVCC")
+    if env:
+        path = Path(env)
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise ToolNotFoundError(f"AISP_NVCC={env} is not an executable nvcc; fix or unset it")
+    on_path = shutil.which("nvcc")
+    if on_path:
+        return Path(on_path)
+    if _FALLBACK_NVCC.is_file() and os.access(_FALLBACK_NVCC, os.X_OK):
+        return _FALLBACK_NVCC
+    raise ToolNotFoundError(
+        f"nvcc not found on PATH or at {_FALLBACK_NVCC}; install the CUDA toolkit "
+        "or set AISP_NVCC=/path/to/nvcc"
+    )
 
-    return f()
+
+_CUTLASS_HINT = ("pip install nvidia-cutlass (its cutlass_library package ships the headers) "
+                 "or set AISP_CUTLASS_INCLUDE=/path/to/cutlass/include")
+
+# <checkout>/.cutlass/include: a copy of CUTLASS's headers beside the project (an install: the current folder)
+_CHECKOUT = checkout_root()
+REPO_CUTLASS_INCLUDE = (_CHECKOUT or Path.cwd()) / ".cutlass" / "include"
+
+
+def _package_cutlass_includes() -> list[Path]:
+    """`<cutlass_library>/source/include` of an installed nvidia-cutlass, or []. Not imported."""
+    try:
+        spec = importlib.util.find_spec("cutlass_library")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) / "source" / "include" for p in spec.submodule_search_locations]
+
+
+def _is_cutlass_include(path: Path) -> bool:
+    return (path / "cutlass" / "cutlass.h").is_file() and (path / "cute" / "tensor.hpp").is_file()
+
+
+def find_cutlass_include() -> Path:
+    """The CUTLASS include directory (holding cutlass/ and cute/): `$AISP_CUTLASS_INCLUDE`, else
+    the `nvidia-cutlass` package's `cutlass_library/source/include`, else `.cutlass/include`
+    at the repository root; ToolNotFoundError saying how to get them if none has the headers."""
+    env = os.environ.get("AISP_CUTLASS_INCLUDE")
+    if env:
+        path = Path(env)
+        if _is_cutlass_include(path):
+            return path
+        raise ToolNotFoundError(f"AISP_CUTLASS_INCLUDE={env} has no cutlass/cutlass.h and "
+                                f"cute/tensor.hpp; fix or unset it ({_CUTLASS_HINT})")
+    candidates = [*_package_cutlass_includes(), REPO_CUTLASS_INCLUDE]
+    for path in candidates:
+        if _is_cutlass_include(path):
+            return path
+    raise ToolNotFoundError(f"CUTLASS headers not found (looked at $AISP_CUTLASS_INCLUDE, the "
+                            f"nvidia-cutlass package, {candidates[-1]}); {_CUTLASS_HINT}")
+
+
+def have_cutlass() -> bool:
+    """Whether find_cutlass_include() finds the headers (the "cutlass" capability)."""
+    try:
+        find_cutlass_include()
+    except ToolNotFoundError:
+        return False
+    return True
 
 
 def nvcc_if_found() -> Path | None:

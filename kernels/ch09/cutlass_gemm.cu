@@ -13,7 +13,7 @@
 // All matrices are row-major: A [m, k], B [k, n], D [m, n]. Every entry point returns a
 // cudaError_t (0 on success) and launches on the caller's stream. Build for sm_90a
 // (-gencode=arch=compute_90a,code=sm_90a: wgmma needs the arch-specific target) with
-// --expt-relaxed-constexpr and the CUTLASS include directory; aisp_prof.cuda_build does that.
+// --expt-relaxed-constexpr and the CUTLASS include directory; aisp_kernels.build does that.
 #include <cuda_runtime.h>
 
 #include <cstdint>

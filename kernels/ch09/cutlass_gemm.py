@@ -22,19 +22,17 @@ math units do the multiply-adds and how well the kernel feeds them.
   cublas         torch.mm on the same bf16 operands: cuBLAS's Hopper kernel, the bar the CUTLASS
                  tensor-op kernel is held to (>= 85% of it).
 
-Measured on an H200 (2026-11-26, scripts/cutlass_gpu.sh, CUDA events, L2 flushed, medians of
-50; % of cuBLAS against the cuBLAS timing of the same round, because the card's clock drifts
-1.6-1.98 GHz under sustained tensor load):
-  baseline (simt)          6.82-6.84 ms =  40 TFLOP/s (FFMA only in SASS; 137 registers)
-  tensorop_sm90 (cfg0)     0.381-0.425 ms = 647-722 TFLOP/s, 82-89% of cuBLAS (median ~86%);
-                           nsys in `aisp-prof run`: 367.8 us vs cuBLAS 334.2 us = 90.9%; 18.3x
-                           the SIMT kernel. HGMMA + UTMALDG in SASS, 168 registers, no spills.
-  other configurations     128x256x64 cluster 1x2: 85-93%; 256x128x64 1x2: 80-85%;
-                           128x128x64 2x1: 61-65%; 64x256x64 ping-pong 1x2: 53-54%
-  cublas                   0.337-0.371 ms = 742-815 TFLOP/s
-ncu (validate run): the CUTLASS kernel moves 377 MB of DRAM against cuBLAS's 330 MB and stalls
-mostly on `barrier` (11.9 cycles/inst against 6.3): what is left is rasterization/swizzle of the
-persistent tile order and the epilogue, not the mainloop.
+What should move in the profile, and why:
+  - SASS and pipes: FFMA only (no HMMA/HGMMA) in the SIMT kernel; HGMMA fed by UTMALDG (TMA) in
+    the tensor-op kernel, the tensor pipe busy instead of the FMA pipe;
+  - time: an order of magnitude, the SIMT kernel bounded by ~67 TFLOP/s of FFMA and the tensor-op
+    one by the bf16 tensor roof; the CUTLASS kernel within reach of cuBLAS (>= 85% of it);
+  - DRAM bytes: the fp32 SIMT operands are twice the bf16 ones; both paths compute bound;
+  - what is left between CUTLASS and cuBLAS: barrier stalls and DRAM traffic from the order in
+    which the persistent scheduler visits tiles (rasterization/swizzle) and the epilogue, not the
+    mainloop.
+Measured times, the configuration sweep and the ncu comparison (H200, H100):
+kernels/ch09/README.md.
 
 The lesson is the one the book draws: the same library, the same problem, and a change of
 operator class (OpClassSimt -> OpClassTensorOp, plus the Hopper-only TMA/wgmma mainloop) moves
@@ -47,7 +45,7 @@ alone is ~2^-9 / sqrt(3) ~ 1.1e-3 relative (Frobenius), so the tolerance is 5e-3
 
 Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA). The CUTLASS headers
 come from $AISP_CUTLASS_INCLUDE, else the `nvidia-cutlass` package, else `.cutlass/include` at the
-repository root (cuda_build.find_cutlass_include).
+repository root (aisp_prof.collect.tools.find_cutlass_include).
 """
 from __future__ import annotations
 
@@ -59,7 +57,9 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import gemm
+from aisp_kernels.binding import CudaLibrary
+from aisp_prof.collect import tools
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cutlass_gemm.cu")
@@ -67,6 +67,7 @@ DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
 CONFIG_ENV = "AISP_CUTLASS_CONFIG"
 ARCH = "sm_90a"                                   # wgmma needs the arch-specific target
 EXTRA_FLAGS = ("--expt-relaxed-constexpr",)
+_GEMM_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int)
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
@@ -89,36 +90,24 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 def cutlass_include() -> Path:
     """The CUTLASS include directory; RequirementError (a ToolNotFoundError) if there is none."""
-    return cuda_build.find_cutlass_include()
+    return tools.find_cutlass_include()
 
 
-def library() -> ctypes.CDLL:
-    """Build (once, cached; 1-3 minutes of nvcc) and load cutlass_gemm.cu for sm_90a."""
-    lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH, include_dirs=[cutlass_include()],
-                                  extra_flags=EXTRA_FLAGS)
-    lib.aisp_cutlass_simt.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                      ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-    lib.aisp_cutlass_simt.restype = ctypes.c_int
-    lib.aisp_cutlass_tensorop.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                                          ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                                          ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p]
-    lib.aisp_cutlass_tensorop.restype = ctypes.c_int
-    lib.aisp_cutlass_tensorop_workspace_size.argtypes = [ctypes.c_int] * 4
-    lib.aisp_cutlass_tensorop_workspace_size.restype = ctypes.c_longlong
-    lib.aisp_cutlass_tensorop_config_count.argtypes = []
-    lib.aisp_cutlass_tensorop_config_count.restype = ctypes.c_int
-    lib.aisp_cutlass_tensorop_config_name.argtypes = [ctypes.c_int]
-    lib.aisp_cutlass_tensorop_config_name.restype = ctypes.c_char_p
-    lib.aisp_cuda_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_cuda_error_string.restype = ctypes.c_char_p
-    return lib
+# Built on first use (1-3 minutes of nvcc), for sm_90a, with the headers found then.
+LIBRARY = CudaLibrary(CUDA_SOURCE, {
+    "aisp_cutlass_simt": ((*_GEMM_ARGS, ctypes.c_void_p), ctypes.c_int),
+    "aisp_cutlass_tensorop": ((ctypes.c_int, *_GEMM_ARGS, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p),
+                              ctypes.c_int),
+    "aisp_cutlass_tensorop_workspace_size": ((ctypes.c_int,) * 4, ctypes.c_longlong),
+    "aisp_cutlass_tensorop_config_count": ((), ctypes.c_int),
+    "aisp_cutlass_tensorop_config_name": ((ctypes.c_int,), ctypes.c_char_p),
+}, arch=ARCH, include_dirs=(cutlass_include,), extra_flags=EXTRA_FLAGS)
 
 
 def config_names() -> list[str]:
     """The tensor-op configurations compiled into the library; index 0 is `tensorop_sm90`."""
-    lib = library()
-    return [lib.aisp_cutlass_tensorop_config_name(i).decode()
-            for i in range(lib.aisp_cutlass_tensorop_config_count())]
+    count = LIBRARY.fn("aisp_cutlass_tensorop_config_count")()
+    return [LIBRARY.fn("aisp_cutlass_tensorop_config_name")(i).decode() for i in range(count)]
 
 
 def _operands(inputs: Inputs, variant: str, key_a: str, key_b: str,
@@ -132,22 +121,16 @@ def _operands(inputs: Inputs, variant: str, key_a: str, key_b: str,
     return a, b, m, n, k
 
 
-def _raise(lib: ctypes.CDLL, fn: str, err: int) -> None:
-    raise RuntimeError(f"{fn} failed: {lib.aisp_cuda_error_string(err).decode()} (cudaError {err})")
-
-
 def simt(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """CUTLASS 2.x OpClassSimt fp32 GEMM into a preallocated fp32 D, on torch's stream."""
     a, b, m, n, k = _operands(inputs, "simt", "a", "b", torch.float32)   # CPU: RequirementError first
-    lib = library()
+    LIBRARY.load()                     # build here, outside the timed call
     d = torch.empty(m, n, device=a.device, dtype=torch.float32)
 
     def launch() -> torch.Tensor:
         # a, b, d are referenced here (not only their addresses) so the closure keeps them alive.
-        err = lib.aisp_cutlass_simt(a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
-                                    torch.cuda.current_stream().cuda_stream)
-        if err != 0:
-            _raise(lib, "aisp_cutlass_simt", err)
+        LIBRARY.call("aisp_cutlass_simt", a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
+                     torch.cuda.current_stream().cuda_stream)
         return d
 
     return launch
@@ -157,22 +140,19 @@ def tensorop_config(config: int) -> Callable[[Inputs], Callable[[], torch.Tensor
     """A factory running tensor-op configuration `config` (see config_names())."""
     def factory(inputs: Inputs) -> Callable[[], torch.Tensor]:
         a, b, m, n, k = _operands(inputs, "tensorop_sm90", "a16", "b16", torch.bfloat16)
-        lib = library()
-        count = lib.aisp_cutlass_tensorop_config_count()
+        count = LIBRARY.fn("aisp_cutlass_tensorop_config_count")()    # builds, outside the timed call
         if not 0 <= config < count:
             raise ValueError(f"tensor-op configuration {config} does not exist (0..{count - 1})")
         d = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
-        ws_bytes = lib.aisp_cutlass_tensorop_workspace_size(config, m, n, k)
+        ws_bytes = LIBRARY.fn("aisp_cutlass_tensorop_workspace_size")(config, m, n, k)
         if ws_bytes < 0:
             raise ValueError(f"tensor-op configuration {config}: no workspace size for {m}x{n}x{k}")
         workspace = torch.empty(max(ws_bytes, 1), device=a.device, dtype=torch.uint8)
+        label = f"aisp_cutlass_tensorop (configuration {config})"
 
         def launch() -> torch.Tensor:
-            err = lib.aisp_cutlass_tensorop(config, a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
-                                            workspace.data_ptr(), ws_bytes,
-                                            torch.cuda.current_stream().cuda_stream)
-            if err != 0:
-                _raise(lib, f"aisp_cutlass_tensorop (configuration {config})", err)
+            LIBRARY.call("aisp_cutlass_tensorop", config, a.data_ptr(), b.data_ptr(), d.data_ptr(), m, n, k,
+                         workspace.data_ptr(), ws_bytes, torch.cuda.current_stream().cuda_stream, label=label)
             return d
 
         return launch

@@ -34,7 +34,8 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, triton_support
+from aisp_kernels import triton_helpers
+from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -47,6 +48,10 @@ except ImportError:  # the Triton variant then raises RequirementError when it i
 
 CUDA_SOURCE = Path(__file__).with_name("fused_l2norm.cu")
 DEFAULT_SIZES = {"rows": 8192, "cols": 8192}
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
+    "aisp_fused_l2norm": ((ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_float,
+                           ctypes.c_void_p), ctypes.c_int),
+})
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -86,23 +91,15 @@ def optimized_cuda(inputs: Inputs) -> Callable[[], torch.Tensor]:
     rows, cols = x.shape
     if max(rows, cols) >= 2**31:
         raise ValueError(f"{rows}x{cols}: rows and cols must fit the kernel's 32-bit ints")
-    lib = cuda_build.load_library(CUDA_SOURCE)
-    fn = lib.aisp_fused_l2norm
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_float,
-                   ctypes.c_void_p]
-    fn.restype = ctypes.c_int
-    error_string = lib.aisp_cuda_error_string
-    error_string.argtypes = [ctypes.c_int]
-    error_string.restype = ctypes.c_char_p
+    LIBRARY.load()                     # build here, outside the timed call
     y = torch.empty_like(x)
 
     def launch() -> torch.Tensor:
         # x and y are referenced here (not only their addresses) so the closure keeps them
         # alive: a caller that drops `inputs` must not leave the kernel reading freed memory.
         # The stream is read per call so the launch follows torch's current stream.
-        err = fn(x.data_ptr(), y.data_ptr(), rows, cols, eps, torch.cuda.current_stream().cuda_stream)
-        if err != 0:
-            raise RuntimeError(f"aisp_fused_l2norm failed: {error_string(err).decode()} (cudaError {err})")
+        LIBRARY.call("aisp_fused_l2norm", x.data_ptr(), y.data_ptr(), rows, cols, eps,
+                     torch.cuda.current_stream().cuda_stream)
         return y
 
     return launch
@@ -143,12 +140,12 @@ def _l2norm_rows(x_ptr, y_ptr, cols, stride_x, stride_y, eps,
 def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The same fusion in Triton (runs on CPU tensors under TRITON_INTERPRET=1)."""
     x, eps = inputs["x"], float(inputs["eps"])
-    triton_support.require_triton(x, "ch09.fused_l2norm")
+    triton_helpers.require_triton(x, "ch09.fused_l2norm")
     if x.dtype != torch.float32 or x.stride(1) != 1:
         raise ValueError(f"x must be float32 with unit column stride, got {x.dtype}, {x.stride()}")
     rows, cols = x.shape
-    kernel = triton_support.jit(_l2norm_rows, triton_support.interpreting())
-    block, num_chunks, num_warps = triton_support.row_launch_config(cols)
+    kernel = triton_helpers.jit(_l2norm_rows, triton_helpers.interpreting())
+    block, num_chunks, num_warps = triton_helpers.row_launch_config(cols)
     y = torch.empty_like(x)
 
     def launch() -> torch.Tensor:

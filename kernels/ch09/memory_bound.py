@@ -24,7 +24,7 @@ computes fma + max in registers and stores y: 2 x n x 4 bytes, the minimum.
 What should move in the profile, and why:
   - launches per call: 3 -> 1;
   - DRAM bytes: ~6.4 GB -> ~2.15 GB (3x fewer); both at ~85-90% of peak DRAM bandwidth
-    (H100: ~3 TB/s measured copy; H200: ~4.3 TB/s);
+    (the copy roof `aisp-prof calibrate` finds: H100 ~3 TB/s, H200 ~4.3 TB/s);
   - duration: ~3x shorter (H100: ~2.2 ms -> ~0.72 ms; H200: ~1.5 ms -> ~0.5 ms), because both
     versions are DRAM-bandwidth bound and the fused one moves 3x fewer bytes;
   - arithmetic intensity (hardware FLOPs / DRAM bytes): ~0.125 -> ~0.375 FLOP/byte. ncu counts
@@ -40,7 +40,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import triton_support
+from aisp_kernels import triton_helpers
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 try:
@@ -78,7 +78,7 @@ def baseline(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-# Plain function, jitted on first use (triton_support.jit); the tl.constexpr annotation stays
+# Plain function, jitted on first use (triton_helpers.jit); the tl.constexpr annotation stays
 # an unevaluated string (PEP 563), so this module imports without triton.
 def _axpb_relu(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
     """One BLOCK-wide tile per program: load, fma, max, store."""
@@ -93,11 +93,11 @@ def _axpb_relu(x_ptr, y_ptr, n, a, b, BLOCK: tl.constexpr):
 def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The whole chain in one Triton kernel: one read of x, one write of y."""
     x, a, b = inputs["x"], float(inputs["a"]), float(inputs["b"])
-    triton_support.require_triton(x, "ch09.memory_bound")
+    triton_helpers.require_triton(x, "ch09.memory_bound")
     if x.dtype != torch.float32 or not x.is_contiguous():
         raise ValueError(f"x must be contiguous float32, got {x.dtype}, strides {x.stride()}")
     n = x.numel()
-    kernel = triton_support.jit(_axpb_relu, triton_support.interpreting())
+    kernel = triton_helpers.jit(_axpb_relu, triton_helpers.interpreting())
     grid = (triton.cdiv(n, TRITON_BLOCK),)
     y = torch.empty_like(x)
 

@@ -1,16 +1,16 @@
 """Chapter 9: micro-tiling, trading registers for data reuse in an fp32 SGEMM on the CUDA cores.
 
 The operation: C[m, n] = A[m, k] @ B[k, n], fp32 in and out, row-major (default 8192^3):
-2 m n k = 1.10 TFLOP on at least 4 (m k + k n + m n) = 805 MB of DRAM traffic. At ~51-67 TFLOP/s
-of FP32 FFMA (cuBLAS / the H100-H200 datasheet at 1.98 GHz) that is 16-22 ms of math against
-~0.2 ms of DRAM time: compute bound, so what decides the time is how many issue slots the FFMAs
-get, and that is decided by how many other instructions (shared-memory loads above all) each
-FFMA needs, and by how well the warps hide the latency of those loads.
+2 m n k = 1.10 TFLOP on at least 4 (m k + k n + m n) = 805 MB of DRAM traffic. At the
+H100/H200 datasheet's 67 TFLOP/s of FP32 FFMA (1.98 GHz) that is at least 16 ms of math
+against ~0.2 ms of DRAM time: compute bound, so what decides the time is how many issue slots
+the FFMAs get, and that is decided by how many other instructions (shared-memory loads above
+all) each FFMA needs, and by how well the warps hide the latency of those loads.
 
   baseline   shared-memory tiled kernel (micro_tiling_matmul.cu, sgemm_smem_tiled): 32 x 32
              tiles of A and B in shared memory, 1024 threads, one output per thread: 40 shared
-             loads (32 LDS + 8 LDS.128) per 32 FFMA. The MIO (shared-memory) pipe saturates:
-             on an H200 129.2 ms = 8.5 TFLOP/s, 39% of issue slots used, top stall mio_throttle.
+             loads (32 LDS + 8 LDS.128) per 32 FFMA. The MIO (shared-memory) pipe should
+             saturate: few issue slots used, mio_throttle the top stall.
   optimized  register-blocked micro-tiles (sgemm_micro_tiled, kConfigs[0], picked by a sweep of
              8 configurations on an H200): 128 x 128 output tile per block, 128 threads (4 warps
              of 32 x 128), each holding an 8 x 16 micro-tile of C in registers (128 accumulators,
@@ -22,39 +22,37 @@ FFMA needs, and by how well the warps hide the latency of those loads.
              transpose), rows padded to 36 floats; a thread reads 4 k of one row per LDS.128, so
              the transpose happens in registers, and quarter warps broadcast A and read 128
              contiguous bytes of B: no bank conflicts. Grouped rasterization (8 tile rows).
-             H200: 24.49 ms = 44.9 TFLOP/s, 5.3x the baseline, 87.9% of cuBLAS.
   cublas     torch.mm with TF32 disabled: cuBLAS's fp32 SIMT SGEMM (sm80_xmma_gemm_f32f32_...
              tilesize256x128x8_stage3, 254 registers), the reference the hand kernel is measured
-             against: 21.53 ms = 51.1 TFLOP/s on the same H200 (issue target: >= 85% of it).
+             against (issue target: >= 85% of it).
 
 The register budget is the lesson: a bigger micro-tile reuses each loaded value more often (TM x
 TN FFMAs per TM + TN loads) but needs TM x TN accumulators plus fragments. 8 x 8 fits 128
-registers, so two 256-thread blocks share an SM (16 warps), yet loses to 8 x 16 at 255 registers
-and 8 warps (28.05 vs 24.49 ms): at this size reuse beats occupancy, provided each slice is deep
-enough (BK 16 -> 32 with 128 x 256 tiles: 25.76 -> 24.62 ms) to amortize the barrier and the
-burst of shared loads that follows it. scripts/micro_tiling_gpu.sh builds, checks and times every configuration;
+registers, so two 256-thread blocks share an SM (16 warps), yet in the sweep it loses to 8 x 16
+at 255 registers and 8 warps: at this size reuse beats occupancy, provided each slice is deep
+enough (BK 32 rather than 16) to amortize the barrier and the burst of shared loads that follows
+it. scripts/micro_tiling_gpu.sh builds, checks and times every configuration;
 AISP_MICRO_TILING_CONFIG=N makes `optimized` run configuration N (config_names() lists them).
 
-What moves in the profile (ncu, H200, run 20261126T021428Z; baseline -> optimized, cuBLAS):
-  - duration 129.2 -> 24.5 ms (5.28x), cuBLAS 21.5 ms;
-  - instruction mix: FFMA share of warp instructions 0.33 -> 0.93 (cuBLAS 0.89); instructions
-    executed 52.7 G -> 18.5 G (cuBLAS 19.4 G); FP32 FLOPs counted = 2 m n k for all three;
-  - shared-memory wavefronts 27.1 G -> 2.70 G (24.6 -> 2.45 per kFLOP; cuBLAS 3.0);
-  - arithmetic intensity: L1 8.0 -> 29.9 FLOP/B, L2 6.4 -> 29.0 FLOP/B (cuBLAS 42 / 37), DRAM
-    16 -> 345 FLOP/B (69.1 GB -> 2.9 GB read: the 32 x 32 tiles miss L2, 128 x 128 tiles with
-    grouped rasterization do not);
-  - stalls (cycles per issued instruction): mio_throttle 15.7 -> 0.04, barrier 7.4 -> 0.02,
-    long_scoreboard 7.2 -> 0.09, short_scoreboard 0.8 -> 0.13; issue slots used 39% -> 72%;
-  - what is left (cuBLAS uses 86% of issue slots): dispatch_stall 0.42 vs cuBLAS 0.10 (FFMA
-    operand register-bank conflicts in ptxas's allocation, not reachable from CUDA C++) with
-    only 2 warps per scheduler to hide it.
+What should move in the profile (baseline -> optimized), and why:
+  - duration: several times shorter, close to cuBLAS (both are FFMA-bound SIMT SGEMMs);
+  - instruction mix: shared loads per FFMA drop from 40/32 to 6/128, so FFMA becomes most of
+    the warp instructions and the instruction count falls by more than half; FP32 FLOPs
+    counted = 2 m n k for all three;
+  - shared-memory wavefronts per FLOP: ~10x fewer;
+  - arithmetic intensity: up at L1 and L2 (each loaded value feeds 8 or 16 FFMAs), and far up
+    at DRAM (32 x 32 tiles miss L2, 128 x 128 tiles with grouped rasterization do not);
+  - stalls: mio_throttle, barrier and long_scoreboard (near) gone; issue slots used up;
+  - what is left against cuBLAS: dispatch stalls from FFMA operand register-bank conflicts in
+    ptxas's allocation (not reachable from CUDA C++), with only 2 warps per scheduler to hide
+    them.
+Measured times, counters and the configuration sweep (H200, H100): kernels/ch09/README.md.
 
 Correctness: A ~ N(0, 1/k), B ~ N(0, 1) in fp32 (so C ~ N(0, 1)), compared with a float64
 product. All three variants accumulate each output sequentially over k with one FFMA per term,
-so they agree bit for bit (1.62e-6 relative to float64 at 8192^3, 8.1e-7 at 2048^3, measured on
-the H200): tolerance 1e-5. Sizes: m is free; n and k must be multiples of 4 (16-byte rows for
-cp.async and float4 stores); the tiles' edges are handled in the kernel (clamped rows and
-columns, zero-filled k).
+so they should agree bit for bit, at ~1e-6 relative to float64: tolerance 1e-5. Sizes: m is
+free; n and k must be multiples of 4 (16-byte rows for cp.async and float4 stores); the tiles'
+edges are handled in the kernel (clamped rows and columns, zero-filled k).
 """
 from __future__ import annotations
 
@@ -67,13 +65,16 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import gemm
+from aisp_kernels.binding import CudaLibrary
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
-from aisp_prof.torch_support import fp32_matmul_precision
+from aisp_kernels.torch_settings import fp32_matmul_precision
 
 CUDA_SOURCE = Path(__file__).with_name("micro_tiling_matmul.cu")
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
 CONFIG_ENV = "AISP_MICRO_TILING_CONFIG"
+_GEMM_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+              ctypes.c_void_p)
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
@@ -92,28 +93,19 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
 
 # --- the CUDA C++ kernels, through ctypes ---------------------------------------------------
 
-def library() -> ctypes.CDLL:
-    """Build (once, cached) and load micro_tiling_matmul.cu with its C signatures set."""
-    lib = cuda_build.load_library(CUDA_SOURCE)
-    gemm_args = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-                 ctypes.c_int, ctypes.c_void_p]
-    for name in ("aisp_sgemm_smem_tiled", "aisp_sgemm_micro_tiled"):
-        fn = getattr(lib, name)
-        fn.argtypes, fn.restype = gemm_args, ctypes.c_int
-    lib.aisp_sgemm_micro_tiled_config.argtypes = [ctypes.c_int] + gemm_args
-    lib.aisp_sgemm_micro_tiled_config.restype = ctypes.c_int
-    lib.aisp_sgemm_config_count.argtypes, lib.aisp_sgemm_config_count.restype = [], ctypes.c_int
-    lib.aisp_sgemm_config_name.argtypes = [ctypes.c_int]
-    lib.aisp_sgemm_config_name.restype = ctypes.c_char_p
-    lib.aisp_cuda_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_cuda_error_string.restype = ctypes.c_char_p
-    return lib
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
+    "aisp_sgemm_smem_tiled": (_GEMM_ARGS, ctypes.c_int),
+    "aisp_sgemm_micro_tiled": (_GEMM_ARGS, ctypes.c_int),
+    "aisp_sgemm_micro_tiled_config": ((ctypes.c_int, *_GEMM_ARGS), ctypes.c_int),
+    "aisp_sgemm_config_count": ((), ctypes.c_int),
+    "aisp_sgemm_config_name": ((ctypes.c_int,), ctypes.c_char_p),
+})
 
 
 def config_names() -> list[str]:
     """The micro-tiled configurations compiled into the library; index 0 is `optimized`."""
-    lib = library()
-    return [lib.aisp_sgemm_config_name(i).decode() for i in range(lib.aisp_sgemm_config_count())]
+    count = LIBRARY.fn("aisp_sgemm_config_count")()
+    return [LIBRARY.fn("aisp_sgemm_config_name")(i).decode() for i in range(count)]
 
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
@@ -129,19 +121,16 @@ def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor,
 def _cuda_gemm(inputs: Inputs, variant: str, symbol: str, config: int | None = None) -> Callable[[], torch.Tensor]:
     """A closure that runs `symbol` (or the config entry point) on preallocated C, on torch's stream."""
     a, b, m, n, k = _operands(inputs, variant)        # before building: a CPU tensor is a RequirementError
-    lib = library()
-    fn = getattr(lib, symbol)
+    LIBRARY.fn(symbol)                                 # build here, outside the timed call
     head = () if config is None else (config,)
+    label = symbol if config is None else f"{symbol} (configuration {config})"
     c = torch.empty(m, n, device=a.device, dtype=torch.float32)
 
     def launch() -> torch.Tensor:
         # a, b, c are referenced here (not only their addresses) so the closure keeps them alive.
         # The stream is read per call so the launch follows torch's current stream.
-        err = fn(*head, a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k,
-                 torch.cuda.current_stream().cuda_stream)
-        if err != 0:
-            raise RuntimeError(f"{symbol}{head or ''} failed: {lib.aisp_cuda_error_string(err).decode()} "
-                               f"(cudaError {err})")
+        LIBRARY.call(symbol, *head, a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k,
+                     torch.cuda.current_stream().cuda_stream, label=label)
         return c
 
     return launch
@@ -219,8 +208,8 @@ PAIR = KernelPair(
     name="ch09.micro_tiling_matmul",
     chapter=9,
     lesson="Register micro-tiles (8x16 outputs per thread, cp.async double-buffered 128x128x32 "
-           "tiles) cut shared-memory wavefronts per FLOP 10x versus one output per thread: "
-           "fp32 SGEMM 5.3x faster, 88% of cuBLAS.",
+           "tiles) reuse each shared-memory load across many FFMAs, so an fp32 SGEMM stops "
+           "waiting on shared memory and comes close to cuBLAS.",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "optimized": optimized, "cublas": cublas},
     reference=reference,

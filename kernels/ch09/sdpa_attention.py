@@ -28,20 +28,16 @@ pinned to one backend with `sdpa_kernel(...)` (it fails rather than fall back):
 The API allocates its result, so each closure copies it into the preallocated output: one
 extra elementwise kernel of 2 x B*H*S*D*2 bytes (0.27 GB, ~0.1 ms), counted in the time.
 
-Measured on an H200 (2026-11-26, scripts/hopper_session.sh sdpa, CUDA events, L2 flushed,
-medians of 20; notes/2026-11-26-hopper-probes/): baseline 9.09 ms (121 TFLOP/s), flash 3.11 ms
-(353 TFLOP/s, 44% of the calibrated 799 TFLOP/s bf16 roof), cudnn 1.68 ms (653 TFLOP/s, 82% of
-it): 2.9x and 5.4x over the baseline.
-
 What should move in the profile, and why:
   - kernels per call: 3 -> 2 (flash forward + the output copy; cudnn adds a small memset);
   - DRAM bytes: ~17.7 GB -> ~0.8 GB (Q, K, V read, O written, the copy): ~20x fewer;
   - tensor pipe: the baseline's GEMMs use cuBLAS wgmma (HGMMA) but wait on DRAM; FA2 uses
     mma.sync (HMMA), which on Hopper peaks near 2/3 of wgmma's dense rate even in a plain GEMM
-    (ch09.cublaslt_gemm), before softmax overheads (measured: 44% of the bf16 roof); cuDNN's
-    HGMMA kernel reaches 82%;
+    (ch09.cublaslt_gemm), before softmax overheads, so expect it far below the bf16 roof;
+    cuDNN's HGMMA kernel should get most of the way to it;
   - arithmetic intensity: ~60 FLOP/byte (baseline, scores traffic) -> ~1300+ FLOP/byte (flash):
     the fusion moves attention from the memory-bound side of the roofline to the compute side.
+Measured times and % of roof (H200, H100): kernels/ch09/README.md.
 The lesson is the same as fused_l2norm's, at the scale where it matters most: an intermediate
 larger than the inputs (S^2 vs S*D) should never be written out.
 

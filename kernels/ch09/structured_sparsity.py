@@ -15,19 +15,8 @@ variants compute exactly the same product, and the float64 reference uses the sa
              extra elementwise kernel of 2 x m n x 2 bytes: 1 GB, ~0.35 ms, ~4% of the call).
   sparse24_tuned
              the same compressed W through torch's private cuSPARSELt ops
-             (aisp_prof.sparse_support): the algorithm cuSPARSELt's search finds fastest for this
+             (aisp_kernels.sparse): the algorithm cuSPARSELt's search finds fastest for this
              shape, chosen once outside the timed call; the same output copy as sparse24.
-
-Measured on an H200 (2026-11-26, scripts/hopper_probe.py sparse, CUDA events, L2 flushed,
-medians of 20, notes/2026-11-26-hopper-probes/): dense 11.91 ms (739 TFLOP/s), default
-algorithm 11.07 ms (1.08x), searched algorithm (alg 2) 9.10 ms (1.31x, 967 dense-equivalent
-TFLOP/s: 60% of the 2:4 rate, twice the calibrated 799 TFLOP/s dense bf16), all without the
-output copy the variants add (~0.35 ms). cuSPARSELt 0.8.
-At 8192^3 the default algorithm is slower than dense (0.78x) and the searched one 1.11x.
-The sweep of all 8 algorithms (notes/2026-11-26-hopper-probes/sparse_search_h200.md) ends with
-the card at 1365 MHz and 676 W against its 700 W cap: 2:4 GEMMs on the H200 are power-limited,
-and `aisp-prof roofline` (which takes the clock of the run) puts the tuned kernel at 77% of the
-2:4 tensor rate at the 1.39 GHz it ran at.
 
 Default size 16384^3 (8.8 TFLOP dense-equivalent; W, X, C 512 MB each in bf16): big enough that
 the GEMM fills the chip and the copy stays small.
@@ -41,7 +30,10 @@ What should move in the profile, and why:
     dense-equivalent 2 m n k for both variants, i.e. "effective" FLOP/s. The hardware tensor
     counters may count the sparse MMA as the dense-equivalent or as half; the GPU run will say
     which (compare flops_tensor of the two variants);
-  - kernels per call: 1 -> 2 (sparse GEMM + output copy), plus any transpose the backend adds.
+  - kernels per call: 1 -> 2 (sparse GEMM + output copy), plus any transpose the backend adds;
+  - power: the sparse MMA packs more work into each clock, so a card near its power cap may
+    lower the clock while it runs (`aisp-prof roofline` takes the run's clock into account).
+Measured times, the algorithm sweep and clocks (H200, H100): kernels/ch09/README.md.
 
 Tolerance 5e-3: both variants multiply the same bf16 numbers with fp32 accumulation and round
 the output to bf16 (~1.7e-3 relative); they differ only by accumulation order.
@@ -53,15 +45,15 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import sparse_support
+from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 
 
-prune_2_4 = sparse_support.prune_2_4          # keep the 2 largest |w| of each group of 4 (stable)
-is_2_4_sparse = sparse_support.is_2_4_sparse
+prune_2_4 = sparse.prune_2_4          # keep the 2 largest |w| of each group of 4 (stable)
+is_2_4_sparse = sparse.is_2_4_sparse
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -123,7 +115,7 @@ def optimized_sparse24_tuned(inputs: Inputs) -> Callable[[], torch.Tensor]:
     the timed call is the sparse GEMM and, as for sparse24, a copy of its freshly allocated
     result into the preallocated output (the private op has no `out=`)."""
     w, x = inputs["w"], inputs["x"]
-    matmul, _alg_id = sparse_support.tuned_sparse_matmul(w, x)
+    matmul, _alg_id = sparse.tuned_sparse_matmul(w, x)
     c = torch.empty(w.shape[0], x.shape[1], device=w.device, dtype=w.dtype)
 
     def launch() -> torch.Tensor:
@@ -156,8 +148,8 @@ PAIR = KernelPair(
     name="ch09.structured_sparsity",
     chapter=9,
     lesson="2:4 structured sparsity lets the tensor cores skip half the multiply-adds of a large "
-           "GEMM: same product, less than 2x faster in practice on Hopper (H200: 1.56x with a searched "
-           "cuSPARSELt algorithm, 1.09x with torch's default).",
+           "GEMM: same product, well short of 2x faster on Hopper, and only with the algorithm "
+           "cuSPARSELt's own search picks (torch's default gains little).",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "sparse24": optimized_sparse24, "sparse24_tuned": optimized_sparse24_tuned},
     reference=reference,

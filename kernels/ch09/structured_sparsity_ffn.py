@@ -17,7 +17,7 @@ and the float64 reference uses the same pruned weights.
              projection's result copied into the preallocated output (the API allocates it).
   sparse24_tuned
              the same compressed weights through cuSPARSELt's private ops with the algorithm
-             its search picks per GEMM shape (aisp_prof.sparse_support, once, outside the timed
+             its search picks per GEMM shape (aisp_kernels.sparse, once, outside the timed
              call), in feature-major layout: cuSPARSELt is fast for W @ B with B row-major, so
              the block computes gate^T = W1 x^T, up^T = W3 x^T and y^T = W2 (silu(gate) * up)^T
              on [features, tokens] activations. Transposing x in and y out is inside the timed
@@ -51,7 +51,7 @@ from typing import Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from aisp_prof import sparse_support
+from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -59,7 +59,7 @@ DEFAULT_SIZES = {"tokens": 8 * 8192, "hidden": 6144, "ffn": 24576}
 REFERENCE_CHUNK_TOKENS = 4096
 
 
-prune_2_4 = sparse_support.prune_2_4          # the same rule as ch09.structured_sparsity
+prune_2_4 = sparse.prune_2_4          # the same rule as ch09.structured_sparsity
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
@@ -122,9 +122,9 @@ def optimized_sparse24_tuned(inputs: Inputs) -> Callable[[], torch.Tensor]:
         raise RequirementError("2:4 semi-structured sparsity needs CUDA tensors (run on a GPU)")
     t, h, f = x.shape[0], x.shape[1], w1.shape[0]
     x_t = x.t().contiguous()                                   # [h, t]: B of the gate/up GEMMs
-    gate_mm, _ = sparse_support.tuned_sparse_matmul(w1, x_t)
-    up_mm, _ = sparse_support.tuned_sparse_matmul(w3, x_t)
-    down_mm, _ = sparse_support.tuned_sparse_matmul(w2, torch.zeros(f, t, device=x.device, dtype=x.dtype))
+    gate_mm, _ = sparse.tuned_sparse_matmul(w1, x_t)
+    up_mm, _ = sparse.tuned_sparse_matmul(w3, x_t)
+    down_mm, _ = sparse.tuned_sparse_matmul(w2, torch.zeros(f, t, device=x.device, dtype=x.dtype))
     y = torch.empty(t, h, device=x.device, dtype=x.dtype)
 
     def launch() -> torch.Tensor:

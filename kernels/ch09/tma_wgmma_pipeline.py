@@ -36,20 +36,10 @@ tensor pipe's busy fraction and the achieved FLOP/s rise, the warp stalls on the
 (the `long_scoreboard`/`barrier`-type stalls of the serial kernel) shrink, and the roofline point
 moves straight up toward the bf16 roof.
 
-Measured on an H200 (2026-11-26; `aisp-prof run`, sample 20261126T033929Z-...-ff3c, nsys
-time per call; bench = time_variant medians, L2 flushed; notes/2026-11-26-hopper-probes/):
-  baseline (serial)     721.3 us  384 TFLOP/s  stalls long_scoreboard 24.1 + barrier 20.2 cycles/inst
-  pipelined             359.4 us  759 TFLOP/s  2.01x; 86.6% of the bf16 roof at the run's clock;
-                        93.0% of cuBLAS (bench: 360.7 vs 348.6 us, 96.6%); barrier 5.3
-  pipelined_cluster     363.5 us  750 TFLOP/s  no gain over 1 CTA: at this size L2->SM bandwidth
-                        for B is not the limit (ncu's L2 intensity 99.9 vs 101 FLOP/B)
-  cublas                334.2 us  817 TFLOP/s  nvjet_sm90_tst_256x128_64x4_1x2 (TMA + wgmma, clusters)
-Probe rounds interleaving cuBLAS and the pipeline gave 84-97% of cuBLAS: the card's clock moves
-1.56-1.98 GHz under sustained tensor load, so only neighbouring timings compare. On an H100
-(bench, 30 calls): serial 722.9, pipelined 367.8, cluster 374.1, cuBLAS 340.2 us (92.5%).
-A first cluster version used `mbarrier.arrive.release.cluster` for the remote arrive and ran at
-415 TFLOP/s: the cluster-scope release serialized each consumer against its in-flight wgmma
-group; CUTLASS's plain `shared::cluster` arrive fixed it (623-667 TFLOP/s in the same probe).
+The 2-CTA cluster should pay only where L2->SM bandwidth for B limits the pipelined kernel, and
+the remote stage release must not serialize a consumer against its in-flight wgmma group: a
+plain `shared::cluster` arrive, as CUTLASS uses, rather than `mbarrier.arrive.release.cluster`.
+Measured times, % of roof and of cuBLAS, stalls (H200, H100): kernels/ch09/README.md.
 
 Correctness: A ~ N(0, 1/k), B ~ N(0, 1) in bf16; the float64 reference multiplies the same bf16
 values, so the only error is fp32 accumulation and the bf16 rounding of C (~1.1e-3 relative,
@@ -69,7 +59,8 @@ from pathlib import Path
 
 import torch
 
-from aisp_prof import cuda_build, gemm
+from aisp_kernels import gemm
+from aisp_kernels.binding import CudaLibrary
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("tma_wgmma_pipeline.cu")
@@ -91,18 +82,14 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     return {"a": a.to(torch.bfloat16), "b": b.to(torch.bfloat16)}
 
 
-def library() -> ctypes.CDLL:
-    """Build (once, cached) and load tma_wgmma_pipeline.cu for sm_90a."""
-    lib = cuda_build.load_library(CUDA_SOURCE, arch=ARCH)
-    for fn in (lib.aisp_tma_wgmma_serial, lib.aisp_tma_wgmma_pipelined, lib.aisp_tma_wgmma_pipelined_cluster):
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                       ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-        fn.restype = ctypes.c_int
-    lib.aisp_tma_wgmma_stages.argtypes = []
-    lib.aisp_tma_wgmma_stages.restype = ctypes.c_int
-    lib.aisp_cuda_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_cuda_error_string.restype = ctypes.c_char_p
-    return lib
+_GEMM_SIGNATURE = ((ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                    ctypes.c_void_p), ctypes.c_int)
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
+    "aisp_tma_wgmma_serial": _GEMM_SIGNATURE,
+    "aisp_tma_wgmma_pipelined": _GEMM_SIGNATURE,
+    "aisp_tma_wgmma_pipelined_cluster": _GEMM_SIGNATURE,
+    "aisp_tma_wgmma_stages": ((), ctypes.c_int),
+}, arch=ARCH)
 
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
@@ -118,15 +105,13 @@ def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor,
 def _kernel_variant(symbol: str, variant: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
     def factory(inputs: Inputs) -> Callable[[], torch.Tensor]:
         a, b, m, n, k = _operands(inputs, variant)     # CPU tensors: RequirementError before any build
-        lib = library()
-        fn = getattr(lib, symbol)
+        LIBRARY.fn(symbol)                              # build here, outside the timed call
         c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
 
         def launch() -> torch.Tensor:
             # a, b, c are referenced here (not only their addresses) so the closure keeps them alive.
-            err = fn(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, torch.cuda.current_stream().cuda_stream)
-            if err != 0:
-                raise RuntimeError(f"{symbol} failed: {lib.aisp_cuda_error_string(err).decode()} (cudaError {err})")
+            LIBRARY.call(symbol, a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k,
+                         torch.cuda.current_stream().cuda_stream)
             return c
 
         return launch

@@ -50,7 +50,7 @@ from typing import Any, Callable, Mapping
 
 import torch
 
-from aisp_prof import triton_support
+from aisp_kernels import triton_helpers
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -106,7 +106,7 @@ def optimized_torch_softmax(inputs: Inputs) -> Callable[[], torch.Tensor]:
     return launch
 
 
-# Plain function, jitted on first use (triton_support.jit); the tl.constexpr annotations stay
+# Plain function, jitted on first use (triton_helpers.jit); the tl.constexpr annotations stay
 # unevaluated strings (PEP 563), so this module imports without triton.
 def _softmax_rows(x_ptr, y_ptr, cols, stride_x, stride_y,
                   BLOCK: tl.constexpr, NUM_CHUNKS: tl.constexpr):
@@ -143,7 +143,7 @@ def _softmax_rows(x_ptr, y_ptr, cols, stride_x, stride_y,
             tl.store(y_row + start + offsets, tl.exp(x - row_max) * inv, mask=mask)
 
 
-launch_config = triton_support.row_launch_config   # (BLOCK, NUM_CHUNKS, num_warps) of a row
+launch_config = triton_helpers.row_launch_config   # (BLOCK, NUM_CHUNKS, num_warps) of a row
 
 
 def _check_triton_input(x: torch.Tensor) -> None:
@@ -157,9 +157,9 @@ def optimized_triton(inputs: Inputs) -> Callable[[], torch.Tensor]:
     """The fused softmax in Triton (runs on CPU tensors under TRITON_INTERPRET=1)."""
     x = inputs["x"]
     _check_triton_input(x)
-    triton_support.require_triton(x, "ch09.triton")
+    triton_helpers.require_triton(x, "ch09.triton")
     rows, cols = x.shape
-    kernel = triton_support.jit(_softmax_rows, triton_support.interpreting())
+    kernel = triton_helpers.jit(_softmax_rows, triton_helpers.interpreting())
     block, num_chunks, num_warps = launch_config(cols)
     y = torch.empty_like(x)
 
@@ -206,10 +206,10 @@ def compiled_artifacts(inputs: Inputs) -> dict[str, Any]:
     block, num_chunks, num_warps = launch_config(cols)
     constants = {"BLOCK": block, "NUM_CHUNKS": num_chunks}
     if x.is_cuda:
-        if triton_support.interpreting():
+        if triton_helpers.interpreting():
             raise RequirementError("compiled_artifacts needs the Triton compiler; unset TRITON_INTERPRET")
         y = torch.empty_like(x)
-        compiled = triton_support.jit(_softmax_rows, False)[(rows,)](x, y, cols, x.stride(0), y.stride(0),
+        compiled = triton_helpers.jit(_softmax_rows, False)[(rows,)](x, y, cols, x.stride(0), y.stride(0),
                                                   num_warps=num_warps, **constants)
         torch.cuda.synchronize(x.device)
         source = "launch"
@@ -249,7 +249,7 @@ def compiled_artifacts(inputs: Inputs) -> dict[str, Any]:
 def _compile_ahead_of_time(x: torch.Tensor, cols: int, constants: dict[str, int], num_warps: int) -> Any:
     if triton is None:
         raise RequirementError("compiled_artifacts needs triton (pip install triton)")
-    if triton_support.interpreting():
+    if triton_helpers.interpreting():
         raise RequirementError("compiled_artifacts needs the Triton compiler; unset TRITON_INTERPRET")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource

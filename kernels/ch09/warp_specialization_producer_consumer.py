@@ -48,49 +48,29 @@ Prediction (written before measuring): the baseline between the bound and the no
 kernels at ~85-90% of the bound, a 1.2-1.4x speedup; the baseline's `barrier` and
 `long_scoreboard` stalls gone from the pipelined kernels.
 
-Measured (NVIDIA H200, 2026-11-26, time_variant medians of 50 calls with L2 flushed, two
-repetitions; `aisp-prof run` passed the check and profiled every variant; no H100 run yet).
-These are of the first build of this file: the same schedules and the same arithmetic, with
-64-bit tile guards and looped copies (5, 5, 4, 5 blocks per SM fit). The current build was not
-timed yet; `bash scripts/warp_spec_gpu.sh` on a GPU re-measures all of it.
-
-    blocks/SM     baseline    pipelined     warp_specialized  direct
-    as many as    187.2 us    180.3/178.6   181.4/180.6       178.0/176.9
-      fit         76% bound   1.04x, 80%    1.03x, 79%        1.05x, 81%
-    1             325.6 us    195.9 (1.66x) 229.8 (1.42x)     259.8 (1.25x)  (sweep, 20 calls)
-    2             215.4 us    181.3         196.2             187.9
-
-  - The prediction missed at full occupancy: 5 resident blocks (40 warps) per SM already overlap
-    one block's loads with another block's math, so load-barrier-compute-barrier costs only 4%.
-    The profile says so: the baseline's barrier (0.8) and long_scoreboard (1.4 cycles per issued
-    instruction) stalls are small next to not_selected (4.3): a scheduler almost always had
-    another warp ready. The pipelines remove them (barrier 0.01, long_scoreboard 0.3 in
-    `pipelined`), but there was little to win.
+What the runs taught (the numbers, H200 and H100: kernels/ch09/README.md):
+  - The prediction missed at full occupancy: the resident blocks of an SM already overlap one
+    block's loads with another block's math, so load-barrier-compute-barrier costs little. The
+    profile says so: the baseline's barrier and long_scoreboard stalls are small next to
+    not_selected (a scheduler almost always had another warp ready); the pipelines remove them,
+    but there is little to win.
   - The predicted gain appears where occupancy cannot hide the loop: at one block per SM (the
     regime of large-tile kernels whose shared memory or registers limit residency) the baseline
-    takes 326 us, more than the no-overlap sum, and the two-stage pipeline 196 us (1.66x).
+    takes longer than the no-overlap sum and the two-stage pipeline wins clearly.
     `aisp-prof run ... --sizes blocks_per_sm=1` profiles that regime.
-  - Warp specialization with cp.async does not beat the unified pipeline here: one producer warp
-    issues all 1024 cp.async of a tile, its registers cost a resident block (4 per SM, not 5),
-    and its consumers wait longer on the stage barrier (long_scoreboard 2.9). Its Hopper payoff
-    needs the bulk copy engine (one thread moves a tile) and setmaxnreg (sm_90a).
-  - The Hopper producer closes most of the rest (H200, 2026-11-26, git 0cd0ca2,
-    scripts/warp_spec_gpu.sh, notes/2026-11-26-hopper-probes/warp_spec_fixed_h200_log.txt):
-    warp_specialized_tma 166.2 us = 86.0% of the bound at full occupancy (pipelined 81.1%,
-    baseline 78.3%; `aisp-prof run`: 166.9 vs 183.2 us, 1.10x) and 177.9-178.1 us at one block
-    per SM, 1.74-1.75x the baseline (pipelined 1.58x). With one instruction per tile the
-    producer costs the consumers no issue slots; its blocks hold 4 per SM (288 threads, 51
-    registers). Every consumer thread arrives on `empty` for itself: with one arrive per warp
-    ~2% of calls on an H100 had a stage refilled before lanes 16-31 had read it
-    (notes/2026-11-26-hopper-probes/warp_spec_tma_race_h100.md; 0 of 300-500 calls wrong since,
-    scripts/stress_check.py). Known limit: at degree 128 ptxas keeps the coefficients in 120
-    registers (1 block/SM) and it reaches 76% of the bound there (the others 90-98%). On an
-    H100 (memory-bound at degree 64: 178 us DRAM vs 142 us math) every schedule lands at 88-91%
-    of the bound and none wins; at one block per SM the bulk-copy producer is 1.72x.
-  - Before it, nothing reached the bound (<= 81% of 143 us): near the ridge the FMA pipe (84-92% of issue
-    slots busy, ~14% of them not FFMA) and DRAM must both stay saturated at once. At degree 16
-    (memory-bound) all variants reach 87-88% of the DRAM bound, at 128 (math-bound) 90-97% of
-    the fp32 bound.
+  - Warp specialization with cp.async does not beat the unified pipeline: one producer warp
+    issues all 1024 cp.async of a tile, its registers cost a resident block, and its consumers
+    wait longer on the stage barrier. Its Hopper payoff needs the bulk copy engine (one thread
+    moves a tile) and setmaxnreg (sm_90a).
+  - The bulk-copy producer (warp_specialized_tma) closes most of the rest: with one instruction
+    per tile the producer costs the consumers no issue slots. Every consumer thread arrives on
+    `empty` for itself: with one arrive per warp a stage could be refilled before all lanes had
+    read it (notes/2026-11-26-hopper-probes/warp_spec_tma_race_h100.md; scripts/stress_check.py).
+  - Before it, no schedule got near the bound at degree 64: near the ridge the FMA pipe and DRAM
+    must both stay saturated at once. At degree 16 (memory-bound) or 128 (math-bound) every
+    variant gets closer, except the bulk-copy one at degree 128, whose coefficients take enough
+    registers to allow only one block per SM. On an H100 degree 64 is memory-bound, so every
+    schedule lands near the same fraction of the bound and none wins.
 """
 from __future__ import annotations
 
@@ -101,7 +81,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof import cuda_build
+from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
@@ -132,17 +112,11 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     return {"x": x, "coeffs": coeffs, "blocks_per_sm": blocks_per_sm}
 
 
-def _library() -> ctypes.CDLL:
-    lib = cuda_build.load_library(CUDA_SOURCE)
-    lib.aisp_warp_spec_launch.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong,
-                                          ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
-                                          ctypes.c_void_p]
-    lib.aisp_warp_spec_launch.restype = ctypes.c_int
-    lib.aisp_warp_spec_info.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
-    lib.aisp_warp_spec_info.restype = ctypes.c_int
-    lib.aisp_warp_spec_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_warp_spec_error_string.restype = ctypes.c_char_p
-    return lib
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
+    "aisp_warp_spec_launch": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int,
+                               ctypes.POINTER(ctypes.c_float), ctypes.c_int, ctypes.c_void_p), ctypes.c_int),
+    "aisp_warp_spec_info": ((ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_int)), ctypes.c_int),
+}, error_string="aisp_warp_spec_error_string")
 
 
 def _check_inputs(name: str, x: torch.Tensor, coeffs: torch.Tensor) -> None:
@@ -166,20 +140,17 @@ def _factory(name: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
         x, coeffs = inputs["x"], inputs["coeffs"]
         _check_inputs(name, x, coeffs)
         blocks_per_sm = int(inputs.get("blocks_per_sm", 0))
-        lib = _library()
-        launch_fn, error_string = lib.aisp_warp_spec_launch, lib.aisp_warp_spec_error_string
+        LIBRARY.load()                 # build here, outside the timed call
         degree = coeffs.numel() - 1
         # Host copy of the coefficients, made once here: the kernel takes them by value.
         host = (ctypes.c_float * (degree + 1))(*coeffs.detach().cpu().tolist())
         y = torch.empty_like(x)
         x_ptr, y_ptr, n = x.data_ptr(), y.data_ptr(), x.numel()
+        label = f"aisp_warp_spec_launch({name})"
 
         def launch() -> torch.Tensor:
-            err = launch_fn(variant_id, x_ptr, y_ptr, n, degree, host, blocks_per_sm,
-                            torch.cuda.current_stream().cuda_stream)
-            if err != 0:
-                raise RuntimeError(f"aisp_warp_spec_launch({name}) failed: {error_string(err).decode()} "
-                                   f"(cudaError {err})")
+            LIBRARY.call("aisp_warp_spec_launch", variant_id, x_ptr, y_ptr, n, degree, host, blocks_per_sm,
+                         torch.cuda.current_stream().cuda_stream, label=label)
             return y
 
         # The closure must own x: callers such as bench.timing keep only the closure, and a
@@ -201,11 +172,8 @@ warp_specialized_tma = _factory("warp_specialized_tma")
 
 def kernel_info(variant: str, degree: int = 64, blocks_per_sm: int = 0) -> dict[str, int]:
     """Launch shape and resources of one variant on the current GPU (builds the library)."""
-    lib = _library()
     out = (ctypes.c_int * len(INFO_FIELDS))()
-    err = lib.aisp_warp_spec_info(VARIANT_IDS[variant], degree, blocks_per_sm, out)
-    if err != 0:
-        raise RuntimeError(f"aisp_warp_spec_info failed: {lib.aisp_warp_spec_error_string(err).decode()}")
+    LIBRARY.call("aisp_warp_spec_info", VARIANT_IDS[variant], degree, blocks_per_sm, out)
     return dict(zip(INFO_FIELDS, out))
 
 

@@ -1,4 +1,4 @@
-"""cuda_build: the nvcc command line, finding nvcc, the build cache, and readable build errors.
+"""aisp_kernels.build: the nvcc command line, the build cache, and readable build errors.
 
 The compile tests need nvcc (no GPU) and skip cleanly without it.
 """
@@ -12,59 +12,38 @@ from pathlib import Path
 import pytest
 from pair_testing import requires_nvcc
 
-from aisp_prof import cuda_build
+from aisp_kernels import build
 from aisp_prof.errors import BuildError, ToolNotFoundError
 
 L2NORM_CU = Path(__file__).resolve().parent.parent / "kernels" / "ch09" / "fused_l2norm.cu"
 
 
-
-
 def test_nvcc_command_sm90():
-    assert cuda_build.nvcc_command("k.cu", "k.so", "sm_90") == [
+    assert build.nvcc_command("k.cu", "k.so", "sm_90") == [
         "nvcc", "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
         "-gencode=arch=compute_90,code=sm_90", "-o", "k.so", "k.cu",
     ]
 
 
 def test_nvcc_command_arch_specific_and_explicit_nvcc():
-    cmd = cuda_build.nvcc_command(Path("/src/k.cu"), Path("/out/k.so"), "sm_90a", nvcc="/opt/cuda/bin/nvcc")
+    cmd = build.nvcc_command(Path("/src/k.cu"), Path("/out/k.so"), "sm_90a", nvcc="/opt/cuda/bin/nvcc")
     assert cmd[0] == "/opt/cuda/bin/nvcc"
     assert "-gencode=arch=compute_90a,code=sm_90a" in cmd
     assert cmd[-3:] == ["-o", "/out/k.so", "/src/k.cu"]
-    assert "-gencode=arch=compute_100,code=sm_100" in cuda_build.nvcc_command("a", "b", "sm_100")
+    assert "-gencode=arch=compute_100,code=sm_100" in build.nvcc_command("a", "b", "sm_100")
 
 
 @pytest.mark.parametrize("arch", ["90", "sm90", "compute_90", "sm_90ab", ""])
 def test_nvcc_command_rejects_bad_arch(arch):
     with pytest.raises(ValueError, match="sm_90"):
-        cuda_build.nvcc_command("k.cu", "k.so", arch)
-
-
-def test_find_nvcc_honours_env(monkeypatch, tmp_path):
-    fake = tmp_path / "nvcc"
-    fake.write_text("#!/bin/sh\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("AISP_NVCC", str(fake))
-    assert cuda_build.find_nvcc() == fake
-    monkeypatch.setenv("AISP_NVCC", str(tmp_path / "missing"))
-    with pytest.raises(ToolNotFoundError, match="AISP_NVCC"):
-        cuda_build.find_nvcc()
-
-
-def test_find_nvcc_missing_says_what_to_do(monkeypatch, tmp_path):
-    monkeypatch.delenv("AISP_NVCC", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(cuda_build, "_FALLBACK_NVCC", tmp_path / "no" / "nvcc")
-    with pytest.raises(ToolNotFoundError, match="install the CUDA toolkit or set AISP_NVCC"):
-        cuda_build.find_nvcc()
+        build.nvcc_command("k.cu", "k.so", arch)
 
 
 def test_build_dir_honours_env(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    assert cuda_build.build_dir() == tmp_path
+    assert build.build_dir() == tmp_path
     monkeypatch.delenv("AISP_BUILD_DIR")
-    assert cuda_build.build_dir() == Path.home() / ".cache" / "aisp-prof" / "build"
+    assert build.build_dir() == Path.home() / ".cache" / "aisp-prof" / "build"
 
 
 @pytest.fixture
@@ -84,7 +63,7 @@ def _exported_symbols(library: Path) -> str:
 
 @requires_nvcc
 def test_fused_l2norm_compiles_for_sm90_and_is_cached(build_dir, monkeypatch):
-    library = cuda_build.build_shared_library(L2NORM_CU, arch="sm_90")
+    library = build.build_shared_library(L2NORM_CU, arch="sm_90")
     assert library.parent == build_dir
     assert library.name.startswith("fused_l2norm-") and library.suffix == ".so"
     assert len(library.stem.split("-")[-1]) == 16
@@ -98,8 +77,8 @@ def test_fused_l2norm_compiles_for_sm90_and_is_cached(build_dir, monkeypatch):
         raise AssertionError("a cache hit must not run nvcc")
 
     # `nvcc --version` is cached per process, so a hit runs no subprocess at all.
-    monkeypatch.setattr(cuda_build.subprocess, "run", no_compile)
-    again = cuda_build.build_shared_library(L2NORM_CU, arch="sm_90")
+    monkeypatch.setattr(build.subprocess, "run", no_compile)
+    again = build.build_shared_library(L2NORM_CU, arch="sm_90")
     assert again == library and again.stat().st_mtime_ns == mtime_ns
 
 
@@ -123,12 +102,12 @@ def fake_nvcc(monkeypatch, tmp_path):
 def test_cache_key_follows_source_and_arch(build_dir, fake_nvcc, tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" int aisp_k() { return 1; }\n')
-    first = cuda_build.build_shared_library(src, arch="sm_90")
-    assert cuda_build.build_shared_library(src, arch="sm_90") == first
+    first = build.build_shared_library(src, arch="sm_90")
+    assert build.build_shared_library(src, arch="sm_90") == first
     assert len(fake_nvcc.read_text().splitlines()) == 1                # second call: cache hit
-    other_arch = cuda_build.build_shared_library(src, arch="sm_90a")
+    other_arch = build.build_shared_library(src, arch="sm_90a")
     src.write_text('extern "C" int aisp_k() { return 2; }\n')
-    edited = cuda_build.build_shared_library(src, arch="sm_90")
+    edited = build.build_shared_library(src, arch="sm_90")
     assert len({first, other_arch, edited}) == 3
     assert len(fake_nvcc.read_text().splitlines()) == 3
     assert sorted(p.name for p in build_dir.iterdir()) == sorted(p.name for p in (first, other_arch, edited))
@@ -139,7 +118,7 @@ def test_broken_source_raises_build_error_with_the_error_line(build_dir, tmp_pat
     src = tmp_path / "broken.cu"
     src.write_text("__global__ void k(float* y) { y[0] = undefined_name; }\n")
     with pytest.raises(BuildError) as info:
-        cuda_build.build_shared_library(src, arch="sm_90")
+        build.build_shared_library(src, arch="sm_90")
     message = str(info.value)
     assert "error" in message and "undefined_name" in message
     assert "-gencode=arch=compute_90,code=sm_90" in message and str(src) in message
@@ -150,94 +129,51 @@ def test_broken_source_raises_build_error_with_the_error_line(build_dir, tmp_pat
 def test_build_without_nvcc_is_tool_not_found(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_NVCC", str(tmp_path / "missing-nvcc"))
     with pytest.raises(ToolNotFoundError):
-        cuda_build.build_shared_library(L2NORM_CU, arch="sm_90")
+        build.build_shared_library(L2NORM_CU, arch="sm_90")
 
 
 def test_default_arch_without_gpu(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert cuda_build.default_arch() == "sm_90"
+    assert build.default_arch() == "sm_90"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
-    assert cuda_build.default_arch() == "sm_100"
+    assert build.default_arch() == "sm_100"
 
 
 def test_first_error_line():
     out = "k.cu(3): warning: unused\nk.cu(4): error: identifier \"q\" is undefined\n1 error detected"
-    assert cuda_build._first_error_line(out) == 'k.cu(4): error: identifier "q" is undefined'
-    assert cuda_build._first_error_line("nvcc fatal   : Unsupported gpu architecture 'compute_1'") \
+    assert build._first_error_line(out) == 'k.cu(4): error: identifier "q" is undefined'
+    assert build._first_error_line("nvcc fatal   : Unsupported gpu architecture 'compute_1'") \
         .startswith("nvcc fatal")
-    assert os.linesep not in cuda_build._first_error_line("")
+    assert os.linesep not in build._first_error_line("")
 
 
-# --- include directories and extra flags (CUTLASS), header discovery ------------------------
+# --- include directories and extra flags (CUTLASS) -------------------------------------------
 
 def test_nvcc_command_include_dirs_and_extra_flags():
-    base = cuda_build.nvcc_command("k.cu", "k.so", "sm_90a")
-    assert cuda_build.nvcc_command("k.cu", "k.so", "sm_90a", include_dirs=(), extra_flags=()) == base
-    cmd = cuda_build.nvcc_command("k.cu", "k.so", "sm_90a", include_dirs=[Path("/opt/cutlass/include"), "/x"],
+    base = build.nvcc_command("k.cu", "k.so", "sm_90a")
+    assert build.nvcc_command("k.cu", "k.so", "sm_90a", include_dirs=(), extra_flags=()) == base
+    cmd = build.nvcc_command("k.cu", "k.so", "sm_90a", include_dirs=[Path("/opt/cutlass/include"), "/x"],
                                   extra_flags=["--expt-relaxed-constexpr"])
     assert cmd == base[:-3] + ["-I/opt/cutlass/include", "-I/x", "--expt-relaxed-constexpr"] + base[-3:]
     with pytest.raises(TypeError, match="sequences"):
-        cuda_build.nvcc_command("k.cu", "k.so", "sm_90", extra_flags="--expt-relaxed-constexpr")
+        build.nvcc_command("k.cu", "k.so", "sm_90", extra_flags="--expt-relaxed-constexpr")
     with pytest.raises(TypeError, match="sequences"):
-        cuda_build.nvcc_command("k.cu", "k.so", "sm_90", include_dirs="/opt/cutlass/include")
+        build.nvcc_command("k.cu", "k.so", "sm_90", include_dirs="/opt/cutlass/include")
 
 
 def test_cache_key_follows_include_dirs_and_flags(build_dir, fake_nvcc, tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" int aisp_k() { return 1; }\n')
-    plain = cuda_build.build_shared_library(src, arch="sm_90a")
-    assert cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=(), extra_flags=()) == plain
-    with_inc = cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=[tmp_path])
-    with_flag = cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=[tmp_path],
+    plain = build.build_shared_library(src, arch="sm_90a")
+    assert build.build_shared_library(src, arch="sm_90a", include_dirs=(), extra_flags=()) == plain
+    with_inc = build.build_shared_library(src, arch="sm_90a", include_dirs=[tmp_path])
+    with_flag = build.build_shared_library(src, arch="sm_90a", include_dirs=[tmp_path],
                                                 extra_flags=["--expt-relaxed-constexpr"])
-    assert cuda_build.build_shared_library(src, arch="sm_90a", include_dirs=[str(tmp_path)],
+    assert build.build_shared_library(src, arch="sm_90a", include_dirs=[str(tmp_path)],
                                            extra_flags=("--expt-relaxed-constexpr",)) == with_flag
     assert len({plain, with_inc, with_flag}) == 3
     lines = fake_nvcc.read_text().splitlines()
     assert len(lines) == 3
     assert f"-I{tmp_path}" in lines[1] and f"-I{tmp_path} --expt-relaxed-constexpr" in lines[2]
-
-
-def _fake_cutlass(root: Path) -> Path:
-    (root / "cutlass").mkdir(parents=True)
-    (root / "cute").mkdir()
-    (root / "cutlass" / "cutlass.h").write_text("")
-    (root / "cute" / "tensor.hpp").write_text("")
-    return root
-
-
-def test_find_cutlass_include_order(monkeypatch, tmp_path):
-    env_dir, pkg_dir, repo_dir = (_fake_cutlass(tmp_path / d) for d in ("env", "pkg", "repo"))
-    monkeypatch.setattr(cuda_build, "REPO_CUTLASS_INCLUDE", repo_dir)
-    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", lambda: [pkg_dir])
-    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(env_dir))
-    assert cuda_build.find_cutlass_include() == env_dir
-    monkeypatch.delenv("AISP_CUTLASS_INCLUDE")
-    assert cuda_build.find_cutlass_include() == pkg_dir
-    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", list)
-    assert cuda_build.find_cutlass_include() == repo_dir
-    assert cuda_build.have_cutlass()
-
-
-def test_find_cutlass_include_missing_says_what_to_do(monkeypatch, tmp_path):
-    monkeypatch.setattr(cuda_build, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
-    monkeypatch.setattr(cuda_build, "_package_cutlass_includes", lambda: [tmp_path / "pkg"])
-    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
-    with pytest.raises(ToolNotFoundError, match="pip install nvidia-cutlass.*AISP_CUTLASS_INCLUDE"):
-        cuda_build.find_cutlass_include()
-    assert not cuda_build.have_cutlass()
-    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(tmp_path))      # set, but no headers there
-    with pytest.raises(ToolNotFoundError, match="AISP_CUTLASS_INCLUDE=.*fix or unset it"):
-        cuda_build.find_cutlass_include()
-
-
-def test_cutlass_capability_is_reported(monkeypatch):
-    from aisp_prof import availability
-    from aisp_prof.collect import runner
-
-    for value in (True, False):
-        monkeypatch.setattr(cuda_build, "have_cutlass", lambda value=value: value)
-        assert availability.machine_capabilities()["cutlass"] is value
-        assert ("cutlass" in runner._capabilities()) is value

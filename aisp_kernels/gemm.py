@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import RequirementError
+from aisp_prof.errors import RequirementError
 
 INT_MAX = 2**31 - 1          # the CUDA entry points take int sizes
 

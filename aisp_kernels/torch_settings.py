@@ -10,8 +10,8 @@ def fp32_matmul_precision(mode: str) -> Iterator[None]:
     """Set cuBLAS's fp32 matmul precision ("ieee" or "tf32") for one block, then restore it.
 
     torch >= 2.9 has the per-backend `fp32_precision` (mixing it with the legacy `allow_tf32`
-    flag makes torch raise); older torch gets `allow_tf32`. torch is imported here, lazily,
-    so the analysis core never needs it.
+    flag makes torch raise); older torch gets `allow_tf32`. torch is imported here, on use,
+    so importing this module needs no torch.
     """
     import torch
 

@@ -1,7 +1,8 @@
 """Build a pair's CUDA C++ source into a shared library, once, and load it with ctypes.
 
-This is the one place that calls nvcc, so every pair is built with the same flags (`-O3`,
-`-lineinfo` so Nsight Compute can map stalls to source lines) and lands in the same cache.
+This is the one place that calls nvcc (found by aisp_prof.collect.tools.find_nvcc), so every
+pair is built with the same flags (`-O3`, `-lineinfo` so Nsight Compute can map stalls to source
+lines) and lands in the same cache.
 The cache key hashes the source bytes, the flags and `nvcc --version`, so editing a `.cu`
 file or changing toolkits rebuilds, and anything else reuses the library. Sources are
 assumed to be self-contained (a local `#include` is not part of the key). A pair that needs a
@@ -17,38 +18,18 @@ import logging
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import BuildError, ToolNotFoundError
+from aisp_prof.collect import tools
+from aisp_prof.errors import BuildError, ToolNotFoundError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ARCH = "sm_90"                          # the project targets Hopper
-_FALLBACK_NVCC = Path("/usr/local/cuda/bin/nvcc")
 _ARCH_RE = re.compile(r"^sm_(\d+)([a-z]?)$")
-
-
-def find_nvcc() -> Path:
-    """nvcc from `$AISP_NVCC`, else PATH, else /usr/local/cuda/bin; ToolNotFoundError if none."""
-    env = os.environ.get("AISP_NVCC")
-    if env:
-        path = Path(env)
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-        raise ToolNotFoundError(f"AISP_NVCC={env} is not an executable nvcc; fix or unset it")
-    on_path = shutil.which("nvcc")
-    if on_path:
-        return Path(on_path)
-    if _FALLBACK_NVCC.is_file() and os.access(_FALLBACK_NVCC, os.X_OK):
-        return _FALLBACK_NVCC
-    raise ToolNotFoundError(
-        f"nvcc not found on PATH or at {_FALLBACK_NVCC}; install the CUDA toolkit "
-        "or set AISP_NVCC=/path/to/nvcc"
-    )
 
 
 def nvcc_command(source: str | Path, output: str | Path, arch: str,
@@ -73,58 +54,6 @@ def nvcc_command(source: str | Path, output: str | Path, arch: str,
         *(f"-I{d}" for d in include_dirs), *(str(f) for f in extra_flags),
         "-o", str(output), str(source),
     ]
-
-
-_CUTLASS_HINT = ("pip install nvidia-cutlass (its cutlass_library package ships the headers) "
-                 "or set AISP_CUTLASS_INCLUDE=/path/to/cutlass/include")
-
-
-REPO_CUTLASS_INCLUDE = Path(__file__).resolve().parent.parent / ".cutlass" / "include"
-
-
-def _package_cutlass_includes() -> list[Path]:
-    """`<cutlass_library>/source/include` of an installed nvidia-cutlass, or []. Not imported."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("cutlass_library")
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(p) / "source" / "include" for p in spec.submodule_search_locations]
-
-
-def _is_cutlass_include(path: Path) -> bool:
-    return (path / "cutlass" / "cutlass.h").is_file() and (path / "cute" / "tensor.hpp").is_file()
-
-
-def find_cutlass_include() -> Path:
-    """The CUTLASS include directory (holding cutlass/ and cute/): `$AISP_CUTLASS_INCLUDE`, else
-    the `nvidia-cutlass` package's `cutlass_library/source/include`, else `.cutlass/include`
-    at the repository root; ToolNotFoundError saying how to get them if none has the headers."""
-    env = os.environ.get("AISP_CUTLASS_INCLUDE")
-    if env:
-        path = Path(env)
-        if _is_cutlass_include(path):
-            return path
-        raise ToolNotFoundError(f"AISP_CUTLASS_INCLUDE={env} has no cutlass/cutlass.h and "
-                                f"cute/tensor.hpp; fix or unset it ({_CUTLASS_HINT})")
-    candidates = [*_package_cutlass_includes(), REPO_CUTLASS_INCLUDE]
-    for path in candidates:
-        if _is_cutlass_include(path):
-            return path
-    raise ToolNotFoundError(f"CUTLASS headers not found (looked at $AISP_CUTLASS_INCLUDE, the "
-                            f"nvidia-cutlass package, {candidates[-1]}); {_CUTLASS_HINT}")
-
-
-def have_cutlass() -> bool:
-    """Whether find_cutlass_include() finds the headers (the "cutlass" capability)."""
-    try:
-        find_cutlass_include()
-    except ToolNotFoundError:
-        return False
-    return True
 
 
 def default_arch() -> str:
@@ -174,7 +103,7 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     """
     source = Path(source).resolve()
     arch = arch or default_arch()
-    nvcc = find_nvcc()
+    nvcc = tools.find_nvcc()
     include_dirs = [str(d) for d in include_dirs]
     extra_flags = [str(f) for f in extra_flags]
     flags = nvcc_command("SOURCE", "OUTPUT", arch, include_dirs=include_dirs, extra_flags=extra_flags)[1:]

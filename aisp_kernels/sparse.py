@@ -1,16 +1,15 @@
 """2:4 structured sparsity for the structured-sparsity pairs: the pruning rule both pairs use,
 and cuSPARSELt GEMMs with a tuned algorithm.
 
-torch.sparse.to_sparse_semi_structured always runs cuSPARSELt's default algorithm (alg_id 0).
-On an H200 that is 1.08x a dense cuBLAS GEMM at 16384^3 and 0.78x at 8192^3, while the
-algorithm cuSPARSELt's own search picks is 1.31x and 1.11x (scripts/hopper_probe.py sparse,
-notes/2026-11-26-hopper-probes/). The search times the candidate kernels once for one operand
-shape, the way a deployment would at load time, so it runs in the factory, outside the timed
-call.
+torch.sparse.to_sparse_semi_structured always runs cuSPARSELt's default algorithm (alg_id 0),
+which on Hopper gains little over a dense cuBLAS GEMM (or loses, at smaller shapes), while the
+algorithm cuSPARSELt's own search picks is clearly faster (kernels/ch09/README.md has the H200
+probe). The search times the candidate kernels once for one operand shape, the way a deployment
+would at load time, so it runs in the factory, outside the timed call.
 
 Layout matters as much: cuSPARSELt is fast for C = W @ B with B row-major ([k, n] contiguous);
-a column-major B (e.g. x.t() for F.linear's x @ W^T) was 1.9x slower in the same probe. The
-SwiGLU pair therefore works in feature-major layout (activations stored [features, tokens]).
+a column-major B (e.g. x.t() for F.linear's x @ W^T) is much slower (same probe). The SwiGLU
+pair therefore works in feature-major layout (activations stored [features, tokens]).
 
 torch exposes this only through private ops (torch._cslt_compress, torch._cslt_sparse_mm,
 torch._cslt_sparse_mm_search); this module is the one place that calls them, and it says so
@@ -22,7 +21,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .errors import RequirementError
+from aisp_prof.errors import RequirementError
 
 
 def _torch() -> Any:

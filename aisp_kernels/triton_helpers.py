@@ -13,7 +13,7 @@ import functools
 import os
 from typing import Any, Callable
 
-from .errors import RequirementError
+from aisp_prof.errors import RequirementError
 
 try:
     import triton
@@ -26,6 +26,7 @@ MAX_ROW_BLOCK = 16384   # widest row one program holds in registers; longer rows
 
 
 def interpreting() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (TRITON_INTERPRET=1)."""
     knobs = getattr(triton, "knobs", None)
     if knobs is not None:
         return bool(knobs.runtime.interpret)

@@ -1,0 +1,74 @@
+"""One ctypes binding for a pair's CUDA library: what it exports, said once, built on first use.
+
+Each CUDA pair used to repeat the same lines: build and load its .cu, set argtypes and restype
+per exported function, set up the error-string function, and turn a non-zero cudaError return
+into a RuntimeError. A `CudaLibrary` value says all of that as data. Describing a library builds
+nothing, so a pair module stays free of import side effects and a variant can refuse CPU
+tensors before it spends minutes in nvcc; the first `load()`, `fn()` or `call()` builds (cached
+by aisp_kernels.build) and loads it, once per description.
+"""
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import build
+
+# (argtypes, restype) of one exported C function, as ctypes types
+Signature = tuple[Sequence[Any], Any]
+
+ERROR_STRING_SIGNATURE: Signature = ((ctypes.c_int,), ctypes.c_char_p)   # const char* f(int)
+
+
+@dataclass(frozen=True, eq=False)
+class CudaLibrary:
+    """A pair's CUDA C++ source and the C functions the pair calls in it.
+
+    `functions` maps each exported name to its (argtypes, restype); `error_string` names the
+    `const char* (int)` function that decodes a cudaError. `include_dirs` entries are paths or
+    zero-argument functions returning one, called only when the library is built (CUTLASS's
+    headers are looked for then, not on import). `arch` None: the current GPU's (build.default_arch).
+    """
+
+    source: Path
+    functions: Mapping[str, Signature]
+    error_string: str = "aisp_cuda_error_string"
+    arch: str | None = None
+    include_dirs: Sequence[Path | str | Callable[[], Path]] = ()
+    extra_flags: Sequence[str] = ()
+    _lib: ctypes.CDLL | None = field(default=None, init=False, repr=False)
+
+    def load(self) -> ctypes.CDLL:
+        """Build (or reuse) and load the library, with every declared signature set; once."""
+        if self._lib is None:
+            include_dirs = [d() if callable(d) else d for d in self.include_dirs]
+            lib = build.load_library(self.source, arch=self.arch, include_dirs=include_dirs,
+                                     extra_flags=list(self.extra_flags))
+            for name, (argtypes, restype) in {**self.functions, self.error_string: ERROR_STRING_SIGNATURE}.items():
+                fn = getattr(lib, name)
+                fn.argtypes, fn.restype = list(argtypes), restype
+            object.__setattr__(self, "_lib", lib)     # frozen: the one cached handle
+        return self._lib
+
+    def fn(self, name: str) -> Any:
+        """The ctypes function `name`, with its declared argtypes and restype (builds on first use)."""
+        if name not in self.functions:
+            raise KeyError(f"{name} is not declared for {Path(self.source).name} "
+                           f"(declared: {', '.join(self.functions)})")
+        return getattr(self.load(), name)
+
+    def check(self, err: int, what: str) -> None:
+        """RuntimeError "<what> failed: <CUDA error text> (cudaError N)" unless `err` is 0."""
+        if err != 0:
+            text = getattr(self.load(), self.error_string)(err)
+            message = text.decode(errors="replace") if text else "unknown error"
+            raise RuntimeError(f"{what} failed: {message} (cudaError {err})")
+
+    def call(self, name: str, *args: Any, label: str | None = None) -> None:
+        """Call `name`, which returns a cudaError code, and raise (see `check`) if it is not 0.
+
+        `label` replaces the function's name in the message (e.g. to say which configuration)."""
+        self.check(self.fn(name)(*args), label or name)

@@ -1,0 +1,75 @@
+"""aisp_prof.collect.tools: finding nvcc and the CUTLASS headers (the "nvcc" and "cutlass"
+capabilities that `aisp-prof list` reports without importing torch)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aisp_prof.collect import tools
+from aisp_prof.errors import ToolNotFoundError
+
+
+def test_find_nvcc_honours_env(monkeypatch, tmp_path):
+    fake = tmp_path / "nvcc"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("AISP_NVCC", str(fake))
+    assert tools.find_nvcc() == fake
+    monkeypatch.setenv("AISP_NVCC", str(tmp_path / "missing"))
+    with pytest.raises(ToolNotFoundError, match="AISP_NVCC"):
+        tools.find_nvcc()
+
+
+def test_find_nvcc_missing_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.delenv("AISP_NVCC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(tools, "_FALLBACK_NVCC", tmp_path / "no" / "nvcc")
+    with pytest.raises(ToolNotFoundError, match="install the CUDA toolkit or set AISP_NVCC"):
+        tools.find_nvcc()
+
+
+def _fake_cutlass(root: Path) -> Path:
+    (root / "cutlass").mkdir(parents=True)
+    (root / "cute").mkdir()
+    (root / "cutlass" / "cutlass.h").write_text("")
+    (root / "cute" / "tensor.hpp").write_text("")
+    return root
+
+
+def test_find_cutlass_include_order(monkeypatch, tmp_path):
+    env_dir, pkg_dir, repo_dir = (_fake_cutlass(tmp_path / d) for d in ("env", "pkg", "repo"))
+    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", repo_dir)
+    monkeypatch.setattr(tools, "_package_cutlass_includes", lambda: [pkg_dir])
+    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(env_dir))
+    assert tools.find_cutlass_include() == env_dir
+    monkeypatch.delenv("AISP_CUTLASS_INCLUDE")
+    assert tools.find_cutlass_include() == pkg_dir
+    monkeypatch.setattr(tools, "_package_cutlass_includes", list)
+    assert tools.find_cutlass_include() == repo_dir
+    assert tools.have_cutlass()
+
+
+def test_find_cutlass_include_missing_says_what_to_do(monkeypatch, tmp_path):
+    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
+    monkeypatch.setattr(tools, "_package_cutlass_includes", lambda: [tmp_path / "pkg"])
+    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
+    with pytest.raises(ToolNotFoundError, match="pip install nvidia-cutlass.*AISP_CUTLASS_INCLUDE"):
+        tools.find_cutlass_include()
+    assert not tools.have_cutlass()
+    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(tmp_path))      # set, but no headers there
+    with pytest.raises(ToolNotFoundError, match="AISP_CUTLASS_INCLUDE=.*fix or unset it"):
+        tools.find_cutlass_include()
+
+
+def test_cutlass_capability_is_reported(monkeypatch):
+    from aisp_prof.pairs.capabilities import detect_machine
+
+    for value in (True, False):
+        monkeypatch.setattr(tools, "have_cutlass", lambda value=value: value)
+        assert ("cutlass" in detect_machine().have) is value
+
+
+def test_repo_cutlass_include_is_at_the_repository_root():
+    repo_root = Path(__file__).resolve().parent.parent
+    assert tools.REPO_CUTLASS_INCLUDE == repo_root / ".cutlass" / "include"
