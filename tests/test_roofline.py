@@ -19,8 +19,8 @@ import pandas as pd
 import pytest
 
 from aisp_prof.analyze.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks, with_measured
-from aisp_prof.analyze.roofline import (RunInput, build_roofline, is_sparse_kernel, roofline_for_run,
-                                        roofline_for_runs)
+from aisp_prof.analyze.roofline import RunInput, build_roofline, roofline_for_run, roofline_for_runs
+from aisp_prof.analyze.roofline_points import is_sparse_kernel
 from aisp_prof.ingest import load_export, load_run_dir, sample_run_dirs, store_path
 
 H200 = Path(__file__).parent / "fixtures" / "h200"

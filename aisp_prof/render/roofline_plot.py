@@ -22,7 +22,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
-from ..analyze.roofline import Point, RooflineResult
+from ..analyze.roofline import RooflineResult
+from ..analyze.roofline_points import Point
 from .charts import variant_colors
 from .labels import Label, place_labels
 from .table import si
