@@ -149,9 +149,59 @@ def json_ready(v: Any) -> Any:
 
 
 
+@dataclass(frozen=True, eq=False)
+class PointSource:
+    """The launches one point stands for and how their work is counted: a variant's calls (the
+    aggregate, `kernel` None) or a single kernel launch."""
+
+    run_id: str
+    nvtx_range: str
+    variant: str
+    rows: pd.DataFrame                   # tidy ncu rows of those launches
+    flops_by_precision: pd.DataFrame     # counted FLOPs per launch and precision (of the run's rows)
+    kernel: str | None = None            # None: the variant's aggregate
+    launch_id: int | None = None
+    analytic_flops: float | None = None  # the pair's FLOPs for those calls, where the run records them
+    use_analytic: bool = False           # place the point at `analytic_flops` when known
+
+
+@dataclass(frozen=True)
+class _Work:
+    """The FLOPs of a point: on its basis, as counted, and the basis split over precisions."""
+
+    flops: float                          # on `basis`
+    basis: str                            # "counted" | "analytic"
+    flops_counted: float
+    flops_by_precision: dict[str, float]  # counted
+    precision: str | None                 # the precision with the most counted FLOPs
+    flops_mix: dict[str, float]           # `flops` split over precisions as the hardware counted them
+
+
 def _sum(series: pd.Series) -> float | None:
     s = series.astype(float)
     return float(s.sum()) if s.notna().any() else None
+
+
+def _work(src: PointSource) -> _Work:
+    by_prec = src.flops_by_precision
+    prec_sums = {p: float(by_prec.loc[src.rows.index, p].sum()) for p in by_prec.columns}
+    counted = sum(prec_sums.values())
+    precision = max(prec_sums, key=prec_sums.get) if counted > 0 else None
+    basis = "analytic" if src.use_analytic and src.analytic_flops is not None else "counted"
+    flops = float(src.analytic_flops) if basis == "analytic" else counted
+    if basis == "analytic":
+        mix = {p: flops * v / counted for p, v in prec_sums.items() if v > 0} if counted > 0 else {"fp32": flops}
+    else:
+        mix = {p: v for p, v in prec_sums.items() if v > 0}
+    return _Work(flops, basis, counted, prec_sums, precision, mix)
+
+
+def _bytes_by_level(rows: pd.DataFrame) -> dict[str, float | None]:
+    """Bytes moved at each level (DRAM from read + write where the total is not a column)."""
+    byte_sums = {lv: (_sum(rows[col]) if col in rows else None) for lv, col in LEVEL_BYTES.items()}
+    if "dram_bytes" not in rows and {"dram_read_bytes", "dram_write_bytes"} <= set(rows):
+        byte_sums["dram"] = _sum(rows["dram_read_bytes"].fillna(0) + rows["dram_write_bytes"].fillna(0))
+    return byte_sums
 
 
 def _roof_terms(flops_by_prec: Mapping[str, float], bytes_at: Mapping[str, float | None],
@@ -173,23 +223,24 @@ def _roof_terms(flops_by_prec: Mapping[str, float], bytes_at: Mapping[str, float
     return terms
 
 
-def _make_point(run_id: str, nvtx_range: str, variant: str, kernel: str | None, launch_id: int | None,
-                rows: pd.DataFrame, by_prec: pd.DataFrame, ceilings: Ceilings,
-                analytic_flops: float | None, use_analytic: bool) -> Point:
+def _bound(work: _Work, bytes_at: Mapping[str, float | None], compute: Mapping[str, float | None],
+           bandwidth: Mapping[str, float | None], seconds: float) -> tuple[Any, Any, Any, dict[str, float]]:
+    """(bound resource, % of roof, roof FLOP/s, seconds per resource) against the given rates."""
+    terms = _roof_terms(work.flops_mix, bytes_at, compute, bandwidth)
+    if not terms or seconds <= 0:
+        return None, None, None, terms
+    bound = max(terms, key=terms.get)
+    t_min = terms[bound]
+    roof = work.flops / t_min if work.flops > 0 and t_min > 0 else None
+    return bound, 100.0 * t_min / seconds, roof, terms
+
+
+def make_point(src: PointSource, ceilings: Ceilings) -> Point:
+    """The roofline point of `src`'s launches against `ceilings`, at the clocks they ran at."""
+    rows = src.rows
     duration_ns = float(rows["duration_ns"].astype(float).sum())
-    prec_sums = {p: float(by_prec.loc[rows.index, p].sum()) for p in by_prec.columns}
-    counted = sum(prec_sums.values())
-    precision = max(prec_sums, key=prec_sums.get) if counted > 0 else None
-    basis = "analytic" if use_analytic and analytic_flops is not None else "counted"
-    flops = float(analytic_flops) if basis == "analytic" else counted
-    # FLOPs of the chosen basis, split over precisions as the hardware counted them
-    if basis == "analytic":
-        mix = {p: flops * v / counted for p, v in prec_sums.items() if v > 0} if counted > 0 else {"fp32": flops}
-    else:
-        mix = {p: v for p, v in prec_sums.items() if v > 0}
-    byte_sums = {lv: (_sum(rows[col]) if col in rows else None) for lv, col in LEVEL_BYTES.items()}
-    if "dram_bytes" not in rows and {"dram_read_bytes", "dram_write_bytes"} <= set(rows):
-        byte_sums["dram"] = _sum(rows["dram_read_bytes"].fillna(0) + rows["dram_write_bytes"].fillna(0))
+    work = _work(src)
+    byte_sums = _bytes_by_level(rows)
     tma = sum(float(rows[c].astype(float).fillna(0).sum()) for c in ("tma_load_bytes", "tma_store_bytes") if c in rows)
     clocks = weighted_clocks(rows)
     seconds = duration_ns * 1e-9
@@ -197,40 +248,24 @@ def _make_point(run_id: str, nvtx_range: str, variant: str, kernel: str | None, 
     theo_b = {lv: c.at_clocks(clocks) for lv, c in ceilings.bandwidth.items()}
     meas_c = {p: c.measured or theo_c.get(p) for p, c in ceilings.compute.items()}
     meas_b = {lv: c.measured or theo_b.get(lv) for lv, c in ceilings.bandwidth.items()}
-
-    def bound_of(compute: Mapping[str, float | None], bandwidth: Mapping[str, float | None]):
-        terms = _roof_terms(mix, byte_sums, compute, bandwidth)
-        if not terms or seconds <= 0:
-            return None, None, None, terms
-        bound = max(terms, key=terms.get)
-        t_min = terms[bound]
-        roof = flops / t_min if flops > 0 and t_min > 0 else None
-        return bound, 100.0 * t_min / seconds, roof, terms
-
-    bound, pct, roof, terms = bound_of(theo_c, theo_b)
-    bound_m, pct_m, _, _ = bound_of(meas_c, meas_b)
+    bound, pct, roof, terms = _bound(work, byte_sums, theo_c, theo_b, seconds)
+    bound_m, pct_m, _, _ = _bound(work, byte_sums, meas_c, meas_b, seconds)
     t_c = terms.get("compute")
     by_level = {lv: (100.0 * max(t_c or 0.0, terms[lv]) / seconds if lv in terms and seconds > 0 else None)
                 for lv in LEVELS}
-    p_eff = flops / t_c if t_c else None
-
-    def ai(level: str) -> float | None:
-        b = byte_sums.get(level)
-        return flops / b if b else None
-
-    def ridge(level: str) -> float | None:
-        bw = theo_b.get(level)
-        return p_eff / bw if p_eff and bw else None
-
+    p_eff = work.flops / t_c if t_c else None
+    ai = {lv: work.flops / b if (b := byte_sums.get(lv)) else None for lv in LEVELS}
+    ridge = {lv: p_eff / bw if p_eff and (bw := theo_b.get(lv)) else None for lv in LEVELS}
     return Point(
-        run_id=run_id, nvtx_range=nvtx_range, variant=variant, kernel=kernel, launch_id=launch_id,
-        kernel_count=len(rows), duration_ns=duration_ns, flops=flops, flop_basis=basis,
-        flops_counted=counted, flops_analytic=analytic_flops, flops_by_precision=prec_sums,
-        precision=precision, dram_bytes=byte_sums["dram"], l2_bytes=byte_sums["l2"], l1_bytes=byte_sums["l1"],
-        tma_bytes=tma, ai_dram=ai("dram"), ai_l2=ai("l2"), ai_l1=ai("l1"),
-        flops_per_s=flops / seconds if seconds > 0 else None, bound=bound, roof_flops_per_s=roof,
+        run_id=src.run_id, nvtx_range=src.nvtx_range, variant=src.variant, kernel=src.kernel,
+        launch_id=src.launch_id, kernel_count=len(rows), duration_ns=duration_ns, flops=work.flops,
+        flop_basis=work.basis, flops_counted=work.flops_counted, flops_analytic=src.analytic_flops,
+        flops_by_precision=work.flops_by_precision, precision=work.precision, dram_bytes=byte_sums["dram"],
+        l2_bytes=byte_sums["l2"], l1_bytes=byte_sums["l1"], tma_bytes=tma,
+        ai_dram=ai["dram"], ai_l2=ai["l2"], ai_l1=ai["l1"],
+        flops_per_s=work.flops / seconds if seconds > 0 else None, bound=bound, roof_flops_per_s=roof,
         pct_of_roof=pct, bound_measured=bound_m, pct_of_measured_roof=pct_m, pct_of_roof_by_level=by_level,
-        ridge_dram=ridge("dram"), ridge_l2=ridge("l2"), ridge_l1=ridge("l1"), clocks_hz=clocks,
+        ridge_dram=ridge["dram"], ridge_l2=ridge["l2"], ridge_l1=ridge["l1"], clocks_hz=clocks,
         ai_l1_valid=tma == 0,
     )
 
@@ -262,12 +297,11 @@ def points_for_run(run: RunInput, ceilings: Ceilings, flop_basis: str = "auto") 
         analytic = analytic_for(run.info, variant)
         a_flops = analytic.get("flops") if analytic else None
         a_flops = float(a_flops) * iterations if a_flops is not None else None
-        out.append(_make_point(run.run_id, nvtx, variant, None, None, rows, by_prec, ceilings, a_flops,
-                               use_analytic=flop_basis in ("auto", "analytic")))
+        out.append(make_point(PointSource(run.run_id, nvtx, variant, rows, by_prec, analytic_flops=a_flops,
+                                          use_analytic=flop_basis in ("auto", "analytic")), ceilings))
         for idx in rows.index:
             row = rows.loc[[idx]]
             lid = row["launch_id"].iloc[0] if "launch_id" in row else None
-            out.append(_make_point(run.run_id, nvtx, variant, str(row["kernel"].iloc[0]),
-                                   int(lid) if lid is not None and lid == lid else None,
-                                   row, by_prec, ceilings, None, use_analytic=False))
+            out.append(make_point(PointSource(run.run_id, nvtx, variant, row, by_prec, str(row["kernel"].iloc[0]),
+                                              int(lid) if lid is not None and lid == lid else None), ceilings))
     return out
