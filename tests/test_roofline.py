@@ -124,8 +124,8 @@ def test_sample_points_fused_variants_are_dram_bound_near_the_roof(sample):
         assert p.kernel_count == 1
     base, cuda = _agg(r, "baseline"), _agg(r, "cuda")
     assert base.kernel_count == 5
-    assert base.ai_dram < cuda.ai_dram                       # fusion: same work, fewer bytes
-    assert cuda.ai_dram == pytest.approx(cuda.flops / (cuda.dram_bytes), rel=1e-12)
+    assert base.ai_dram_flop_per_byte < cuda.ai_dram_flop_per_byte     # fusion: same work, fewer bytes
+    assert cuda.ai_dram_flop_per_byte == pytest.approx(cuda.flops / (cuda.dram_bytes), rel=1e-12)
     assert base.flops_per_s == pytest.approx(base.flops / (base.duration_ns * 1e-9))
     # the aggregate sums its kernels
     kernels = r.kernels_of(sample.run_id, "baseline")
@@ -141,7 +141,7 @@ def test_counted_flops_make_the_eager_baseline_look_more_intense(sample):
     """Why variants default to analytic FLOPs: the eager divide expands to ~5 FFMA + HFMA2.MMA moves per
     element, so by hardware counts the slow baseline has the HIGHER intensity."""
     r = build_roofline([sample], flop_basis="counted")
-    assert _agg(r, "baseline").ai_dram > _agg(r, "cuda").ai_dram
+    assert _agg(r, "baseline").ai_dram_flop_per_byte > _agg(r, "cuda").ai_dram_flop_per_byte
     assert all(p.flop_basis == "counted" for p in r.points)
 
 
@@ -262,7 +262,7 @@ def test_achieved_flops_and_intensity_equal_ncus_own_roofline():
         traffic = _ncu_value(m, lid, "dram__bytes.sum.per_second")
         # ncu's FP32 chart leaves out HFMA (the fma probe's one HFMA2.MMA move per thread: 3e-5)
         assert p.flops_per_s == pytest.approx(work, rel=1e-4), p.variant
-        assert p.ai_dram == pytest.approx(work / traffic, rel=1e-4), p.variant
+        assert p.ai_dram_flop_per_byte == pytest.approx(work / traffic, rel=1e-4), p.variant
         assert p.dram_bytes / (p.duration_ns * 1e-9) == pytest.approx(traffic, rel=1e-5)
         checked.add(p.variant)
     assert checked == {"fma_fp32", "stream_l2", "gemm_bf16", "gemm_fp8", "gemm_fp64"}
@@ -349,8 +349,8 @@ def test_measured_sparse_roof_is_twice_the_calibrated_dense_one_and_says_so(spar
     cal = json.loads((H200 / "calibration_h200.json").read_text())
     c = with_measured(build_roofline([sparsity["ch09.structured_sparsity"]]).ceilings, cal, "test")
     dense, sparse = c.compute["tensor_bf16"], c.compute["tensor_bf16_sparse"]
-    assert dense.measured == pytest.approx(cal["ceilings"]["flops_per_s"]["tensor_bf16"])
-    assert sparse.measured == 2 * dense.measured and sparse.measured_derived and not dense.measured_derived
+    assert dense.measured_per_s == pytest.approx(cal["ceilings"]["flops_per_s"]["tensor_bf16"])
+    assert sparse.measured_per_s == 2 * dense.measured_per_s and sparse.measured_derived and not dense.measured_derived
     assert "derived" in sparse.note and c.to_dict()["flops_per_s"]["tensor_bf16_sparse"]["measured_derived"]
 
 
@@ -433,10 +433,10 @@ def test_roofline_for_run_reads_the_db_and_measured_ceilings(tmp_path):
     cal["ceilings"]["dram_bytes_per_s"] = 1.0e12                       # the DB wins over the file
     save_calibration(db, cal)
     r = roofline_for_run(db, run_id)
-    assert r.ceilings.bandwidth["dram"].measured == 1.0e12
+    assert r.ceilings.bandwidth["dram"].measured_per_s == 1.0e12
     assert r.ceilings.measured_source["source"] == "db"
     d = r.to_dict()
-    assert d["ceilings"]["dram_bytes_per_s"]["measured"] == 1.0e12
-    assert d["ceilings"]["flops_per_s"]["fp32"]["measured"] == pytest.approx(6.0104e13, rel=1e-3)
+    assert d["ceilings"]["dram_bytes_per_s"]["measured_per_s"] == 1.0e12
+    assert d["ceilings"]["flops_per_s"]["fp32"]["measured_per_s"] == pytest.approx(6.0104e13, rel=1e-3)
     cuda = next(p for p in d["points"] if p["variant"] == "cuda" and p["kernel"] is None)
     assert cuda["pct_of_measured_roof"] > 100          # 3.95 TB/s against a pretend 1 TB/s ceiling

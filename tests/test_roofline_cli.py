@@ -34,14 +34,15 @@ def test_json_has_ceilings_and_points(sample_db):
     d = json.loads(res.stdout)
     c = d["ceilings"]
     for key in ("dram_bytes_per_s", "l2_bytes_per_s", "l1_bytes_per_s"):
-        assert set(c[key]) >= {"theoretical", "measured"} and c[key]["theoretical"] > 0
+        assert set(c[key]) >= {"theoretical_per_s", "measured_per_s"} and c[key]["theoretical_per_s"] > 0
     assert set(c["flops_per_s"]) >= {"fp32", "fp64", "fp16", "tensor_bf16", "tensor_fp8", "tensor_fp64"}
-    assert all(set(v) >= {"theoretical", "measured"} for v in c["flops_per_s"].values())
+    assert all(set(v) >= {"theoretical_per_s", "measured_per_s"} for v in c["flops_per_s"].values())
     # measured ceilings of this hardware key come from profiles/calibration/h200.json (empty DB)
-    assert c["dram_bytes_per_s"]["measured"] == pytest.approx(4.262e12, rel=1e-3)
+    assert c["dram_bytes_per_s"]["measured_per_s"] == pytest.approx(4.262e12, rel=1e-3)
     assert c["measured_source"]["source"].startswith("file:")
     points = d["points"]
-    need = {"nvtx_range", "kernel", "ai_dram", "ai_l2", "ai_l1", "flops_per_s", "bound", "pct_of_roof"}
+    need = {"nvtx_range", "kernel", "ai_dram_flop_per_byte", "ai_l2_flop_per_byte", "ai_l1_flop_per_byte",
+            "flops_per_s", "bound", "pct_of_roof"}
     assert all(need <= set(p) for p in points)
     aggregates = [p for p in points if p["kernel"] is None]
     assert [p["variant"] for p in aggregates] == ["baseline", "cuda", "triton"]
@@ -112,7 +113,7 @@ def test_imported_ncu_csv_without_gpu(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["ceilings"]["hardware_key"] == "h200"
-    assert d["ceilings"]["dram_bytes_per_s"]["measured"] > 4e12
+    assert d["ceilings"]["dram_bytes_per_s"]["measured_per_s"] > 4e12
     assert {p["variant"] for p in d["points"]} == {"baseline", "optimized", "graph"}
     assert [c["optimized"]["variant"] for c in d["comparisons"]] == ["optimized", "graph"]
     assert all(p["flop_basis"] == "counted" for p in d["points"])      # no formula for an import

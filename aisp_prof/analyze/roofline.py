@@ -57,7 +57,7 @@ class FlopCheck:
     analytic_flops: float | None
     ratio: float | None
     flagged: bool
-    counted_by_precision: dict[str, float]
+    counted_flops_by_precision: dict[str, float]
     iterations: int = 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,7 +79,8 @@ class Comparison:
                 "optimized": {"run_id": o.run_id, "nvtx_range": o.nvtx_range, "variant": o.variant},
                 "speedup": json_ready(self.speedup), "time_source": self.time_source,
                 **{f"{k}_change": _ratio(getattr(o, k), getattr(b, k))
-                   for k in ("ai_dram", "ai_l2", "ai_l1", "flops_per_s", "dram_bytes")}}
+                   for k in ("ai_dram_flop_per_byte", "ai_l2_flop_per_byte", "ai_l1_flop_per_byte", "flops_per_s",
+                             "dram_bytes")}}
 
 
 @dataclass

@@ -107,9 +107,9 @@ class Point:
     l2_bytes: float | None
     l1_bytes: float | None
     tma_bytes: float
-    ai_dram: float | None
-    ai_l2: float | None
-    ai_l1: float | None
+    ai_dram_flop_per_byte: float | None
+    ai_l2_flop_per_byte: float | None
+    ai_l1_flop_per_byte: float | None
     flops_per_s: float | None
     bound: str | None                    # "compute" | "dram" | "l2" | "l1"
     roof_flops_per_s: float | None
@@ -117,9 +117,9 @@ class Point:
     bound_measured: str | None
     pct_of_measured_roof: float | None
     pct_of_roof_by_level: dict[str, float | None]
-    ridge_dram: float | None
-    ridge_l2: float | None
-    ridge_l1: float | None
+    ridge_dram_flop_per_byte: float | None   # where this point's compute roof meets each bandwidth roof
+    ridge_l2_flop_per_byte: float | None
+    ridge_l1_flop_per_byte: float | None
     clocks_hz: dict[str, float | None]
     ai_l1_valid: bool = True
 
@@ -128,7 +128,8 @@ class Point:
         return self.kernel is None
 
     def ai(self, level: str) -> float | None:
-        return getattr(self, f"ai_{level}")
+        """Arithmetic intensity at `level` ('dram', 'l2', 'l1'), FLOP/byte."""
+        return getattr(self, f"ai_{level}_flop_per_byte")
 
     def bytes_at(self, level: str) -> float | None:
         return getattr(self, LEVEL_BYTES[level])
@@ -246,8 +247,8 @@ def make_point(src: PointSource, ceilings: Ceilings) -> Point:
     seconds = duration_ns * 1e-9
     theo_c = {p: c.at_clocks(clocks) for p, c in ceilings.compute.items()}
     theo_b = {lv: c.at_clocks(clocks) for lv, c in ceilings.bandwidth.items()}
-    meas_c = {p: c.measured or theo_c.get(p) for p, c in ceilings.compute.items()}
-    meas_b = {lv: c.measured or theo_b.get(lv) for lv, c in ceilings.bandwidth.items()}
+    meas_c = {p: c.measured_per_s or theo_c.get(p) for p, c in ceilings.compute.items()}
+    meas_b = {lv: c.measured_per_s or theo_b.get(lv) for lv, c in ceilings.bandwidth.items()}
     bound, pct, roof, terms = _bound(work, byte_sums, theo_c, theo_b, seconds)
     bound_m, pct_m, _, _ = _bound(work, byte_sums, meas_c, meas_b, seconds)
     t_c = terms.get("compute")
@@ -262,10 +263,11 @@ def make_point(src: PointSource, ceilings: Ceilings) -> Point:
         flop_basis=work.basis, flops_counted=work.flops_counted, flops_analytic=src.analytic_flops,
         flops_by_precision=work.flops_by_precision, precision=work.precision, dram_bytes=byte_sums["dram"],
         l2_bytes=byte_sums["l2"], l1_bytes=byte_sums["l1"], tma_bytes=tma,
-        ai_dram=ai["dram"], ai_l2=ai["l2"], ai_l1=ai["l1"],
+        ai_dram_flop_per_byte=ai["dram"], ai_l2_flop_per_byte=ai["l2"], ai_l1_flop_per_byte=ai["l1"],
         flops_per_s=work.flops / seconds if seconds > 0 else None, bound=bound, roof_flops_per_s=roof,
         pct_of_roof=pct, bound_measured=bound_m, pct_of_measured_roof=pct_m, pct_of_roof_by_level=by_level,
-        ridge_dram=ridge["dram"], ridge_l2=ridge["l2"], ridge_l1=ridge["l1"], clocks_hz=clocks,
+        ridge_dram_flop_per_byte=ridge["dram"], ridge_l2_flop_per_byte=ridge["l2"],
+        ridge_l1_flop_per_byte=ridge["l1"], clocks_hz=clocks,
         ai_l1_valid=tma == 0,
     )
 

@@ -141,7 +141,7 @@ def flop_warnings(checks: Sequence[FlopCheck]) -> list[RooflineWarning]:
     for f in checks:
         if not f.flagged:
             continue
-        parts = ", ".join(f"{k} {v:.3g}" for k, v in f.counted_by_precision.items()) or "none"
+        parts = ", ".join(f"{k} {v:.3g}" for k, v in f.counted_flops_by_precision.items()) or "none"
         ratio = f"{f.ratio:.2f}x" if f.ratio is not None else "n/a"
         out.append(RooflineWarning(
             "flop_mismatch", f"{f.nvtx_range}: ncu counted {f.counted_flops:.4g} FLOPs per call ({parts}), the "

@@ -435,7 +435,8 @@ def _roofline_rows(roof: dict[str, Any] | None, variants: list[str]) -> list[dic
     out = []
     for p in sorted(points, key=lambda p: (rank.get(p["variant"], len(rank)), p.get("kernel") is not None)):
         out.append({**{k: p.get(k) for k in ("variant", "kernel", "kernel_count", "duration_ns", "flops", "flop_basis",
-                                               "precision", "ai_dram", "ai_l2", "ai_l1", "ai_l1_valid", "flops_per_s",
+                                               "precision", "ai_dram_flop_per_byte", "ai_l2_flop_per_byte",
+                                               "ai_l1_flop_per_byte", "ai_l1_valid", "flops_per_s",
                                                "bound", "pct_of_roof", "pct_of_measured_roof")},
                     "total": p.get("kernel") is None,
                     "precision_name": precision_label(p["precision"]) if p.get("precision") else None,
@@ -453,13 +454,15 @@ def _ceiling_rows(roof: dict[str, Any] | None) -> list[dict[str, Any]]:
     for level in ("dram", "l2", "l1"):
         ce = c.get(f"{level}_bytes_per_s")
         if ce:
-            rows.append({"name": f"{LEVEL_NAMES[level]} bandwidth", "unit": "B/s", "theoretical": ce.get("theoretical"),
-                         "measured": ce.get("measured"), "note": ce.get("note")})
+            rows.append({"name": f"{LEVEL_NAMES[level]} bandwidth", "unit": "B/s",
+                         "theoretical": ce.get("theoretical_per_s"), "measured": ce.get("measured_per_s"),
+                         "note": ce.get("note")})
     used = {p.get("precision") for p in roof.get("points") or [] if p.get("precision")} or {"fp32"}
     for prec, ce in (c.get("flops_per_s") or {}).items():
         if prec in used:
-            rows.append({"name": f"{precision_label(prec)} compute", "unit": "FLOP/s", "theoretical": ce.get("theoretical"),
-                         "measured": ce.get("measured"), "note": ce.get("note")})
+            rows.append({"name": f"{precision_label(prec)} compute", "unit": "FLOP/s",
+                         "theoretical": ce.get("theoretical_per_s"), "measured": ce.get("measured_per_s"),
+                         "note": ce.get("note")})
     return rows
 
 
