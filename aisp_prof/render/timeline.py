@@ -163,44 +163,11 @@ def timeline_figure(strips: dict[str, dict[str, Any]]) -> Figure:
             if k["name"] not in names:
                 names.append(k["name"])
     colors = {n: KERNEL_COLORS[i % len(KERNEL_COLORS)] for i, n in enumerate(names)}
-    memory = _memory_legend(strips, variants)
     span_us = max((strips[v]["span_ns"] for v in variants), default=1) / 1e3 or 1.0
     fig = Figure(figsize=(9, 0.85 * len(variants) + 1.5))
     ax = fig.add_subplot()
-
-    def box_label(x0: float, w: float, y: float, text: str, on_hatch: bool = False) -> None:
-        fits = int(w / span_us / _CHAR_SHARE)       # characters that fit inside the box
-        if fits >= 8:
-            label = text if len(text) <= fits else text[: fits - 1] + "…"
-            ax.text(x0 + w / 2, y, plain(label), ha="center", va="center", fontsize=8, clip_on=True, zorder=5,
-                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85}
-                    if on_hatch else None)
-
     for row, v in enumerate(variants):
-        y = len(variants) - 1 - row
-        for k in strips[v]["kernels"]:
-            x0, w = k["start_ns"] / 1e3, k["duration_ns"] / 1e3
-            ax.broken_barh([(x0, w)], (y - 0.3, 0.6), facecolors=colors[k["name"]], edgecolor="white",
-                           linewidth=0.8)
-            box_label(x0, w, y, k["name"])
-        for m in strips[v].get("memory_ops") or []:
-            x0 = m["start_ns"] / 1e3
-            w = max(m["duration_ns"] / 1e3, span_us * 0.001)          # at least ~1 px: a 1 us memset shows
-            ax.broken_barh([(x0, w)], (y - 0.3, 0.6), linewidth=0.6, zorder=3,
-                           **MEMORY_STYLE.get(m["operation"], MEMORY_STYLE["memcpy"]))
-            if int(w / span_us / _CHAR_SHARE) >= min(len(m["name"]), 8):
-                box_label(x0, w, y, m["name"], on_hatch=True)
-                continue
-            # too narrow for its name: write it above the box, in the space between the rows
-            if m["duration_ns"] >= span_us * 1e3 * 0.005:               # name only what can be seen
-                right = x0 + w > span_us / 2
-                ax.text(x0 + w if right else x0, y + 0.44, plain(m["name"]), ha="right" if right else "left",
-                        va="bottom", fontsize=7.5, color="#404040", zorder=5)
-        for op in [*strips[v]["kernels"], *(strips[v].get("memory_ops") or [])]:
-            if op["gap_before_ns"] > 0:
-                gx = (op["start_ns"] - op["gap_before_ns"]) / 1e3
-                gw = max(op["gap_before_ns"] / 1e3, span_us * 0.002)   # at least ~2 px, so a 1 us gap shows
-                ax.broken_barh([(gx, gw)], (y - 0.42, 0.84), facecolors=GAP_COLOR, zorder=4)
+        _draw_strip(ax, strips[v], len(variants) - 1 - row, colors, span_us)
     labels = [row_label(v, strips[v]) for v in variants]
     ax.set_yticks(range(len(variants))[::-1], [plain(s) for s in labels], fontsize=8.5)
     ax.set_xlim(0, span_us * 1.02)
@@ -208,6 +175,50 @@ def timeline_figure(strips: dict[str, dict[str, Any]]) -> Figure:
     ax.set_xlabel("µs from the call's first GPU operation (nsys, one call per variant; "
                   "red: GPU idle between operations)")
     ax.spines[["top", "right", "left"]].set_visible(False)
+    _legend(ax, names, colors, _memory_legend(strips, variants))
+    return fig
+
+
+def _box_label(ax: Any, span_us: float, x0_us: float, width_us: float, y: float, text: str,
+               on_hatch: bool = False) -> None:
+    """`text` inside its box, cut to the characters that fit; nothing when fewer than 8 fit."""
+    fits = int(width_us / span_us / _CHAR_SHARE)       # characters that fit inside the box
+    if fits >= 8:
+        label = text if len(text) <= fits else text[: fits - 1] + "…"
+        ax.text(x0_us + width_us / 2, y, plain(label), ha="center", va="center", fontsize=8, clip_on=True, zorder=5,
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85}
+                if on_hatch else None)
+
+
+def _draw_strip(ax: Any, strip: dict[str, Any], y: float, colors: dict[str, str], span_us: float) -> None:
+    """One variant's row at height `y`: kernel boxes, memory-op boxes, then the gaps before each."""
+    for k in strip["kernels"]:
+        x0, w = k["start_ns"] / 1e3, k["duration_ns"] / 1e3
+        ax.broken_barh([(x0, w)], (y - 0.3, 0.6), facecolors=colors[k["name"]], edgecolor="white",
+                       linewidth=0.8)
+        _box_label(ax, span_us, x0, w, y, k["name"])
+    for m in strip.get("memory_ops") or []:
+        x0 = m["start_ns"] / 1e3
+        w = max(m["duration_ns"] / 1e3, span_us * 0.001)          # at least ~1 px: a 1 us memset shows
+        ax.broken_barh([(x0, w)], (y - 0.3, 0.6), linewidth=0.6, zorder=3,
+                       **MEMORY_STYLE.get(m["operation"], MEMORY_STYLE["memcpy"]))
+        if int(w / span_us / _CHAR_SHARE) >= min(len(m["name"]), 8):
+            _box_label(ax, span_us, x0, w, y, m["name"], on_hatch=True)
+            continue
+        # too narrow for its name: write it above the box, in the space between the rows
+        if m["duration_ns"] >= span_us * 1e3 * 0.005:               # name only what can be seen
+            right = x0 + w > span_us / 2
+            ax.text(x0 + w if right else x0, y + 0.44, plain(m["name"]), ha="right" if right else "left",
+                    va="bottom", fontsize=7.5, color="#404040", zorder=5)
+    for op in [*strip["kernels"], *(strip.get("memory_ops") or [])]:
+        if op["gap_before_ns"] > 0:
+            gx = (op["start_ns"] - op["gap_before_ns"]) / 1e3
+            gw = max(op["gap_before_ns"] / 1e3, span_us * 0.002)   # at least ~2 px, so a 1 us gap shows
+            ax.broken_barh([(gx, gw)], (y - 0.42, 0.84), facecolors=GAP_COLOR, zorder=4)
+
+
+def _legend(ax: Any, names: list[str], colors: dict[str, str], memory: dict[tuple[str, str | None], str]) -> None:
+    """Kernel names by color, then one entry per kind of memory op, to the right of the axes."""
     handles = [Patch(color=colors[n]) for n in names]
     labels = [plain(n if len(n) <= 48 else n[:47] + "…") for n in names]
     for (op, _kind), text in memory.items():
@@ -215,4 +226,3 @@ def timeline_figure(strips: dict[str, dict[str, Any]]) -> Figure:
         labels.append(plain(text))
     ax.legend(handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=7, frameon=False,
               title="kernels, memory ops" if memory else "kernels", title_fontsize=8)
-    return fig
