@@ -149,7 +149,6 @@ def json_ready(v: Any) -> Any:
     return v
 
 
-
 @dataclass(frozen=True, eq=False)
 class PointSource:
     """The launches one point stands for and how their work is counted: a variant's calls (the
