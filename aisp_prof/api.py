@@ -172,8 +172,9 @@ class RunDatabase:
         return self._page(self.resolve(run), file_calibrations(self.calibration_dirs)).data
 
     def report(self, runs: Sequence[str] = (), targets: Sequence[str] = (), out: str | Path | None = None,
-               progress: Callable[[str], None] | None = None) -> Report:
-        """Write an HTML report of the runs (default: the latest run of every stored pair)."""
+               progress: Callable[[str], None] | None = None, reports_dir: str | Path = "reports") -> Report:
+        """Write an HTML report of the runs (default: the latest run of every stored pair) into
+        `out` (default: reports_dir/<pair>-<time>); returns what was written."""
         from .render.report import PageRef, write_report
 
         with store_db.Database(self.path) as conn:
@@ -183,7 +184,8 @@ class RunDatabase:
         refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label")) for rid in run_ids]
         files = file_calibrations(self.calibration_dirs)
         pages = (self._page(rid, files) for rid in run_ids)
-        return write_report(refs, pages, out=Path(out) if out else None, source=str(self.path), progress=progress)
+        return write_report(refs, pages, out=Path(out) if out else None, reports_dir=Path(reports_dir),
+                            source=str(self.path), progress=progress)
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
         """One report page: the run and the calibrations in one open, then pure analysis."""

@@ -14,11 +14,12 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof import store
+from aisp_prof.api import open_db, run_summary as summary_of
+from aisp_prof.store import db as store
 from aisp_prof.errors import AispError, UnknownTargetError
-from aisp_prof.ingest import load_run_dir, sample_run_dirs, store_path
-from aisp_prof.queries import run_summary
-from aisp_prof.render import report
+from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
+from aisp_prof.analyze.page_tables import short_kernel_name
+from aisp_prof.render.report import TEMPLATES
 
 RUN_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
 XSS_RUN_ID = RUN_ID + "-xss"
@@ -49,7 +50,7 @@ def built(tmp_path_factory):
     db = tmp / "a.db"
     store_path(db, sample_dir())
     store_xss_run(db)
-    result = report.build_report(db, [RUN_ID, XSS_RUN_ID], out=tmp / "out")
+    result = open_db(db).report([RUN_ID, XSS_RUN_ID], out=tmp / "out")
     return db, result
 
 
@@ -140,7 +141,7 @@ def test_every_local_reference_resolves_and_nothing_is_remote(built):
 
 def test_script_in_a_kernel_name_is_escaped_and_inert_on_every_page(built):
     _, result = built
-    js = (report.TEMPLATES / "report.js").read_text()
+    js = (TEMPLATES / "report.js").read_text()
     xss_page = result.out_dir / f"{XSS_RUN_ID}.html"
     html = xss_page.read_text()
     # shown exactly, escaped: the full name in the kernel table
@@ -173,9 +174,9 @@ def test_kernel_names_with_templates_show_exactly(built):
 def test_report_data_from_the_sample(tmp_path):
     db = tmp_path / "a.db"
     store_path(db, sample_dir())
-    data = report.report_data(db, "latest")
+    data = open_db(db).page("latest")
     json.dumps(data)                                   # plain data, JSON-ready
-    summary = {s["variant"]: s for s in run_summary(db, RUN_ID)["summary"]}
+    summary = {s["variant"]: s for s in summary_of(open_db(db).run(RUN_ID))["summary"]}
     assert data["variants"] == ["baseline", "cuda", "triton"] and data["chapter"] == "ch09"
     heads = {h["variant"]: h for h in data["headline"]}
     assert set(heads) == {"cuda", "triton"}
@@ -229,41 +230,41 @@ def test_report_data_from_the_sample(tmp_path):
 
 
 def test_short_kernel_names():
-    assert report.short_kernel_name("void at::native::f<float, 4>(float*, int)") == "at::native::f"
-    assert report.short_kernel_name("void <unnamed>::k<float4, 8>(const T1 *)") == "<unnamed>::k"
-    assert report.short_kernel_name("_l2norm_rows") == "_l2norm_rows"
+    assert short_kernel_name("void at::native::f<float, 4>(float*, int)") == "at::native::f"
+    assert short_kernel_name("void <unnamed>::k<float4, 8>(const T1 *)") == "<unnamed>::k"
+    assert short_kernel_name("_l2norm_rows") == "_l2norm_rows"
 
 
 def test_select_runs(tmp_path):
     db = tmp_path / "a.db"
     store_path(db, sample_dir())
     store_xss_run(db)
-    assert report.select_runs(db) == [XSS_RUN_ID]                  # latest run of each pair
-    assert report.select_runs(db, targets=["ch09"]) == [XSS_RUN_ID]
-    assert report.select_runs(db, targets=["ch9"]) == [XSS_RUN_ID]
-    assert report.select_runs(db, targets=["ch09.fused_l2norm"]) == [XSS_RUN_ID]
-    assert report.select_runs(db, runs=[RUN_ID, "latest", RUN_ID]) == [RUN_ID, XSS_RUN_ID]
+    assert open_db(db).select() == [XSS_RUN_ID]                  # latest run of each pair
+    assert open_db(db).select(targets=["ch09"]) == [XSS_RUN_ID]
+    assert open_db(db).select(targets=["ch9"]) == [XSS_RUN_ID]
+    assert open_db(db).select(targets=["ch09.fused_l2norm"]) == [XSS_RUN_ID]
+    assert open_db(db).select(runs=[RUN_ID, "latest", RUN_ID]) == [RUN_ID, XSS_RUN_ID]
     with pytest.raises(UnknownTargetError, match="ch14"):
-        report.select_runs(db, targets=["ch14"])
+        open_db(db).select(targets=["ch14"])
     with pytest.raises(UnknownTargetError, match="unknown run"):
-        report.select_runs(db, runs=["nope"])
+        open_db(db).select(runs=["nope"])
     with pytest.raises(UnknownTargetError, match="no runs"):
-        report.select_runs(tmp_path / "empty.db")
+        open_db(tmp_path / "empty.db").select()
 
 
 def test_default_name_and_replacing_a_report(tmp_path):
     db = tmp_path / "a.db"
     store_path(db, sample_dir())
-    first = report.build_report(db, [RUN_ID], reports_dir=tmp_path / "reports")
+    first = open_db(db).report([RUN_ID], reports_dir=tmp_path / "reports")
     assert first.out_dir == tmp_path / "reports" / "ch09.fused_l2norm-20261126T011557Z"
     assert [p.name for p in first.pages] == ["ch09.fused_l2norm.html"]
-    again = report.build_report(db, [RUN_ID], out=first.out_dir)     # a report folder is replaced
+    again = open_db(db).report([RUN_ID], out=first.out_dir)     # a report folder is replaced
     assert again.index.exists()
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
     with pytest.raises(AispError, match="not an aisp-prof report folder"):
-        report.build_report(db, [RUN_ID], out=foreign)
+        open_db(db).report([RUN_ID], out=foreign)
     assert (foreign / "notes.txt").read_text() == "keep me"
 
 
@@ -271,11 +272,11 @@ def test_nsys_only_import_still_reports(tmp_path, fixtures_dir):
     """A bare nsys export: no counters, no checks: the page says what is missing, no crash."""
     db = tmp_path / "a.db"
     run_id = store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite")
-    result = report.build_report(db, [run_id], out=tmp_path / "out")
+    result = open_db(db).report([run_id], out=tmp_path / "out")
     html = result.pages[0].read_text()
     assert "No Nsight Compute counters" in html or "no Nsight Compute counters" in html
     assert (result.out_dir / "img").is_dir()
-    data = report.report_data(db, run_id)
+    data = open_db(db).page(run_id)
     assert data["kernels"] and all(k["source"] == "nsys" for k in data["kernels"])
 
 
@@ -346,17 +347,16 @@ def test_a_failed_check_is_shown_as_failed(tmp_path):
     data = load_run_dir(sample_dir())
     data.run["status"] = "failed"
     message = "FAIL: rel_err_vs_reference=3.2e-01 > tolerance 1e-05"
-    for c in data.checks:
-        if c["variant"] == "cuda":
-            c["passed"], c["message"] = 0, message
+    cuda = data.checks["variant"] == "cuda"
+    data.checks.loc[cuda, "passed"], data.checks.loc[cuda, "message"] = False, message
     store.write_run(db, data)
-    rep = report.build_report(db, [RUN_ID], out=tmp_path / "out")
+    rep = open_db(db).report([RUN_ID], out=tmp_path / "out")
     html = rep.pages[0].read_text()
     assert '<span class="bad">NO</span>' in html and html_lib.escape(message, quote=False) in html
     assert "cuda: FAILED its correctness check" in html and "run status is &#39;failed&#39;" in html
     assert '<div class="big bad">wrong output</div>' in html
     assert '<span class="bad">NO</span>' in rep.index.read_text()
-    data = report.report_data(db, RUN_ID)
+    data = open_db(db).page(RUN_ID)
     assert {h["variant"]: h["correct"] for h in data["headline"]} == {"cuda": False, "triton": True}
 
 
@@ -367,7 +367,7 @@ def test_report_labels_the_sparse_roof_of_the_sparsity_sample(tmp_path):
     db = tmp_path / "a.db"
     run_id = "20261126T034324Z-ch09.structured_sparsity-c433"
     store_path(db, {d.name: d for d in sample_run_dirs()}[run_id])
-    data = report.report_data(db, run_id)
+    data = open_db(db).page(run_id)
     bound = {s["variant"]: s["bound"] for s in data["summary"]}
     assert bound == {"baseline": "compute (tensor_bf16)", "sparse24": "compute (tensor_bf16 2:4 sparse)",
                      "sparse24_tuned": "compute (tensor_bf16 2:4 sparse)"}
@@ -397,7 +397,7 @@ def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path):
 
     db = tmp_path / "a.db"
     store_path(db, {d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
-    data = report.report_data(db, SPARSITY_RUN_ID)
+    data = open_db(db).page(SPARSITY_RUN_ID)
     tl = data["timeline"]
     for v in ("sparse24", "sparse24_tuned"):
         copies = [m for m in tl[v]["memory_ops"] if m["operation"] == "memcpy"]
@@ -423,7 +423,7 @@ def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path):
     ops = [m for m in data["memory_ops"] if m["operation"] == "memcpy"]
     assert [(m["variant"], m["size_bytes"], m["per_call"]) for m in ops] == [
         ("sparse24", COPY_BYTES, 1), ("sparse24_tuned", COPY_BYTES, 1)]
-    page = report.build_report(db, [SPARSITY_RUN_ID], out=tmp_path / "out").pages[0].read_text()
+    page = open_db(db).report([SPARSITY_RUN_ID], out=tmp_path / "out").pages[0].read_text()
     assert 'id="memory-ops"' in page and "memcpy DtoD" in page
     timeline_table = page[page.index('id="timeline"'):page.index('id="flops"')]
     assert timeline_table.count("1 × 537 MB") == 2
@@ -432,7 +432,7 @@ def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path):
 def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path):
     """Every call of every variant, taken as a strip, sums to the ranges table's GPU time and
     gaps (nsys_sqlite's definition: idle time between any two operations of one call)."""
-    from aisp_prof.render.timeline import strip_rows
+    from aisp_prof.analyze.timeline_call import strip_rows
 
     db = tmp_path / "a.db"
     store_path(db, {d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
@@ -460,10 +460,10 @@ def test_a_run_stored_without_memory_ops_still_renders(tmp_path):
     old.ranges = old.ranges.drop(columns=[c for c in old.ranges if c.startswith(("memcpy_", "memset_"))])
     store.write_run(db, old)
     assert store.read_table(db, "memory_ops", SPARSITY_RUN_ID).empty
-    data = report.report_data(db, SPARSITY_RUN_ID)
+    data = open_db(db).page(SPARSITY_RUN_ID)
     assert data["memory_ops"] == []
     assert all(not t["memory_ops"] and len(t["kernels"]) == 1 for t in data["timeline"].values())
-    result = report.build_report(db, [SPARSITY_RUN_ID], out=tmp_path / "out")
+    result = open_db(db).report([SPARSITY_RUN_ID], out=tmp_path / "out")
     html = result.pages[0].read_text()
     assert 'id="memory-ops"' not in html and 'id="timeline"' in html
     assert (result.out_dir / "img" / "ch09.structured_sparsity-timeline.png").stat().st_size > 5000

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from aisp_prof import store
-from aisp_prof.ingest import load_run_dir, sample_run_dirs, store_path
-from aisp_prof.render import report
+from aisp_prof.api import open_db
+from aisp_prof.store import db as store
+from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
 
 pytestmark = pytest.mark.browser
 
@@ -97,7 +97,7 @@ def built(tmp_path_factory):
     data.kernels.loc[cuda, "kernel"] = "void f<script>alert(1)</script><float, 4>(int)"
     data.timeline.loc[data.timeline["variant"] == "cuda", "short_name"] = "f<script>alert(2)</script>"
     store.write_run(db, data)
-    return report.build_report(db, report.select_runs(db, runs=[RUN_ID, "latest"]), out=tmp / "report")
+    return open_db(db).report(open_db(db).select(runs=[RUN_ID, "latest"]), out=tmp / "report")
 
 
 def keep(png: Path) -> None:
@@ -172,7 +172,7 @@ def test_index_sorts_and_filters_in_the_browser(tmp_path, fixtures_dir):
     store_path(db, {d.name: d for d in sample_run_dirs()}[RUN_ID])
     store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite", "nsys-pair")
     store_path(db, fixtures_dir / "h200" / "probe_curated_raw_base.csv", "probe")
-    rep = report.build_report(db, report.select_runs(db), out=tmp_path / "report")
+    rep = open_db(db).report(open_db(db).select(), out=tmp_path / "report")
     speed = {d["title"]: d["best"]["speedup"] for d in
              (json.loads(p.read_text()) for p in (rep.out_dir / "data").glob("*.json"))}
     html = rep.index.read_text()

@@ -19,9 +19,10 @@ import pandas as pd
 import pytest
 
 from aisp_prof.analyze.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks, with_measured
-from aisp_prof.analyze.roofline import (RunInput, build_roofline, is_sparse_kernel, roofline_for_run,
-                                        roofline_for_runs)
-from aisp_prof.ingest import load_export, load_run_dir, sample_run_dirs, store_path
+from aisp_prof.analyze.roofline import RunInput, build_roofline
+from aisp_prof.api import open_db
+from aisp_prof.analyze.roofline_points import is_sparse_kernel
+from aisp_prof.store.ingest import load_export, load_run_dir, sample_run_dirs, store_path
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 SAMPLE_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
@@ -124,8 +125,8 @@ def test_sample_points_fused_variants_are_dram_bound_near_the_roof(sample):
         assert p.kernel_count == 1
     base, cuda = _agg(r, "baseline"), _agg(r, "cuda")
     assert base.kernel_count == 5
-    assert base.ai_dram < cuda.ai_dram                       # fusion: same work, fewer bytes
-    assert cuda.ai_dram == pytest.approx(cuda.flops / (cuda.dram_bytes), rel=1e-12)
+    assert base.ai_dram_flop_per_byte < cuda.ai_dram_flop_per_byte     # fusion: same work, fewer bytes
+    assert cuda.ai_dram_flop_per_byte == pytest.approx(cuda.flops / (cuda.dram_bytes), rel=1e-12)
     assert base.flops_per_s == pytest.approx(base.flops / (base.duration_ns * 1e-9))
     # the aggregate sums its kernels
     kernels = r.kernels_of(sample.run_id, "baseline")
@@ -141,7 +142,7 @@ def test_counted_flops_make_the_eager_baseline_look_more_intense(sample):
     """Why variants default to analytic FLOPs: the eager divide expands to ~5 FFMA + HFMA2.MMA moves per
     element, so by hardware counts the slow baseline has the HIGHER intensity."""
     r = build_roofline([sample], flop_basis="counted")
-    assert _agg(r, "baseline").ai_dram > _agg(r, "cuda").ai_dram
+    assert _agg(r, "baseline").ai_dram_flop_per_byte > _agg(r, "cuda").ai_dram_flop_per_byte
     assert all(p.flop_basis == "counted" for p in r.points)
 
 
@@ -262,7 +263,7 @@ def test_achieved_flops_and_intensity_equal_ncus_own_roofline():
         traffic = _ncu_value(m, lid, "dram__bytes.sum.per_second")
         # ncu's FP32 chart leaves out HFMA (the fma probe's one HFMA2.MMA move per thread: 3e-5)
         assert p.flops_per_s == pytest.approx(work, rel=1e-4), p.variant
-        assert p.ai_dram == pytest.approx(work / traffic, rel=1e-4), p.variant
+        assert p.ai_dram_flop_per_byte == pytest.approx(work / traffic, rel=1e-4), p.variant
         assert p.dram_bytes / (p.duration_ns * 1e-9) == pytest.approx(traffic, rel=1e-5)
         checked.add(p.variant)
     assert checked == {"fma_fp32", "stream_l2", "gemm_bf16", "gemm_fp8", "gemm_fp64"}
@@ -349,8 +350,8 @@ def test_measured_sparse_roof_is_twice_the_calibrated_dense_one_and_says_so(spar
     cal = json.loads((H200 / "calibration_h200.json").read_text())
     c = with_measured(build_roofline([sparsity["ch09.structured_sparsity"]]).ceilings, cal, "test")
     dense, sparse = c.compute["tensor_bf16"], c.compute["tensor_bf16_sparse"]
-    assert dense.measured == pytest.approx(cal["ceilings"]["flops_per_s"]["tensor_bf16"])
-    assert sparse.measured == 2 * dense.measured and sparse.measured_derived and not dense.measured_derived
+    assert dense.measured_per_s == pytest.approx(cal["ceilings"]["flops_per_s"]["tensor_bf16"])
+    assert sparse.measured_per_s == 2 * dense.measured_per_s and sparse.measured_derived and not dense.measured_derived
     assert "derived" in sparse.note and c.to_dict()["flops_per_s"]["tensor_bf16_sparse"]["measured_derived"]
 
 
@@ -403,11 +404,11 @@ def test_warning_settings_differ_between_compared_runs(tmp_path):
     (other / "run.json").write_text(json.dumps(info))
     (other / "ncu_raw.csv").write_text((_sample_dir() / "ncu_raw.csv").read_text())
     b = store_path(db, other)
-    r = roofline_for_runs(db, [a, b])
+    r = open_db(db).roofline(a, b)
     found = _codes(r, "settings_differ")
     assert found and all("clock_control none vs base" in w.message for w in found)
     assert {(c.baseline.run_id, c.optimized.run_id) for c in r.comparisons} >= {(a, b)}
-    assert not _codes(roofline_for_run(db, a), "settings_differ")
+    assert not _codes(open_db(db).roofline(a), "settings_differ")
 
 
 def test_warning_flop_mismatch_no_flops_and_hfma_moves(sample, probes):
@@ -427,16 +428,16 @@ def test_roofline_for_run_reads_the_db_and_measured_ceilings(tmp_path):
 
     db = tmp_path / "a.db"
     run_id = store_path(db, _sample_dir())
-    r = roofline_for_run(db, "ch09.fused_l2norm")                      # a pair name: its newest run
+    r = open_db(db).roofline("ch09.fused_l2norm")                      # a pair name: its newest run
     assert r.runs[0]["run_id"] == run_id
     cal = json.loads((H200 / "calibration_h200.json").read_text())
     cal["ceilings"]["dram_bytes_per_s"] = 1.0e12                       # the DB wins over the file
     save_calibration(db, cal)
-    r = roofline_for_run(db, run_id)
-    assert r.ceilings.bandwidth["dram"].measured == 1.0e12
+    r = open_db(db).roofline(run_id)
+    assert r.ceilings.bandwidth["dram"].measured_per_s == 1.0e12
     assert r.ceilings.measured_source["source"] == "db"
     d = r.to_dict()
-    assert d["ceilings"]["dram_bytes_per_s"]["measured"] == 1.0e12
-    assert d["ceilings"]["flops_per_s"]["fp32"]["measured"] == pytest.approx(6.0104e13, rel=1e-3)
+    assert d["ceilings"]["dram_bytes_per_s"]["measured_per_s"] == 1.0e12
+    assert d["ceilings"]["flops_per_s"]["fp32"]["measured_per_s"] == pytest.approx(6.0104e13, rel=1e-3)
     cuda = next(p for p in d["points"] if p["variant"] == "cuda" and p["kernel"] is None)
     assert cuda["pct_of_measured_roof"] > 100          # 3.95 TB/s against a pretend 1 TB/s ceiling

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.roofline import roofline_for_run
+from aisp_prof.api import open_db
 from aisp_prof.cli import cli
-from aisp_prof.ingest import sample_run_dirs, store_path
+from aisp_prof.store.ingest import sample_run_dirs, store_path
 from aisp_prof.render.roofline_plot import draw
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
@@ -34,14 +34,15 @@ def test_json_has_ceilings_and_points(sample_db):
     d = json.loads(res.stdout)
     c = d["ceilings"]
     for key in ("dram_bytes_per_s", "l2_bytes_per_s", "l1_bytes_per_s"):
-        assert set(c[key]) >= {"theoretical", "measured"} and c[key]["theoretical"] > 0
+        assert set(c[key]) >= {"theoretical_per_s", "measured_per_s"} and c[key]["theoretical_per_s"] > 0
     assert set(c["flops_per_s"]) >= {"fp32", "fp64", "fp16", "tensor_bf16", "tensor_fp8", "tensor_fp64"}
-    assert all(set(v) >= {"theoretical", "measured"} for v in c["flops_per_s"].values())
+    assert all(set(v) >= {"theoretical_per_s", "measured_per_s"} for v in c["flops_per_s"].values())
     # measured ceilings of this hardware key come from profiles/calibration/h200.json (empty DB)
-    assert c["dram_bytes_per_s"]["measured"] == pytest.approx(4.262e12, rel=1e-3)
+    assert c["dram_bytes_per_s"]["measured_per_s"] == pytest.approx(4.262e12, rel=1e-3)
     assert c["measured_source"]["source"].startswith("file:")
     points = d["points"]
-    need = {"nvtx_range", "kernel", "ai_dram", "ai_l2", "ai_l1", "flops_per_s", "bound", "pct_of_roof"}
+    need = {"nvtx_range", "kernel", "ai_dram_flop_per_byte", "ai_l2_flop_per_byte", "ai_l1_flop_per_byte",
+            "flops_per_s", "bound", "pct_of_roof"}
     assert all(need <= set(p) for p in points)
     aggregates = [p for p in points if p["kernel"] is None]
     assert [p["variant"] for p in aggregates] == ["baseline", "cuda", "triton"]
@@ -58,7 +59,7 @@ def test_table_prints_the_same_numbers(sample_db):
     assert "DRAM bandwidth  4.81 TB/s" in out and "4.26 TB/s" in out      # theoretical and measured
     assert "3.16x" in out and "3.20x" in out
     assert "DIFFERS >10%" in out and "[flop_mismatch]" in out
-    r = roofline_for_run(sample_db, "latest")
+    r = open_db(sample_db).roofline("latest")
     cuda = next(p for p in r.points if p.is_aggregate and p.variant == "cuda")
     assert f"{cuda.pct_of_roof:.3g}" in out
 
@@ -76,7 +77,7 @@ def test_chart_is_written(sample_db, tmp_path, level, suffix):
 def test_draw_api_leaves_no_pyplot_state(sample_db, tmp_path):
     import matplotlib
 
-    r = roofline_for_run(sample_db, "latest")
+    r = open_db(sample_db).roofline("latest")
     path = draw(r, tmp_path / "x.png", level="all", compare=True)
     assert path == tmp_path / "x.png" and path.stat().st_size > 10_000
     import sys
@@ -112,7 +113,7 @@ def test_imported_ncu_csv_without_gpu(tmp_path):
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
     assert d["ceilings"]["hardware_key"] == "h200"
-    assert d["ceilings"]["dram_bytes_per_s"]["measured"] > 4e12
+    assert d["ceilings"]["dram_bytes_per_s"]["measured_per_s"] > 4e12
     assert {p["variant"] for p in d["points"]} == {"baseline", "optimized", "graph"}
     assert [c["optimized"]["variant"] for c in d["comparisons"]] == ["optimized", "graph"]
     assert all(p["flop_basis"] == "counted" for p in d["points"])      # no formula for an import
@@ -205,7 +206,7 @@ def test_roofline_labels_of_close_variants_do_not_collide(tmp_path):
     'pip cublas 2.13x r 1.95x') are all at least MIN_GAP_PX apart and inside the axes."""
     db = tmp_path / "a.db"
     store_path(db, {d.name: d for d in sample_run_dirs()}[TMA_RUN_ID])
-    labels = _placed_labels(roofline_for_run(db, TMA_RUN_ID))
+    labels = _placed_labels(open_db(db).roofline(TMA_RUN_ID))
     names = sorted(t for g, t, *_ in labels if g == "roofline-name")
     speedups = sorted(t.split()[0] for g, t, *_ in labels if g == "roofline-speedup")
     assert names == ["baseline", "cublas", "pipelined", "pipelined_cluster"]
@@ -226,7 +227,7 @@ def all_samples_db(tmp_path_factory) -> Path:
 def test_every_sample_chart_keeps_its_labels_apart(all_samples_db, run_dir):
     """Every shipped pair, 1 to 4 optimized variants (warp_specialization has 4 within a few
     pixels), at DRAM and in the hierarchical view."""
-    result = roofline_for_run(all_samples_db, run_dir)
+    result = open_db(all_samples_db).roofline(run_dir)
     optimized = {p.variant for p in result.points if p.is_aggregate} - {"baseline"}
     for level in ("dram", "all"):
         labels = _placed_labels(result, level)

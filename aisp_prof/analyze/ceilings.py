@@ -33,18 +33,14 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..naming import hardware_key
+# the precision keys (naming.py, so the CLI lists them without pandas); SPARSE_REPORTED: tensor
+# precisions whose ncu peak_sustained is the 2:4-sparse rate (verified on sm_90), each with a
+# 2:4-sparse roof "tensor_bf16" -> "tensor_bf16_sparse"
+from ..naming import (PRECISIONS, SCALAR_PRECISIONS, SPARSE_PRECISIONS, SPARSE_REPORTED,  # noqa: F401
+                      SPARSE_SUFFIX, TENSOR_PRECISIONS, hardware_key)
 
 LEVELS = ("dram", "l2", "l1")
-SCALAR_PRECISIONS = ("fp64", "fp32", "fp16")
-TENSOR_PRECISIONS = ("tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8", "tensor_fp64")
-# tensor precisions whose ncu peak_sustained is the 2:4-sparse rate (verified on sm_90)
-SPARSE_REPORTED = frozenset({"tensor_fp16", "tensor_bf16", "tensor_tf32", "tensor_fp8", "tensor_int8"})
 SPARSE_FACTOR = 2.0
-SPARSE_SUFFIX = "_sparse"
-# the 2:4-sparse roof of each: "tensor_bf16" -> "tensor_bf16_sparse"
-SPARSE_PRECISIONS = tuple(p + SPARSE_SUFFIX for p in TENSOR_PRECISIONS if p in SPARSE_REPORTED)
-PRECISIONS = SCALAR_PRECISIONS + TENSOR_PRECISIONS + SPARSE_PRECISIONS
 
 # clock domain -> tidy column holding the kernel's measured clock (Hz)
 CLOCK_COLUMNS = {"sm": "sm_clock_hz", "dram": "dram_clock_hz", "l2": "l2_clock_hz"}
@@ -94,24 +90,28 @@ def precision_label(precision: str) -> str:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """One roof: a bandwidth (byte/s) at a memory level or a compute rate (FLOP/s) of a precision."""
+    """One roof: a bandwidth (byte/s) at a memory level or a compute rate (FLOP/s) of a precision.
+
+    Rates are per cycle or per second of bytes (bandwidth) or FLOPs (compute): `unit` says which.
+    """
 
     key: str                        # "dram" | "l2" | "l1" | "fp32" | "tensor_bf16" | ...
     kind: str                       # "bandwidth" | "compute"
     per_cycle: float | None         # theoretical peak per cycle (tensor_<p>: dense; tensor_<p>_sparse: 2:4)
     clock: str                      # clock domain: "sm" | "dram" | "l2"
-    clock_hz: float | None          # the clock `theoretical` is computed at
-    measured: float | None = None   # from calibration, at whatever clock the card ran then
+    clock_hz: float | None          # the clock `theoretical_per_s` is computed at
+    measured_per_s: float | None = None   # from calibration, at whatever clock the card ran then
     source_column: str = ""
     note: str = ""
-    measured_derived: bool = False  # `measured` computed from another ceiling, not timed (2:4-sparse roofs)
+    measured_derived: bool = False  # `measured_per_s` computed from another ceiling, not timed (2:4-sparse roofs)
 
     @property
     def unit(self) -> str:
         return "byte/s" if self.kind == "bandwidth" else "flop/s"
 
     @property
-    def theoretical(self) -> float | None:
+    def theoretical_per_s(self) -> float | None:
+        """The peak per second at `clock_hz`."""
         return self.at(self.clock_hz)
 
     def at(self, clock_hz: float | None) -> float | None:
@@ -124,7 +124,8 @@ class Ceiling:
         return self.at(clocks.get(self.clock) or self.clock_hz)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"theoretical": self.theoretical, "measured": self.measured, "per_cycle": self.per_cycle,
+        return {"theoretical_per_s": self.theoretical_per_s, "measured_per_s": self.measured_per_s,
+                "per_cycle": self.per_cycle,
                 "clock": self.clock, "clock_hz": self.clock_hz, "source": self.source_column,
                 **({"note": self.note} if self.note else {}),
                 **({"measured_derived": True} if self.measured_derived else {})}
@@ -143,10 +144,11 @@ class Ceilings:
     notes: list[str] = field(default_factory=list)
 
     def value(self, key: str, which: str = "theoretical") -> float | None:
+        """The theoretical or measured rate per second of a level (byte/s) or precision (FLOP/s)."""
         c = self.bandwidth.get(key) or self.compute.get(key)
         if c is None:
             return None
-        return c.theoretical if which == "theoretical" else c.measured
+        return c.theoretical_per_s if which == "theoretical" else c.measured_per_s
 
     def ridge(self, precision: str, level: str, which: str = "theoretical") -> float | None:
         """FLOP/byte where the compute roof of `precision` meets the bandwidth roof of `level`."""
@@ -160,9 +162,9 @@ class Ceilings:
                                "clocks_hz": dict(self.clocks_hz)}
         for level, key in MEASURED_BANDWIDTH_KEYS.items():
             c = self.bandwidth.get(level)
-            out[key] = c.to_dict() if c else {"theoretical": None, "measured": None}
+            out[key] = c.to_dict() if c else {"theoretical_per_s": None, "measured_per_s": None}
         out["flops_per_s"] = {p: c.to_dict() for p, c in self.compute.items()}
-        out["ridge_points"] = {
+        out["ridge_flop_per_byte"] = {
             which: {level: {p: self.ridge(p, level, which) for p in self.compute} for level in LEVELS}
             for which in ("theoretical", "measured")}
         out["measured_source"] = self.measured_source
@@ -240,21 +242,21 @@ def theoretical_ceilings(kernels: pd.DataFrame, gpu_name: str | None = None,
 
 
 def with_measured(ceilings: Ceilings, calibration: Mapping[str, Any] | None, source: str) -> Ceilings:
-    """The same ceilings with `measured` filled in from a calibration record (see aisp_prof.calibrate)."""
+    """The same ceilings with `measured_per_s` filled in from a calibration record (see aisp_prof.calibrate)."""
     if not calibration:
         return ceilings
     measured = calibration.get("ceilings", {})
-    bandwidth = {lv: replace(c, measured=_num(measured.get(MEASURED_BANDWIDTH_KEYS[lv])))
+    bandwidth = {lv: replace(c, measured_per_s=_num(measured.get(MEASURED_BANDWIDTH_KEYS[lv])))
                  for lv, c in ceilings.bandwidth.items()}
     flops = measured.get("flops_per_s", {}) or {}
-    compute = {p: replace(c, measured=_num(flops.get(p))) for p, c in ceilings.compute.items()}
+    compute = {p: replace(c, measured_per_s=_num(flops.get(p))) for p, c in ceilings.compute.items()}
     for p, v in flops.items():   # measured precisions the profile has no peak for
         if p not in compute and _num(v) is not None:
-            compute[p] = Ceiling(p, "compute", None, "sm", None, measured=_num(v))
+            compute[p] = Ceiling(p, "compute", None, "sm", None, measured_per_s=_num(v))
     for p in SPARSE_PRECISIONS:  # no sparse GEMM is timed: 2 x the dense one, labelled as derived
         sparse, dense = compute.get(p), compute.get(dense_precision(p))
-        if sparse is not None and sparse.measured is None and dense is not None and dense.measured:
-            compute[p] = replace(sparse, measured=SPARSE_FACTOR * dense.measured, measured_derived=True,
+        if sparse is not None and sparse.measured_per_s is None and dense is not None and dense.measured_per_s:
+            compute[p] = replace(sparse, measured_per_s=SPARSE_FACTOR * dense.measured_per_s, measured_derived=True,
                                  note=f"{sparse.note}; measured = 2 x the calibrated dense {dense.key} GEMM "
                                       "(derived, not timed)")
     src = {"source": source, "hardware_key": calibration.get("hardware_key"),

@@ -91,7 +91,8 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
     if as_json:
         echo_json(rows)
         return
-    from ..render.table import duration, render, si
+    from ..render.table import render
+    from ..units import duration, si
 
     click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"],
                       [[r["nvtx_range"], short(r["kernel"]), duration(r["duration_ns"]),
@@ -120,7 +121,8 @@ def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    from ..render.table import duration, memory_ops_cell, render
+    from ..render.table import memory_ops_cell, render
+    from ..units import duration
 
     click.echo(render(["range", "calls", "kernels", "memcpy", "memset", "GPU time", "gaps", "max gap"],
                       [[r["nvtx_range"], r.get("occurrences"), r["kernel_count"],
@@ -175,7 +177,8 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     """
     from ..analyze.records import frame_records
     from ..pairs import find
-    from ..render.table import duration, render
+    from ..render.table import render
+    from ..units import duration
 
     rows = frame_records(database(db).history(find(target).name))
     if as_json:

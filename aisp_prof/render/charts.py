@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from ..parse.metric_table import STALL_REASONS
-from .table import si
+from ..units import si
 
 DPI = 110
 BASELINE_COLOR = "#8c8c8c"
@@ -129,13 +129,14 @@ def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     has a plottable point."""
     ceilings = roof.get("ceilings") or {}
     aggs = [p for p in roof.get("points") or [] if p.get("kernel") is None
-            and (p.get("ai_dram") or 0) > 0 and (p.get("flops_per_s") or 0) > 0]
-    bw = (ceilings.get("dram_bytes_per_s") or {}).get("theoretical")
+            and (p.get("ai_dram_flop_per_byte") or 0) > 0 and (p.get("flops_per_s") or 0) > 0]
+    bw = (ceilings.get("dram_bytes_per_s") or {}).get("theoretical_per_s")
     if not aggs or not bw:
         return None
     precs = [p.get("precision") for p in aggs if p.get("precision")] or ["fp32"]
-    peak = ((ceilings.get("flops_per_s") or {}).get(max(dict.fromkeys(precs), key=precs.count)) or {}).get("theoretical")
-    xs = [p["ai_dram"] for p in aggs]
+    most_used = max(dict.fromkeys(precs), key=precs.count)
+    peak = ((ceilings.get("flops_per_s") or {}).get(most_used) or {}).get("theoretical_per_s")
+    xs = [p["ai_dram_flop_per_byte"] for p in aggs]
     ridge = peak / bw if peak else max(xs) * 10
     x0, x1 = min(min(xs), ridge) / 10, max(max(xs), ridge) * 10
     fig = Figure(figsize=(2.6, 1.9))
@@ -150,11 +151,12 @@ def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     base = by_variant.get("baseline")
     for p in aggs:
         if base is not None and p is not base:
-            ax.annotate("", xy=(p["ai_dram"], p["flops_per_s"]), xytext=(base["ai_dram"], base["flops_per_s"]),
+            ax.annotate("", xy=(p["ai_dram_flop_per_byte"], p["flops_per_s"]),
+                        xytext=(base["ai_dram_flop_per_byte"], base["flops_per_s"]),
                         arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 0.8, "shrinkA": 3, "shrinkB": 3})
     for p in aggs:
-        ax.scatter([p["ai_dram"]], [p["flops_per_s"]], s=22, color=colors[p["variant"]], edgecolors="black",
-                   linewidths=0.5, zorder=5)
+        ax.scatter([p["ai_dram_flop_per_byte"]], [p["flops_per_s"]], s=22, color=colors[p["variant"]],
+                   edgecolors="black", linewidths=0.5, zorder=5)
     ax.set_xlim(x0, x1)
     ax.set_ylim(min(p["flops_per_s"] for p in aggs) / 10, (peak or max(roof_y)) * 3)
     for axis in (ax.xaxis, ax.yaxis):

@@ -35,15 +35,15 @@ _LEADER_CROSSING = 20.0       # a leader line passing under a label (labels have
 
 @dataclass
 class Label:
-    """A label to place: `xy` is its anchor in data coordinates; `angle` the preferred
-    direction from it in degrees (0 = right, -90 = below)."""
+    """A label to place: `xy` is its anchor in data coordinates; `angle_deg` the preferred
+    direction from it (0 = right, -90 = below)."""
 
     text: str
     xy: tuple[float, float]
     color: str = "black"
     gid: str = "label"
-    angle: float = 0.0
-    fontsize: float = 8.0
+    angle_deg: float = 0.0
+    fontsize_pt: float = 8.0
     bold: bool = False
     boxed: bool = False          # a box with an edge in `color` (the text is then black); else a faint white ground
 
@@ -110,11 +110,11 @@ def _obstacles(ax: Any, renderer: Any) -> tuple[list[tuple[Rect, str]], list[tup
     return rects, segments
 
 
-def _candidates(anchor: tuple[float, float], size: tuple[float, float], angle: float,
+def _candidates(anchor: tuple[float, float], size: tuple[float, float], angle_deg: float,
                 px_per_pt: float) -> list[Rect]:
     """Label rectangles around `anchor`, nearest first, the preferred direction first at each distance."""
     w, h = size
-    steps = sorted(range(_DIRECTIONS), key=lambda i: (abs(((i * 360 / _DIRECTIONS - angle) + 180) % 360 - 180), i))
+    steps = sorted(range(_DIRECTIONS), key=lambda i: (abs(((i * 360 / _DIRECTIONS - angle_deg) + 180) % 360 - 180), i))
     out = []
     for dist in _DISTANCES_PT:
         d = dist * px_per_pt
@@ -147,15 +147,15 @@ def place_labels(ax: Any, renderer: Any, labels: Sequence[Label]) -> list[Annota
         box = ({"boxstyle": "round,pad=0.25", "fc": "white", "ec": lab.color, "lw": 0.9} if lab.boxed else
                {"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
         ann = ax.annotate(lab.text, xy=lab.xy, xytext=(0, 0), textcoords="offset points", ha="center",
-                          va="center", fontsize=lab.fontsize, fontweight="bold" if lab.bold else "normal",
+                          va="center", fontsize=lab.fontsize_pt, fontweight="bold" if lab.bold else "normal",
                           color="black" if lab.boxed else lab.color, bbox=box, zorder=7, annotation_clip=False)
         ann.set_gid(lab.gid)
         ext = ann.get_window_extent(renderer)
-        pad = ((0.25 if lab.boxed else 0.1) * lab.fontsize + 1) * px_per_pt
+        pad = ((0.25 if lab.boxed else 0.1) * lab.fontsize_pt + 1) * px_per_pt
         size = (ext.width + 2 * pad, ext.height + 2 * pad)
         anchor = tuple(ax.transData.transform(lab.xy))
         best, best_cost = None, math.inf
-        for cand in _candidates(anchor, size, lab.angle, px_per_pt):
+        for cand in _candidates(anchor, size, lab.angle_deg, px_per_pt):
             if not (cand[0] >= frame[0] + 2 and cand[2] <= frame[2] - 2 and cand[1] >= frame[1] + 2
                     and cand[3] <= frame[3] - 2):
                 continue

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Sequence
 from markupsafe import Markup
 
 from ..errors import AispError, UnknownTargetError
-from .table import duration, si
+from ..units import duration, si
 
 log = logging.getLogger(__name__)
 

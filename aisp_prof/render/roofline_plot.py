@@ -22,10 +22,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
-from ..analyze.roofline import Point, RooflineResult
+from ..analyze.roofline import RooflineResult
+from ..analyze.roofline_points import Point
 from .charts import variant_colors
 from .labels import Label, place_labels
-from .table import si
+from ..units import si
 
 LEVEL_COLORS = {"dram": "#d62728", "l2": "#2ca02c", "l1": "#1f77b4"}
 LEVEL_MARKERS = {"dram": "o", "l2": "s", "l1": "^"}
@@ -158,7 +159,7 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
                 ax.scatter([p.ai(level)], [p.flops_per_s], s=70, marker=marker, color=color,
                            edgecolors="black", linewidths=0.6, zorder=5)
         name_x = p.ai(levels[-1]) if _plottable(p, levels[-1]) else xs[-1]
-        names.append(Label(_plain(p.variant), (name_x, p.flops_per_s), color=color, gid=NAME_GID, angle=20))
+        names.append(Label(_plain(p.variant), (name_x, p.flops_per_s), color=color, gid=NAME_GID, angle_deg=20))
         pct = f", {p.pct_of_roof:.0f}% of {p.bound} roof" if p.pct_of_roof is not None else ""
         label = f"{_plain(p.variant)} ({p.flop_basis} FLOPs{pct})"
         handles.append(Line2D([], [], marker="o", ls="", color=color, markeredgecolor="black", label=label))
@@ -186,7 +187,7 @@ def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level
                     zorder=6)
         mid = (math.sqrt(b.ai(level) * o.ai(level)), math.sqrt(b.flops_per_s * o.flops_per_s))   # log-log middle
         text = f"{_plain(o.variant)} {c.speedup:.2f}x" if c.speedup else f"{_plain(o.variant)} ?"
-        labels.append(Label(text, mid, color=color, gid=SPEEDUP_GID, angle=-45, bold=True, boxed=True))
+        labels.append(Label(text, mid, color=color, gid=SPEEDUP_GID, angle_deg=-45, bold=True, boxed=True))
     return labels
 
 
@@ -260,7 +261,8 @@ def _f(v: float | None, digits: int = 3) -> str:
 
 def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = None) -> str:
     """The same numbers as the chart, as text: ceilings, points, comparisons, FLOP check, warnings."""
-    from .table import duration, render
+    from ..units import duration
+    from .table import render
 
     c = result.ceilings
     lines = [f"ceilings: {c.gpu_name or c.hardware_key} (hardware key {c.hardware_key}); theoretical = ncu peak x "
@@ -270,13 +272,14 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
     for level in ("dram", "l2", "l1"):
         ce = c.bandwidth.get(level)
         if ce:
-            rows.append([f"{LEVEL_NAMES[level]} bandwidth", si(ce.theoretical, "B/s"), si(ce.measured, "B/s"), "", ""])
+            rows.append([f"{LEVEL_NAMES[level]} bandwidth", si(ce.theoretical_per_s, "B/s"),
+                         si(ce.measured_per_s, "B/s"), "", ""])
     shown = precisions or [p for p in c.compute if p in {pt.precision for pt in result.points} or p == "fp32"]
     for p in shown:
         ce = c.compute.get(p)
         if ce:
-            measured = si(ce.measured, "FLOP/s") + (" (2x dense, derived)" if ce.measured_derived else "")
-            rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical, "FLOP/s"), measured,
+            measured = si(ce.measured_per_s, "FLOP/s") + (" (2x dense, derived)" if ce.measured_derived else "")
+            rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical_per_s, "FLOP/s"), measured,
                          _f(c.ridge(p, "dram")), _f(c.ridge(p, "dram", "measured"))])
     lines.append(render(["ceiling", "theoretical", "measured", "ridge DRAM (theo.)", "ridge DRAM (meas.)"], rows))
     lines.append("")
@@ -284,7 +287,8 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
     for p in result.points:
         name = "(variant)" if p.is_aggregate else (p.kernel if len(p.kernel) <= 48 else p.kernel[:45] + "...")
         body.append([p.variant, name, duration(p.duration_ns), si(p.flops), p.flop_basis, si(p.flops_per_s, "FLOP/s"),
-                     _f(p.ai_dram), _f(p.ai_l2), _f(p.ai_l1) + ("" if p.ai_l1_valid else "*"), p.precision or "-",
+                     _f(p.ai_dram_flop_per_byte), _f(p.ai_l2_flop_per_byte),
+                     _f(p.ai_l1_flop_per_byte) + ("" if p.ai_l1_valid else "*"), p.precision or "-",
                      p.bound or "-", _f(p.pct_of_roof, 3) if p.pct_of_roof is not None else "-",
                      _f(p.pct_of_measured_roof, 3) if p.pct_of_measured_roof is not None else "-"])
     lines.append(render(["variant", "kernel", "time", "FLOPs", "basis", "FLOP/s", "AI DRAM", "AI L2", "AI L1",
@@ -295,7 +299,7 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
         lines.append("")
         lines.append(render(["baseline", "optimized", "speedup (ncu time)", "AI DRAM x", "DRAM bytes x"],
                             [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
-                              _f(cmp.to_dict()["ai_dram_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
+                              _f(cmp.to_dict()["ai_dram_flop_per_byte_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
                              for cmp in result.comparisons]))
     if result.flop_check:
         lines.append("")
@@ -310,7 +314,8 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
 
 def calibration_table(calibrations: Sequence[dict[str, Any]]) -> str:
     """Measured ceilings per hardware key, each probe with its median time and spread."""
-    from .table import duration, render
+    from ..units import duration
+    from .table import render
 
     out = []
     for cal in calibrations:

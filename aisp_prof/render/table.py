@@ -3,28 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-_SCALES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def si(value: float | None, unit: str = "", digits: int = 3) -> str:
-    """1.23e12, 'B/s' -> '1.23 TB/s'; None -> '-'."""
-    if value is None:
-        return "-"
-    for scale, prefix in _SCALES:
-        if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}".rstrip()
-
-
-def duration(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.3f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} us"
-    return f"{ns:.0f} ns"
-
+from ..units import duration, si
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r] for r in rows]
