@@ -2,10 +2,10 @@
 # ch09.cublaslt_gemm on a Hopper GPU, in one visit:
 #   1. ptxas resource report (-Xptxas -v) of kernels/ch09/cublaslt_gemm.cu and its SASS mix
 #      (HMMA, LDSM, LDGSTS) if cuobjdump is there;
-#   2. correctness (aisp_prof.check.check_pair: float64 reference of the dequantized operands,
+#   2. correctness (aisp_prof.collect.check.check_pair: float64 reference of the dequantized operands,
 #      poisoned outputs, every variant against the baseline) at edge sizes, 2048^3 and 8192^3;
 #   3. which kernels cuBLASLt runs (torch.profiler kernel names, one call per variant);
-#   4. timing (aisp_prof.bench.timing.time_variant: CUDA events, L2 flushed, median) at 8192^3:
+#   4. timing (aisp_prof.collect.timing.time_variant: CUDA events, L2 flushed, median) at 8192^3:
 #      median ms and TFLOP/s;
 #   5. with --profile: `aisp-prof run ch09.cublaslt_gemm --label validate` and
 #      `aisp-prof summary latest`;
@@ -50,8 +50,9 @@ echo "== check + kernels + timing t=$(elapsed)s"
 timeout 180 python3 - <<'PY'
 import json, os, time
 import torch
-from aisp_prof import check, pairs
-from aisp_prof.bench.timing import time_variant
+from aisp_prof import pairs
+from aisp_prof.collect import check
+from aisp_prof.collect.timing import time_variant
 
 out = os.environ["OUT"]
 pair = pairs.find("ch09.cublaslt_gemm")

@@ -5,9 +5,9 @@
 #      visit to the same machine skips the 1-3 minute compile), print the compile time, then the resource
 #      usage of every kernel (cuobjdump --dump-resource-usage: registers, stack/spills, shared
 #      memory; the -Xptxas -v numbers without a second compile) and its SASS mix (HGMMA, FFMA);
-#   2. correctness (aisp_prof.check.check_pair: float64 reference, poisoned outputs) of every
+#   2. correctness (aisp_prof.collect.check.check_pair: float64 reference, poisoned outputs) of every
 #      variant and every compiled tensor-op configuration (cfgN) at edge sizes and the default;
-#   3. timing (aisp_prof.bench.timing.time_variant: CUDA events, L2 flushed, median) at the
+#   3. timing (aisp_prof.collect.timing.time_variant: CUDA events, L2 flushed, median) at the
 #      default 4096 x 4096 x 8192: median ms, TFLOP/s, % of cuBLAS;
 #   4. with --profile: `aisp-prof run ch09.cutlass_gemm --label validate` and
 #      `aisp-prof summary latest`;
@@ -76,8 +76,9 @@ echo "== check + timing t=$(elapsed)s"
 timeout 150 python3 - <<'PY'
 import dataclasses, importlib.util, json, os, subprocess, time
 import torch
-from aisp_prof import check, pairs
-from aisp_prof.bench.timing import time_variant
+from aisp_prof import pairs
+from aisp_prof.collect import check
+from aisp_prof.collect.timing import time_variant
 
 out = os.environ["OUT"]
 spec = importlib.util.spec_from_file_location("cutlass_gpu", os.path.join(os.environ["AISP_KERNELS"], "ch09", "cutlass_gemm.py"))

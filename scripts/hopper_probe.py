@@ -5,8 +5,8 @@
     python3 scripts/hopper_probe.py sparse   2:4 GEMM paths (cuSPARSELt alg search, layouts, fp8)
 
 Each prints one line per measurement and writes $OUT/<probe>.json. Timing is
-aisp_prof.bench.timing.time_variant (CUDA events, L2 flushed, median); correctness is
-aisp_prof.check.check_pair against the pair's float64 reference. Nothing here changes clocks.
+aisp_prof.collect.timing.time_variant (CUDA events, L2 flushed, median); correctness is
+aisp_prof.collect.check.check_pair against the pair's float64 reference. Nothing here changes clocks.
 """
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ import traceback
 
 import torch
 
-from aisp_prof import check, pairs
-from aisp_prof.bench.timing import time_variant
+from aisp_prof import pairs
+from aisp_prof.collect import check
+from aisp_prof.collect.timing import time_variant
 
 OUT = os.environ.get("OUT", "/tmp/out")
 

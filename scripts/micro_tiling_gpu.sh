@@ -2,10 +2,10 @@
 # ch09.micro_tiling_matmul on a Hopper GPU, in one visit:
 #   1. ptxas resource report (-Xptxas -v: registers, spills, shared memory) of every kernel in
 #      kernels/ch09/micro_tiling_matmul.cu, plus the SASS instruction mix if cuobjdump is there;
-#   2. correctness (aisp_prof.check.check_pair, float64 reference, poisoned outputs) of baseline,
+#   2. correctness (aisp_prof.collect.check.check_pair, float64 reference, poisoned outputs) of baseline,
 #      optimized, cublas and every micro-tiled configuration (cfgN), at edge sizes, a moderate
 #      size and the default 8192^3;
-#   3. timing (aisp_prof.bench.timing.time_variant: CUDA events, L2 flushed, median) of every
+#   3. timing (aisp_prof.collect.timing.time_variant: CUDA events, L2 flushed, median) of every
 #      variant and configuration at 8192^3: median ms and TFLOP/s, % of cuBLAS;
 #   4. with --profile: `aisp-prof run ch09.micro_tiling_matmul --label validate` (check, ncu,
 #      nsys, stored) and `aisp-prof summary latest`;
@@ -73,8 +73,9 @@ echo "== check + timing t=$(elapsed)s"
 timeout 200 python3 - <<'PY'
 import importlib.util, json, os, subprocess, time
 import torch
-from aisp_prof import check, pairs
-from aisp_prof.bench.timing import time_variant
+from aisp_prof import pairs
+from aisp_prof.collect import check
+from aisp_prof.collect.timing import time_variant
 
 out = os.environ["OUT"]
 spec = importlib.util.spec_from_file_location("micro_tiling_gpu", os.path.join(os.environ["AISP_KERNELS"], "ch09", "micro_tiling_matmul.py"))

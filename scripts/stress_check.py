@@ -4,7 +4,7 @@ count the calls whose output differs from the float64 reference beyond the pair'
     python3 scripts/stress_check.py ch09.warp_specialization_producer_consumer [calls] [k=v ...]
 
 Prints, per variant, how many calls were wrong and where the first wrong elements were. The
-pair's own check (aisp_prof.check) runs a variant a few times only; this is its stress form,
+pair's own check (aisp_prof.collect.check) runs a variant a few times only; this is its stress form,
 used on the GPU machine (notes/2026-11-26-hopper-probes/).
 """
 from __future__ import annotations

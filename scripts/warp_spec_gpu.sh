@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One GPU visit for ch09.warp_specialization_producer_consumer: build with `nvcc -Xptxas -v`
 # (registers, shared memory, spills), check every variant against the float64 reference
-# (aisp_prof.check.check_pair on cuda, odd sizes and the default), time each variant with
-# aisp_prof.bench.timing.time_variant (median of 50, L2 flushed) against the bound
+# (aisp_prof.collect.check.check_pair on cuda, odd sizes and the default), time each variant with
+# aisp_prof.collect.timing.time_variant (median of 50, L2 flushed) against the bound
 # max(bytes / DRAM, FLOPs / fp32) from profiles/calibration/, sweep resident blocks per SM and
 # the polynomial degree, then (PROFILE=1, the default) `aisp-prof run` + `summary latest` twice
 # (as many blocks per SM as fit, then --sizes blocks_per_sm=1) and `pytest -m gpu` on the pair's
@@ -54,8 +54,9 @@ timeout $(( $(left) > 200 ? 170 : $(left) - 30 )) python3 - <<'PY' 2>&1 | tee -a
 import importlib.util, json, os, subprocess, time
 from pathlib import Path
 import torch
-from aisp_prof import check, pairs
-from aisp_prof.bench.timing import time_variant
+from aisp_prof import pairs
+from aisp_prof.collect import check
+from aisp_prof.collect.timing import time_variant
 
 out = Path(os.environ["OUT"])
 pair = pairs.find("ch09.warp_specialization_producer_consumer")

@@ -1,6 +1,6 @@
 """Report charts drawn with matplotlib's Agg canvas into PNG files beside the page.
 
-Each function takes plain data from `report.report_data` (no database access) and a path, and
+Each function takes plain data from `analyze.report_page.page_data` (no database access) and a path, and
 returns the path. Figures are made without pyplot, so drawing never touches global state or
 needs a display. Colors are fixed per stall reason and per variant, so the same thing has the
 same color on every page of a report.
