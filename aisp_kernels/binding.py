@@ -29,22 +29,23 @@ class CudaLibrary:
 
     `functions` maps each exported name to its (argtypes, restype); `error_string` names the
     `const char* (int)` function that decodes a cudaError. `include_dirs` entries are paths or
-    zero-argument functions returning one, called only when the library is built (CUTLASS's
-    headers are looked for then, not on import). `arch` None: the current GPU's (build.default_arch).
+    zero-argument functions returning one or a list of them, called only when the library is
+    built (CUTLASS's headers are looked for then, not on import). `arch` None: the current
+    GPU's (build.default_arch).
     """
 
     source: Path
     functions: Mapping[str, Signature]
     error_string: str = "aisp_cuda_error_string"
     arch: str | None = None
-    include_dirs: Sequence[Path | str | Callable[[], Path]] = ()
+    include_dirs: Sequence[Path | str | Callable[[], Path | list[Path]]] = ()
     extra_flags: Sequence[str] = ()
     _lib: ctypes.CDLL | None = field(default=None, init=False, repr=False)
 
     def load(self) -> ctypes.CDLL:
         """Build (or reuse) and load the library, with every declared signature set; once."""
         if self._lib is None:
-            include_dirs = [d() if callable(d) else d for d in self.include_dirs]
+            include_dirs = [path for d in self.include_dirs for path in _paths(d() if callable(d) else d)]
             lib = build.load_library(self.source, arch=self.arch, include_dirs=include_dirs,
                                      extra_flags=list(self.extra_flags))
             for name, (argtypes, restype) in {**self.functions, self.error_string: ERROR_STRING_SIGNATURE}.items():
@@ -72,3 +73,7 @@ class CudaLibrary:
 
         `label` replaces the function's name in the message (e.g. to say which configuration)."""
         self.check(self.fn(name)(*args), label or name)
+
+
+def _paths(found: Any) -> list[Any]:
+    return list(found) if isinstance(found, (list, tuple)) else [found]

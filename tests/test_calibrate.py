@@ -143,3 +143,24 @@ def test_calibrate_on_the_gpu(tmp_path):
     assert res.exit_code == 0, res.output
     cal = json.loads(res.stdout)["calibration"]
     assert cal["ceilings"]["flops_per_s"]["fp32"] > 1e13 and cal["ceilings"]["dram_bytes_per_s"] > 1e12
+
+
+def test_probes_build_through_the_pairs_binding(tmp_path, monkeypatch):
+    """probes.cu is built and bound by aisp_kernels.binding, like the pairs' sources: every
+    launcher has its signature, the host-side constant reads back, CUDA errors decode."""
+    from pair_testing import have_nvcc
+
+    if not have_nvcc():
+        pytest.skip("needs nvcc")
+    from aisp_prof.calibrate import probes
+
+    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
+    probes._library.cache_clear()
+    library = probes._library()
+    for name, (argtypes, restype) in probes._FUNCTIONS.items():
+        fn = library.fn(name)
+        assert list(fn.argtypes) == list(argtypes) and fn.restype is restype
+    assert library.fn("aisp_probe_chains")() == 8
+    with pytest.raises(RuntimeError, match=r"aisp_copy_f4 failed: .*\(cudaError 1\)"):
+        library.check(1, "aisp_copy_f4")
+    probes._library.cache_clear()

@@ -165,7 +165,7 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
 def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mod):
     """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu (~2-4 minutes)."""
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
-    library = build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=[mod.cutlass_include()],
+    library = build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=tools.cutlass_include_dirs(),
                                               extra_flags=mod.EXTRA_FLAGS)
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:

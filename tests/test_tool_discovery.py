@@ -73,3 +73,14 @@ def test_cutlass_capability_is_reported(monkeypatch):
 def test_repo_cutlass_include_is_at_the_repository_root():
     repo_root = Path(__file__).resolve().parent.parent
     assert tools.REPO_CUTLASS_INCLUDE == repo_root / ".cutlass" / "include"
+
+
+def test_cutlass_include_dirs_add_the_utility_headers(monkeypatch, tmp_path):
+    """The nvidia-cutlass package and a CUTLASS checkout keep cutlass/util/ (packed_stride.hpp,
+    which ch09.cutlass_gemm includes) in tools/util/include beside include/; a merged copy has both."""
+    include = _fake_cutlass(tmp_path / "source" / "include")
+    monkeypatch.setenv("AISP_CUTLASS_INCLUDE", str(include))
+    assert tools.cutlass_include_dirs() == [include]
+    util = tmp_path / "source" / "tools" / "util" / "include"
+    (util / "cutlass" / "util").mkdir(parents=True)
+    assert tools.cutlass_include_dirs() == [include, util]

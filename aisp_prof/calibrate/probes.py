@@ -17,6 +17,7 @@ as the kernel pairs do, so set-up stays outside the timed region.
 from __future__ import annotations
 
 import ctypes
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -76,34 +77,33 @@ class Probe:
                 "working_set_bytes": self.working_set_bytes, "shape": self.shape}
 
 
-def _lib() -> Any:
-    from aisp_kernels import build
-
-    lib = build.load_library(CUDA_SOURCE)
-    for name, args in {
-        "aisp_copy_f4": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_int, ctypes.c_void_p],
-        "aisp_stream_l2": [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p],
-        "aisp_stream_l1": [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p],
-        "aisp_fma_f32": [ctypes.c_float, ctypes.c_float, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p],
-    }.items():
-        fn = getattr(lib, name)
-        fn.argtypes = args
-        fn.restype = ctypes.c_int
-    lib.aisp_probe_error_string.argtypes = [ctypes.c_int]
-    lib.aisp_probe_error_string.restype = ctypes.c_char_p
-    lib.aisp_probe_chains.restype = ctypes.c_int
-    return lib
+_VOID, _INT, _LONG = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
+_FUNCTIONS = {          # every launcher returns a cudaError and takes the stream last
+    "aisp_copy_f4": ((_VOID, _VOID, _LONG, _INT, _INT, _VOID), _INT),
+    "aisp_stream_l2": ((_VOID, _LONG, _INT, _VOID, _INT, _INT, _VOID), _INT),
+    "aisp_stream_l1": ((_VOID, _INT, _INT, _VOID, _INT, _INT, _VOID), _INT),
+    "aisp_fma_f32": ((ctypes.c_float, ctypes.c_float, _INT, _VOID, _INT, _INT, _VOID), _INT),
+    "aisp_probe_chains": ((), _INT),
+}
 
 
-def _checked(lib: Any, name: str) -> Callable[..., None]:
-    fn = getattr(lib, name)
+@functools.cache
+def _library() -> Any:
+    """probes.cu through the pairs' one ctypes binding (built on first use; GPU side only)."""
+    from aisp_kernels.binding import CudaLibrary
+
+    return CudaLibrary(CUDA_SOURCE, _FUNCTIONS, error_string="aisp_probe_error_string")
+
+
+def _checked(name: str) -> Callable[..., None]:
+    """`name` launched on torch's current stream; RuntimeError on a CUDA error."""
+    library = _library()
+    library.load()
 
     def call(*args: Any) -> None:
         import torch
 
-        err = fn(*args, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-        if err != 0:
-            raise RuntimeError(f"{name} failed: {lib.aisp_probe_error_string(err).decode()} (cudaError {err})")
+        library.call(name, *args, ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
     return call
 
 
@@ -120,7 +120,7 @@ def build(name: str, sizes: dict[str, int] | None = None, seed: int = 0) -> Prob
         n4 = max(1, sz["copy_bytes"] // 16 // per_pass) * per_pass
         x = torch.randn(n4 * 4, device="cuda", generator=gen)
         y = torch.empty_like(x)
-        call = _checked(_lib(), "aisp_copy_f4")
+        call = _checked("aisp_copy_f4")
         blocks = sms * 8
         return Probe(spec, lambda: call(x.data_ptr(), y.data_ptr(), n4, blocks, THREADS), 0, 2 * 16 * n4,
                      2 * 16 * n4, {"float4": n4, "blocks": blocks, "threads": THREADS})
@@ -136,7 +136,7 @@ def build(name: str, sizes: dict[str, int] | None = None, seed: int = 0) -> Prob
         reps = sz["l2_reps"]
         x = torch.randn(n4 * 4, device="cuda", generator=gen)
         out = torch.empty(blocks * THREADS, device="cuda")
-        call = _checked(_lib(), "aisp_stream_l2")
+        call = _checked("aisp_stream_l2")
         return Probe(spec, lambda: call(x.data_ptr(), n4, reps, out.data_ptr(), blocks, THREADS),
                      n4 * 4 * reps, 16 * n4 * reps, 16 * n4, {"float4": n4, "reps": reps, "blocks": blocks})
     if name == "stream_l1":
@@ -145,16 +145,15 @@ def build(name: str, sizes: dict[str, int] | None = None, seed: int = 0) -> Prob
         reps = sz["l1_reps"]
         x = torch.randn(blocks * chunk4 * 4, device="cuda", generator=gen)
         out = torch.empty(blocks * THREADS, device="cuda")
-        call = _checked(_lib(), "aisp_stream_l1")
+        call = _checked("aisp_stream_l1")
         return Probe(spec, lambda: call(x.data_ptr(), chunk4, reps, out.data_ptr(), blocks, THREADS),
                      blocks * chunk4 * 4 * reps, 16 * blocks * chunk4 * reps, 16 * blocks * chunk4,
                      {"chunk_float4": chunk4, "reps": reps, "blocks": blocks})
     if name == "fma_fp32":
-        lib = _lib()
-        chains = lib.aisp_probe_chains()
+        chains = _library().fn("aisp_probe_chains")()
         blocks, iters = sms * 8, sz["fma_iters"]
         out = torch.empty(blocks * THREADS, device="cuda")
-        call = _checked(lib, "aisp_fma_f32")
+        call = _checked("aisp_fma_f32")
         threads_total = blocks * THREADS
         return Probe(spec, lambda: call(0.999, 1e-3, iters, out.data_ptr(), blocks, THREADS),
                      2 * chains * iters * threads_total, 4 * threads_total, 4 * threads_total,

@@ -146,6 +146,16 @@ def find_cutlass_include() -> Path:
                             f"nvidia-cutlass package, {candidates[-1]}); {_CUTLASS_HINT}")
 
 
+def cutlass_include_dirs() -> list[Path]:
+    """The -I folders a CUTLASS 3.x program needs: the headers (`find_cutlass_include`) and the
+    utility headers (cutlass/util/packed_stride.hpp...), which a CUTLASS checkout and the
+    nvidia-cutlass package keep in <root>/tools/util/include beside <root>/include; a merged
+    copy holds both in one folder."""
+    include = find_cutlass_include()
+    util = include.parent / "tools" / "util" / "include"
+    return [include, util] if (util / "cutlass" / "util").is_dir() else [include]
+
+
 def have_cutlass() -> bool:
     """Whether find_cutlass_include() finds the headers (the "cutlass" capability)."""
     try:
