@@ -210,12 +210,14 @@ class RunDatabase:
         return runs, merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
     # ------------------------------------------------------------------ profiling (GPU)
-    def profile(self, opts: RunOptions, progress: Progress = lambda m: None) -> RunResult:
+    def profile(self, opts: RunOptions, progress: Progress = lambda m: None,
+                annotate: Callable[[RunData], None] | None = None) -> RunResult:
         """Check and profile a pair (`aisp-prof run`), store the run in one transaction, summarize.
 
-        A run whose check failed is still stored (status failed_check) so the failure is on
-        record; `error` then carries the CorrectnessError. If storing fails, the run folder is
-        removed too: profiles/ and the database stay in step.
+        `annotate(data)` may add to the run before it is stored (the bench's verdicts). A run
+        whose check failed is still stored (status failed_check) so the failure is on record;
+        `error` then carries the CorrectnessError. If storing fails, the run folder is removed
+        too: profiles/ and the database stay in step.
         """
         from .collect import runner
 
@@ -223,6 +225,8 @@ class RunDatabase:
         try:
             progress("parsing exports and storing the run")
             data = load_run_dir(outcome.run_dir)
+            if annotate is not None:
+                annotate(data)
             store_db.write_run(self.path, data)
         except BaseException:
             shutil.rmtree(outcome.run_dir, ignore_errors=True)

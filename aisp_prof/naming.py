@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 
 # files of a run folder (profiles/<run-id>/)
 RUN_JSON = "run.json"
-CHECK_JSON = "check.json"
+CHECK_JSON = "check.json"        # the check, and the first timing process's samples
+TIMING_JSON = "timing_p{process}.json"   # the samples of each further timing process
 NCU_CSV = "ncu_raw.csv"
 NCU_REP = "ncu.ncu-rep"          # gzipped to ncu.ncu-rep.gz once exported (about 10x smaller)
 NSYS_SQLITE = "nsys.sqlite"

@@ -16,8 +16,9 @@ from ..naming import chapter_of_pair
 from ..store.run_data import RunData
 from .ceilings import precision_label
 from .flops import add_flops_and_bytes
+from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
-from .records import clean_value
+from .records import clean_value, frame_records
 from .page_tables import (correctness, kernel_rows, memory_op_rows, memory_rows, short_kernel_name, sol_rows,
                           stall_rows)
 from .summary import summarize
@@ -81,6 +82,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> 
     roof_dict = roof.to_dict() if roof is not None else None
     ceilings = _ceiling_rows(roof_dict)
     headline = _headline(summary, _bounds(roof_dict))
+    _add_intervals(headline, run)
     stalls, selected = stall_rows(kernels_f, variants)
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
@@ -132,6 +134,23 @@ def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float 
         "bound_before_pct_of_roof": (base or {}).get("bound_pct_of_roof"),
         "bound_after_pct_of_roof": s.get("bound_pct_of_roof"),
     } for s in summary if s["variant"] != "baseline"]
+
+
+def _add_intervals(headline: list[dict[str, Any]], run: RunData) -> None:
+    """Each optimized variant's speedup as an interval (CUDA events, measured side by side with
+    the baseline; 95%, hierarchical bootstrap over processes and samples), and its gate verdict
+    when `bench run` judged it."""
+    samples = with_cycles(run.samples) if not run.samples.empty and "variant" in run.samples else None
+    verdicts = ({r["variant"]: r for r in frame_records(run.verdicts)} if not run.verdicts.empty else {})
+    for h in headline:
+        h["speedup_interval"], h["timing_processes"] = None, None
+        if samples is not None:
+            base, var = paired_groups(samples, "baseline", h["variant"])
+            if base:
+                h["speedup_interval"] = ratio_interval(base, var).to_dict()
+                h["timing_processes"] = len(base)
+        v = verdicts.get(h["variant"])
+        h["verdict"] = {"verdict": v["verdict"], "cause": v.get("cause") or ""} if v else None
 
 
 def _strips(run: RunData, variants: list[str]) -> dict[str, dict[str, Any]]:

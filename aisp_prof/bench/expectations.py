@@ -1,20 +1,34 @@
-"""Expected timings per GPU, and the regression gate that compares a run with them.
+"""What a pair measured on one kind of GPU, kept as evidence: `kernels/chNN/expectations_<key>.json`.
 
-`kernels/chNN/expectations_<hardware_key>.json` holds, per pair and variant, the median time
-and its robust spread from a passing run, with provenance. A new run fails a pair when a time
-or a speedup moved further than the noise both runs showed allows: the threshold is derived
-from the recorded spreads (k x combined sigma, with a small floor), not a fixed percentage.
+Format 2 keeps, per pair, the recording sessions themselves (newest last, at most MAX_SESSIONS):
+each session is one `bench run --update-expectations` on one machine, with its provenance, the
+clocks the GPU ran at, and every sample (time and SM clock, one list per process). The
+summary beside them is derived, for the reader of a diff: each variant's median time and
+cycles, its time relative to the baseline, and the A/A margin the gate allows.
+
+The A/A margin is learnt, not set: every process of every session measured the same code, so
+how far their medians lie apart is how far an unchanged tree can move. margin = max(floor,
+2 x the largest relative distance of a process's median from the median of all of them), per
+variant and per metric (time, cycles, time relative to the baseline). One session holds the
+spread across processes; sessions recorded on other machines widen it to across machines.
 """
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import asdict, dataclass
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
-SIGMAS = 4.0          # how many combined robust sigmas a change must exceed to count
-MIN_TOLERANCE = 0.02  # never flag changes under 2%: clocks and co-tenants move that much
+import pandas as pd
+
+from ..analyze.intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
+
+FORMAT = 2
+MAX_SESSIONS = 4
+MARGIN_FACTOR = 2.0
+MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
+PROVENANCE_KEYS = ("run_id", "date", "git_sha", "gpu_name", "driver_version", "torch_version", "cuda_version",
+                   "triton_version", "host")
 
 
 def expectations_path(kernels_root: Path, chapter_key: str, hw_key: str) -> Path:
@@ -22,87 +36,118 @@ def expectations_path(kernels_root: Path, chapter_key: str, hw_key: str) -> Path
 
 
 def load(path: Path) -> dict[str, Any]:
+    """The file's contents; an absent file has no pairs. A file of an older format reads as
+    `outdated` with no pairs: its numbers carry no samples to compare against."""
     if not path.exists():
-        return {"pairs": {}}
-    return json.loads(path.read_text())
+        return {"format": FORMAT, "pairs": {}}
+    data = json.loads(path.read_text())
+    if data.get("format") != FORMAT:
+        return {"format": FORMAT, "pairs": {}, "outdated": f"{path.name} was recorded in an older format "
+                "without samples; record it again with `aisp-prof bench run --update-expectations`"}
+    return data
 
 
-def save(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)
+def save(path: Path, data: Mapping[str, Any]) -> None:
+    """Written compactly (a list of numbers on one line) and atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(dumps(dict(data)) + "\n")
+    os.replace(tmp, path)
 
 
-def pair_entry(pair_name: str, sizes: Mapping[str, int], timings: Mapping[str, Mapping[str, float]],
-               analytic_flops: int, analytic_bytes: int, provenance: Mapping[str, Any]) -> dict[str, Any]:
-    """One pair's expectation from a passing run's per-variant timing stats."""
-    base = timings["baseline"]["median_ns"]
-    variants = {}
-    for name, t in timings.items():
-        seconds = t["median_ns"] * 1e-9
-        variants[name] = {
-            "median_ns": t["median_ns"], "rel_spread": t["rel_spread"], "p10_ns": t.get("p10_ns"),
-            "p90_ns": t.get("p90_ns"), "repeats": t.get("repeats"),
-            "speedup_vs_baseline": base / t["median_ns"],
-            "analytic_dram_bytes_per_s": analytic_bytes / seconds,
-            "analytic_flops_per_s": analytic_flops / seconds,
-        }
-    return {"pair": pair_name, "sizes": dict(sizes), "variants": variants, "provenance": dict(provenance)}
+def dumps(value: Any, indent: int = 0) -> str:
+    """JSON with two-space indents where a list of numbers stays on one line: readable in a diff."""
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(k))}: {dumps(v, indent + 2)}" for k, v in sorted(value.items())]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and value and not all(isinstance(v, (int, float)) or v is None for v in value):
+        return "[\n" + ",\n".join(f"{inner}{dumps(v, indent + 2)}" for v in value) + f"\n{pad}]"
+    return json.dumps(value)
 
 
-@dataclass
-class Verdict:
-    pair: str
-    variant: str
-    what: str                    # "time" or "speedup"
-    expected: float | None
-    observed: float | None
-    change: float | None         # observed/expected - 1 for time; expected/observed - 1 for speedup
-    tolerance: float | None
-    status: str                  # ok, regressed, improved, new, missing, failed_check, error
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Any]:
+    """One recording: provenance, the clocks the GPU ran at, and every sample by variant and process."""
+    df = with_cycles(samples, limits.get("sm_clock_max_mhz"))
+    per_variant: dict[str, Any] = {}
+    for v, rows in df.groupby("variant", sort=False):
+        by_process = [g for _, g in rows.groupby("process", sort=True)]
+        per_variant[str(v)] = {"time_ns": [[round(float(t)) for t in g["time_ns"]] for g in by_process],
+                               "sm_clock_mhz": [[_int(c) for c in g["sm_clock_mhz"]] if "sm_clock_mhz" in g else []
+                                                for g in by_process]}
+    return {**{k: provenance.get(k) for k in PROVENANCE_KEYS}, "processes": int(df["process"].nunique()),
+            "clocks": _clocks(df, limits), "samples": per_variant}
 
 
-def tolerance(*rel_spreads: float) -> float:
-    return max(MIN_TOLERANCE, SIGMAS * math.sqrt(sum(s * s for s in rel_spreads)))
+def _int(v: Any) -> int | None:
+    return int(v) if v is not None and v == v else None
 
 
-def _status(change: float, tol: float) -> str:
-    if change > tol:
-        return "regressed"
-    if change < -tol:
-        return "improved"
-    return "ok"
+def _clocks(df: pd.DataFrame, limits: Mapping[str, Any]) -> dict[str, Any]:
+    def q(col: str) -> list[float] | None:
+        if col not in df or df[col].isna().all():
+            return None
+        s = pd.to_numeric(df[col], errors="coerce").dropna()
+        return [round(float(s.min()), 1), round(float(s.median()), 1), round(float(s.max()), 1)]
+    return {"sm_clock_mhz_min_median_max": q("sm_clock_mhz"), "mem_clock_mhz_min_median_max": q("mem_clock_mhz"),
+            "power_w_min_median_max": q("power_w"), "temperature_c_min_median_max": q("temperature_c"),
+            "throttled_samples": int(df["throttled"].sum()), "sm_clock_max_mhz": limits.get("sm_clock_max_mhz"),
+            "power_limit_w": limits.get("power_limit_w")}
 
 
-def compare(expected: Mapping[str, Any] | None, observed: Mapping[str, Any], correct: bool = True) -> list[Verdict]:
-    """Verdicts for one pair: each variant's time, and each optimized variant's speedup."""
-    pair = observed["pair"]
-    if not correct:
-        return [Verdict(pair, "*", "check", None, None, None, None, "failed_check")]
-    exp_v = (expected or {}).get("variants", {})
-    obs_v = observed["variants"]
-    out: list[Verdict] = []
-    for name in list(dict.fromkeys([*exp_v, *obs_v])):
-        e, o = exp_v.get(name), obs_v.get(name)
-        if e is None or o is None:
-            out.append(Verdict(pair, name, "time", e and e["median_ns"], o and o["median_ns"], None, None,
-                               "new" if e is None else "missing"))
-            continue
-        tol = tolerance(e["rel_spread"], o["rel_spread"])
-        change = o["median_ns"] / e["median_ns"] - 1
-        out.append(Verdict(pair, name, "time", e["median_ns"], o["median_ns"], change, tol, _status(change, tol)))
-        if name != "baseline" and "baseline" in exp_v and "baseline" in obs_v:
-            spreads = (e["rel_spread"], o["rel_spread"], exp_v["baseline"]["rel_spread"], obs_v["baseline"]["rel_spread"])
-            tol_s = tolerance(*spreads)
-            es, os_ = e["speedup_vs_baseline"], o["speedup_vs_baseline"]
-            change_s = es / os_ - 1
-            out.append(Verdict(pair, name, "speedup", es, os_, change_s, tol_s, _status(change_s, tol_s)))
-    return out
+def session_samples(entry: Mapping[str, Any]) -> pd.DataFrame:
+    """Every recorded sample of a pair, processes numbered across sessions (0, 1, ... in order)."""
+    rows, offset = [], 0
+    for session in entry.get("sessions", []):
+        for variant, lists in session["samples"].items():
+            clocks = lists.get("sm_clock_mhz") or [[] for _ in lists["time_ns"]]
+            for p, (times, mhz) in enumerate(zip(lists["time_ns"], clocks)):
+                mhz = mhz or [None] * len(times)
+                rows += [{"process": offset + p, "variant": variant, "time_ns": t, "sm_clock_mhz": c}
+                         for t, c in zip(times, mhz)]
+        offset += session["processes"]
+    if not rows:
+        return pd.DataFrame(columns=["process", "variant", "time_ns", "sm_clock_mhz"])
+    df = pd.DataFrame(rows)
+    df["sm_clock_mhz"] = pd.to_numeric(df["sm_clock_mhz"], errors="coerce")
+    return with_cycles(df)
 
 
-def gate_failed(verdicts: list[Verdict]) -> bool:
-    """A CI job fails on a regression, a failed check or a variant that disappeared."""
-    return any(v.status in ("regressed", "failed_check", "missing", "error") for v in verdicts)
+def summarize(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """Per variant: median time and cycles of all sessions, time relative to the baseline, the
+    A/A margins (see the module docstring) and how many processes they rest on."""
+    df = session_samples(entry)
+    out: dict[str, Any] = {}
+    for v in dict.fromkeys(df["variant"]):
+        t = process_medians(groups(df, v, "time_ns"))
+        c = process_medians(groups(df, v, "cycles"))
+        row: dict[str, Any] = {"median_ns": float(df.loc[df["variant"] == v, "time_ns"].median()),
+                               "median_cycles": _median(df.loc[df["variant"] == v, "cycles"]), "processes": len(t),
+                               "margin": {"time": _margin("time", t), "cycles": _margin("cycles", c) if c else None}}
+        if v != "baseline" and "baseline" in set(df["variant"]) and not str(v).startswith("ref:"):
+            num, den = paired_groups(df, v, "baseline")
+            ratios = process_ratios(num, den)
+            row["time_vs_baseline"] = float(pd.Series(ratios).median()) if ratios else None
+            row["margin"]["ratio"] = _margin("ratio", ratios)
+        out[str(v)] = row
+    return {"variants": out}
+
+
+def _median(s: pd.Series) -> float | None:
+    s = s.dropna()
+    return float(s.median()) if len(s) else None
+
+
+def _margin(metric: str, replicas: list[float]) -> float:
+    return max(MARGIN_FLOOR[metric], MARGIN_FACTOR * relative_spread(replicas))
+
+
+def add_session(entry: Mapping[str, Any] | None, session: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
+    """The pair's entry with `session` appended (the oldest dropped beyond MAX_SESSIONS) and its
+    summary recomputed. Sessions of other problem sizes are dropped: they measured another thing."""
+    kept = [s for s in (entry or {}).get("sessions", []) if (entry or {}).get("sizes") == dict(sizes)]
+    new = {"sizes": dict(sizes), "sessions": (kept + [dict(session)])[-MAX_SESSIONS:]}
+    new["summary"] = summarize(new)
+    return new

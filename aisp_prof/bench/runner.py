@@ -1,9 +1,12 @@
-"""`aisp-prof bench run`: time whole chapters, compare with expectations, optionally update them.
+"""`aisp-prof bench run`: the regression gate, pair by pair.
 
-Each pair goes through the same pipeline as `aisp-prof run` (check first, then CUDA-event
-timing with L2 flushes and rotated inputs, then whatever profilers the level asks for), so a
-benchmark result is an ordinary stored run that `history`, `summary` and reports can read.
-Whether a pair can run here is `pairs.capabilities.runnable`'s answer, as for `run` and `list`.
+Each pair goes through `aisp-prof run`'s pipeline (check first; a failed check is stored and
+stops the pair), then its variants and two reference kernels are timed side by side in fresh
+processes (`collect.timing`, interleaved, clocks beside every sample), at least `processes` of
+them and more while any verdict is still AMBIGUOUS (up to `max_processes`). The verdicts
+(`bench.verdict`) are stored with the run, so `history` and reports read them back; with
+`--update-expectations` the run's samples become a new session of the pair's recorded evidence,
+unless its check failed or its clocks were throttled (then only with `force`).
 """
 from __future__ import annotations
 
@@ -11,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..collect.runner import RunOptions
+import pandas as pd
+
+from ..collect.runner import RunOptions, TimingOptions
 from ..errors import AispError, NoGpuError
 from ..naming import hardware_key, utc_now
 from ..pairs import KernelPair
@@ -20,6 +25,7 @@ from ..pairs.capabilities import Machine, runnable
 from ..parse.metric_table import DEFAULT_GROUPS
 from ..paths import kernels_root
 from . import expectations as exp
+from .verdict import AMBIGUOUS, VariantVerdict, judge
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
@@ -32,17 +38,29 @@ PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
 
 @dataclass(frozen=True)
 class BenchOptions:
-    """How `bench run` measures each pair."""
+    """How `bench run` measures each pair, and against what."""
 
     profile: str = "none"
-    repeats: int = 100
+    repeats: int = 20                  # interleaved rounds per process, at least
+    budget_s: float = 3.0              # sampling time per process
+    processes: int = 2                 # timing processes per pair, at least
+    max_processes: int = 5             # ... and at most, while a verdict is AMBIGUOUS
+    record_processes: int = 4          # processes of a recording session (--update-expectations)
     update_expectations: bool = False
+    force: bool = False                # record even a throttled session
     profiles_dir: Path = Path("profiles")
+    expectations: Path | None = None   # default: kernels/chNN/expectations_<hardware key>.json
 
-    def run_options(self, pair: KernelPair) -> RunOptions:
+    def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None) -> TimingOptions:
+        count = self.record_processes if self.update_expectations else self.processes
+        top = count if self.update_expectations else max(count, self.max_processes)
+        return TimingOptions(min_rounds=self.repeats, budget_s=self.budget_s, processes=count, max_processes=top,
+                             references=True, more=None if self.update_expectations else more)
+
+    def run_options(self, pair: KernelPair, more: Callable[[list[dict[str, Any]]], bool] | None) -> RunOptions:
         with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]
         return RunOptions(pair=pair, profiles_dir=self.profiles_dir, label=f"bench:{self.profile}",
-                          with_ncu=with_ncu, with_nsys=with_nsys, timing_repeats=self.repeats,
+                          with_ncu=with_ncu, with_nsys=with_nsys, timing=self.timing(more),
                           metric_groups=DEFAULT_GROUPS + extra)
 
 
@@ -52,59 +70,88 @@ class PairOutcome:
     run_id: str | None
     status: str                       # ok, failed_check, skipped, error
     message: str = ""
-    verdicts: list[exp.Verdict] = field(default_factory=list)
-    observed: dict[str, Any] | None = None
+    verdicts: list[VariantVerdict] = field(default_factory=list)
+    recorded: str | None = None       # the expectations file a session was added to
+
+    @property
+    def fails(self) -> bool:
+        return self.status == "error" or any(v.fails for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
-                "verdicts": [v.to_dict() for v in self.verdicts], "observed": self.observed}
+                "fails": self.fails, "recorded": self.recorded, "verdicts": [v.to_dict() for v in self.verdicts]}
 
 
-def observed_entry(result: Any, pair: KernelPair) -> dict[str, Any] | None:
-    """The run as an expectation entry (None when the check failed and nothing was timed)."""
-    timings = result.data.timings
-    if timings.empty:
-        return None
-    info, run = result.data.info, result.run
-    stats = {r["variant"]: r for r in timings.to_dict("records")}
-    sizes = info.get("sizes") or dict(pair.sizes)
-    env = info.get("env", {})
-    provenance = {
-        "run_id": run["run_id"], "date": run.get("created_at"),
-        "gpu_name": run.get("gpu_name"), "driver_version": run.get("driver_version"),
-        "git_sha": run.get("git_sha"), "torch_version": env.get("torch_version"),
-        "triton_version": env.get("triton_version"), "cuda_version": env.get("torch_cuda_version"),
-        "ncu_version": run.get("ncu_version"), "nsys_version": run.get("nsys_version"),
-        "nvcc_version": info.get("tools", {}).get("nvcc", {}).get("version"),
-        "sizes": sizes,
-    }
-    return exp.pair_entry(pair.name, sizes, stats, pair.flops(sizes), pair.bytes(sizes), provenance)
+def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
+    """The verdicts as stored rows: one per variant, each metric's change, interval and margin."""
+    rows = []
+    for v in verdicts:
+        row: dict[str, Any] = {"pair": v.pair, "variant": v.variant, "verdict": v.verdict, "cause": v.cause,
+                               "reference": v.is_reference, "expectations": source}
+        for m in v.metrics:
+            row.update({f"{m.metric}_change": m.change.value, f"{m.metric}_change_low": m.change.low,
+                        f"{m.metric}_change_high": m.change.high, f"{m.metric}_margin": m.margin,
+                        f"{m.metric}_verdict": m.verdict})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _still_ambiguous(pair: str, entry: Any) -> Callable[[list[dict[str, Any]]], bool]:
+    return lambda samples: any(v.verdict == AMBIGUOUS for v in judge(pair, pd.DataFrame(samples), entry))
 
 
 def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
               progress: Callable[[str], None] = lambda m: None, machine: Machine | None = None) -> PairOutcome:
-    """Check, time (and profile) one pair into the RunDatabase `runs`; compare with its
-    expectation; maybe record it. A pair that cannot run here is skipped with the reason."""
+    """Check and time (and profile) one pair into the RunDatabase `runs`; judge it against its
+    recorded evidence; maybe record it. A pair that cannot run here is skipped with the reason."""
     answer = runnable(pair, machine or capabilities.detect_machine())
     if not answer.ok and answer.error is not NoGpuError:     # e.g. a pair that needs sm_100, on Hopper
         return PairOutcome(pair.name, None, "skipped", answer.reason)
+    path = opts.expectations or exp.expectations_path(kernels_root(), pair.chapter_key, key)
+    recorded = exp.load(path)
+    entry = recorded["pairs"].get(pair.name)
+    found: list[VariantVerdict] = []
+
+    def annotate(data: Any) -> None:
+        if not data.samples.empty:
+            found.extend(judge(pair.name, data.samples, entry, (data.info.get("sensor") or {}).get("sm_clock_max_mhz")))
+            data.verdicts = verdict_frame(found, str(path))
     try:
-        result = runs.profile(opts.run_options(pair), progress=progress)
+        result = runs.profile(opts.run_options(pair, _still_ambiguous(pair.name, entry)), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
-        return PairOutcome(pair.name, None, "error", str(e),
-                           [exp.Verdict(pair.name, "*", "run", None, None, None, None, "error")])
-    correct = result.error is None
-    observed = observed_entry(result, pair) if correct else None
-    path = exp.expectations_path(kernels_root(), pair.chapter_key, key)
-    expected = exp.load(path)["pairs"].get(pair.name)
-    verdicts = exp.compare(expected, observed or {"pair": pair.name, "variants": {}}, correct)
-    if opts.update_expectations and correct and observed:
-        data = exp.load(path)
-        data.setdefault("pairs", {})[pair.name] = observed
-        data.update(hardware_key=key, chapter=pair.chapter_key, updated_at=utc_now())
-        exp.save(path, data)
-    return PairOutcome(pair.name, result.run["run_id"], "ok" if correct else "failed_check",
-                       str(result.error or ""), verdicts, observed)
+        return PairOutcome(pair.name, None, "error", str(e))
+    if result.error is not None:
+        return PairOutcome(pair.name, result.run["run_id"], "failed_check", str(result.error), found)
+    outcome = PairOutcome(pair.name, result.run["run_id"], "ok", recorded.get("outdated", ""), found)
+    if opts.update_expectations:
+        record(outcome, result.data, path, recorded, key, opts.force)
+    return outcome
+
+
+def record(outcome: PairOutcome, data: Any, path: Path, recorded: dict[str, Any], key: str, force: bool) -> None:
+    """Add the run's samples as a session of the pair's evidence, unless its clocks were throttled."""
+    info, limits = data.info, data.info.get("sensor") or {}
+    session = exp.session_of(data.samples, provenance(data), limits)
+    throttled = session["clocks"]["throttled_samples"]
+    if throttled and not force:
+        outcome.message = (f"not recorded: {throttled} samples ran below 75% of the maximum SM clock "
+                           "(a throttled machine); measure again, or pass --force")
+        return
+    pairs = dict(recorded.get("pairs") or {})
+    pairs[outcome.pair] = exp.add_session(pairs.get(outcome.pair), session, info.get("sizes") or {})
+    exp.save(path, {"format": exp.FORMAT, "hardware_key": key, "chapter": outcome.pair.split(".", 1)[0],
+                    "updated_at": utc_now(), "pairs": pairs})
+    outcome.recorded = str(path)
+
+
+def provenance(data: Any) -> dict[str, Any]:
+    """Where a session came from: the run, the commit, the card and the software."""
+    run, info = data.run, data.info
+    env = info.get("env") or {}
+    return {"run_id": run["run_id"], "date": run.get("created_at"), "git_sha": run.get("git_sha"),
+            "gpu_name": run.get("gpu_name"), "driver_version": run.get("driver_version"),
+            "torch_version": env.get("torch_version"), "cuda_version": env.get("torch_cuda_version"),
+            "triton_version": env.get("triton_version"), "host": info.get("host")}
 
 
 def current_hardware_key(machine: Machine | None = None) -> str:

@@ -184,9 +184,20 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup"],
+    click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup", "gate"],
                       [[r["created_at"], r["run_id"], r["gpu_name"], r["status"], r["variant"],
                         duration(r["median_ns"]),
                         "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
-                        "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x"]
-                       for r in rows]))
+                        "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",
+                        _gate_cell(r)] for r in rows]))
+
+
+def _gate_cell(r: dict[str, Any]) -> str:
+    """'SAME, vs baseline +0.3% [-0.1, +0.6]': the bench verdict and the side-by-side interval."""
+    if not r.get("verdict"):
+        return "-"
+    if r.get("ratio_change") is None:
+        return r["verdict"]
+    pct = (lambda x: f"{(x - 1) * 100:+.1f}")
+    return (f"{r['verdict']}, vs baseline {pct(r['ratio_change'])}% "
+            f"[{pct(r['ratio_change_low'])}, {pct(r['ratio_change_high'])}]")

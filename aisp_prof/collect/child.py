@@ -2,10 +2,11 @@
 
 It builds inputs, warms every variant up (compilation and autotuning stay outside the
 measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
-`--mode check` instead runs the correctness check and then times each variant with CUDA
-events (aisp_prof.collect.timing: L2 flushed, inputs rotated), with no profiler attached. It
-reports through a JSON file, never through stdout, because profilers interleave their own
-output there.
+`--mode check` instead runs the correctness check and then times the variants interleaved with
+CUDA events (aisp_prof.collect.timing: L2 flushed, inputs rotated, the GPU's clocks beside each
+sample), with no profiler attached; `--mode bench` only times them (one of the bench's repeat
+processes, with the reference kernels). It reports through a JSON file, never through stdout,
+because profilers interleave their own output there.
 
     python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode profile --out /tmp/child.json
@@ -13,6 +14,7 @@ output there.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -22,6 +24,7 @@ from typing import Any, Callable
 from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError
 from ..naming import nvtx_path
+from .timing import SamplingPlan
 
 
 def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
@@ -58,15 +61,35 @@ def _env() -> dict[str, Any]:
 
 
 def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
-              repeats: int) -> dict[str, Any]:
+              plan: SamplingPlan, references: bool = False) -> dict[str, Any]:
+    """The correctness check; then, if every variant passed, their interleaved timing (the
+    first timing process)."""
     from .check import check_pair
-    from .timing import time_variant
 
     result = check_pair(pair, sizes, device="cuda", variants=variants)
-    timing = {}
+    report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": _env()}
     if result.passed:   # no timing of a variant that is wrong
-        timing = {v: time_variant(pair, v, sizes, repeats=repeats) for v in variants}
-    return {"check": result.to_dict(), "timing": timing, "env": _env()}
+        report.update(run_timing(pair, sizes, variants, plan, references=references, process=0))
+    return report
+
+
+def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str], plan: SamplingPlan,
+               references: bool, process: int) -> dict[str, Any]:
+    """Interleaved samples of the variants (and the reference kernels), with the GPU's clocks."""
+    from .sensors import open_sensor
+    from .timing import pair_launches, reference_launches, summarize_times, time_rounds
+
+    sensor = open_sensor(0)
+    launches, input_sets = pair_launches(pair, variants, sizes, seed=process)
+    if references:
+        launches = {**launches, **reference_launches()}
+    samples = time_rounds(launches, plan, sensor, process)
+    del input_sets
+    timing = {v: {**summarize_times([s["time_ns"] for s in samples if s["variant"] == v]), "input_sets":
+                  len(launches[v]), "l2_flushed": bool(plan.flush_bytes), "interleaved": plan.interleaved}
+              for v in launches}
+    return {"timing": timing, "samples": samples, "sensor": sensor.limits(), "env": _env(),
+            "plan": dataclasses.asdict(plan)}
 
 
 def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
@@ -97,11 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair", required=True)
     ap.add_argument("--variants", required=True, help="comma-separated, baseline first")
     ap.add_argument("--sizes", default="")
-    ap.add_argument("--mode", choices=("check", "profile"), required=True)
+    ap.add_argument("--mode", choices=("check", "profile", "bench"), required=True)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--repeats", type=int, default=20, help="timing: rounds at least")
+    ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
+    ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
+    ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
     args = ap.parse_args(argv)
     started = time.time()
     try:
@@ -112,10 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         pair = pairs_mod.find(args.pair)
         sizes = pairs_mod.parse_sizes(args.sizes, pair.sizes)
         variants = args.variants.split(",")
-        if args.mode == "check":
-            report = run_check(pair, sizes, variants, args.repeats)
-        else:
+        if args.mode == "profile":
             report = run_profile(pair, sizes, variants, args.warmup, args.iterations)
+        else:
+            from .timing import SamplingPlan, l2_flush_bytes
+
+            plan = SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, flush_bytes=l2_flush_bytes())
+            report = (run_check(pair, sizes, variants, plan, args.references) if args.mode == "check"
+                      else run_timing(pair, sizes, variants, plan, args.references, args.process))
         report.update(ok=True, sizes=sizes, wall_s=time.time() - started)
         code = 0
     except AispError as exc:

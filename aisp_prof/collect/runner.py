@@ -12,21 +12,35 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import CorrectnessError
-from ..naming import CHECK_JSON, RUN_JSON, new_run_id, nvtx_path
+from ..naming import CHECK_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .run_folder import atomic_folder, provenance, write_json
-from .steps import Progress, StepContext, check_step, ncu_step, nsys_step, python_module
+from .steps import Progress, StepContext, check_step, ncu_step, nsys_step, python_module, timing_step
 
 log = logging.getLogger(__name__)
 CHILD_MODULE = "aisp_prof.collect.child"
 GPU_FIELDS = ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_bytes")
+
+
+@dataclass
+class TimingOptions:
+    """How the variants are timed after the check: interleaved samples in `processes` fresh
+    processes (more, up to `max_processes`, while `more(samples)` says so: the bench's
+    sequential stop), each sampling for at most `budget_s`."""
+
+    min_rounds: int = 20
+    budget_s: float = 2.0
+    processes: int = 1
+    max_processes: int = 1
+    references: bool = False
+    more: Callable[[list[dict[str, Any]]], bool] | None = None
 
 
 @dataclass
@@ -41,7 +55,7 @@ class RunOptions:
     nsys: str | None = None
     label: str | None = None
     nsys_iterations: int = 5
-    timing_repeats: int = 20
+    timing: TimingOptions = field(default_factory=TimingOptions)
     with_ncu: bool = True
     with_nsys: bool = True
     metric_groups: tuple[str, ...] = DEFAULT_GROUPS   # add "sol_breakdown" / "stall_sampled" for more
@@ -66,11 +80,17 @@ class _Plan:
 
 
 def child_command(pair: str, variants: list[str], sizes: dict[str, int], mode: str, out: Path,
-                  iterations: int = 1, repeats: int = 20) -> list[str]:
+                  *extra: str) -> list[str]:
     """The profiled child's command line (python -m aisp_prof.collect.child ...)."""
     size_text = ",".join(f"{k}={v}" for k, v in sizes.items())
     return python_module(CHILD_MODULE, "--pair", pair, "--variants", ",".join(variants), "--sizes", size_text,
-                         "--mode", mode, "--out", str(out), "--iterations", str(iterations), "--repeats", str(repeats))
+                         "--mode", mode, "--out", str(out), *extra)
+
+
+def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
+    """The child's timing flags: rounds, budget, which process, reference kernels."""
+    return ["--repeats", str(timing.min_rounds), "--budget-s", str(timing.budget_s), "--process", str(process),
+            *(["--references"] if timing.references else [])]
 
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
@@ -111,16 +131,18 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     """The three steps into the partial folder; run.json last, with the status."""
     pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
     started = time.time()
-    ctx.progress(f"[1/3] checking {', '.join(variants)} against a float64 reference")
+    ctx.progress(f"[1/3] checking {', '.join(variants)} against a float64 reference, then timing them interleaved")
     check = check_step(ctx, child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON,
-                                          repeats=opts.timing_repeats), folder / CHECK_JSON)
+                                          *timing_args(opts.timing)), folder / CHECK_JSON)
     ctx.info["env"] = check.get("env", {})
     ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
     ctx.info["timing_cuda_events"] = check.get("timing", {})
+    ctx.info["sensor"] = check.get("sensor", {})
     if not check["check"]["passed"]:
         ctx.info["status"] = "failed_check"
         write_json(folder / RUN_JSON, ctx.info)
         return
+    ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, list(check.get("samples", [])))
     if the_plan.ncu is not None:
         names = metric_names(opts.metric_groups)
         ctx.progress(f"[2/3] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
@@ -130,11 +152,26 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     if the_plan.nsys is not None:
         ctx.progress(f"[3/3] nsys: timeline of {opts.nsys_iterations} iterations per variant")
         child = child_command(pair.name, variants, sizes, "profile", folder / "nsys_child.json",
-                              iterations=opts.nsys_iterations)
+                              "--iterations", str(opts.nsys_iterations))
         nsys_step(ctx, the_plan.nsys, child, folder / "nsys_child.json")
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
     write_json(folder / RUN_JSON, ctx.info)
+
+
+def more_timing(ctx: StepContext, the_plan: _Plan, timing: TimingOptions, samples: list[dict[str, Any]]) -> int:
+    """Timing processes after the check's own: until `timing.processes` in all, then while
+    `timing.more(samples)` asks for more, up to `timing.max_processes`. Returns how many ran."""
+    pair, extra = the_plan.pair, 0
+    for p in range(1, max(timing.processes, timing.max_processes)):
+        if p >= timing.processes and (timing.more is None or not timing.more(samples)):
+            break
+        ctx.progress(f"      timing process {p + 1}")
+        out = ctx.folder / TIMING_JSON.format(process=p)
+        cmd = child_command(pair.name, the_plan.variants, the_plan.sizes, "bench", out, *timing_args(timing, p))
+        samples += timing_step(ctx, cmd, out, p).get("samples", [])
+        extra += 1
+    return extra
 
 
 def failed_check_error(info: dict[str, Any], run_dir: Path) -> CorrectnessError | None:

@@ -99,6 +99,13 @@ def check_step(ctx: StepContext, child: list[str], report: Path) -> dict[str, An
     return read_child(report, "the check")
 
 
+def timing_step(ctx: StepContext, child: list[str], report: Path, process: int) -> dict[str, Any]:
+    """One more timing process (the bench's repeats): interleaved samples, no profiler."""
+    rc, text, wall = run_logged(child, ctx.folder / f"timing_p{process}.log", ctx.env)
+    ctx.record(f"timing_p{process}", child, wall)
+    return read_child(report, f"timing process {process}")
+
+
 def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges: Sequence[str],
              metrics: Sequence[str]) -> dict[str, Any]:
     """Profile `child` under ncu (only `ranges`, only `metrics`), export the raw page as CSV,

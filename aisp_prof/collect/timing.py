@@ -1,22 +1,50 @@
-"""The one CUDA-event timer: pairs' variants (check child) and calibration probes use it.
+"""The one CUDA-event timer: pairs' variants (run, bench) and calibration probes use it.
 
-CUDA events around each call, after warm-up; calls queued back to back so host launch latency
-stays out; optionally the L2 is flushed before every call (a memset over twice the L2, outside
-the events) and inputs rotated among several sets when one set would fit in L2, so repeats
-measure DRAM, not a warm cache. The statistics are robust: the median, and a spread (MAD)
-that ignores stragglers. torch is imported lazily: only the GPU child times anything.
+`time_rounds` is the timer. Each call is one sample: CUDA events around it, optionally the L2
+flushed before it (a memset over twice the L2, outside the events) and inputs rotated among
+several sets when one set would fit in L2, so repeats measure DRAM, not a warm cache.
+
+Two designs share it:
+  - interleaved (`aisp-prof run`, `bench run`): the variants of a pair take turns in ABBA rounds
+    (in order, then reversed), one synchronize per sample so the GPU's clocks, power and
+    temperature (collect.sensors) are read beside it; a ratio of two variants is then measured
+    side by side, under the same conditions. Sampling stops once every variant's median is known
+    to the target precision, or the time budget is spent.
+  - queued (calibration probes): all calls of one launch back to back, one synchronize at the
+    end, so host launch latency stays out of sub-millisecond probes.
+Reference kernels (a device copy and a cuBLAS GEMM) can ride along: when they move, the machine
+moved. The statistics are robust: the median and a spread (MAD) that ignores stragglers. torch
+is imported lazily: only the GPU child times anything.
 """
 from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Callable, Sequence
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 from ..pairs import KernelPair
+from .sensors import GpuSensor
 
 ROTATION_BUDGET_BYTES = 4 << 30    # at most this much extra memory for rotated input sets
 MAX_INPUT_SETS = 8
 MAD_TO_SIGMA = 1.4826              # for normally distributed noise, 1.4826 x MAD estimates the std deviation
+REF_PREFIX = "ref:"
+Launches = Mapping[str, Sequence[Callable[[], Any]]]
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """How long one process samples. The defaults suit kernels of 10 us to 100 ms."""
+
+    min_rounds: int = 10
+    max_rounds: int = 400
+    budget_s: float = 4.0            # wall time of sampling in one process
+    target_rel_ci: float = 0.0025    # stop when every median's 95% interval is within +-0.25%
+    warmup: int = 3
+    flush_bytes: int = 0             # 0: no L2 flush
+    interleaved: bool = True         # False: queue every call, synchronize once (fixed max_rounds)
 
 
 def _quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -43,6 +71,23 @@ def summarize_times(times_ns: Sequence[float]) -> dict[str, float]:
     }
 
 
+def median_rel_halfwidth(values: Sequence[float]) -> float:
+    """Half the width of the distribution-free 95% interval of the median, over the median."""
+    n = len(values)
+    if n < 5:
+        return math.inf
+    s = sorted(values)
+    k = 1.96 * math.sqrt(n) / 2
+    lo, hi = s[max(0, math.floor(n / 2 - k))], s[min(n - 1, math.ceil(n / 2 + k))]
+    mid = statistics.median(s)
+    return (hi - lo) / 2 / mid if mid else math.inf
+
+
+def round_order(names: Sequence[str], round_index: int) -> list[str]:
+    """ABBA: the variants in order on even rounds, reversed on odd ones."""
+    return list(names) if round_index % 2 == 0 else list(reversed(names))
+
+
 def input_sets_needed(working_set_bytes: int, l2_bytes: int) -> int:
     """How many input sets to rotate through so that consecutive calls don't share L2 lines."""
     if working_set_bytes <= 0 or working_set_bytes >= 2 * l2_bytes:
@@ -52,42 +97,106 @@ def input_sets_needed(working_set_bytes: int, l2_bytes: int) -> int:
     return int(min(wanted, affordable, MAX_INPUT_SETS))
 
 
-def time_calls(launches: Sequence[Callable[[], Any]], repeats: int, warmup: int,
-               flush_bytes: int = 0) -> dict[str, float]:
-    """CUDA-event time of each of `repeats` calls (launches taken in rotation), after `warmup`
-    calls; with `flush_bytes`, a buffer that large is zeroed before each call, outside the events."""
+def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None = None,
+                process: int = 0) -> list[dict[str, Any]]:
+    """Time every variant of `launches` in rounds; one dict per call (process, round, slot,
+    variant, time_ns and the sensor's readings). `launches[v]` holds one or more closures of v,
+    taken in rotation."""
     import torch
 
-    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda") if flush_bytes else None
-    for i in range(warmup):
-        launches[i % len(launches)]()
+    names = list(launches)
+    flush = torch.empty(plan.flush_bytes // 4, dtype=torch.int32, device="cuda") if plan.flush_bytes else None
+    for i in range(plan.warmup):
+        for v in names:
+            launches[v][i % len(launches[v])]()
     torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(repeats)]
-    for i, (start, end) in enumerate(events):
-        if flush is not None:
-            flush.zero_()
-        start.record()
-        launches[i % len(launches)]()
-        end.record()
+    if not plan.interleaved:
+        return _queued(launches, names, plan, flush, sensor, process)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    out: list[dict[str, Any]] = []
+    times: dict[str, list[float]] = {v: [] for v in names}
+    began = time.monotonic()
+    for r in range(plan.max_rounds):
+        for slot, v in enumerate(round_order(names, r)):
+            if flush is not None:
+                flush.zero_()
+            start.record()
+            launches[v][r % len(launches[v])]()
+            end.record()
+            end.synchronize()
+            times[v].append(start.elapsed_time(end) * 1e6)
+            out.append({"process": process, "round": r, "slot": slot, "variant": v, "time_ns": times[v][-1],
+                        **(sensor.read() if sensor else {})})
+        if r + 1 >= plan.min_rounds and (time.monotonic() - began > plan.budget_s or (
+                (r + 1) % 5 == 0 and all(median_rel_halfwidth(t) <= plan.target_rel_ci for t in times.values()))):
+            break
+    return out
+
+
+def _queued(launches: Launches, names: list[str], plan: SamplingPlan, flush: Any, sensor: GpuSensor | None,
+            process: int) -> list[dict[str, Any]]:
+    """max_rounds calls of each variant queued back to back; one synchronize, one sensor reading."""
+    import torch
+
+    events = []
+    for r in range(plan.max_rounds):
+        for v in names:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if flush is not None:
+                flush.zero_()
+            start.record()
+            launches[v][r % len(launches[v])]()
+            end.record()
+            events.append((r, v, start, end))
     torch.cuda.synchronize()
-    stats = summarize_times([start.elapsed_time(end) * 1e6 for start, end in events])
-    stats.update(warmup=warmup, l2_flushed=flush is not None)
+    reading = sensor.read() if sensor else {}
+    return [{"process": process, "round": r, "slot": 0, "variant": v, "time_ns": s.elapsed_time(e) * 1e6, **reading}
+            for r, v, s, e in events]
+
+
+def time_calls(launches: Sequence[Callable[[], Any]], repeats: int, warmup: int,
+               flush_bytes: int = 0) -> dict[str, float]:
+    """The queued design for one launch: summary statistics of `repeats` calls after `warmup`."""
+    plan = SamplingPlan(max_rounds=repeats, warmup=warmup, flush_bytes=flush_bytes, interleaved=False)
+    stats = summarize_times([s["time_ns"] for s in time_rounds({"x": launches}, plan)])
+    stats.update(warmup=warmup, l2_flushed=bool(flush_bytes))
     return stats
+
+
+def reference_launches() -> dict[str, list[Callable[[], Any]]]:
+    """A 256 MiB device copy (DRAM bound) and a 4096^3 bf16 GEMM (tensor-core bound, clock and
+    power sensitive): when they move, the machine moved, whatever the code did."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(64 << 20, device="cuda", generator=gen)
+    y = torch.empty_like(x)
+    a, b = (torch.randn(4096, 4096, device="cuda", generator=gen, dtype=torch.bfloat16) for _ in range(2))
+    c = torch.empty(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    return {f"{REF_PREFIX}copy": [lambda: y.copy_(x)], f"{REF_PREFIX}gemm_bf16": [lambda: torch.matmul(a, b, out=c)]}
+
+
+def pair_launches(pair: KernelPair, variants: Sequence[str], sizes: dict[str, int], seed: int = 0) -> tuple[Launches, list]:
+    """Each variant's closures over rotated input sets (enough that calls don't share L2), and
+    the input sets, which the caller keeps alive while timing (closures may hold raw pointers)."""
+    import torch
+
+    l2_bytes = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
+    input_sets = [pair.make_inputs(sizes, "cuda", seed + i) for i in range(input_sets_needed(int(pair.bytes(sizes)), l2_bytes))]
+    return {v: [pair.variants[v](inputs) for inputs in input_sets] for v in variants}, input_sets
+
+
+def l2_flush_bytes() -> int:
+    """Twice the L2: a memset that size leaves none of the previous call's lines in it."""
+    import torch
+
+    return 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
 
 
 def time_variant(pair: KernelPair, variant: str, sizes: dict[str, int], *, repeats: int = 50,
                  warmup: int = 5, flush_l2: bool = True, seed: int = 0) -> dict[str, Any]:
-    """A pair's variant on fresh inputs (rotated where one set fits in L2), L2 flushed per call."""
-    import torch
-
-    props = torch.cuda.get_device_properties(0)
-    l2_bytes = int(getattr(props, "L2_cache_size", 50 << 20))
-    n_sets = input_sets_needed(int(pair.bytes(sizes)), l2_bytes)
-    # the input sets stay referenced for the whole timing: a closure that kept only raw
-    # pointers would otherwise read freed memory (reused by the flush buffer)
-    input_sets = [pair.make_inputs(sizes, "cuda", seed + i) for i in range(n_sets)]
-    launches = [pair.variants[variant](inputs) for inputs in input_sets]
-    stats = time_calls(launches, repeats, warmup, flush_bytes=2 * l2_bytes if flush_l2 else 0)
-    stats["input_sets"] = n_sets
-    del input_sets
+    """One variant alone, queued calls, L2 flushed per call (the GPU scripts' timer)."""
+    launches, input_sets = pair_launches(pair, [variant], sizes, seed)
+    stats = time_calls(launches[variant], repeats, warmup, flush_bytes=l2_flush_bytes() if flush_l2 else 0)
+    stats["input_sets"] = len(input_sets)
     return stats

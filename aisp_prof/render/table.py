@@ -44,16 +44,23 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     return render(headers, body)
 
 
+def _change(m: Any) -> str:
+    """'+3.1% [+2.8, +3.4] (margin 2.0%) SLOWER'."""
+    if m is None:
+        return "-"
+    c = m.change
+    return (f"{(c.value - 1) * 100:+.1f}% [{(c.low - 1) * 100:+.1f}, {(c.high - 1) * 100:+.1f}] "
+            f"(±{m.margin * 100:.1f}%) {m.verdict}")
+
+
 def bench_table(outcomes: Sequence[Any]) -> str:
-    """`aisp-prof bench run`: one line per verdict (time or speedup) of each pair and variant."""
+    """`aisp-prof bench run`: one line per variant: verdict, each metric's change with its 95%
+    interval and margin, and the cause."""
     rows = []
     for o in outcomes:
         if not o.verdicts:
-            rows.append([o.pair, "-", "-", "-", "-", "-", "-", o.status + (f": {o.message}" if o.message else "")])
+            rows.append([o.pair, "-", o.status.upper(), "-", "-", "-", o.message or "-"])
         for v in o.verdicts:
-            fmt = duration if v.what == "time" else (lambda x: "-" if x is None else f"{x:.2f}x")
-            status = v.status + (f": {o.message}" if v.status in ("failed_check", "error") and o.message else "")
-            rows.append([v.pair, v.variant, v.what, fmt(v.expected), fmt(v.observed),
-                         "-" if v.change is None else f"{v.change:+.1%}",
-                         "-" if v.tolerance is None else f"{v.tolerance:.1%}", status])
-    return render(["pair", "variant", "what", "expected", "observed", "change", "tolerance", "status"], rows)
+            rows.append([v.pair, v.variant, v.verdict, _change(v.metric("time")), _change(v.metric("cycles")),
+                         _change(v.metric("ratio")), v.cause or (o.message if v is o.verdicts[0] else "") or "-"])
+    return render(["pair", "variant", "verdict", "time", "cycles", "time vs baseline", "why"], rows)

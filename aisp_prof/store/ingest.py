@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import ExportParseError
-from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, new_run_id, utc_now, variant_of
+from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
 from ..paths import samples_dir
 from .db import Database, write_run
 from .run_data import RunData
@@ -74,8 +74,28 @@ def load_run_dir(run_dir: Path) -> RunData:
     if (run_dir / CHECK_JSON).exists():
         check = json.loads((run_dir / CHECK_JSON).read_text())
         data.checks = pd.DataFrame([_flat(c) for c in check.get("check", {}).get("checks", [])])
-        data.timings = pd.DataFrame([{"variant": v, **t} for v, t in check.get("timing", {}).items()])
+        data.samples, data.timings = _timing(run_dir, check)
     return data
+
+
+def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every timed sample (the check's process, then timing_p1.json, ...) and, per variant, the
+    summary of all of them pooled. Runs from before interleaved timing have a summary only."""
+    from ..collect.timing import summarize_times
+
+    samples = list(check.get("samples") or [])
+    for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
+        samples += json.loads(path.read_text()).get("samples") or []
+    first = check.get("timing") or {}
+    if not samples:
+        return pd.DataFrame(), pd.DataFrame([{"variant": v, **t} for v, t in first.items()])
+    frame = pd.DataFrame(samples)
+    rows = []
+    for v, g in frame.groupby("variant", sort=False):
+        extra = {k: first.get(v, {}).get(k) for k in ("input_sets", "l2_flushed", "interleaved")}
+        rows.append({"variant": v, **summarize_times(g["time_ns"].tolist()), **extra,
+                     "processes": int(g["process"].nunique())})
+    return frame, pd.DataFrame(rows)
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings")
+TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts")
 
 
 @dataclass
@@ -25,7 +25,9 @@ class RunData:
     memory_ops: pd.DataFrame = field(default_factory=pd.DataFrame)   # one row per memcpy/memset nsys saw
     ranges: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per NVTX range
     checks: pd.DataFrame = field(default_factory=pd.DataFrame)       # correctness, per variant and trial
-    timings: pd.DataFrame = field(default_factory=pd.DataFrame)      # CUDA-event timing, per variant
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)      # CUDA-event timing summary, per variant
+    samples: pd.DataFrame = field(default_factory=pd.DataFrame)      # every timed call, with the GPU's clocks
+    verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)     # `bench run`: per variant, against expectations
 
     @property
     def run_id(self) -> str:

@@ -1,0 +1,121 @@
+"""Confidence intervals of timed samples: medians, cycles, and ratios measured side by side.
+
+Samples come from `collect.timing` (one row per timed call: process, round, variant, time_ns,
+the SM clock beside it). A sample's cycles are time x SM clock: a compute-bound kernel's time
+follows the clock, its cycles do not. Samples taken while the SM clock sat below 75% of its
+maximum are throttled (nvbench's rule) and left out.
+
+Intervals come from a hierarchical bootstrap: resample the processes (each process is one
+independent start of the GPU program), then the samples within each, and take the statistic of
+the pooled resample. A ratio resamples its numerator and denominator from the same processes,
+so what the processes shared (their clocks, their co-tenants) cancels as it did when measured.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+THROTTLE_FRACTION = 0.75
+BOOTSTRAP_ROUNDS = 1000
+CONFIDENCE = 0.95
+Groups = list[np.ndarray]          # one array of values per process
+
+
+@dataclass(frozen=True)
+class Interval:
+    """An estimate and its 95% confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+    def scaled(self, by: float) -> "Interval":
+        return Interval(self.value / by, self.low / by, self.high / by)
+
+    def to_dict(self) -> dict[str, float]:
+        return {"value": self.value, "low": self.low, "high": self.high}
+
+
+def with_cycles(samples: pd.DataFrame, sm_clock_max_mhz: float | None = None) -> pd.DataFrame:
+    """The samples with `cycles` (time x SM clock; NaN without a clock reading) and `throttled`
+    (SM clock under 75% of the maximum: left out of every statistic here)."""
+    df = samples.copy()
+    clock = pd.to_numeric(df["sm_clock_mhz"], errors="coerce") if "sm_clock_mhz" in df else pd.Series(float("nan"), index=df.index)
+    df["cycles"] = df["time_ns"].astype(float) * clock / 1e3
+    df["throttled"] = (clock < THROTTLE_FRACTION * sm_clock_max_mhz).fillna(False) if sm_clock_max_mhz else False
+    return df
+
+
+def _kept(samples: pd.DataFrame, variant: str, metric: str) -> pd.DataFrame:
+    keep = samples["variant"] == variant
+    if "throttled" in samples:
+        keep &= ~samples["throttled"].astype(bool)
+    return samples.loc[keep & samples[metric].notna(), ["process", metric]]
+
+
+def groups(samples: pd.DataFrame, variant: str, metric: str = "time_ns",
+           processes: Sequence[int] | None = None) -> Groups:
+    """`metric` of `variant`'s unthrottled samples, one array per process (in `processes`,
+    default: every process with any)."""
+    rows = _kept(samples, variant, metric)
+    by = {p: g[metric].to_numpy(float) for p, g in rows.groupby("process", sort=True)}
+    return [by[p] for p in (processes if processes is not None else sorted(by)) if p in by]
+
+
+def paired_groups(samples: pd.DataFrame, a: str, b: str, metric: str = "time_ns") -> tuple[Groups, Groups]:
+    """`metric` of variants a and b over the processes that have samples of both."""
+    common = sorted(set(_kept(samples, a, metric)["process"]) & set(_kept(samples, b, metric)["process"]))
+    return groups(samples, a, metric, common), groups(samples, b, metric, common)
+
+
+def _resample(groups_: Groups, chosen: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return np.concatenate([rng.choice(groups_[i], size=len(groups_[i])) for i in chosen])
+
+
+def bootstrap(statistic: Callable[..., float], *paired: Groups, rounds: int = BOOTSTRAP_ROUNDS,
+              seed: int = 0) -> Interval:
+    """`statistic(*pooled)` and its percentile interval under the hierarchical bootstrap; the
+    `paired` group lists must come from the same processes, in the same order."""
+    processes = len(paired[0])
+    if processes == 0 or any(len(g) != processes for g in paired):
+        raise ValueError("each sample set needs the same processes, at least one")
+    value = statistic(*(np.concatenate(g) for g in paired))
+    rng = np.random.default_rng(seed)
+    stats = np.empty(rounds)
+    for b in range(rounds):
+        chosen = rng.integers(0, processes, size=processes)
+        stats[b] = statistic(*(_resample(g, chosen, rng) for g in paired))
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(stats, [tail, 100 - tail])
+    return Interval(float(value), float(low), float(high))
+
+
+def median_interval(groups_: Groups, seed: int = 0) -> Interval:
+    """The median of the pooled samples and its interval."""
+    return bootstrap(np.median, groups_, seed=seed)
+
+
+def ratio_interval(numerator: Groups, denominator: Groups, seed: int = 0) -> Interval:
+    """median(numerator) / median(denominator), both from the same processes, and its interval."""
+    return bootstrap(lambda a, b: float(np.median(a) / np.median(b)), numerator, denominator, seed=seed)
+
+
+def process_medians(groups_: Groups) -> list[float]:
+    """Each process's median: the A/A replicas of one measurement."""
+    return [float(np.median(g)) for g in groups_]
+
+
+def process_ratios(numerator: Groups, denominator: Groups) -> list[float]:
+    """Each process's median ratio, numerator over denominator."""
+    return [float(np.median(a) / np.median(b)) for a, b in zip(numerator, denominator)]
+
+
+def relative_spread(values: Sequence[float]) -> float:
+    """The largest relative distance of any value from their median (0 for fewer than 2)."""
+    if len(values) < 2:
+        return 0.0
+    mid = float(np.median(values))
+    return float(max(abs(v / mid - 1) for v in values)) if mid else 0.0

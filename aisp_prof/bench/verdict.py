@@ -1,0 +1,162 @@
+"""A verdict, not a threshold: FASTER, SLOWER, SAME or AMBIGUOUS for every variant of a pair.
+
+Each metric is an interval of observed / expected (expected: the recorded sessions' median):
+  - time: the variant's median time;
+  - cycles: its median time x SM clock (a compute-bound kernel's cycles do not follow the clock);
+  - ratio: its time relative to the baseline's, measured side by side in the same processes.
+Against the A/A margin d of that metric (bench.expectations): SLOWER when the whole interval lies
+above 1 + d, FASTER below 1 - d, SAME inside [1 - d, 1 + d], AMBIGUOUS when it straddles an edge.
+
+A variant is SLOWER (a code regression, which fails the gate) when its cycles are SLOWER and its
+time or its ratio is SLOWER too, unless a reference kernel (a device copy, a cuBLAS GEMM, timed
+in the same processes) moved as far: that is the machine. Time SLOWER with cycles SAME is the SM
+clock moving (reported, not failed); cycles moving with time SAME is a memory-bound kernel
+running at another clock. AMBIGUOUS means sample more; FASTER needs cycles and time (or ratio).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ..analyze.intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
+
+FASTER, SLOWER, SAME, AMBIGUOUS = "FASTER", "SLOWER", "SAME", "AMBIGUOUS"
+NEW, MISSING = "NEW", "MISSING"
+REF_PREFIX = "ref:"
+
+
+@dataclass
+class MetricVerdict:
+    """One metric of one variant: observed/expected as an interval, the margin, the verdict."""
+
+    metric: str                   # time | cycles | ratio
+    change: Interval              # observed / expected (1.0 = unchanged)
+    observed: float
+    expected: float
+    margin: float
+    verdict: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "change": self.change.to_dict()}
+
+
+@dataclass
+class VariantVerdict:
+    """A variant's verdict, why, and the metrics it rests on."""
+
+    pair: str
+    variant: str
+    verdict: str
+    cause: str = ""
+    metrics: list[MetricVerdict] = field(default_factory=list)
+
+    @property
+    def is_reference(self) -> bool:
+        return self.variant.startswith(REF_PREFIX)
+
+    @property
+    def fails(self) -> bool:
+        return self.verdict in (SLOWER, MISSING) and not self.is_reference
+
+    def metric(self, name: str) -> MetricVerdict | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pair": self.pair, "variant": self.variant, "verdict": self.verdict, "cause": self.cause,
+                "reference": self.is_reference, "metrics": [m.to_dict() for m in self.metrics]}
+
+
+def decide(change: Interval, margin: float) -> str:
+    """The interval of observed/expected against [1 - margin, 1 + margin]."""
+    if change.low > 1 + margin:
+        return SLOWER
+    if change.high < 1 - margin:
+        return FASTER
+    if change.low >= 1 - margin and change.high <= 1 + margin:
+        return SAME
+    return AMBIGUOUS
+
+
+def _metric(name: str, observed: Interval, expected: float | None, margin: float | None) -> MetricVerdict | None:
+    if expected is None or margin is None or not expected:
+        return None
+    change = observed.scaled(expected)
+    return MetricVerdict(name, change, observed.value, expected, margin, decide(change, margin))
+
+
+def measure(samples: pd.DataFrame, variant: str, summary: Mapping[str, Any]) -> list[MetricVerdict]:
+    """The variant's time, cycles and (optimized variants) ratio metrics against the summary."""
+    margins = summary.get("margin") or {}
+    out = [_metric("time", median_interval(groups(samples, variant)), summary.get("median_ns"), margins.get("time"))]
+    cycles = groups(samples, variant, "cycles")
+    if cycles:
+        out.append(_metric("cycles", median_interval(cycles), summary.get("median_cycles"), margins.get("cycles")))
+    if summary.get("time_vs_baseline") is not None:
+        num, den = paired_groups(samples, variant, "baseline")
+        if num:
+            out.append(_metric("ratio", ratio_interval(num, den), summary["time_vs_baseline"], margins.get("ratio")))
+    return [m for m in out if m is not None]
+
+
+def _pct(x: float) -> str:
+    return f"{(x - 1) * 100:+.1f}%"
+
+
+def classify(pair: str, variant: str, metrics: list[MetricVerdict], references: list["VariantVerdict"]) -> VariantVerdict:
+    """The rule of the module docstring, with the cause in words."""
+    by = {m.metric: m for m in metrics}
+    t, c, r = (by[k].verdict if k in by else None for k in ("time", "cycles", "ratio"))
+    c_eff = c if c is not None else t              # no clock readings: cycles unknown, time decides
+    slowish = {SLOWER, AMBIGUOUS}
+    if c_eff == SLOWER and SLOWER in (t, r):
+        moved = next((ref for ref in references if ref.verdict == SLOWER and _explains(ref, by.get("time"))), None)
+        if moved is not None:
+            return VariantVerdict(pair, variant, SAME, f"machine drift: {moved.variant} moved "
+                                  f"{_pct(moved.metric('time').change.value)} as well", metrics)
+        what = "time" if t == SLOWER else "time relative to the baseline"
+        return VariantVerdict(pair, variant, SLOWER, f"{what} {_pct(by['ratio' if t != SLOWER else 'time'].change.value)} "
+                              f"and cycles {_pct(by['cycles'].change.value) if 'cycles' in by else 'unknown'}", metrics)
+    if c_eff == FASTER and FASTER in (t, r):
+        return VariantVerdict(pair, variant, FASTER, "", metrics)
+    if c_eff in slowish and ({t, r} & slowish):
+        return VariantVerdict(pair, variant, AMBIGUOUS, "an interval straddles the margin: more samples would decide",
+                              metrics)
+    return VariantVerdict(pair, variant, SAME, _same_cause(by), metrics)
+
+
+def _explains(ref: VariantVerdict, time_metric: MetricVerdict | None) -> bool:
+    """A reference kernel slowed at least as much as the variant (within the variant's margin)."""
+    ref_time = ref.metric("time")
+    return bool(ref_time and time_metric and time_metric.change.low <= ref_time.change.value * (1 + time_metric.margin))
+
+
+def _same_cause(by: Mapping[str, MetricVerdict]) -> str:
+    t, c = by.get("time"), by.get("cycles")
+    if t and c and t.verdict == SLOWER and c.verdict != SLOWER:
+        return f"time {_pct(t.change.value)} but cycles {_pct(c.change.value)}: the SM clock moved, not the code"
+    if t and c and c.verdict in (SLOWER, FASTER) and t.verdict == SAME:
+        return f"cycles {_pct(c.change.value)} with the same time: another SM clock, a memory-bound kernel"
+    return ""
+
+
+def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
+          sm_clock_max_mhz: float | None = None) -> list[VariantVerdict]:
+    """Every variant (references first) of this run's samples against the pair's recorded entry."""
+    df = with_cycles(samples, sm_clock_max_mhz)
+    recorded = ((entry or {}).get("summary") or {}).get("variants", {})
+    present = list(dict.fromkeys(df["variant"]))
+    order = sorted(present, key=lambda v: not v.startswith(REF_PREFIX))
+    out: list[VariantVerdict] = []
+    for v in order:
+        if v not in recorded:
+            out.append(VariantVerdict(pair, v, NEW, "no recorded expectation on this GPU"))
+            continue
+        metrics = measure(df, v, recorded[v])
+        refs = [x for x in out if x.is_reference]
+        out.append(classify(pair, v, metrics, refs) if not v.startswith(REF_PREFIX)
+                   else VariantVerdict(pair, v, metrics[0].verdict if metrics else NEW, "reference kernel", metrics))
+    out += [VariantVerdict(pair, v, MISSING, "recorded but not measured now") for v in recorded
+            if v not in present and not v.startswith(REF_PREFIX)]
+    return out
