@@ -83,9 +83,9 @@ def test_list_and_run_agree_on_a_gpu_without_nvcc(monkeypatch, tmp_path):
 
 def test_bad_sizes_get_their_own_error(monkeypatch, tmp_path):
     monkeypatch.setattr(capabilities, "detect_machine", lambda: HOPPER_NO_NVCC)
-    res = CliRunner().invoke(cli, ["run", "ch09.fused_l2norm", "--sizes", "rows=0", "--db", str(tmp_path / "a.db")])
+    res = CliRunner().invoke(cli, ["run", "ch09.fused_l2norm", "--sizes", "rows=-1", "--db", str(tmp_path / "a.db")])
     assert res.exit_code == 12, res.output
-    assert "bad size 'rows=0'" in res.stderr and "rows=N, cols=N" in res.stderr and "unknown target" not in res.stderr
+    assert "bad size 'rows=-1'" in res.stderr and "rows=N, cols=N" in res.stderr and "unknown target" not in res.stderr
     res = CliRunner().invoke(cli, ["run", "ch09.fused_l2norm", "--sizes", "depth=3", "--db", str(tmp_path / "a.db")])
     assert res.exit_code == 12 and "this pair takes rows=N, cols=N" in res.stderr
 

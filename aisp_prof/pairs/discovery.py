@@ -77,15 +77,15 @@ def select(targets: list[str], root: Path | None = None) -> list[KernelPair]:
 
 def parse_sizes(text: str | None, defaults: Mapping[str, int]) -> dict[str, int]:
     """"rows=4096,cols=8192" over a pair's defaults; an unknown key or a value that is not a
-    positive integer is a SizesError, never silently ignored."""
+    whole number is a SizesError, never silently ignored (0 can mean "auto", e.g. blocks_per_sm)."""
     sizes = dict(defaults)
     if not text:
         return sizes
     for part in text.split(","):
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
-        if not sep or key not in sizes or not value.isdigit() or int(value) < 1:
+        if not sep or key not in sizes or not value.isdigit():
             known = ", ".join(f"{k}=N" for k in defaults) or "no sizes"
-            raise SizesError(f"bad size {part.strip()!r}; this pair takes {known} (positive integers)")
+            raise SizesError(f"bad size {part.strip()!r}; this pair takes {known} (whole numbers)")
         sizes[key] = int(value)
     return sizes
