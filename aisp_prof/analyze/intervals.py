@@ -2,8 +2,11 @@
 
 Samples come from `collect.timing` (one row per timed call: process, round, variant, time_ns,
 the SM clock beside it). A sample's cycles are time x SM clock: a compute-bound kernel's time
-follows the clock, its cycles do not. Samples taken while the SM clock sat below 75% of its
-maximum are throttled (nvbench's rule) and left out.
+follows the clock, its cycles do not. A sample taken while the SM clock sat below 75% of its
+maximum (nvbench's rule) is flagged: throttled, and left out, when NVML named a thermal or
+hardware slowdown (or gave no reason); power_capped, and kept, when only the software power cap
+held the clock down, which is a heavy kernel's normal state (ch09's 2:4 sparse GEMMs run at
+~1365 MHz against the H200's 700 W cap).
 
 Intervals come from a hierarchical bootstrap: resample the processes (each process is one
 independent start of the GPU program), then the samples within each, and take the statistic of
@@ -39,13 +42,23 @@ class Interval:
         return {"value": self.value, "low": self.low, "high": self.high}
 
 
+# NVML clocks-event reasons that mean the machine, not the workload, held the clock down
+MACHINE_SLOWDOWN_BITS = 0x8 | 0x20 | 0x40 | 0x80       # hw slowdown, sw/hw thermal, power brake
+POWER_CAP_BIT = 0x4
+
+
 def with_cycles(samples: pd.DataFrame, sm_clock_max_mhz: float | None = None) -> pd.DataFrame:
-    """The samples with `cycles` (time x SM clock; NaN without a clock reading) and `throttled`
-    (SM clock under 75% of the maximum: left out of every statistic here)."""
+    """The samples with `cycles` (time x SM clock; NaN without a clock reading), `throttled`
+    (left out of every statistic here) and `power_capped` (kept): see the module docstring."""
     df = samples.copy()
-    clock = pd.to_numeric(df["sm_clock_mhz"], errors="coerce") if "sm_clock_mhz" in df else pd.Series(float("nan"), index=df.index)
+    nan = pd.Series(float("nan"), index=df.index)
+    clock = pd.to_numeric(df["sm_clock_mhz"], errors="coerce") if "sm_clock_mhz" in df else nan
     df["cycles"] = df["time_ns"].astype(float) * clock / 1e3
-    df["throttled"] = (clock < THROTTLE_FRACTION * sm_clock_max_mhz).fillna(False) if sm_clock_max_mhz else False
+    low = (clock < THROTTLE_FRACTION * sm_clock_max_mhz).fillna(False) if sm_clock_max_mhz else pd.Series(False, index=df.index)
+    reasons = pd.to_numeric(df["clock_event_reasons"], errors="coerce") if "clock_event_reasons" in df else nan
+    capped_only = reasons.notna() & ((reasons.fillna(0).astype("int64") & MACHINE_SLOWDOWN_BITS) == 0)
+    df["throttled"] = low & ~capped_only
+    df["power_capped"] = low & capped_only
     return df
 
 

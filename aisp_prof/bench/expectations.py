@@ -69,10 +69,11 @@ def dumps(value: Any, indent: int = 0) -> str:
 
 
 def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Any]:
-    """One recording: provenance, the clocks the GPU ran at, and every sample by variant and process."""
+    """One recording: provenance, the clocks the GPU ran at, and every unthrottled sample by
+    variant and process (throttled ones are counted, not kept)."""
     df = with_cycles(samples, limits.get("sm_clock_max_mhz"))
     per_variant: dict[str, Any] = {}
-    for v, rows in df.groupby("variant", sort=False):
+    for v, rows in df[~df["throttled"]].groupby("variant", sort=False):
         by_process = [g for _, g in rows.groupby("process", sort=True)]
         per_variant[str(v)] = {"time_ns": [[round(float(t)) for t in g["time_ns"]] for g in by_process],
                                "sm_clock_mhz": [[_int(c) for c in g["sm_clock_mhz"]] if "sm_clock_mhz" in g else []
@@ -93,7 +94,8 @@ def _clocks(df: pd.DataFrame, limits: Mapping[str, Any]) -> dict[str, Any]:
         return [round(float(s.min()), 1), round(float(s.median()), 1), round(float(s.max()), 1)]
     return {"sm_clock_mhz_min_median_max": q("sm_clock_mhz"), "mem_clock_mhz_min_median_max": q("mem_clock_mhz"),
             "power_w_min_median_max": q("power_w"), "temperature_c_min_median_max": q("temperature_c"),
-            "throttled_samples": int(df["throttled"].sum()), "sm_clock_max_mhz": limits.get("sm_clock_max_mhz"),
+            "throttled_samples": int(df["throttled"].sum()), "power_capped_samples": int(df["power_capped"].sum()),
+            "sm_clock_max_mhz": limits.get("sm_clock_max_mhz"),
             "power_limit_w": limits.get("power_limit_w")}
 
 

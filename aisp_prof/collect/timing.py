@@ -6,12 +6,11 @@ several sets when one set would fit in L2, so repeats measure DRAM, not a warm c
 
 Two designs share it:
   - interleaved (`aisp-prof run`, `bench run`): the variants of a pair take turns in ABBA rounds
-    (in order, then reversed), one synchronize per sample so the GPU's clocks, power and
-    temperature (collect.sensors) are read beside it; a ratio of two variants is then measured
-    side by side, under the same conditions. Sampling stops once every variant's median is known
-    to the target precision, or the time budget is spent.
-  - queued (calibration probes): all calls of one launch back to back, one synchronize at the
-    end, so host launch latency stays out of sub-millisecond probes.
+    (in order, then reversed), queued a few rounds at a time, the GPU's clocks, power and
+    temperature (collect.sensors) read after each block; a ratio of two variants is then
+    measured side by side, under the same conditions. Sampling stops once every variant's
+    median is known to the target precision, or the time budget is spent.
+  - queued (calibration probes): all calls of one launch in one block, one synchronize at the end.
 Reference kernels (a device copy and a cuBLAS GEMM) can ride along: when they move, the machine
 moved. The statistics are robust: the median and a spread (MAD) that ignores stragglers. torch
 is imported lazily: only the GPU child times anything.
@@ -31,6 +30,7 @@ ROTATION_BUDGET_BYTES = 4 << 30    # at most this much extra memory for rotated 
 MAX_INPUT_SETS = 8
 MAD_TO_SIGMA = 1.4826              # for normally distributed noise, 1.4826 x MAD estimates the std deviation
 REF_PREFIX = "ref:"
+ROUNDS_PER_BLOCK = 4               # interleaved rounds queued between two synchronizes
 Launches = Mapping[str, Sequence[Callable[[], Any]]]
 
 
@@ -42,7 +42,7 @@ class SamplingPlan:
     max_rounds: int = 400
     budget_s: float = 4.0            # wall time of sampling in one process
     target_rel_ci: float = 0.0025    # stop when every median's 95% interval is within +-0.25%
-    warmup: int = 3
+    warmup: int = 5
     flush_bytes: int = 0             # 0: no L2 flush
     interleaved: bool = True         # False: queue every call, synchronize once (fixed max_rounds)
 
@@ -101,7 +101,14 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
                 process: int = 0) -> list[dict[str, Any]]:
     """Time every variant of `launches` in rounds; one dict per call (process, round, slot,
     variant, time_ns and the sensor's readings). `launches[v]` holds one or more closures of v,
-    taken in rotation."""
+    taken in rotation.
+
+    Calls are queued a block of rounds at a time and the host synchronizes once per block: with
+    a synchronize per call the GPU would finish the flush and wait for the host to launch the
+    next kernel inside the timed region (a Triton launch costs tens of microseconds of Python),
+    and that wait varied by a quarter between processes on an H200. An untimed call opens each
+    block, so the GPU is busy while the host queues the first timed one. The sensor is read after
+    each block (clocks move over milliseconds, a block lasts a few)."""
     import torch
 
     names = list(launches)
@@ -110,48 +117,44 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
         for v in names:
             launches[v][i % len(launches[v])]()
     torch.cuda.synchronize()
-    if not plan.interleaved:
-        return _queued(launches, names, plan, flush, sensor, process)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    block = ROUNDS_PER_BLOCK if plan.interleaved else plan.max_rounds
     out: list[dict[str, Any]] = []
     times: dict[str, list[float]] = {v: [] for v in names}
     began = time.monotonic()
-    for r in range(plan.max_rounds):
-        for slot, v in enumerate(round_order(names, r)):
-            if flush is not None:
-                flush.zero_()
-            start.record()
-            launches[v][r % len(launches[v])]()
-            end.record()
-            end.synchronize()
-            times[v].append(start.elapsed_time(end) * 1e6)
-            out.append({"process": process, "round": r, "slot": slot, "variant": v, "time_ns": times[v][-1],
-                        **(sensor.read() if sensor else {})})
-        if r + 1 >= plan.min_rounds and (time.monotonic() - began > plan.budget_s or (
-                (r + 1) % 5 == 0 and all(median_rel_halfwidth(t) <= plan.target_rel_ci for t in times.values()))):
+    for first in range(0, plan.max_rounds, block):
+        rounds = range(first, min(first + block, plan.max_rounds))
+        rows = _timed_block(launches, names, rounds, plan.interleaved, flush, sensor, process)
+        for row in rows:
+            times[row["variant"]].append(row["time_ns"])
+        out += rows
+        if plan.interleaved and rounds[-1] + 1 >= plan.min_rounds and (time.monotonic() - began > plan.budget_s or all(
+                median_rel_halfwidth(t) <= plan.target_rel_ci for t in times.values())):
             break
     return out
 
 
-def _queued(launches: Launches, names: list[str], plan: SamplingPlan, flush: Any, sensor: GpuSensor | None,
-            process: int) -> list[dict[str, Any]]:
-    """max_rounds calls of each variant queued back to back; one synchronize, one sensor reading."""
+def _timed_block(launches: Launches, names: list[str], rounds: range, interleaved: bool, flush: Any,
+                 sensor: GpuSensor | None, process: int) -> list[dict[str, Any]]:
+    """One block: an untimed opening call, then every round's calls queued with their events;
+    one synchronize, one sensor reading for the block."""
     import torch
 
-    events = []
-    for r in range(plan.max_rounds):
-        for v in names:
+    order = round_order(names, rounds[0]) if interleaved else names
+    launches[order[0]][rounds[0] % len(launches[order[0]])]()          # keeps the GPU busy while we queue
+    pending = []
+    for r in rounds:
+        for slot, v in enumerate(round_order(names, r) if interleaved else names):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if flush is not None:
                 flush.zero_()
             start.record()
             launches[v][r % len(launches[v])]()
             end.record()
-            events.append((r, v, start, end))
+            pending.append((r, slot, v, start, end))
     torch.cuda.synchronize()
     reading = sensor.read() if sensor else {}
-    return [{"process": process, "round": r, "slot": 0, "variant": v, "time_ns": s.elapsed_time(e) * 1e6, **reading}
-            for r, v, s, e in events]
+    return [{"process": process, "round": r, "slot": slot, "variant": v, "time_ns": s.elapsed_time(e) * 1e6, **reading}
+            for r, slot, v, s, e in pending]
 
 
 def time_calls(launches: Sequence[Callable[[], Any]], repeats: int, warmup: int,
