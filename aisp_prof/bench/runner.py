@@ -128,6 +128,23 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
     return outcome
 
 
+def record_runs(runs: list[Any], expectations: Path | None = None, force: bool = False) -> list[PairOutcome]:
+    """`bench record`: stored runs (RunData) added as sessions of their pairs' evidence, in the
+    file of their GPU (or `expectations`). A run without timed samples, or whose check failed,
+    is refused; so is a throttled one unless `force`."""
+    out = []
+    for data in runs:
+        pair, key = data.run.get("pair"), hardware_key(data.gpu_name)
+        outcome = PairOutcome(str(pair), data.run_id, "ok")
+        if not pair or data.samples.empty or data.run.get("status") != "ok":
+            outcome.status, outcome.message = "refused", "not recorded: no timed samples of a passing check in this run"
+        else:
+            path = expectations or exp.expectations_path(kernels_root(), pair.split(".", 1)[0], key)
+            record(outcome, data, path, exp.load(path), key, force)
+        out.append(outcome)
+    return out
+
+
 def record(outcome: PairOutcome, data: Any, path: Path, recorded: dict[str, Any], key: str, force: bool) -> None:
     """Add the run's samples as a session of the pair's evidence, unless its clocks were throttled."""
     info, limits = data.info, data.info.get("sensor") or {}

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ..errors import CorrectnessError, RegressionError
+from ..errors import AispError, CorrectnessError, RegressionError
 from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, profiles_dir_option
 
 
@@ -39,6 +39,37 @@ def list_targets(chapter: str | None, as_json: bool) -> None:
         return
     for r in rows:
         click.echo(f"{r['name']}\t{'runs here' if r['can_run'] else 'skipped here: ' + r['reason']}")
+
+
+@bench_group.command("record")
+@click.argument("runs", nargs=-1, required=True)
+@click.option("--expectations", type=click.Path(dir_okay=False, path_type=Path),
+              help="Record into this file instead of kernels/chNN/expectations_<gpu of the run>.json.")
+@click.option("--force", is_flag=True, help="Record a throttled run too.")
+@db_option
+@json_option
+def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, db: Path | None, as_json: bool) -> None:
+    """Add stored runs (ids, prefixes, 'latest' or pair names) as sessions of their pairs'
+    recorded evidence: e.g. a `bench run` on another machine that changed no code, which widens
+    each A/A margin to what two machines showed. Runs without timed samples or a passing check
+    are refused (exit 1 if any was).
+
+    \b
+    Example:
+      aisp-prof bench record ch09.fused_l2norm ch09.triton
+    """
+    from ..bench.runner import record_runs
+
+    store = database(db)
+    outcomes = record_runs([store.run(r) for r in runs], expectations, force)
+    if as_json:
+        echo_json([o.to_dict() for o in outcomes])
+    else:
+        for o in outcomes:
+            click.echo(f"{o.pair}\t{o.run_id}\t" + (f"recorded -> {o.recorded}" if o.recorded else o.message))
+    refused = [o.run_id for o in outcomes if not o.recorded]
+    if refused:
+        raise AispError(f"not recorded: {', '.join(map(str, refused))} (see the messages above)")
 
 
 @bench_group.command("run")
@@ -95,3 +126,6 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
                      | {o.pair for o in outcomes if o.status == "error"})
     if failing:
         raise RegressionError(f"regressed, missing or failed: {', '.join(failing)}")
+    refused = [o.pair for o in outcomes if opts.update_expectations and o.status == "ok" and not o.recorded]
+    if refused:
+        raise AispError(f"not recorded: {', '.join(refused)} (throttled; see the table, or pass --force)")
