@@ -1,0 +1,60 @@
+"""A digest of what the store holds for a run, table by table: row count and a hash of every
+non-null value with its column name (a column that is NULL throughout does not count, so a
+table created with more columns up front digests the same). Issue 17 changes how rows are written and read, never what they are: the digest of
+the shipped samples, stored by the code before that work, is the golden the test compares with.
+
+    python tests/stored_digest.py > tests/fixtures/stored_tables_digest.json   # regenerate (say why)
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+TABLES = ("runs", "kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts")
+VOLATILE = {"runs": {"run_dir", "info_json"}}     # paths of the checkout that imported the run
+
+
+def _cell(v: Any) -> str:
+    return repr(float(v)) if isinstance(v, float) else json.dumps(v)
+
+
+def table_digest(conn: sqlite3.Connection, table: str, run_id: str) -> dict[str, Any] | None:
+    """{rows, columns, sha256} of one run's rows of `table` (None if the table does not exist)."""
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", [table]).fetchone():
+        return None
+    cur = conn.execute(f"SELECT * FROM [{table}] WHERE run_id = ?", [run_id])
+    columns = [d[0] for d in cur.description]
+    keep = [i for i, c in enumerate(columns) if c not in VOLATILE.get(table, set())]
+    lines = sorted("\x1f".join(f"{columns[i]}={_cell(row[i])}" for i in keep if row[i] is not None) for row in cur)
+    return {"rows": len(lines), "sha256": hashlib.sha256("\n".join(lines).encode()).hexdigest()}
+
+
+def digest(db: Path, run_ids: list[str]) -> dict[str, Any]:
+    conn = sqlite3.connect(db)
+    try:
+        return {rid: {t: table_digest(conn, t, rid) for t in TABLES} for rid in run_ids}
+    finally:
+        conn.close()
+
+
+def shipped_digest(tmp: Path) -> dict[str, Any]:
+    """Import every shipped sample (H200 and H100) into a fresh database and digest it."""
+    from aisp_prof.paths import data_root
+    from aisp_prof.store.ingest import store_path
+
+    db = tmp / "digest.db"
+    folders = sorted(p for d in ("samples", "samples_h100") for p in (data_root() / "profiles" / d).iterdir()
+                     if (p / "run.json").exists())
+    run_ids = [store_path(db, p) for p in folders]
+    return digest(db, run_ids)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        json.dump(shipped_digest(Path(tmp)), sys.stdout, indent=1, sort_keys=True)
+        print()
