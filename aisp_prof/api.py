@@ -141,7 +141,19 @@ class RunDatabase:
     def kernels(self, run: str = "latest", variant: str | None = None) -> pd.DataFrame:
         """Per kernel launch: range, variant, kernel, duration, bytes per level, FLOPs by precision.
         From ncu when the run has counters, else the nsys timeline (bytes and FLOPs then null)."""
-        return kernel_frame(self.run(run), variant)
+        chunks = list(self.iter_kernels(run, variant))
+        return pd.concat(chunks, ignore_index=True) if chunks else _kernel_columns(pd.DataFrame())
+
+    def iter_kernels(self, run: str = "latest", variant: str | None = None,
+                     chunk_rows: int = 100_000) -> Iterator[pd.DataFrame]:
+        """`kernels()` in frames of at most `chunk_rows` launches, read as they are needed (a
+        million-kernel timeline streams through `aisp-prof kernels --json`)."""
+        with store_db.Database(self.path) as conn:
+            run_id = resolve_run(conn.list_runs(), run, str(self.path))
+            table = "kernels" if conn.count("kernels", run_id) else "timeline"
+            where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
+            for chunk in conn.iter_table(table, run_id, where, params, chunk_rows):
+                yield _kernel_columns(chunk)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
         """Per NVTX range: calls, kernels, memcpys/memsets, GPU time and gaps (nsys)."""
@@ -236,19 +248,15 @@ class RunDatabase:
                          runner.failed_check_error(outcome.run_info, outcome.run_dir))
 
 
-def kernel_frame(run: RunData, variant: str | None = None) -> pd.DataFrame:
-    """`RunDatabase.kernels` of a RunData: ncu rows, else the nsys timeline's kernels."""
+def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:
+    """ncu kernel rows or nsys timeline rows as `kernels()` columns, FLOPs and bytes added."""
     from .analyze.flops import add_flops_and_bytes
 
-    kernels = run.kernels
-    if kernels.empty:
-        kernels = run.timeline.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim", "block": "block_dim"})
-    if kernels.empty:
+    if rows.empty:
         return pd.DataFrame(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS])
-    if variant:
-        kernels = kernels[kernels["variant"] == variant]
-    kernels = add_flops_and_bytes(kernels)
-    return kernels.reindex(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS]).reset_index(drop=True)
+    rows = add_flops_and_bytes(rows.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim",
+                                                     "block": "block_dim"}) if "launch_id" not in rows else rows)
+    return rows.reindex(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS]).reset_index(drop=True)
 
 
 def kernel_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:

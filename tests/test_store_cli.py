@@ -77,16 +77,16 @@ def test_failed_write_leaves_no_partial_rows(tmp_path, monkeypatch):
 
     db = tmp_path / "a.db"
     data = load_export(H200 / "probe_curated_raw_base.csv")
-    real = store._records
+    real = store._insert
     calls = []
 
-    def failing(df, run_id):
-        calls.append(1)
+    def failing(db_, name, df, run_id):
+        calls.append(name)
         if len(calls) == 3:          # after the runs row, kernels and metrics are inserted
             raise RuntimeError("simulated crash mid-write")
-        return real(df, run_id)
+        return real(db_, name, df, run_id)
 
-    monkeypatch.setattr(store, "_records", failing)
+    monkeypatch.setattr(store, "_insert", failing)
     with pytest.raises(RuntimeError, match="simulated"):
         store.write_run(db, data)
     assert len(calls) == 3

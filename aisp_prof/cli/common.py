@@ -50,6 +50,19 @@ def echo_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, default=_json_default))
 
 
+def stream_json(batches: Any) -> None:
+    """A JSON array written as its records come (batches of them), never whole in memory; the
+    same text `echo_json` would print for the list."""
+    out = click.get_text_stream("stdout")
+    first = True
+    for batch in batches:
+        for record in batch:
+            body = json.dumps(record, indent=2, default=_json_default).replace("\n", "\n  ")
+            out.write(("[\n  " if first else ",\n  ") + body)
+            first = False
+    out.write("[]\n" if first else "\n]\n")
+
+
 def _json_default(v: Any) -> Any:
     if hasattr(v, "item"):
         return v.item()

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, short
+from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, short, stream_json
 
 
 @click.command("list")
@@ -87,10 +87,11 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
     """
     from ..api import kernel_records
 
-    rows = list(kernel_records(database(db).kernels(run, variant)))
+    chunks = database(db).iter_kernels(run, variant)
     if as_json:
-        echo_json(rows)
+        stream_json(kernel_records(chunk) for chunk in chunks)
         return
+    rows = [r for chunk in chunks for r in kernel_records(chunk)]
     from ..render.table import render
     from ..units import duration, si
 
