@@ -18,3 +18,31 @@ def test_shipped_samples_store_the_same_values(tmp_path):
     differ = {(run, table): (golden[run][table], now[run][table]) for run in golden for table in golden[run]
               if golden[run][table] != now[run][table]}
     assert not differ, differ
+
+
+ROOFLINE_GOLDEN = Path(__file__).parent / "fixtures" / "roofline_digest.json"
+
+
+def roofline_digest(result: dict) -> str:
+    """sha256 of a roofline's JSON, less where its measured ceilings were read from (a path)."""
+    import hashlib
+
+    data = json.loads(json.dumps(result, default=str))
+    data.get("ceilings", {}).pop("measured_source", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def test_shipped_samples_give_the_same_rooflines(tmp_path):
+    """Every sample's roofline (points, ceilings, checks, warnings), number for number, as
+    before issue 17 took the per-launch points off one-row frames (golden made at 945910d)."""
+    from aisp_prof.api import open_db
+    from aisp_prof.paths import data_root
+
+    golden = json.loads(ROOFLINE_GOLDEN.read_text())
+    db = open_db(tmp_path / "a.db")
+    for d in ("samples", "samples_h100"):
+        for p in sorted((data_root() / "profiles" / d).iterdir()):
+            if (p / "run.json").exists():
+                db.import_path(p)
+    now = {rid: roofline_digest(db.roofline(rid).to_dict()) for rid in db.runs()["run_id"]}
+    assert now == golden

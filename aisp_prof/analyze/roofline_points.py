@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
-from .ceilings import LEVELS, PRECISIONS, SPARSE_REPORTED, SPARSE_SUFFIX, Ceilings, weighted_clocks
+from .ceilings import CLOCK_COLUMNS, LEVELS, PRECISIONS, SPARSE_REPORTED, SPARSE_SUFFIX, Ceilings, weighted_clocks
 from .flops import SCALAR_FLOP_WEIGHTS
 from .ncu_command import ncu_iterations
 
@@ -151,18 +151,29 @@ def json_ready(v: Any) -> Any:
 
 @dataclass(frozen=True, eq=False)
 class PointSource:
-    """The launches one point stands for and how their work is counted: a variant's calls (the
+    """Which launches one point stands for and how their work is counted: a variant's calls (the
     aggregate, `kernel` None) or a single kernel launch."""
 
     run_id: str
     nvtx_range: str
     variant: str
-    rows: pd.DataFrame                   # tidy ncu rows of those launches
-    flops_by_precision: pd.DataFrame     # counted FLOPs per launch and precision (of the run's rows)
     kernel: str | None = None            # None: the variant's aggregate
     launch_id: int | None = None
     analytic_flops: float | None = None  # the pair's FLOPs for those calls, where the run records them
     use_analytic: bool = False           # place the point at `analytic_flops` when known
+
+
+@dataclass(frozen=True)
+class Totals:
+    """What a point's launches add up to: count, time, counted FLOPs per precision, bytes per
+    level, TMA bytes and the duration-weighted clocks."""
+
+    count: int
+    duration_ns: float
+    flops_by_precision: dict[str, float]
+    bytes_at: dict[str, float | None]
+    tma_bytes: float
+    clocks_hz: dict[str, float | None]
 
 
 @dataclass(frozen=True)
@@ -182,9 +193,47 @@ def _sum(series: pd.Series) -> float | None:
     return float(s.sum()) if s.notna().any() else None
 
 
-def _work(src: PointSource) -> _Work:
-    by_prec = src.flops_by_precision
-    prec_sums = {p: float(by_prec.loc[src.rows.index, p].sum()) for p in by_prec.columns}
+_TMA_COLUMNS = ("tma_load_bytes", "tma_store_bytes")
+
+
+def totals_of(rows: pd.DataFrame, by_prec: pd.DataFrame) -> Totals:
+    """The totals of several launches (a variant's aggregate)."""
+    byte_sums = {lv: (_sum(rows[col]) if col in rows else None) for lv, col in LEVEL_BYTES.items()}
+    if "dram_bytes" not in rows and {"dram_read_bytes", "dram_write_bytes"} <= set(rows):
+        byte_sums["dram"] = _sum(rows["dram_read_bytes"].fillna(0) + rows["dram_write_bytes"].fillna(0))
+    tma = sum(float(rows[c].astype(float).fillna(0).sum()) for c in _TMA_COLUMNS if c in rows)
+    return Totals(len(rows), float(rows["duration_ns"].astype(float).sum()),
+                  {p: float(by_prec.loc[rows.index, p].sum()) for p in by_prec.columns}, byte_sums, tma,
+                  weighted_clocks(rows))
+
+
+def launch_totals(rows: pd.DataFrame, by_prec: pd.DataFrame) -> list[Totals]:
+    """The totals of each launch on its own, column by column: the same arithmetic as
+    `totals_of` on one row (so the same numbers), without building a one-row frame per launch."""
+    n = len(rows)
+    dur = rows["duration_ns"].astype(float).to_numpy()
+    prec = {p: by_prec.loc[rows.index, p].astype(float).to_numpy() for p in by_prec.columns}
+    level = {lv: rows[col].astype(float).to_numpy() if col in rows else None for lv, col in LEVEL_BYTES.items()}
+    tma = [rows[c].astype(float).fillna(0).to_numpy() for c in _TMA_COLUMNS if c in rows]
+    clocks = {d: _one_clock(rows, col, dur) for d, col in CLOCK_COLUMNS.items()}
+    out = []
+    for i in range(n):
+        bytes_at = {lv: (None if v is None or v[i] != v[i] else float(v[i])) for lv, v in level.items()}
+        out.append(Totals(1, float(dur[i]), {p: float(v[i]) for p, v in prec.items()}, bytes_at,
+                          sum(float(t[i]) for t in tma), {d: c[i] for d, c in clocks.items()}))
+    return out
+
+
+def _one_clock(rows: pd.DataFrame, col: str, dur: Any) -> list[float | None]:
+    """Each launch's clock as `weighted_clocks` gives it for one row: (clock x time) / time."""
+    if col not in rows:
+        return [None] * len(rows)
+    clk = rows[col].astype(float).to_numpy()
+    return [float(c * d / d) if c == c and d == d and d > 0 else None for c, d in zip(clk, dur)]
+
+
+def _work(src: PointSource, totals: Totals) -> _Work:
+    prec_sums = totals.flops_by_precision
     counted = sum(prec_sums.values())
     precision = max(prec_sums, key=prec_sums.get) if counted > 0 else None
     basis = "analytic" if src.use_analytic and src.analytic_flops is not None else "counted"
@@ -194,14 +243,6 @@ def _work(src: PointSource) -> _Work:
     else:
         mix = {p: v for p, v in prec_sums.items() if v > 0}
     return _Work(flops, basis, counted, prec_sums, precision, mix)
-
-
-def _bytes_by_level(rows: pd.DataFrame) -> dict[str, float | None]:
-    """Bytes moved at each level (DRAM from read + write where the total is not a column)."""
-    byte_sums = {lv: (_sum(rows[col]) if col in rows else None) for lv, col in LEVEL_BYTES.items()}
-    if "dram_bytes" not in rows and {"dram_read_bytes", "dram_write_bytes"} <= set(rows):
-        byte_sums["dram"] = _sum(rows["dram_read_bytes"].fillna(0) + rows["dram_write_bytes"].fillna(0))
-    return byte_sums
 
 
 def _roof_terms(flops_by_prec: Mapping[str, float], bytes_at: Mapping[str, float | None],
@@ -235,14 +276,11 @@ def _bound(work: _Work, bytes_at: Mapping[str, float | None], compute: Mapping[s
     return bound, 100.0 * t_min / seconds, roof, terms
 
 
-def make_point(src: PointSource, ceilings: Ceilings) -> Point:
-    """The roofline point of `src`'s launches against `ceilings`, at the clocks they ran at."""
-    rows = src.rows
-    duration_ns = float(rows["duration_ns"].astype(float).sum())
-    work = _work(src)
-    byte_sums = _bytes_by_level(rows)
-    tma = sum(float(rows[c].astype(float).fillna(0).sum()) for c in ("tma_load_bytes", "tma_store_bytes") if c in rows)
-    clocks = weighted_clocks(rows)
+def make_point(src: PointSource, totals: Totals, ceilings: Ceilings) -> Point:
+    """The roofline point of `src`'s launches (their `totals`) against `ceilings`, at the clocks
+    they ran at."""
+    duration_ns, work, byte_sums, tma, clocks = (totals.duration_ns, _work(src, totals), totals.bytes_at,
+                                                 totals.tma_bytes, totals.clocks_hz)
     seconds = duration_ns * 1e-9
     theo_c = {p: c.at_clocks(clocks) for p, c in ceilings.compute.items()}
     theo_b = {lv: c.at_clocks(clocks) for lv, c in ceilings.bandwidth.items()}
@@ -258,7 +296,7 @@ def make_point(src: PointSource, ceilings: Ceilings) -> Point:
     ridge = {lv: p_eff / bw if p_eff and (bw := theo_b.get(lv)) else None for lv in LEVELS}
     return Point(
         run_id=src.run_id, nvtx_range=src.nvtx_range, variant=src.variant, kernel=src.kernel,
-        launch_id=src.launch_id, kernel_count=len(rows), duration_ns=duration_ns, flops=work.flops,
+        launch_id=src.launch_id, kernel_count=totals.count, duration_ns=duration_ns, flops=work.flops,
         flop_basis=work.basis, flops_counted=work.flops_counted, flops_analytic=src.analytic_flops,
         flops_by_precision=work.flops_by_precision, precision=work.precision, dram_bytes=byte_sums["dram"],
         l2_bytes=byte_sums["l2"], l1_bytes=byte_sums["l1"], tma_bytes=tma,
@@ -298,11 +336,11 @@ def points_for_run(run: RunInput, ceilings: Ceilings, flop_basis: str = "auto") 
         analytic = analytic_for(run.info, variant)
         a_flops = analytic.get("flops") if analytic else None
         a_flops = float(a_flops) * iterations if a_flops is not None else None
-        out.append(make_point(PointSource(run.run_id, nvtx, variant, rows, by_prec, analytic_flops=a_flops,
-                                          use_analytic=flop_basis in ("auto", "analytic")), ceilings))
-        for idx in rows.index:
-            row = rows.loc[[idx]]
-            lid = row["launch_id"].iloc[0] if "launch_id" in row else None
-            out.append(make_point(PointSource(run.run_id, nvtx, variant, row, by_prec, str(row["kernel"].iloc[0]),
-                                              int(lid) if lid is not None and lid == lid else None), ceilings))
+        out.append(make_point(PointSource(run.run_id, nvtx, variant, analytic_flops=a_flops,
+                                          use_analytic=flop_basis in ("auto", "analytic")),
+                              totals_of(rows, by_prec), ceilings))
+        ids = rows["launch_id"].tolist() if "launch_id" in rows else [None] * len(rows)
+        for name, lid, totals in zip(rows["kernel"].astype(str), ids, launch_totals(rows, by_prec)):
+            out.append(make_point(PointSource(run.run_id, nvtx, variant, name,
+                                              int(lid) if lid is not None and lid == lid else None), totals, ceilings))
     return out
