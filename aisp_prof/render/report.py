@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shutil
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,6 +29,7 @@ from markupsafe import Markup
 
 from ..errors import AispError, UnknownTargetError
 from ..units import duration, si
+from . import drawing
 
 log = logging.getLogger(__name__)
 
@@ -198,11 +200,16 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         env, assets = _env(), _assets()
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
         rows, written = [], []
-        for name, page in zip(_page_names(refs), pages):
-            rows.append(_write_page(env, assets, partial, name, page, generated))
-            written.append(out_dir / name)
-            if progress:
-                progress(page.data["title"])
+        with drawing.pool() as charts:
+            pending: deque = deque()
+            for name, page in zip(_page_names(refs), pages):
+                stem = name[: -len(".html")]
+                pending.append((name, page, charts.submit(_draw, page.data, page.roofline, partial / "img", stem)))
+                while len(pending) > 2 * drawing.MAX_WORKERS:
+                    rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
+            while pending:
+                rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
+        written = [out_dir / r["page"] for r in rows]
         chapters = sorted({r["chapter"] for r in rows})
         html = env.get_template("index.html.j2").render(rows=rows, chapters=chapters, generated=generated,
                                                         db=source, **assets)
@@ -217,12 +224,15 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
 
 
-def _write_page(env: Any, assets: dict[str, Any], partial: Path, name: str, page: Page,
-                generated: str) -> dict[str, Any]:
-    """One pair page, its charts and its data file; returns the page's row of the index."""
+def _finish_page(env: Any, assets: dict[str, Any], partial: Path, drawn: tuple[str, Page, Any], generated: str,
+                 progress: Callable[[str], None] | None) -> dict[str, Any]:
+    """Once a page's charts are drawn: its HTML and data file; returns its row of the index."""
+    name, page, future = drawn
     data, stem = page.data, name[: -len(".html")]
-    images = _draw(data, page.roofline, partial / "img", stem)
+    images = future.result()
     html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated, **assets)
     (partial / name).write_text(html, encoding="utf-8")
     (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
+    if progress:
+        progress(data["title"])
     return {"page": name, "data": f"data/{stem}.json", "thumb": images.get("roofline_thumb"), **data}
