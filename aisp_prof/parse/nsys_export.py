@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -111,12 +112,16 @@ def _event_type_ids(conn: sqlite3.Connection, tables: set[str]) -> dict[str, int
 
 
 def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
-    """Kernel executions with names resolved and the process key the launch join needs."""
+    """Kernel executions with names resolved and the process key the launch join needs.
+
+    Names and launch configurations repeat across launches: they are read as string ids and
+    resolved once per distinct value into categorical columns (a million launches of one kernel
+    hold its name once, not a million copies)."""
     cols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
     graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
     global_pid = "k.globalPid" if "globalPid" in cols else "NULL"
     df = _query(conn, f"""
-        SELECT k.correlationId AS correlation_id, d.value AS kernel, s.value AS short_name,
+        SELECT k.correlationId AS correlation_id, k.demangledName AS kernel, k.shortName AS short_name,
                k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id,
                k.streamId AS stream_id, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
                k.registersPerThread AS registers_per_thread,
@@ -124,12 +129,13 @@ def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
                k.dynamicSharedMemory AS dynamic_shared_bytes,
                {graph_node} AS graph_node_id, {global_pid} AS global_pid
         FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-        LEFT JOIN StringIds AS d ON d.id = k.demangledName
-        LEFT JOIN StringIds AS s ON s.id = k.shortName
         ORDER BY k.start, k."end"
     """)
     if df.empty:
-        return df
+        return df.assign(grid=[], block=[], duration_ns=[], process_key=[], process_id=[])
+    names = _string_ids(conn, pd.concat([df["kernel"], df["short_name"]]).dropna().unique())
+    df["kernel"] = _categorical(df["kernel"].map(names))
+    df["short_name"] = _categorical(df["short_name"].map(names))
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
     df["grid"] = _dim3(df, "grid")
     df["block"] = _dim3(df, "block")
@@ -139,6 +145,24 @@ def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
     df["process_key"] = pid // (1 << _ID_BITS)
     df["process_id"] = df["process_key"] % (1 << _ID_BITS)
     return df.drop(columns=[f"{p}{a}" for p in ("grid", "block") for a in "XYZ"] + ["global_pid"])
+
+
+def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
+    """StringIds values of the given ids (those the export has)."""
+    wanted = [int(i) for i in ids]
+    if not wanted:
+        return {}
+    out: dict[int, str] = {}
+    for first in range(0, len(wanted), 900):          # SQLite's bound-parameter limit
+        chunk = wanted[first:first + 900]
+        marks = ",".join("?" * len(chunk))
+        out.update(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk).fetchall())
+    return out
+
+
+def _categorical(values: pd.Series) -> pd.Series:
+    """Strings that repeat, stored once each (missing stays missing)."""
+    return values.astype("category")
 
 
 def warn_whole_graphs(conn: sqlite3.Connection, tables: set[str]) -> None:
@@ -152,9 +176,12 @@ def warn_whole_graphs(conn: sqlite3.Connection, tables: set[str]) -> None:
 
 
 def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
-    """"(x, y, z)" strings, the form launch configurations are usually written in."""
-    x, y, z = (df[f"{prefix}{a}"].astype(str) for a in "XYZ")
-    return "(" + x + ", " + y + ", " + z + ")"
+    """"(x, y, z)" strings, the form launch configurations are usually written in: made once per
+    distinct configuration, as a categorical column."""
+    cols = [f"{prefix}{a}" for a in "XYZ"]
+    codes, uniques = pd.MultiIndex.from_frame(df[cols].astype(str)).factorize()
+    labels = [f"({x}, {y}, {z})" for x, y, z in uniques]
+    return pd.Series(pd.Categorical.from_codes(codes, categories=labels), index=df.index)
 
 
 # ------------------------------------------------------------------------------------ memory ops

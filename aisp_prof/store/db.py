@@ -75,16 +75,20 @@ def _ensure_table(db: sqlite_utils.Database, name: str, df: pd.DataFrame) -> Non
             db.execute(f"ALTER TABLE [{name}] ADD COLUMN [{c}] {t}")
 
 
+INSERT_CHUNK_ROWS = 100_000         # rows converted to Python values at a time (memory stays flat)
+
+
 def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame, run_id: str) -> int:
-    """One executemany of the frame's rows (with run_id) into `name`; the number of rows."""
+    """The frame's rows (with run_id) into `name`, one executemany per chunk; the number of rows."""
     if df is None or df.empty:
         return 0
     _ensure_table(db, name, df)
-    columns = _columns(df)
-    names = ", ".join(f"[{c}]" for c in ["run_id", *(c for c, _ in columns)])
-    marks = ", ".join("?" * (len(columns) + 1))
-    rows = zip([run_id] * len(df), *(values for _, values in columns))
-    db.conn.executemany(f"INSERT INTO [{name}] ({names}) VALUES ({marks})", rows)
+    names = ", ".join(f"[{c}]" for c in ["run_id", *map(str, df.columns)])
+    marks = ", ".join("?" * (len(df.columns) + 1))
+    sql = f"INSERT INTO [{name}] ({names}) VALUES ({marks})"
+    for first in range(0, len(df), INSERT_CHUNK_ROWS):
+        chunk = df.iloc[first:first + INSERT_CHUNK_ROWS]
+        db.conn.executemany(sql, zip([run_id] * len(chunk), *(values for _, values in _columns(chunk))))
     return len(df)
 
 

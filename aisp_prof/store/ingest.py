@@ -22,7 +22,8 @@ def _with_variant(df: pd.DataFrame, pair: str | None, column: str = "nvtx_range"
     if df.empty or column not in df:
         return df
     df = df.copy()
-    df.insert(df.columns.get_loc(column) + 1, "variant", [variant_of(r, pair) for r in df[column]])
+    variants = {r: variant_of(r, pair) for r in df[column].dropna().unique()}     # once per range
+    df.insert(df.columns.get_loc(column) + 1, "variant", df[column].map(variants))
     return df
 
 
