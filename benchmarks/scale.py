@@ -257,7 +257,8 @@ def report_phase(bench: Bench, pages: int) -> None:
 def markdown(measures: list[Measure], machine: dict[str, Any], sizes: str, sample: Path) -> str:
     """The results as a markdown table, with the machine, the commit and the sample above it."""
     where = sample.resolve().relative_to(ROOT) if sample.resolve().is_relative_to(ROOT) else sample
-    lines = [f"`python benchmarks/scale.py --sizes {sizes}` at commit {machine['commit'][:12]}"
+    lines = [f"`python benchmarks/scale.py --sizes {sizes}` at commit {machine['commit'][:12]} (aisp_prof/ as of "
+             f"{machine['aisp_prof_commit'][:12]})"
              + (" (with uncommitted changes in aisp_prof/)" if machine["aisp_prof_changes_uncommitted"] else "")
              + f", {machine['date_utc']}; exports built from `{where}`.", "",
              f"Machine: {machine['cpu_cores']} cores ({machine['cpu_model']}), {machine['ram_gb']} GB RAM, "
@@ -277,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", choices=sorted(SIZES), default="full")
     parser.add_argument("--json", action="store_true", help="print every measurement as JSON instead of a table")
+    parser.add_argument("--save-json", type=Path, help="also write the JSON to this file")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="per step (default 600)")
     parser.add_argument("--max-rss-mb", type=float, default=None, help="per step (default 90%% of the RAM)")
     parser.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="run folder the exports are built from")
@@ -298,9 +300,12 @@ def main(argv: list[str] | None = None) -> int:
             report_phase(bench, chosen["report_pages"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    result = json.dumps({"machine": machine, "sizes": args.sizes, "sample": str(args.sample),
+                         "measures": [asdict(m) for m in bench.measures]}, indent=2)
+    if args.save_json:
+        args.save_json.write_text(result + "\n")
     if args.json:
-        print(json.dumps({"machine": machine, "sizes": args.sizes, "sample": str(args.sample),
-                          "measures": [asdict(m) for m in bench.measures]}, indent=2))
+        print(result)
     else:
         print(markdown(bench.measures, machine, args.sizes, args.sample))
     bad = [m for m in bench.measures if m.status in ("check failed", "refused")]

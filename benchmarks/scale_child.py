@@ -120,6 +120,7 @@ def machine_info() -> dict[str, object]:
     return {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _git("rev-parse", "HEAD"),
+        "aisp_prof_commit": _git("log", "-1", "--format=%H", "--", "aisp_prof"),   # the last change to the timed code
         "aisp_prof_changes_uncommitted": bool(dirty and dirty != "unknown"),
         "aisp_prof_imported_from": code,
         "cpu_cores": os.cpu_count(),
