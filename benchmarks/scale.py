@@ -4,6 +4,7 @@ exports built from the shipped real samples, with wall time and peak RSS per com
     python benchmarks/scale.py                 # full set: 10k/100k/1M kernels, 1k/10k launches, 50 pages
     python benchmarks/scale.py --sizes small   # 10k kernels, 1k launches, a 12-page report (a minute or two)
     python benchmarks/scale.py --json          # every measurement, with the machine and the commit
+    python benchmarks/scale.py --from-json before.json after.json   # saved runs side by side
 
 What is timed, each in a fresh `python3 -m aisp_prof` process with its own database in a
 temporary folder (`scale_child`):
@@ -26,29 +27,55 @@ of each size must be exactly k x the original's, or that size's numbers are with
 A step is skipped, with the reason, when its time (or peak RSS) extrapolated linearly from the
 previous size exceeds --max-seconds (or --max-rss-mb), and killed at --max-seconds if it gets
 there. Sizes of data are in MB (10^6 bytes); peak RSS is ru_maxrss, also in MB.
+
+Wall times on a shared VM drift: the same command took 20-40% longer in one run than in the next
+on the 2-core machine of issue 17, while repeats within a run agreed to a few percent and peak RSS
+did not move at all. So a fixed piece of CPU work that is not aisp-prof (`scale_child.REFERENCE_WORK`)
+is timed at the start and after each phase: compare two runs (before/after a change) only where
+their references agree, run them back to back, and use --repeat for a median.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from scale_check import check_launches, check_ranges
-from scale_child import BYTES_PER_MB, ROOT, machine_info, run_tool
-from scale_exports import DEFAULT_SAMPLE, NCU_FILE, NSYS_FILE, check_nsys_rows, copies_for, ncu_launch_count, \
-    nsys_kernel_count, scale_ncu_csv, scale_nsys_export
+from scale_child import (
+    BYTES_PER_MB,
+    ROOT,
+    ChildResult,
+    machine_info,
+    run_reference,
+    run_tool,
+)
+from scale_exports import (
+    DEFAULT_SAMPLE,
+    NCU_FILE,
+    NSYS_FILE,
+    check_nsys_rows,
+    copies_for,
+    ncu_launch_count,
+    nsys_kernel_count,
+    scale_ncu_csv,
+    scale_nsys_export,
+)
 from scale_report import report_folders
+from scale_table import compare, markdown
 
 SIZES = {
     "small": {"nsys_kernels": [10_000], "ncu_launches": [1_000], "report_pages": 12},
     "full": {"nsys_kernels": [10_000, 100_000, 1_000_000], "ncu_launches": [1_000, 10_000], "report_pages": 50},
 }
 PRECHECK_COPIES = 3
+REFERENCE_STEP = "reference: fixed CPU work, not aisp-prof"
 
 
 @dataclass
@@ -64,6 +91,9 @@ class Measure:
     note: str = ""
     data: dict[str, Any] = field(default_factory=dict)
 
+    def add_note(self, text: str) -> None:
+        self.note = "; ".join(filter(None, [self.note, text]))
+
 
 def _mb(path: Path) -> float:
     return round(path.stat().st_size / BYTES_PER_MB, 1)
@@ -72,9 +102,10 @@ def _mb(path: Path) -> float:
 class Bench:
     """The measurements of one harness run, and the limits that decide what is skipped."""
 
-    def __init__(self, work: Path, max_seconds: float, max_rss_mb: float):
-        self.work, self.max_seconds, self.max_rss_mb = work, max_seconds, max_rss_mb
+    def __init__(self, work: Path, max_seconds: float, max_rss_mb: float, repeat: int = 1):
+        self.work, self.max_seconds, self.max_rss_mb, self.repeat = work, max_seconds, max_rss_mb, repeat
         self.measures: list[Measure] = []
+        self.logs = work / "logs"
         self._last_ok: dict[str, Measure] = {}
 
     def add(self, m: Measure, floor: bool = False) -> Measure:
@@ -103,16 +134,38 @@ class Bench:
 
     def time(self, step: str, size: int, unit: str, args: list[str], db: Path, stdout: Path | None = None,
              needs: Measure | None = None, floor: bool = False) -> Measure:
-        """Run one command in its own child and record it; skip it if a limit or a failed `needs` says so.
-        `floor`: a measurement of the shipped export, not used to extrapolate to larger sizes."""
+        """Run one command in its own child (--repeat times: the median wall time, the largest peak
+        RSS) and record it; skip it if a limit or a failed `needs` says so. An `import` starts each
+        repetition from an empty database. `floor`: a measurement of the shipped export, not used to
+        extrapolate to larger sizes."""
         if needs is not None and needs.status != "ok":
             return self.add(Measure(step, size, unit, "skipped", note=f"skipped: {needs.step} did not complete"))
         reason = self._too_big(step, size)
         if reason:
             return self.add(Measure(step, size, unit, "skipped", note=reason))
-        r = run_tool(args, db, stdout, self.max_seconds, self.work / "logs")
-        m = Measure(step, size, unit, wall_s=round(r.wall_s, 2), peak_rss_mb=round(r.peak_rss_mb, 1),
-                    data={"argv": r.argv[2:]})
+        fresh = db if args[0] == "import" else None
+        return self._measure(Measure(step, size, unit), lambda: run_tool(args, db, stdout, self.max_seconds, self.logs),
+                             fresh, floor)
+
+    def reference(self) -> Measure:
+        """The machine's own speed right now (`scale_child.REFERENCE_WORK`), beside the steps."""
+        return self._measure(Measure(REFERENCE_STEP, None, ""), lambda: run_reference(self.max_seconds, self.logs),
+                             None, floor=True)
+
+    def _measure(self, m: Measure, run: Callable[[], ChildResult], fresh_db: Path | None, floor: bool) -> Measure:
+        results = []
+        for _ in range(self.repeat):
+            if fresh_db is not None:
+                fresh_db.unlink(missing_ok=True)
+            results.append(run())
+            if not results[-1].ok:
+                break
+        r = results[-1]
+        walls = [round(x.wall_s, 2) for x in results]
+        m.wall_s, m.peak_rss_mb = round(statistics.median(walls), 2), round(max(x.peak_rss_mb for x in results), 1)
+        m.data = {"argv": r.argv[2:], "wall_s_each": walls}
+        if len(walls) > 1:
+            m.note = f"median of {len(walls)}: {min(walls):.2f}-{max(walls):.2f} s"
         if r.killed_at_limit:
             m.status, m.note = "killed", f"killed at --max-seconds {self.max_seconds:.0f}"
         elif r.returncode < 0:
@@ -136,7 +189,16 @@ class Bench:
 
 
 def _run_id(path: Path) -> str:
+    """The run id `import` printed (its last line)."""
     return path.read_text().strip().splitlines()[-1]
+
+
+def _shipped_import(bench: Bench, step: str, size: int, unit: str, source: Path, db: Path) -> str:
+    """Time the import of the shipped export itself (the floor of every size) and return its run id."""
+    m = bench.time(step, size, unit, ["import", str(source)], db, bench.work / "id.txt", floor=True)
+    if m.status != "ok":
+        raise RuntimeError(f"the shipped export {source} did not import: {m.note}")
+    return _run_id(bench.work / "id.txt")
 
 
 def _json(path: Path) -> Any:
@@ -173,8 +235,7 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
     """Import, kernels and ranges of nsys exports of each size."""
     steps, unit, source = ["nsys import", "nsys kernels --json", "nsys ranges --json"], "kernels", sample / NSYS_FILE
     db, per_copy = bench.work / "nsys-shipped.db", nsys_kernel_count(source)
-    bench.time("nsys import", per_copy, unit, ["import", str(source)], db, bench.work / "id.txt", floor=True)
-    run = _run_id(bench.work / "id.txt")
+    run = _shipped_import(bench, "nsys import", per_copy, unit, source, db)
     original = _tool_json(bench, ["ranges", run], db, "nsys-ranges-shipped")
     bench.time("nsys kernels --json", per_copy, unit, ["kernels", run, "--json"], db, floor=True)
     bench.time("nsys ranges --json", per_copy, unit, ["ranges", run, "--json"], db, floor=True)
@@ -193,14 +254,17 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
             continue
         db = bench.work / f"nsys-{n}.db"
         imp = bench.time("nsys import", scaling.kernels, unit, ["import", str(scaling.path)], db, bench.work / "id.txt")
-        imp.note = note + (f"; database {_mb(db)} MB" if imp.status == "ok" else f"; {imp.note}")
+        imp.add_note(note + (f"; database {_mb(db)} MB" if imp.status == "ok" else ""))
         run = _run_id(bench.work / "id.txt") if imp.status == "ok" else ""
         kern = bench.time("nsys kernels --json", scaling.kernels, unit, ["kernels", run, "--json"], db, needs=imp)
         out = bench.work / f"nsys-ranges-{n}.json"
         rng = bench.time("nsys ranges --json", scaling.kernels, unit, ["ranges", run, "--json"], db, out, needs=imp)
         if rng.status == "ok":
             bad = check_ranges(original, _json(out), copies, scaling.shift_ns)
-            bench.withhold([imp, kern, rng], bad) if bad else setattr(rng, "note", f"exact {copies}x: checked")
+            if bad:
+                bench.withhold([imp, kern, rng], bad)
+            else:
+                rng.add_note(f"per-range output exactly {copies}x the shipped export's: checked")
         scaling.path.unlink(missing_ok=True)
         db.unlink(missing_ok=True)
 
@@ -209,8 +273,7 @@ def ncu_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
     """Import, roofline and kernels of ncu CSVs of each size."""
     steps, unit, source = ["ncu import", "ncu roofline --json", "ncu kernels --json"], "launches", sample / NCU_FILE
     db, per_copy = bench.work / "ncu-shipped.db", ncu_launch_count(source)
-    bench.time("ncu import", per_copy, unit, ["import", str(source)], db, bench.work / "id.txt", floor=True)
-    run = _run_id(bench.work / "id.txt")
+    run = _shipped_import(bench, "ncu import", per_copy, unit, source, db)
     original = _tool_json(bench, ["kernels", run], db, "ncu-kernels-shipped")
     bench.time("ncu roofline --json", per_copy, unit, ["roofline", run, "--json"], db, floor=True)
     bench.time("ncu kernels --json", per_copy, unit, ["kernels", run, "--json"], db, floor=True)
@@ -224,15 +287,17 @@ def ncu_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
         db = bench.work / f"ncu-{n}.db"
         imp = bench.time("ncu import", scaling.launches, unit, ["import", str(scaling.path)], db, bench.work / "id.txt")
         run = _run_id(bench.work / "id.txt") if imp.status == "ok" else ""
-        imp.note = (f"{copies} x {per_copy}; CSV {_mb(scaling.path)} MB built in {scaling.build_s:.1f} s; "
-                    f"{PRECHECK_COPIES}-copy pre-check exact"
-                    + (f"; database {_mb(db)} MB" if imp.status == "ok" else f"; {imp.note}"))
+        imp.add_note(f"{copies} x {per_copy}; CSV {_mb(scaling.path)} MB built in {scaling.build_s:.1f} s; "
+                     f"{PRECHECK_COPIES}-copy pre-check exact" + (f"; database {_mb(db)} MB" if imp.status == "ok" else ""))
         roof = bench.time("ncu roofline --json", scaling.launches, unit, ["roofline", run, "--json"], db, needs=imp)
         out = bench.work / f"ncu-kernels-{n}.json"
         kern = bench.time("ncu kernels --json", scaling.launches, unit, ["kernels", run, "--json"], db, out, needs=imp)
         if kern.status == "ok":
             bad = check_launches(original, _json(out), copies)
-            bench.withhold([imp, roof, kern], bad) if bad else setattr(kern, "note", f"exact {copies}x: checked")
+            if bad:
+                bench.withhold([imp, roof, kern], bad)
+            else:
+                kern.add_note(f"launches and per-variant sums exactly {copies}x the shipped CSV's: checked")
         scaling.path.unlink(missing_ok=True)
         db.unlink(missing_ok=True)
 
@@ -243,7 +308,7 @@ def report_phase(bench: Bench, pages: int) -> None:
     db = bench.work / "report.db"
     imp = bench.time("import run folders", pages, "folders", ["import", *map(str, folders)], db,
                      bench.work / "report-ids.txt")
-    imp.note = how
+    imp.add_note(how)
     out = bench.work / "report"
     rep = bench.time("report", pages, "pages", ["report", *run_ids, "--out", str(out)], db, needs=imp)
     if rep.status == "ok":
@@ -251,27 +316,7 @@ def report_phase(bench: Bench, pages: int) -> None:
         if written != pages:
             bench.withhold([rep], [f"{written} pages written, expected {pages}"])
         else:
-            rep.note = f"{written} pages + index checked; {sum(1 for _ in (out / 'img').glob('*'))} images"
-
-
-def markdown(measures: list[Measure], machine: dict[str, Any], sizes: str, sample: Path) -> str:
-    """The results as a markdown table, with the machine, the commit and the sample above it."""
-    where = sample.resolve().relative_to(ROOT) if sample.resolve().is_relative_to(ROOT) else sample
-    lines = [f"`python benchmarks/scale.py --sizes {sizes}` at commit {machine['commit'][:12]} (aisp_prof/ as of "
-             f"{machine['aisp_prof_commit'][:12]})"
-             + (" (with uncommitted changes in aisp_prof/)" if machine["aisp_prof_changes_uncommitted"] else "")
-             + f", {machine['date_utc']}; exports built from `{where}`.", "",
-             f"Machine: {machine['cpu_cores']} cores ({machine['cpu_model']}), {machine['ram_gb']} GB RAM, "
-             f"{machine['os']}; Python {machine['python']}, pandas {machine['pandas']}, numpy {machine['numpy']}, "
-             f"sqlite-utils {machine['sqlite_utils']}, SQLite {machine['sqlite']}, matplotlib {machine['matplotlib']}.",
-             "", "| step | size | wall_s | peak_rss_mb | status | notes |", "| --- | ---: | ---: | ---: | --- | --- |"]
-    for m in measures:
-        show = m.status == "ok"
-        wall = f"{m.wall_s:.2f}" if show and m.wall_s is not None else "-"
-        rss = f"{m.peak_rss_mb:.0f}" if show and m.peak_rss_mb is not None else "-"
-        size = f"{m.size:,} {m.size_unit}" if m.size else "-"
-        lines.append(f"| {m.step} | {size} | {wall} | {rss} | {m.status} | {m.note.replace('|', '/')} |")
-    return "\n".join(lines) + "\n"
+            rep.add_note(f"{written} pages + index checked; {sum(1 for _ in (out / 'img').glob('*'))} images")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -279,35 +324,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", choices=sorted(SIZES), default="full")
     parser.add_argument("--json", action="store_true", help="print every measurement as JSON instead of a table")
     parser.add_argument("--save-json", type=Path, help="also write the JSON to this file")
+    parser.add_argument("--repeat", type=int, default=1, help="time each command this many times: the "
+                        "median wall time is reported, with the range (default 1)")
     parser.add_argument("--max-seconds", type=float, default=600.0, help="per step (default 600)")
     parser.add_argument("--max-rss-mb", type=float, default=None, help="per step (default 90%% of the RAM)")
     parser.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="run folder the exports are built from")
     parser.add_argument("--only", choices=["nsys", "ncu", "report"], action="append", help="only these phases")
     parser.add_argument("--work-dir", type=Path, help="where exports and databases go (default: a temporary folder)")
+    parser.add_argument("--from-json", type=Path, nargs="+", help="measure nothing: print the table of saved "
+                        "results (several: side by side, e.g. before and after)")
+    parser.add_argument("--names", nargs="+", help="column names for --from-json (default: the file names)")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = [json.loads(p.read_text()) for p in args.from_json]
+        names = args.names or [p.stem for p in args.from_json]
+        print(markdown(saved[0]) if len(saved) == 1 else compare(saved, names))
+        return 0
     machine = machine_info()
     max_rss = args.max_rss_mb or 0.9 * (machine["ram_gb"] or 8) * 1000
     work = Path(tempfile.mkdtemp(prefix="aisp-scale-", dir=args.work_dir))
-    bench = Bench(work, args.max_seconds, max_rss)
+    bench = Bench(work, args.max_seconds, max_rss, args.repeat)
     chosen, phases = SIZES[args.sizes], args.only or ["nsys", "ncu", "report"]
     try:
+        bench.reference()
         bench.time("start-up: runs on an empty database", 0, "", ["runs"], work / "empty.db")
         if "nsys" in phases:
             nsys_phase(bench, args.sample, chosen["nsys_kernels"])
+            bench.reference()
         if "ncu" in phases:
             ncu_phase(bench, args.sample, chosen["ncu_launches"])
+            bench.reference()
         if "report" in phases:
             report_phase(bench, chosen["report_pages"])
+            bench.reference()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result = json.dumps({"machine": machine, "sizes": args.sizes, "sample": str(args.sample),
-                         "measures": [asdict(m) for m in bench.measures]}, indent=2)
+    where = args.sample.resolve()
+    result = {"machine": machine, "sizes": args.sizes,
+              "sample": str(where.relative_to(ROOT) if where.is_relative_to(ROOT) else where),
+              "measures": [asdict(m) for m in bench.measures]}
     if args.save_json:
-        args.save_json.write_text(result + "\n")
-    if args.json:
-        print(result)
-    else:
-        print(markdown(bench.measures, machine, args.sizes, args.sample))
+        args.save_json.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2) if args.json else markdown(result))
     bad = [m for m in bench.measures if m.status in ("check failed", "refused")]
     return 1 if bad else 0
 

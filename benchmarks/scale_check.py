@@ -13,8 +13,9 @@ is compared with k x the original's sum without any rounding.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from fractions import Fraction
-from typing import Any, Iterable
+from typing import Any
 
 # per-range columns that add up over the calls of a range: k copies give k times the original
 ADDITIVE_RANGE_COLUMNS = (

@@ -52,9 +52,31 @@ def child_env() -> dict[str, str]:
     return env
 
 
+# A fixed amount of CPU work that is not aisp-prof (pure Python, then SQLite inserts and a sort): timed
+# beside the steps, it shows how fast the machine itself was at that moment. On a shared 2-core VM the
+# same command can take 30% longer an hour later; compare two runs only where their references agree.
+REFERENCE_WORK = """
+import sqlite3
+total = sum(i * i % 7 for i in range(6_000_000))
+conn = sqlite3.connect(":memory:")
+conn.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+conn.executemany("INSERT INTO t VALUES (?, ?)", ((i * 7919 % 1_000_003, str(i)) for i in range(1_000_000)))
+conn.execute("SELECT COUNT(*) FROM (SELECT a FROM t ORDER BY b)").fetchone()
+"""
+
+
+def run_reference(limit_s: float, log_dir: Path) -> ChildResult:
+    """REFERENCE_WORK in its own child, measured like every step."""
+    return run_child([sys.executable, "-c", REFERENCE_WORK], None, limit_s, log_dir)
+
+
 def run_tool(args: list[str], db: Path, stdout: Path | None, limit_s: float, log_dir: Path) -> ChildResult:
     """`python3 -m aisp_prof ARGS --db DB`, stdout to a file (or /dev/null), killed after limit_s."""
-    argv = [sys.executable, "-m", "aisp_prof", *args, "--db", str(db)]
+    return run_child([sys.executable, "-m", "aisp_prof", *args, "--db", str(db)], stdout, limit_s, log_dir)
+
+
+def run_child(argv: list[str], stdout: Path | None, limit_s: float, log_dir: Path) -> ChildResult:
+    """Run argv with stdout to a file (or /dev/null); its wall time and own peak RSS; killed after limit_s."""
     log_dir.mkdir(parents=True, exist_ok=True)
     err_path = log_dir / f"stderr-{time.monotonic_ns()}.txt"
     with open(err_path, "wb") as err, (open(stdout, "wb") if stdout else open(os.devnull, "wb")) as out:
@@ -63,8 +85,11 @@ def run_tool(args: list[str], db: Path, stdout: Path | None, limit_s: float, log
         killed = threading.Event()
 
         def kill() -> None:
-            killed.set()
-            os.killpg(proc.pid, signal.SIGKILL)     # the child's own group: it and anything it started
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)     # the child's own group: it and anything it started
+                killed.set()
+            except ProcessLookupError:                  # it finished just now
+                pass
 
         timer = threading.Timer(limit_s, kill)
         timer.start()
@@ -115,7 +140,7 @@ def _cpu_model() -> str:
 def machine_info() -> dict[str, object]:
     """Where and on what code the numbers were taken: they mean nothing without it."""
     code = subprocess.run([sys.executable, "-c", "import aisp_prof; print(aisp_prof.__file__)"],
-                          capture_output=True, text=True, env=child_env()).stdout.strip()
+                          capture_output=True, text=True, env=child_env(), check=False).stdout.strip()
     dirty = _git("status", "--porcelain", "--", "aisp_prof")
     return {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
