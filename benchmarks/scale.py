@@ -4,6 +4,7 @@ exports built from the shipped real samples, with wall time and peak RSS per com
     python benchmarks/scale.py                 # full set: 10k/100k/1M kernels, 1k/10k launches, 50 pages
     python benchmarks/scale.py --sizes small   # 10k kernels, 1k launches, a 12-page report (a minute or two)
     python benchmarks/scale.py --json          # every measurement, with the machine and the commit
+    python benchmarks/scale.py --code ../other-checkout --save-json after.json   # time another checkout's aisp_prof
     python benchmarks/scale.py --from-json before.json after.json   # saved runs side by side
 
 What is timed, each in a fresh `python3 -m aisp_prof` process with its own database in a
@@ -52,6 +53,7 @@ from scale_child import (
     BYTES_PER_MB,
     ROOT,
     ChildResult,
+    code_root,
     machine_info,
     run_reference,
     run_tool,
@@ -330,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rss-mb", type=float, default=None, help="per step (default 90%% of the RAM)")
     parser.add_argument("--sample", type=Path, default=DEFAULT_SAMPLE, help="run folder the exports are built from")
     parser.add_argument("--only", choices=["nsys", "ncu", "report"], action="append", help="only these phases")
+    parser.add_argument("--code", type=Path, help="time the aisp_prof of this checkout (default: this one's)")
     parser.add_argument("--work-dir", type=Path, help="where exports and databases go (default: a temporary folder)")
     parser.add_argument("--from-json", type=Path, nargs="+", help="measure nothing: print the table of saved "
                         "results (several: side by side, e.g. before and after)")
@@ -340,6 +343,8 @@ def main(argv: list[str] | None = None) -> int:
         names = args.names or [p.stem for p in args.from_json]
         print(markdown(saved[0]) if len(saved) == 1 else compare(saved, names))
         return 0
+    code_root(args.code)
+    args.sample = args.sample.resolve()          # children run in the timed checkout, not here
     machine = machine_info()
     max_rss = args.max_rss_mb or 0.9 * (machine["ram_gb"] or 8) * 1000
     work = Path(tempfile.mkdtemp(prefix="aisp-scale-", dir=args.work_dir))

@@ -8,6 +8,10 @@ put first on PYTHONPATH, ahead of any installed copy.
 
 A child that runs past its limit is killed (its own process group, by its id) and reported as
 such, never silently dropped.
+
+The code timed is this checkout's unless `code_root` names another (`scale.py --code DIR`): the
+harness and the samples stay the same while the timed aisp_prof changes, so a before and an
+after can be measured back to back from one copy of the harness.
 """
 from __future__ import annotations
 
@@ -25,6 +29,16 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+_code = {"root": ROOT}      # the checkout whose aisp_prof the children import
+
+
+def code_root(path: Path | None = None) -> Path:
+    """The checkout the children run (set it by passing a path: a folder holding aisp_prof/)."""
+    if path is not None:
+        if not (Path(path) / "aisp_prof" / "__init__.py").is_file():
+            raise FileNotFoundError(f"{path}: no aisp_prof/ package there")
+        _code["root"] = Path(path).resolve()
+    return _code["root"]
 BYTES_PER_MB = 1_000_000
 
 
@@ -45,9 +59,10 @@ class ChildResult:
 
 
 def child_env() -> dict[str, str]:
-    """The environment of every child: this checkout first on the path, charts without a display."""
+    """The environment of every child: the timed checkout first on the path (children also run in
+    it: `python -m` puts the working folder ahead of PYTHONPATH), charts without a display."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(code_root()), *filter(None, [env.get("PYTHONPATH")])])
     env.setdefault("MPLBACKEND", "Agg")
     return env
 
@@ -81,7 +96,7 @@ def run_child(argv: list[str], stdout: Path | None, limit_s: float, log_dir: Pat
     err_path = log_dir / f"stderr-{time.monotonic_ns()}.txt"
     with open(err_path, "wb") as err, (open(stdout, "wb") if stdout else open(os.devnull, "wb")) as out:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=child_env(), start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=child_env(), cwd=code_root(), start_new_session=True)
         killed = threading.Event()
 
         def kill() -> None:
@@ -112,7 +127,8 @@ def _version(dist: str) -> str:
 
 def _git(*args: str) -> str:
     try:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(["git", "-C", str(code_root()), *args], capture_output=True, text=True,
+                              check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -139,14 +155,15 @@ def _cpu_model() -> str:
 
 def machine_info() -> dict[str, object]:
     """Where and on what code the numbers were taken: they mean nothing without it."""
-    code = subprocess.run([sys.executable, "-c", "import aisp_prof; print(aisp_prof.__file__)"],
-                          capture_output=True, text=True, env=child_env(), check=False).stdout.strip()
+    code = subprocess.run([sys.executable, "-c", "import aisp_prof; print(aisp_prof.__file__)"], capture_output=True,
+                          text=True, env=child_env(), cwd=code_root(), check=False).stdout.strip()
     dirty = _git("status", "--porcelain", "--", "aisp_prof")
     return {
         "date_utc": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _git("rev-parse", "HEAD"),
         "aisp_prof_commit": _git("log", "-1", "--format=%H", "--", "aisp_prof"),   # the last change to the timed code
         "aisp_prof_changes_uncommitted": bool(dirty and dirty != "unknown"),
+        "code_root": str(code_root()),
         "aisp_prof_imported_from": code,
         "cpu_cores": os.cpu_count(),
         "cpu_model": _cpu_model(),

@@ -30,7 +30,8 @@ def machine_line(result: Result) -> str:
     m = result["machine"]
     dirty = " (with uncommitted changes in aisp_prof/)" if m.get("aisp_prof_changes_uncommitted") else ""
     return (f"`scale.py --sizes {result['sizes']}` at commit {m['commit'][:12]} (aisp_prof/ as of "
-            f"{m.get('aisp_prof_commit', '?')[:12]}){dirty}, {m['date_utc']}; exports built from `{result['sample']}`. "
+            f"{m.get('aisp_prof_commit', '?')[:12]}){dirty}, imported from `{m.get('aisp_prof_imported_from', '?')}`, "
+            f"{m['date_utc']}; exports built from `{result['sample']}`. "
             f"Machine: {m['cpu_cores']} cores ({m['cpu_model']}), {m['ram_gb']} GB RAM, {m['os']}; "
             f"Python {m['python']}, pandas {m['pandas']}, numpy {m['numpy']}, sqlite-utils {m['sqlite_utils']}, "
             f"SQLite {m['sqlite']}, matplotlib {m['matplotlib']}.")
