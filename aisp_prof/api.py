@@ -36,6 +36,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "registers_per_thread")
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings")     # what a per-variant summary reads
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -124,10 +125,11 @@ class RunDatabase:
         with store_db.Database(self.path) as conn:
             return select_runs(conn.list_runs(), runs, targets, str(self.path))
 
-    def run(self, run: str = "latest", all_metrics: bool = False) -> RunData:
-        """Everything one run stored, read in one open of the database."""
+    def run(self, run: str = "latest", all_metrics: bool = False,
+            tables: Sequence[str] = store_db.TABLES) -> RunData:
+        """Everything one run stored (or the child `tables` asked for), read in one open."""
         with store_db.Database(self.path) as conn:
-            return conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics)
+            return conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables)
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
         """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
@@ -157,11 +159,11 @@ class RunDatabase:
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
         """Per NVTX range: calls, kernels, memcpys/memsets, GPU time and gaps (nsys)."""
-        return self.run(run).ranges
+        return self.run(run, tables=("ranges",)).ranges
 
     def summary(self, run: str = "latest") -> pd.DataFrame:
         """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""
-        return pd.DataFrame(summary_records(self.run(run)))
+        return pd.DataFrame(summary_records(self.run(run, tables=SUMMARY_TABLES)))
 
     def roofline(self, *targets: str, flop_basis: str = "auto") -> RooflineResult:
         """The roofline of runs (default: the latest) with measured ceilings where calibrated."""

@@ -147,9 +147,9 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
       aisp-prof summary latest
       aisp-prof summary ch09.fused_l2norm --json
     """
-    from ..api import run_summary
+    from ..api import SUMMARY_TABLES, run_summary
 
-    result = run_summary(database(db).run(run))
+    result = run_summary(database(db).run(run, tables=SUMMARY_TABLES))
     if as_json:
         echo_json({"run": result["run"], "summary": result["summary"]})
     else:

@@ -115,8 +115,8 @@ def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
     """Kernel executions with names resolved and the process key the launch join needs.
 
     Names and launch configurations repeat across launches: they are read as string ids and
-    resolved once per distinct value into categorical columns (a million launches of one kernel
-    hold its name once, not a million copies)."""
+    resolved once per distinct value, every row pointing at the same string object (a million
+    launches of one kernel hold its name once, not a million copies)."""
     cols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
     graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
     global_pid = "k.globalPid" if "globalPid" in cols else "NULL"
@@ -134,8 +134,8 @@ def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
     if df.empty:
         return df.assign(grid=[], block=[], duration_ns=[], process_key=[], process_id=[])
     names = _string_ids(conn, pd.concat([df["kernel"], df["short_name"]]).dropna().unique())
-    df["kernel"] = _categorical(df["kernel"].map(names))
-    df["short_name"] = _categorical(df["short_name"].map(names))
+    df["kernel"] = df["kernel"].map(names)
+    df["short_name"] = df["short_name"].map(names)
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
     df["grid"] = _dim3(df, "grid")
     df["block"] = _dim3(df, "block")
@@ -160,11 +160,6 @@ def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
     return out
 
 
-def _categorical(values: pd.Series) -> pd.Series:
-    """Strings that repeat, stored once each (missing stays missing)."""
-    return values.astype("category")
-
-
 def warn_whole_graphs(conn: sqlite3.Connection, tables: set[str]) -> None:
     """With the default --cuda-graph-trace=graph, graph kernels are missing from the kernel table."""
     if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in tables:
@@ -177,11 +172,11 @@ def warn_whole_graphs(conn: sqlite3.Connection, tables: set[str]) -> None:
 
 def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
     """"(x, y, z)" strings, the form launch configurations are usually written in: made once per
-    distinct configuration, as a categorical column."""
+    distinct configuration, every row pointing at its one string."""
     cols = [f"{prefix}{a}" for a in "XYZ"]
     codes, uniques = pd.MultiIndex.from_frame(df[cols].astype(str)).factorize()
-    labels = [f"({x}, {y}, {z})" for x, y, z in uniques]
-    return pd.Series(pd.Categorical.from_codes(codes, categories=labels), index=df.index)
+    labels = np.array([f"({x}, {y}, {z})" for x, y, z in uniques], dtype=object)
+    return pd.Series(labels[codes], index=df.index, dtype=object)
 
 
 # ------------------------------------------------------------------------------------ memory ops

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import pandas as pd
 import sqlite_utils
@@ -174,13 +174,16 @@ class Database:
             return 0
         return int(self._db.conn.execute(f"SELECT count(*) FROM [{table}] WHERE run_id = ?", [run_id]).fetchone()[0])
 
-    def read_run(self, run_id: str, all_metrics: bool = False) -> RunData:
-        """A stored run as RunData. Of the long `metrics` table only the device attributes are
-        read unless `all_metrics` (the rest is kept for exports, not needed by analysis)."""
+    def read_run(self, run_id: str, all_metrics: bool = False, tables: Sequence[str] = TABLES) -> RunData:
+        """A stored run as RunData, with the child `tables` asked for (the others empty). Of the
+        long `metrics` table only each device attribute's first value is read unless
+        `all_metrics`: a device attribute repeats on every launch (164 of them, 1.6M rows at 10k
+        launches), and analysis needs it once."""
         data = RunData(run=self.run_row(run_id))
-        for name in TABLES:
+        for name in tables:
             if name == "metrics" and not all_metrics:
-                frame = self.table(name, run_id, " AND metric LIKE ?", (DEVICE_METRICS,))
+                frame = self.table(name, run_id, " AND rowid IN (SELECT min(rowid) FROM metrics WHERE run_id = ? "
+                                   "AND metric LIKE ? GROUP BY metric)", (run_id, DEVICE_METRICS))
             else:
                 frame = self.table(name, run_id)
             setattr(data, name, frame)
