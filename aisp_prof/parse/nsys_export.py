@@ -82,11 +82,20 @@ _GPU_FIELDS = {
 # ---------------------------------------------------------------------------------------- schema
 
 
+QUERY_CHUNK_ROWS = 200_000
+
+
 def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
-    """Run SQL into a DataFrame; sqlite3 errors propagate (pd.read_sql would rewrap them)."""
+    """Run SQL into a DataFrame, a chunk of rows at a time (a million rows as Python tuples would
+    cost ~600 MB at once); sqlite3 errors propagate (pd.read_sql would rewrap them)."""
     cur = conn.execute(sql)
     columns = [d[0] for d in cur.description]
-    return pd.DataFrame.from_records(cur.fetchall(), columns=columns)
+    chunks = []
+    while rows := cur.fetchmany(QUERY_CHUNK_ROWS):
+        chunks.append(pd.DataFrame.from_records(rows, columns=columns))
+    if not chunks:
+        return pd.DataFrame(columns=columns)
+    return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:
@@ -174,7 +183,8 @@ def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
     """"(x, y, z)" strings, the form launch configurations are usually written in: made once per
     distinct configuration, every row pointing at its one string."""
     cols = [f"{prefix}{a}" for a in "XYZ"]
-    codes, uniques = pd.MultiIndex.from_frame(df[cols].astype(str)).factorize()
+    dims = df[cols] if not df[cols].isna().any().any() else df[cols].astype(str)   # NaN: as astype(str) writes it
+    codes, uniques = pd.MultiIndex.from_frame(dims).factorize()
     labels = np.array([f"({x}, {y}, {z})" for x, y, z in uniques], dtype=object)
     return pd.Series(labels[codes], index=df.index, dtype=object)
 
@@ -246,16 +256,17 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
     df = _query(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,
-               r.start AS launch_start_ns, s.value AS launch_api
+               r.start AS launch_start_ns, r.nameId AS launch_api
         FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
-        LEFT JOIN StringIds AS s ON s.id = r.nameId
         WHERE r.correlationId IN ({correlated})
     """)
     for col in ("correlation_id", "global_tid", "launch_start_ns"):
         df[col] = df[col].astype("Int64")
     df["process_key"] = df["global_tid"] // (1 << _ID_BITS)
     df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
-    df["launch_api"] = df["launch_api"].fillna("").str.replace(_API_VERSION_SUFFIX, "", regex=True)
+    # API names (a few distinct ones behind a million calls): resolved and unversioned once each
+    names = {i: _API_VERSION_SUFFIX.sub("", n or "") for i, n in _string_ids(conn, df["launch_api"].dropna().unique()).items()}
+    df["launch_api"] = df["launch_api"].map(names).fillna("")
     dupes = df.duplicated(["process_key", "correlation_id"])
     if dupes.any():
         log.debug("%d runtime calls share a correlationId within a process; keeping the first", dupes.sum())
