@@ -18,6 +18,8 @@ first, each followed by its own query), then launch queries, then zero-length po
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
@@ -84,57 +86,138 @@ def _push_queries(nvtx: pd.DataFrame, first_id: int) -> pd.DataFrame:
 
 
 def paths_at(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
-    """Per query: "/".join of the enclosing range names, outermost first, and the innermost's domain."""
-    hits = _containing(nvtx, queries)
-    if hits.empty:
+    """Per query: "/".join of the enclosing range names, outermost first, and the innermost's domain.
+
+    Each range's own path is built once, parent first; a query inside ranges of one stack takes the
+    path of its innermost range. Only a query inside ranges of several stacks (NVTX domains of one
+    thread) has its ranges merged by start time."""
+    walk = _walk(nvtx, queries)
+    if walk is None or walk.hits.empty:
         return pd.DataFrame({"query_id": pd.Series(dtype=np.int64), "nvtx_range": pd.Series(dtype=str),
                              "nvtx_domain": pd.Series(dtype=str), "range_instance": pd.Series(dtype=float)})
-    hits = hits.merge(nvtx.loc[:, ["range_id", "start", "end", "name", "domain"]], on="range_id")
-    hits = hits.assign(neg_end=-hits["end"]).sort_values(["query_id", "start", "neg_end", "range_id"])
-    hits["level"] = hits.groupby("query_id").cumcount()
-    wide = hits.pivot(index="query_id", columns="level", values="name")
-    path = wide[0].astype(str)
-    for level in wide.columns[1:]:
-        part = wide[level]
-        path = path.where(part.isna(), path + "/" + part.fillna(""))
-    innermost = hits.groupby("query_id")["domain"].last().reindex(path.index)
-    instance = hits.groupby("query_id")["range_id"].last().reindex(path.index)
-    out = pd.DataFrame({"nvtx_range": path, "nvtx_domain": innermost, "range_instance": instance.astype(float)})
-    return out.rename_axis("query_id").reset_index()
+    hits = walk.hits
+    several = hits["query_id"].duplicated(keep=False).to_numpy()
+    one = hits.loc[~several]
+    at = one["range_pos"].to_numpy()
+    single = pd.DataFrame({
+        "query_id": one["query_id"].to_numpy(), "nvtx_range": _range_paths(nvtx, walk)[at],
+        "nvtx_domain": nvtx["domain"].to_numpy(dtype=object)[at],
+        "range_instance": nvtx["range_id"].to_numpy(dtype=np.int64)[at].astype(float),
+    })
+    merged = _merged_paths(nvtx, walk, hits.loc[several])
+    out = pd.concat([single, merged], ignore_index=True) if len(merged) else single
+    return out.sort_values("query_id", kind="stable").reset_index(drop=True)
 
 
-def _containing(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
-    """(query_id, range_id) for every range open at each query, by one sweep per range stack.
+class _Walk(NamedTuple):
+    """The sweep's findings: per (query, stack) the innermost open range (row position in nvtx),
+    and per range its parent's row position (-1 at the top) and its depth in its stack."""
+    hits: pd.DataFrame
+    parent: np.ndarray
+    depth: np.ndarray
 
-    Push/pop ranges of one (thread, domain) nest properly, so at any point of the time-ordered
-    event stream the range open at depth d is the last one pushed at depth d. A running depth
-    plus a forward fill per depth level finds every enclosing range without comparing each
-    query with each range.
+
+def _walk(nvtx: pd.DataFrame, queries: pd.DataFrame) -> _Walk | None:
+    """One sorted sweep per (thread, domain) range stack.
+
+    Push/pop ranges of one stack nest properly, so at any point of the time-ordered event stream
+    the range open at depth d is the last one pushed at depth d: a query at depth d finds its
+    innermost range, and a push at depth d its parent at d - 1, by one sort and a running maximum.
     """
     keys = ["global_tid", "domain_id"]
     if nvtx.empty or queries.empty:
-        return pd.DataFrame({"query_id": pd.Series(dtype=np.int64), "range_id": pd.Series(dtype=np.int64)})
+        return None
+    stacks = nvtx.loc[:, keys].drop_duplicates().reset_index(drop=True)
+    stacks["stack"] = np.arange(len(stacks), dtype=np.int64)
+    range_stack = nvtx.loc[:, keys].merge(stacks, on=keys, how="left")["stack"].to_numpy(dtype=np.int64)
+    probes = queries.merge(stacks, on="global_tid")                  # one per stack of the query's thread
+    n, m = len(nvtx), len(probes)
     start, end, rid = (nvtx[c].to_numpy(dtype=np.int64) for c in ("start", "end", "range_id"))
-    base = nvtx.loc[:, keys].reset_index(drop=True)
-    pushes = base.assign(time=start, rank=_PUSH, tie=-end, order=2 * rid, delta=1, range_id=rid)
-    pops = base.assign(time=end, rank=np.where(end > start, _POP_OLDER, _POP_ZERO), tie=0, order=0,
-                       delta=-1, range_id=-1)
-    stacks = nvtx.loc[:, keys].drop_duplicates()
-    probes = queries.merge(stacks, on="global_tid").assign(delta=0, range_id=-1)   # one per stack
-    events = pd.concat([pushes, pops, probes], ignore_index=True)
-    events = events.sort_values(keys + ["time", "rank", "tie", "order"], kind="stable").reset_index(drop=True)
-    events["depth"] = events.groupby(keys)["delta"].cumsum()
-    is_push = events["delta"] == 1
-    max_depth = int(events.loc[is_push, "depth"].max())
-    pushed_at = pd.DataFrame(
-        {d: events["range_id"].where(is_push & (events["depth"] == d)) for d in range(1, max_depth + 1)}
+    ev_stack = np.concatenate([range_stack, range_stack, probes["stack"].to_numpy(dtype=np.int64)])
+    ev_time = np.concatenate([start, end, probes["time"].to_numpy(dtype=np.int64)])
+    ev_rank = np.concatenate([np.full(n, _PUSH), np.where(end > start, _POP_OLDER, _POP_ZERO),
+                              probes["rank"].to_numpy(dtype=np.int64)])
+    ev_tie = np.concatenate([-end, np.zeros(n, np.int64), probes["tie"].to_numpy(dtype=np.int64)])
+    ev_order = np.concatenate([2 * rid, np.zeros(n, np.int64), probes["order"].to_numpy(dtype=np.int64)])
+    ev_delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(m, np.int64)])
+    sort = np.lexsort((ev_order, ev_tie, ev_rank, ev_time, ev_stack))          # stable, stack first
+    depth = _running_depth(ev_stack[sort], ev_delta[sort])
+    ref = sort.copy()                            # < n: a push of range ref; >= 2n: probe ref - 2n
+    is_push, is_probe = ref < n, ref >= 2 * n
+    push_at, probe_at = np.flatnonzero(is_push), np.flatnonzero(is_probe)
+    stack_sorted = ev_stack[sort]
+    found = _last_pushed(
+        stack=np.concatenate([stack_sorted[push_at], stack_sorted[push_at], stack_sorted[probe_at]]),
+        level=np.concatenate([depth[push_at], depth[push_at] - 1, depth[probe_at]]),
+        position=np.concatenate([push_at, push_at, probe_at]),
+        value=np.concatenate([ref[push_at], np.full(len(push_at) + len(probe_at), -1)]),
     )
-    open_at = pushed_at.groupby([events[k] for k in keys]).ffill()
-    is_probe = events["query_id"].notna()
-    depth = events.loc[is_probe, "depth"].to_numpy()
-    query_id = events.loc[is_probe, "query_id"].to_numpy()
-    parts = [
-        pd.DataFrame({"query_id": query_id[depth >= d], "range_id": open_at.loc[is_probe, d].to_numpy()[depth >= d]})
-        for d in range(1, max_depth + 1)
-    ]
-    return pd.concat(parts, ignore_index=True).dropna().astype(np.int64)
+    k = len(push_at)
+    parent, range_depth = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+    parent[ref[push_at]], range_depth[ref[push_at]] = found[k:2 * k], depth[push_at]
+    innermost = found[2 * k:]
+    inside = innermost >= 0
+    query_id = probes["query_id"].to_numpy(dtype=np.int64)[ref[probe_at] - 2 * n]
+    hits = pd.DataFrame({"query_id": query_id[inside], "range_pos": innermost[inside]})
+    return _Walk(hits, parent, range_depth)
+
+
+def _running_depth(stack: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """Open ranges after each event of the sorted stream, counted within each stack."""
+    total = np.cumsum(delta)
+    first = np.flatnonzero(np.r_[True, stack[1:] != stack[:-1]])
+    before = (total - delta)[first]
+    return total - np.repeat(before, np.diff(np.r_[first, len(stack)]))
+
+
+def _last_pushed(stack: np.ndarray, level: np.ndarray, position: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """For each lookup (value -1), the value of the last source (value >= 0) at the same stack and
+    level before it in the sweep; -1 when there is none. Sources come back as -1 too."""
+    order = np.lexsort((position, level, stack))
+    src = value[order] >= 0
+    group = np.cumsum(np.r_[True, (stack[order][1:] != stack[order][:-1]) | (level[order][1:] != level[order][:-1])])
+    last = np.maximum.accumulate(np.where(src, np.arange(len(order)), -1))
+    ok = (~src) & (last >= 0)
+    ok[ok] = group[last[ok]] == group[ok]
+    out = np.full(len(order), -1, np.int64)
+    out[order[ok]] = value[order][last[ok]]
+    return out
+
+
+def _range_paths(nvtx: pd.DataFrame, walk: _Walk) -> np.ndarray:
+    """Every range's own path, "/".join of its names from the top of its stack: parents first."""
+    names = nvtx["name"].to_numpy(dtype=object)
+    paths = names.copy()
+    order = np.argsort(walk.depth, kind="stable")
+    depths = walk.depth[order]
+    for first, stop in zip(*_runs(depths)):
+        level = order[first:stop]
+        if depths[first] > 1:
+            paths[level] = paths[walk.parent[level]] + "/" + names[level]
+    return paths
+
+
+def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and stop indices of the runs of equal values in a sorted array."""
+    first = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
+    return first, np.r_[first[1:], len(sorted_values)]
+
+
+def _merged_paths(nvtx: pd.DataFrame, walk: _Walk, hits: pd.DataFrame) -> pd.DataFrame:
+    """Paths of queries inside ranges of several stacks: every enclosing range, sorted by start."""
+    if hits.empty:
+        return pd.DataFrame()
+    chains, frontier = [hits], hits
+    while len(frontier := frontier.assign(range_pos=walk.parent[frontier["range_pos"].to_numpy()])
+                             .loc[lambda f: f["range_pos"] >= 0]):
+        chains.append(frontier)
+    every = pd.concat(chains, ignore_index=True)
+    ranges = nvtx.loc[:, ["range_id", "start", "end", "name", "domain"]].reset_index(drop=True)
+    every = pd.concat([every["query_id"].reset_index(drop=True),
+                       ranges.iloc[every["range_pos"].to_numpy()].reset_index(drop=True)], axis=1)
+    every = every.assign(neg_end=-every["end"]).sort_values(["query_id", "start", "neg_end", "range_id"])
+    last = every.groupby("query_id").tail(1).set_index("query_id")
+    joined = every.groupby("query_id", sort=True)["name"].agg("/".join)
+    return pd.DataFrame({"query_id": joined.index.to_numpy(), "nvtx_range": joined.to_numpy(),
+                         "nvtx_domain": last["domain"].reindex(joined.index).to_numpy(),
+                         "range_instance": last["range_id"].reindex(joined.index).to_numpy().astype(float)})
