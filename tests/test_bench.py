@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -9,12 +10,12 @@ from click.testing import CliRunner
 
 from aisp_prof.analyze.intervals import Interval
 from aisp_prof.bench import expectations as exp
-from aisp_prof.bench.verdict import AMBIGUOUS, FASTER, SAME, SLOWER, decide
+from aisp_prof.bench.verdict import AMBIGUOUS, FASTER, SAME, SLOWER, decide, judge
 from aisp_prof.cli import cli
 from aisp_prof.collect.timing import input_sets_needed, summarize_times
 from aisp_prof.naming import hardware_key
 from aisp_prof.store.history import pair_history
-from aisp_prof.store.ingest import sample_run_dirs, store_path
+from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
 
 
 def test_hardware_keys():
@@ -52,11 +53,17 @@ def test_expectations_keep_number_lists_on_one_line(tmp_path):
     assert "[1, 2]" in path.read_text() and "[3, 4]" in path.read_text()
 
 
-def test_files_of_the_old_format_are_outdated_not_compared():
-    """The recorded files before the gate (format 1) hold medians without samples."""
-    old = Path(__file__).resolve().parent.parent / "kernels" / "ch09" / "expectations_h100_80gb_hbm3.json"
+def test_files_of_the_old_format_are_outdated_not_compared(tmp_path):
+    """The recorded files before the gate (format 1: the H100's ch09 file until it was recorded
+    again) hold medians without samples; each variant's verdict then says so, not 'no expectation'."""
+    old = Path(__file__).resolve().parent / "fixtures" / "gate" / "expectations_h100_format1.json"
     data = exp.load(old)
     assert data["pairs"] == {} and "older format" in data["outdated"]
+    with tarfile.open(old.parent / "h100_lease2_runs.tgz") as tar:     # a real H100 run of the pair
+        tar.extractall(tmp_path, filter="data")
+    samples = load_run_dir(tmp_path / "20261126T102002Z-ch09.fused_l2norm-5698").samples
+    found = judge("ch09.fused_l2norm", samples, data["pairs"].get("ch09.fused_l2norm"), 1980, data["outdated"])
+    assert found and all(v.verdict == "NEW" and "older format" in v.cause for v in found)
 
 
 def test_history_of_the_sample_pair(tmp_path):

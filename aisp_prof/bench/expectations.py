@@ -28,7 +28,7 @@ MAX_SESSIONS = 4
 MARGIN_FACTOR = 2.0
 MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
 PROVENANCE_KEYS = ("run_id", "date", "git_sha", "gpu_name", "driver_version", "torch_version", "cuda_version",
-                   "triton_version", "host")
+                   "triton_version", "host", "source_sha256")
 
 
 def expectations_path(kernels_root: Path, chapter_key: str, hw_key: str) -> Path:

@@ -22,6 +22,7 @@ from ..naming import hardware_key, utc_now
 from ..pairs import KernelPair
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
+from ..pairs.source import source_mismatch
 from ..parse.metric_table import DEFAULT_GROUPS
 from ..paths import kernels_root
 from . import expectations as exp
@@ -47,7 +48,8 @@ class BenchOptions:
     max_processes: int = 5             # ... and at most, while a verdict is AMBIGUOUS
     record_processes: int = 4          # processes of a recording session (--update-expectations)
     update_expectations: bool = False
-    force: bool = False                # record even a throttled session
+    force: bool = False                # record even a throttled session (or one of other code)
+    strict: bool = False               # AMBIGUOUS fails the gate too (CI that must decide)
     profiles_dir: Path = Path("profiles")
     expectations: Path | None = None   # default: kernels/chNN/expectations_<hardware key>.json
 
@@ -72,10 +74,15 @@ class PairOutcome:
     message: str = ""
     verdicts: list[VariantVerdict] = field(default_factory=list)
     recorded: str | None = None       # the expectations file a session was added to
+    strict: bool = False              # AMBIGUOUS counts as failing
+
+    @property
+    def failing(self) -> list[VariantVerdict]:
+        return [v for v in self.verdicts if v.fails or (self.strict and v.verdict == AMBIGUOUS and not v.is_reference)]
 
     @property
     def fails(self) -> bool:
-        return self.status == "error" or any(v.fails for v in self.verdicts)
+        return self.status == "error" or bool(self.failing)
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
@@ -114,7 +121,8 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:
-            found.extend(judge(pair.name, data.samples, entry, (data.info.get("sensor") or {}).get("sm_clock_max_mhz")))
+            found.extend(judge(pair.name, data.samples, entry, (data.info.get("sensor") or {}).get("sm_clock_max_mhz"),
+                               recorded.get("outdated", "")))
             data.verdicts = verdict_frame(found, str(path))
     try:
         result = runs.profile(opts.run_options(pair, _still_ambiguous(pair.name, entry)), progress, annotate)
@@ -122,7 +130,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
         return PairOutcome(pair.name, None, "error", str(e))
     if result.error is not None:
         return PairOutcome(pair.name, result.run["run_id"], "failed_check", str(result.error), found)
-    outcome = PairOutcome(pair.name, result.run["run_id"], "ok", recorded.get("outdated", ""), found)
+    outcome = PairOutcome(pair.name, result.run["run_id"], "ok", recorded.get("outdated", ""), found, strict=opts.strict)
     if opts.update_expectations:
         record(outcome, result.data, path, recorded, key, opts.force)
     return outcome
@@ -146,8 +154,13 @@ def record_runs(runs: list[Any], expectations: Path | None = None, force: bool =
 
 
 def record(outcome: PairOutcome, data: Any, path: Path, recorded: dict[str, Any], key: str, force: bool) -> None:
-    """Add the run's samples as a session of the pair's evidence, unless its clocks were throttled."""
+    """Add the run's samples as a session of the pair's evidence, unless its clocks were throttled
+    or it measured other code than the pair's module now (a fixture, an older version)."""
     info, limits = data.info, data.info.get("sensor") or {}
+    other_code = source_mismatch(info.get("source"), outcome.pair)
+    if other_code and not force:
+        outcome.message = f"not recorded: {other_code}; run the pair again, or pass --force"
+        return
     session = exp.session_of(data.samples, provenance(data), limits)
     throttled = session["clocks"]["throttled_samples"]
     if throttled and not force:
@@ -168,7 +181,8 @@ def provenance(data: Any) -> dict[str, Any]:
     return {"run_id": run["run_id"], "date": run.get("created_at"), "git_sha": run.get("git_sha"),
             "gpu_name": run.get("gpu_name"), "driver_version": run.get("driver_version"),
             "torch_version": env.get("torch_version"), "cuda_version": env.get("torch_cuda_version"),
-            "triton_version": env.get("triton_version"), "host": info.get("host")}
+            "triton_version": env.get("triton_version"), "host": info.get("host"),
+            "source_sha256": (info.get("source") or {}).get("sha256")}
 
 
 def current_hardware_key(machine: Machine | None = None) -> str:

@@ -150,8 +150,9 @@ def _same_cause(by: Mapping[str, MetricVerdict]) -> str:
 
 
 def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
-          sm_clock_max_mhz: float | None = None) -> list[VariantVerdict]:
-    """Every variant (references first) of this run's samples against the pair's recorded entry."""
+          sm_clock_max_mhz: float | None = None, outdated: str = "") -> list[VariantVerdict]:
+    """Every variant (references first) of this run's samples against the pair's recorded entry
+    (`outdated`: why the expectations file could not be read, said instead of 'no expectation')."""
     df = with_cycles(samples, sm_clock_max_mhz)
     recorded = ((entry or {}).get("summary") or {}).get("variants", {})
     present = list(dict.fromkeys(df["variant"]))
@@ -159,7 +160,7 @@ def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
     out: list[VariantVerdict] = []
     for v in order:
         if v not in recorded:
-            out.append(VariantVerdict(pair, v, NEW, "no recorded expectation on this GPU"))
+            out.append(VariantVerdict(pair, v, NEW, outdated or "no recorded expectation on this GPU"))
             continue
         metrics = measure(df, v, recorded[v])
         refs = [x for x in out if x.is_reference]

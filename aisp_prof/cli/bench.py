@@ -45,14 +45,15 @@ def list_targets(chapter: str | None, as_json: bool) -> None:
 @click.argument("runs", nargs=-1, required=True)
 @click.option("--expectations", type=click.Path(dir_okay=False, path_type=Path),
               help="Record into this file instead of kernels/chNN/expectations_<gpu of the run>.json.")
-@click.option("--force", is_flag=True, help="Record a throttled run too.")
+@click.option("--force", is_flag=True, help="Record a throttled run, or one made from other code than the pair's module now.")
 @db_option
 @json_option
 def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, db: Path | None, as_json: bool) -> None:
     """Add stored runs (ids, prefixes, 'latest' or pair names) as sessions of their pairs'
     recorded evidence: e.g. a `bench run` on another machine that changed no code, which widens
-    each A/A margin to what two machines showed. Runs without timed samples or a passing check
-    are refused (exit 1 if any was).
+    each A/A margin to what two machines showed. Runs without timed samples or a passing check,
+    and runs of other code than the pair's module now (a test fixture, an older version), are
+    refused (exit 1 if any was).
 
     \b
     Example:
@@ -84,6 +85,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               "evidence in expectations_<gpu>.json (refused for a throttled run).")
 @click.option("--record-processes", default=4, show_default=True, help="Timing processes of a recording session.")
 @click.option("--force", is_flag=True, help="With --update-expectations: record a throttled run too.")
+@click.option("--strict", is_flag=True, help="AMBIGUOUS fails the gate too (exit 11): for a CI job that must decide.")
 @click.option("--expectations", type=click.Path(dir_okay=False, path_type=Path),
               help="Compare with (or record into) this file instead of kernels/chNN/expectations_<gpu>.json.")
 @profiles_dir_option
@@ -96,7 +98,8 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
     A variant is SLOWER (a regression) when its time (or its time relative to the baseline) and
     its cycles both moved beyond the A/A margin, and no reference kernel moved as far; a time
     that moved with the SM clock, or with the machine, is reported as such and does not fail.
-    Exit 11 on a regression or a variant gone missing, 7 on a failed check, 3 without a GPU.
+    Exit 11 on a regression or a variant gone missing (with --strict, also on AMBIGUOUS), 7 on a
+    failed check, 3 without a GPU.
 
     \b
     Example:
@@ -122,7 +125,7 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
     if failed_checks:    # no speed verdict stands on a failed check: exit 7, naming what failed
         raise CorrectnessError("failed the correctness check: "
                                + "; ".join(f"{o.pair} ({o.message or 'see its stored run'})" for o in failed_checks))
-    failing = sorted({f"{v.pair}:{v.variant}" for o in outcomes for v in o.verdicts if v.fails}
+    failing = sorted({f"{v.pair}:{v.variant}" for o in outcomes for v in o.failing}
                      | {o.pair for o in outcomes if o.status == "error"})
     if failing:
         raise RegressionError(f"regressed, missing or failed: {', '.join(failing)}")

@@ -19,6 +19,7 @@ from ..naming import CHECK_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
+from ..pairs.source import source_digest
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .run_folder import atomic_folder, provenance, write_json
@@ -119,6 +120,7 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
         "run_id": run_id, "pair": pair.name, "chapter": pair.chapter, "label": opts.label,
         "variants": the_plan.variants, "sizes": sizes, "status": "running", **provenance(),
         "analytic": {"flops": pair.flops(sizes), "dram_bytes": pair.bytes(sizes)},
+        "source": source_digest(Path(pair.source)) if pair.source else {},
         "tools": {}, "commands": {}, "wall_s": {},
     }
     nvcc = tools.nvcc_if_found()
