@@ -16,6 +16,7 @@ from .bench import bench_group
 from .common import AispGroup
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
 from .report import report_cmd, roofline_cmd
+from .sanitize import sanitize_cmd
 from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, runs_cmd, summary_cmd
 
 EXAMPLES = """
@@ -41,7 +42,7 @@ def cli(verbose: bool) -> None:
 
 
 for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, summary_cmd, quickstart_cmd,
-                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd):
+                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd):
     cli.add_command(_command)
 
 

@@ -5,7 +5,7 @@ measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <
 `--mode check` instead runs the correctness check and then times the variants interleaved with
 CUDA events (aisp_prof.collect.timing: L2 flushed, inputs rotated, the GPU's clocks beside each
 sample), with no profiler attached; `--mode bench` only times them (one of the bench's repeat
-processes, with the reference kernels). It reports through a JSON file, never through stdout,
+processes, with the reference kernels); `--mode sanitize` only checks (under compute-sanitizer). It reports through a JSON file, never through stdout,
 because profilers interleave their own output there.
 
     python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair", required=True)
     ap.add_argument("--variants", required=True, help="comma-separated, baseline first")
     ap.add_argument("--sizes", default="")
-    ap.add_argument("--mode", choices=("check", "profile", "bench"), required=True)
+    ap.add_argument("--mode", choices=("check", "profile", "bench", "sanitize"), required=True)
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=1)
@@ -140,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         variants = args.variants.split(",")
         if args.mode == "profile":
             report = run_profile(pair, sizes, variants, args.warmup, args.iterations)
+        elif args.mode == "sanitize":      # under compute-sanitizer: the check only, no timing
+            from .check import check_pair
+
+            report = {"check": check_pair(pair, sizes, device="cuda", variants=variants).to_dict()}
         else:
             from .timing import SamplingPlan, l2_flush_bytes
 

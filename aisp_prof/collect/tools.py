@@ -64,6 +64,17 @@ def find_nsys(explicit: str | None = None, ncu: Path | None = None) -> Path:
     return found
 
 
+def find_sanitizer(explicit: str | None = None) -> Path:
+    """compute-sanitizer: option, $AISP_SANITIZER, PATH, /usr/local/cuda/bin."""
+    found = _first_executable([explicit or "", os.environ.get("AISP_SANITIZER", ""),
+                               shutil.which("compute-sanitizer") or "", "/usr/local/cuda/bin/compute-sanitizer",
+                               *_sorted_glob("/usr/local/cuda-*/bin/compute-sanitizer")])
+    if found is None:
+        raise ToolNotFoundError("compute-sanitizer not found; it ships with the CUDA toolkit: put it on PATH, "
+                                "or pass --sanitizer PATH / set AISP_SANITIZER")
+    return found
+
+
 # Nsight tools print "Version 2025.3.1.0"; nvcc prints "release 13.0, V13.0.88"
 _VERSIONS = (re.compile(r"(\d{4}\.\d+\.\d+(?:\.\d+)?)"), re.compile(r"\bV(\d+\.\d+\.\d+)"))
 

@@ -47,6 +47,9 @@ class KernelPair:
     # per-variant needs beyond the pair's: {"cuda": ("gpu", "nvcc"), "triton": ("triton",)};
     # lets the CPU-only CI check the variants that can run there (Triton under TRITON_INTERPRET=1)
     variant_needs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # a size small enough for compute-sanitizer (10-100x slower kernels) that still exercises
+    # every code path (several tiles, clusters, pipeline stages): `aisp-prof sanitize` uses it
+    small_sizes: Mapping[str, int] = field(default_factory=dict)
     source: str = ""                            # module path, filled in by discovery
 
     @property

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# GPU visit for chapter 10 (issue 12). Clocks are never touched.
+#   STEP=check    GPU tests of the ch10 pairs, then `aisp-prof sanitize` (memcheck, racecheck,
+#                 synccheck) on every ch10 pair at its small size and on the planted race
+#                 (tests/fixtures/sanitizer_kernels), then `aisp-prof run` (check + ncu + nsys)
+#                 of each pair into profiles/ (run folders come back in $OUT/runs.tgz).
+#   STEP=record   the gate's evidence: `bench run --targets ch10 --update-expectations`.
+# Logs and JSON land in $OUT; a short table last. PAIRS overrides the pairs (default: all of ch10).
+set -u -o pipefail
+OUT=${OUT:-/tmp/ch10_out}; export OUT; mkdir -p "$OUT"
+[ -z "${AISP_GIT_SHA:-}" ] && [ -f .device_sha ] && AISP_GIT_SHA=$(cat .device_sha)
+export AISP_GIT_SHA=${AISP_GIT_SHA:-}
+export LD_LIBRARY_PATH=$PWD/.devlib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1 AISP_BUILD_DIR=/tmp/aisp_build
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  && export PYTHONPATH=/tmp/site:$PWD || exit 1
+AISP="python3 -m aisp_prof"
+PAIRS=${PAIRS:-$($AISP bench list-targets --chapter ch10 | cut -f1)}
+START=$(date +%s)
+t() { echo "t=$(( $(date +%s) - START ))s"; }
+{
+echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader) git ${AISP_GIT_SHA:-?} step ${STEP:-check}"
+echo "pairs: $PAIRS"
+if [ "${STEP:-check}" = check ]; then
+  ncu --query-metrics --chip gh100 2>&1 | grep -i -E "cluster|dsmem|distributed|dshared|multicast" \
+    > "$OUT/ncu_cluster_metrics.txt"; echo "ncu cluster/DSMEM metric names: $(wc -l < "$OUT/ncu_cluster_metrics.txt")"
+  python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_ch10_*.py 2>&1 | tail -15; echo "gpu_tests_rc $? $(t)"
+  $AISP sanitize $PAIRS --log-dir "$OUT/sanitizer" --json > "$OUT/sanitize.json"; echo "sanitize_rc $? $(t)"
+  AISP_KERNELS=tests/fixtures/sanitizer_kernels $AISP sanitize ch99.racy_block_sum --log-dir "$OUT/sanitizer_planted" \
+    --json > "$OUT/sanitize_planted.json"; echo "sanitize_planted_rc $? (7 expected) $(t)"
+  for p in $PAIRS; do
+    $AISP run "$p" --profiles-dir profiles --label ch10-session --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
+    echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
+  done
+  tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' profiles/2026* 2>/dev/null
+  python3 - "$OUT" <<'PY'
+import json, sys, pathlib
+out = pathlib.Path(sys.argv[1])
+for name in ("sanitize.json", "sanitize_planted.json"):
+    f = out / name
+    if f.is_file() and f.stat().st_size:
+        for r in json.load(open(f))["results"]:
+            print(f"{r['pair']:36s} {r['tool']:10s} errors={r['errors']} check={r['check_passed']} {r['wall_s']}s {'; '.join(r['first_reports'][:1])[:100]}")
+for f in sorted(out.glob("run_*.json")):
+    try:
+        d = json.load(open(f))
+    except ValueError:
+        print(f.name, "no JSON"); continue
+    s = d.get("summary") or d
+    print(f.name, json.dumps(s)[:400])
+PY
+else
+  $AISP bench run $(for p in $PAIRS; do printf -- '--targets %s ' "$p"; done) --repeats 10 --budget-s 1.5 \
+    --update-expectations --record-processes ${RECORD_PROCESSES:-3} --db /tmp/gate.db --profiles-dir /tmp/profiles \
+    --json > "$OUT/record.json"; echo "record_rc $? $(t)"
+  cp kernels/ch10/expectations_*.json "$OUT/" 2>/dev/null
+  python3 -c "
+import json; d=json.load(open('$OUT/record.json'))
+for p in d['pairs']:
+    print(p['pair'], p['status'], p['message'][:80], p.get('recorded'))
+"
+fi
+} 2>&1 | tee "$OUT/session.log"

@@ -1,0 +1,53 @@
+"""`aisp-prof sanitize`: the compute-sanitizer command line, its summary parsed from real output,
+and the one-line errors without the tool or without a GPU."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from aisp_prof.cli import cli
+from aisp_prof.collect import sanitizer as san
+from aisp_prof.collect.runner import child_command
+
+FIXTURES = Path(__file__).parent / "fixtures" / "sanitizer"
+
+
+def test_the_command_wraps_the_check_child_once_per_tool():
+    child = child_command("ch10.x", ["baseline", "cluster"], {"n": 65536}, "sanitize", Path("/tmp/c.json"))
+    cmd = san.sanitizer_command("/usr/local/cuda/bin/compute-sanitizer", "racecheck", child)
+    assert cmd[:7] == ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "racecheck", "--error-exitcode",
+                       str(san.ERROR_EXIT), "--print-limit", "20"]
+    assert cmd[7:] == child and "--mode" in child and child[child.index("--mode") + 1] == "sanitize"
+    assert child[child.index("--sizes") + 1] == "n=65536"
+
+
+def test_an_unknown_tool_is_refused():
+    try:
+        san.sanitizer_command("cs", "leakcheck", [])
+    except Exception as exc:                       # AispError: exit 1 with one line
+        assert "unknown sanitizer tool 'leakcheck'" in str(exc)
+    else:
+        raise AssertionError("leakcheck accepted")
+
+
+def test_no_sanitizer_is_exit_4_and_no_gpu_is_exit_3(tmp_path):
+    res = CliRunner().invoke(cli, ["sanitize", "ch09.fused_l2norm", "--sanitizer", str(tmp_path / "nope")],
+                             env={"AISP_SANITIZER": "", "PATH": "/nonexistent"})
+    assert res.exit_code == 4 and "compute-sanitizer not found" in res.output
+    fake = tmp_path / "compute-sanitizer"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    res = CliRunner().invoke(cli, ["sanitize", "ch09.fused_l2norm", "--sanitizer", str(fake)])
+    if os.environ.get("CUDA_VISIBLE_DEVICES") != "" and _have_gpu():
+        return                                     # a GPU machine: covered by the GPU run instead
+    assert res.exit_code in (3, 9) and res.output.count("\n") == 1, res.output
+
+
+def _have_gpu() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
