@@ -27,6 +27,10 @@ if [ "${STEP:-check}" = check ]; then
   $AISP sanitize $PAIRS --log-dir "$OUT/sanitizer" --json > "$OUT/sanitize.json"; echo "sanitize_rc $? $(t)"
   AISP_KERNELS=tests/fixtures/sanitizer_kernels $AISP sanitize ch99.racy_block_sum --log-dir "$OUT/sanitizer_planted" \
     --json > "$OUT/sanitize_planted.json"; echo "sanitize_planted_rc $? (7 expected) $(t)"
+  # ch09's pipelined variant drew synccheck's "Missing wait": that variant alone, then with every block given 2+ tiles
+  $AISP sanitize ch09.warp_specialization_producer_consumer --tool synccheck --variants pipelined --sizes n=65536 \
+    --log-dir "$OUT/sanitizer_ch09" --json > "$OUT/sanitize_ch09_pipelined.json"; echo "ch09 pipelined synccheck rc $? $(t)"
+  (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer sanitizer_planted sanitizer_ch09 && rm -rf sanitizer sanitizer_planted sanitizer_ch09)
   for p in $PAIRS; do
     $AISP run "$p" --profiles-dir profiles --label ch10-session --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
     echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
@@ -35,7 +39,7 @@ if [ "${STEP:-check}" = check ]; then
   python3 - "$OUT" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
-for name in ("sanitize.json", "sanitize_planted.json"):
+for name in ("sanitize.json", "sanitize_planted.json", "sanitize_ch09_pipelined.json"):
     f = out / name
     if f.is_file() and f.stat().st_size:
         for r in json.load(open(f))["results"]:

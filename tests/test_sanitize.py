@@ -51,3 +51,13 @@ def _have_gpu() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+def test_summaries_parsed_from_real_output():
+    """Logs from `aisp-prof sanitize` on an H100 (tests/fixtures/sanitizer/README.md)."""
+    read = lambda name: (FIXTURES / name).read_text()     # noqa: E731
+    assert san.parse_summary(read("ch09.fused_l2norm.memcheck.log")) == (0, 0, [])
+    assert san.parse_summary(read("ch09.fused_l2norm.racecheck.log")) == (0, 0, [])   # RACECHECK SUMMARY only
+    errors, warnings, reports = san.parse_summary(read("ch09.warp_specialization_producer_consumer.synccheck.log"))
+    assert errors == 3936 and warnings == 0
+    assert reports[0] == "Barrier error detected. Missing wait." and len(reports) == 5

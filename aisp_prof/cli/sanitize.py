@@ -14,12 +14,13 @@ from .common import echo_json, json_option
 @click.argument("targets", nargs=-1, required=True)
 @click.option("--tool", "tools", multiple=True, type=click.Choice(["memcheck", "racecheck", "synccheck", "initcheck"]),
               help="Repeatable (default: memcheck, racecheck and synccheck).")
+@click.option("--variants", help="Comma-separated variants (default: all that run here; the baseline always runs).")
 @click.option("--sizes", help="Problem size for every target, e.g. n=65536 (default: each pair's small size).")
 @click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep each tool's full output here.")
 @click.option("--sanitizer", help="compute-sanitizer to use (default: $AISP_SANITIZER, PATH, /usr/local/cuda/bin).")
 @json_option
-def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], sizes: str | None, log_dir: Path | None,
-                 sanitizer: str | None, as_json: bool) -> None:
+def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str | None, sizes: str | None,
+                 log_dir: Path | None, sanitizer: str | None, as_json: bool) -> None:
     """Run each pair's correctness check under compute-sanitizer, once per tool, at a small size:
     out-of-bounds and misaligned accesses, shared-memory races and illegal barriers in the CUDA
     code, which a numeric check can miss. Pairs this GPU cannot run are skipped with the reason.
@@ -36,7 +37,8 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], sizes: str | 
 
     tool_path = find_sanitizer(sanitizer)
     machine = capabilities.detect_machine()
-    answers = [(pair, capabilities.runnable(pair, machine)) for pair in select(list(targets))]
+    asked = tuple(variants.split(",")) if variants else ()
+    answers = [(pair, capabilities.runnable(pair, machine, asked)) for pair in select(list(targets))]
     if not machine.gpu:                       # nothing can run: say why once (exit 3, or 9 without torch)
         answers[0][1].require()
     chosen = [(p, list(a.variants)) for p, a in answers if a.ok]

@@ -60,13 +60,15 @@ def sanitizer_command(sanitizer: Path | str, tool: str, child: list[str]) -> lis
 
 
 def parse_summary(text: str) -> tuple[int | None, int, list[str]]:
-    """(errors, warnings, the first report lines) from the sanitizer's output."""
+    """(errors, warnings, the first report lines) from the sanitizer's output. racecheck ends
+    with a RACECHECK SUMMARY (hazards, errors, warnings); the other tools with an ERROR SUMMARY."""
     race = _RACE_SUMMARY.search(text)
     summary = _SUMMARY.search(text)
-    errors = int(summary.group(1)) if summary else None
+    if race:
+        errors: int | None = int(race.group(2))
+    else:
+        errors = int(summary.group(1)) if summary else None
     warnings = int(race.group(3)) if race else 0
-    if race and errors is not None:
-        errors = max(errors, int(race.group(2)))
     reports = [m.group(1).strip() for m in map(_REPORT.match, text.splitlines()) if m][:5]
     return errors, warnings, reports
 
