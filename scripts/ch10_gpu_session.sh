@@ -23,6 +23,13 @@ echo "pairs: $PAIRS"
 if [ "${STEP:-check}" = check ]; then
   ncu --query-metrics --chip gh100 2>&1 | grep -i -E "cluster|dsmem|distributed|dshared|multicast" \
     > "$OUT/ncu_cluster_metrics.txt"; echo "ncu cluster/DSMEM metric names: $(wc -l < "$OUT/ncu_cluster_metrics.txt")"
+  # which launch/atomic metric names this ncu takes (a wrong name fails a whole profile, so probe first)
+  for m in launch__cluster_dim_x launch__cluster_dim_y launch__cluster_dim_z launch__cluster_max_active \
+           launch__cluster_max_potential_size launch__cluster_scheduling_policy \
+           l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum l1tex__t_requests_pipe_lsu_mem_global_op_red.sum; do
+    r=$(ncu --clock-control none --metrics $m --csv python3 -c "import torch; torch.ones(1024, device='cuda').sum(); torch.cuda.synchronize()" 2>&1 | grep -E "\"$m\"|ERROR" | head -1)
+    echo "probe $m: ${r:0:160}"
+  done
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_ch10_*.py 2>&1 | tail -15; echo "gpu_tests_rc $? $(t)"
   $AISP sanitize $PAIRS --log-dir "$OUT/sanitizer" --json > "$OUT/sanitize.json"; echo "sanitize_rc $? $(t)"
   AISP_KERNELS=tests/fixtures/sanitizer_kernels $AISP sanitize ch99.racy_block_sum --log-dir "$OUT/sanitizer_planted" \

@@ -14,7 +14,7 @@ class Metric:
     raw: str        # ncu metric name, exactly as `ncu --metrics` takes it
     column: str     # tidy snake_case column, unit in the name
     unit: str       # the unit of `column` after parsing with --print-units base
-    group: str      # what the number is for: time, sol, flops, tensor, bytes, peak, stall, occupancy, launch
+    group: str      # what the number is for: time, sol, flops, tensor, bytes, peak, stall, dsmem, occupancy, launch
 
 
 def _m(raw: str, column: str, unit: str, group: str) -> Metric:
@@ -94,6 +94,13 @@ METRICS: tuple[Metric, ...] = (
       for r in PCSAMP_REASONS),
     _m("smsp__pcsamp_sample_count", "samples_total", "sample", "stall_sampled"),
     _m("smsp__pcsamp_interval_cycles", "sample_interval_cycles", "cycle", "stall_sampled"),
+    # distributed shared memory (thread-block clusters): traffic over the SM-to-SM crossbar.
+    # Names as `ncu --query-metrics --chip gh100` lists them (H100, Nsight Compute 2025.3.1).
+    _m("l1tex__m_xbar2l1tex_read_bytes_mem_dshared.sum", "dsmem_xbar_read_bytes", "byte", "dsmem"),
+    _m("l1tex__m_l1tex2xbar_write_bytes_mem_dshared.sum", "dsmem_xbar_write_bytes", "byte", "dsmem"),
+    _m("l1tex__t_requests_pipe_lsu_mem_dshared_op_ld.sum", "dsmem_load_requests", "request", "dsmem"),
+    _m("l1tex__t_requests_pipe_lsu_mem_dshared_op_st.sum", "dsmem_store_requests", "request", "dsmem"),
+    _m("l1tex__t_requests_pipe_lsu_mem_dshared_op_atom.sum", "dsmem_atomic_requests", "request", "dsmem"),
     # occupancy and launch configuration
     _m("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved_occupancy_pct", "%", "occupancy"),
     _m("sm__maximum_warps_per_active_cycle_pct", "theoretical_occupancy_pct", "%", "occupancy"),
@@ -110,7 +117,7 @@ BY_RAW = {m.raw: m for m in METRICS}
 BY_COLUMN = {m.column: m for m in METRICS}
 
 
-DEFAULT_GROUPS = ("time", "sol", "flops", "tensor", "bytes", "peak", "stall", "occupancy", "launch")
+DEFAULT_GROUPS = ("time", "sol", "flops", "tensor", "bytes", "peak", "stall", "dsmem", "occupancy", "launch")
 
 
 def metric_names(groups: tuple[str, ...] = DEFAULT_GROUPS) -> list[str]:
