@@ -80,6 +80,7 @@ MAX_VALUE = 3                          # inputs are integers in [0, MAX_VALUE]: 
 VARIANT_IDS = {"baseline": 0, "block_atomic": 1, "cluster4_dsmem_atomic": 2, "cluster2_leader_read": 3,
                "cluster4_dims": 4, "cluster4_warp_specialized": 5}
 CLUSTER_VARIANTS = tuple(v for v, i in VARIANT_IDS.items() if i >= 2)
+CUDA_NOT_SUPPORTED = 801               # cudaErrorNotSupported
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_dsmem_reduction": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p,
                               ctypes.c_void_p), ctypes.c_int),
@@ -111,11 +112,11 @@ def _check_x(name: str, x: torch.Tensor) -> None:
         raise ValueError("x must be 16-byte aligned (the float4 variant reads 16-byte vectors)")
 
 
-def require_clusters(pair_name: str, variant: str) -> None:
+def _require_clusters(variant: str) -> None:
     """RequirementError unless the current GPU launches thread-block clusters (asked in CUDA)."""
     err = LIBRARY.fn("aisp_dsmem_reduction_cluster_support")()
-    if err == 801:                      # cudaErrorNotSupported: cudaDevAttrClusterLaunch is 0
-        raise RequirementError(f"{pair_name} {variant} needs thread-block clusters (sm_90+ with "
+    if err == CUDA_NOT_SUPPORTED:      # cudaDevAttrClusterLaunch is 0
+        raise RequirementError(f"ch10.dsmem_reduction {variant} needs thread-block clusters (sm_90+ with "
                                "cudaDevAttrClusterLaunch); this GPU does not launch them")
     LIBRARY.check(err, "aisp_dsmem_reduction_cluster_support")
 
@@ -128,7 +129,7 @@ def _factory(name: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
         _check_x(name, x)                  # CPU tensors: RequirementError before any build
         LIBRARY.load()                     # build here, outside the timed call
         if name in CLUSTER_VARIANTS:
-            require_clusters("ch10.dsmem_reduction", name)
+            _require_clusters(name)
         n, outputs = x.numel(), segments(x.numel())
         out = torch.empty(outputs, device=x.device, dtype=torch.float32)
         # the two-pass baseline's partial sums: 4 per segment, allocated here, not in the call
@@ -187,7 +188,9 @@ PAIR = KernelPair(
     lesson="Combining a segment's block sums: two kernels through global memory, one global atomic "
            "per block, or thread-block clusters that meet in the leader's shared memory over DSMEM.",
     make_inputs=make_inputs,
-    variants={name: globals()[name] for name in VARIANT_IDS},
+    variants={"baseline": baseline, "block_atomic": block_atomic, "cluster4_dsmem_atomic": cluster4_dsmem_atomic,
+              "cluster2_leader_read": cluster2_leader_read, "cluster4_dims": cluster4_dims,
+              "cluster4_warp_specialized": cluster4_warp_specialized},
     reference=reference,
     flops=flops,
     bytes=bytes,
