@@ -173,6 +173,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    small_sizes={"n": 65541},          # 32 chunks and a ragged one: the sanitizer size
     tolerance=0.0,                     # integer-valued inputs: both stats are exact in fp32
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper clusters/DSMEM); on Blackwell run the book's pairs"),
