@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GPU visit for chapter 10 (issue 12). Clocks are never touched.
-#   STEP=check    GPU tests of the ch10 pairs, then `aisp-prof sanitize` (memcheck, racecheck,
-#                 synccheck) on every ch10 pair at its small size and on the planted race
-#                 (tests/fixtures/sanitizer_kernels), then `aisp-prof run` (check + ncu + nsys)
-#                 of each pair into profiles/ (run folders come back in $OUT/runs.tgz).
+#   STEP=check    ncu metric-name probes, GPU tests of the ch10 pairs, then `aisp-prof sanitize`
+#                 (memcheck, racecheck, synccheck) on every ch10 pair at its small size and on the
+#                 planted race (tests/fixtures/sanitizer_kernels).
+#   STEP=profile  `aisp-prof run` (check + ncu + nsys) of each pair into profiles/ (the run
+#                 folders come back in $OUT/runs.tgz).
 #   STEP=record   the gate's evidence: `bench run --targets ch10 --update-expectations`.
 # Logs and JSON land in $OUT; a short table last. PAIRS overrides the pairs (default: all of ch10).
 set -u -o pipefail
@@ -38,11 +39,25 @@ if [ "${STEP:-check}" = check ]; then
   $AISP sanitize ch09.warp_specialization_producer_consumer --tool synccheck --variants pipelined --sizes n=65536 \
     --log-dir "$OUT/sanitizer_ch09" --json > "$OUT/sanitize_ch09_pipelined.json"; echo "ch09 pipelined synccheck rc $? $(t)"
   (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer sanitizer_planted sanitizer_ch09 && rm -rf sanitizer sanitizer_planted sanitizer_ch09)
+fi
+if [ "${STEP:-check}" = profile ]; then
   for p in $PAIRS; do
     $AISP run "$p" --profiles-dir profiles --label ch10-session --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
     echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
   done
   tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' profiles/2026* 2>/dev/null
+fi
+if [ "${STEP:-check}" = record ]; then
+  $AISP bench run $(for p in $PAIRS; do printf -- '--targets %s ' "$p"; done) --repeats 10 --budget-s 1.5 \
+    --update-expectations --record-processes ${RECORD_PROCESSES:-3} --db /tmp/gate.db --profiles-dir /tmp/profiles \
+    --json > "$OUT/record.json"; echo "record_rc $? $(t)"
+  cp kernels/ch10/expectations_*.json "$OUT/" 2>/dev/null
+  python3 -c "
+import json; d=json.load(open('$OUT/record.json'))
+for p in d['pairs']:
+    print(p['pair'], p['status'], p['message'][:80], p.get('recorded'))
+"
+fi
   python3 - "$OUT" <<'PY'
 import json, sys, pathlib
 out = pathlib.Path(sys.argv[1])
@@ -59,15 +74,4 @@ for f in sorted(out.glob("run_*.json")):
     s = d.get("summary") or d
     print(f.name, json.dumps(s)[:400])
 PY
-else
-  $AISP bench run $(for p in $PAIRS; do printf -- '--targets %s ' "$p"; done) --repeats 10 --budget-s 1.5 \
-    --update-expectations --record-processes ${RECORD_PROCESSES:-3} --db /tmp/gate.db --profiles-dir /tmp/profiles \
-    --json > "$OUT/record.json"; echo "record_rc $? $(t)"
-  cp kernels/ch10/expectations_*.json "$OUT/" 2>/dev/null
-  python3 -c "
-import json; d=json.load(open('$OUT/record.json'))
-for p in d['pairs']:
-    print(p['pair'], p['status'], p['message'][:80], p.get('recorded'))
-"
-fi
 } 2>&1 | tee "$OUT/session.log"
