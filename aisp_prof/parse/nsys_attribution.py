@@ -131,6 +131,33 @@ def _walk(nvtx: pd.DataFrame, queries: pd.DataFrame) -> _Walk | None:
     stacks["stack"] = np.arange(len(stacks), dtype=np.int64)
     range_stack = nvtx.loc[:, keys].merge(stacks, on=keys, how="left")["stack"].to_numpy(dtype=np.int64)
     probes = queries.merge(stacks, on="global_tid")                  # one per stack of the query's thread
+    n = len(nvtx)
+    ref, stack_sorted, depth = _sorted_events(nvtx, range_stack, probes)
+    probe_query = probes["query_id"].to_numpy(dtype=np.int64)
+    del probes
+    push_at, probe_at = np.flatnonzero(ref < n), np.flatnonzero(ref >= 2 * n)
+    found = _last_pushed(
+        stack=np.concatenate([stack_sorted[push_at], stack_sorted[push_at], stack_sorted[probe_at]]),
+        level=np.concatenate([depth[push_at], depth[push_at] - 1, depth[probe_at]]),
+        position=np.concatenate([push_at, push_at, probe_at]),
+        value=np.concatenate([ref[push_at], np.full(len(push_at) + len(probe_at), -1)]),
+    )
+    del stack_sorted
+    k = len(push_at)
+    parent, range_depth = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+    parent[ref[push_at]], range_depth[ref[push_at]] = found[k:2 * k], depth[push_at]
+    innermost = found[2 * k:]
+    inside = innermost >= 0
+    query_id = probe_query[ref[probe_at] - 2 * n]
+    hits = pd.DataFrame({"query_id": query_id[inside], "range_pos": innermost[inside]})
+    return _Walk(hits, parent, range_depth)
+
+
+def _sorted_events(nvtx: pd.DataFrame, range_stack: np.ndarray,
+                   probes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sweep's events in sweep order: the order itself (an event's index: < n the push of
+    range row i, < 2n its pop, else probe i - 2n), each sorted event's stack and the depth after
+    it. The sort keys are let go as soon as the order is known (at 1M launches each is 27 MB)."""
     n, m = len(nvtx), len(probes)
     start, end, rid = (nvtx[c].to_numpy(dtype=np.int64) for c in ("start", "end", "range_id"))
     ev_stack = np.concatenate([range_stack, range_stack, probes["stack"].to_numpy(dtype=np.int64)])
@@ -139,27 +166,12 @@ def _walk(nvtx: pd.DataFrame, queries: pd.DataFrame) -> _Walk | None:
                               probes["rank"].to_numpy(dtype=np.int64)])
     ev_tie = np.concatenate([-end, np.zeros(n, np.int64), probes["tie"].to_numpy(dtype=np.int64)])
     ev_order = np.concatenate([2 * rid, np.zeros(n, np.int64), probes["order"].to_numpy(dtype=np.int64)])
-    ev_delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(m, np.int64)])
     sort = np.lexsort((ev_order, ev_tie, ev_rank, ev_time, ev_stack))          # stable, stack first
-    depth = _running_depth(ev_stack[sort], ev_delta[sort])
-    ref = sort.copy()                            # < n: a push of range ref; >= 2n: probe ref - 2n
-    is_push, is_probe = ref < n, ref >= 2 * n
-    push_at, probe_at = np.flatnonzero(is_push), np.flatnonzero(is_probe)
+    del ev_time, ev_rank, ev_tie, ev_order
     stack_sorted = ev_stack[sort]
-    found = _last_pushed(
-        stack=np.concatenate([stack_sorted[push_at], stack_sorted[push_at], stack_sorted[probe_at]]),
-        level=np.concatenate([depth[push_at], depth[push_at] - 1, depth[probe_at]]),
-        position=np.concatenate([push_at, push_at, probe_at]),
-        value=np.concatenate([ref[push_at], np.full(len(push_at) + len(probe_at), -1)]),
-    )
-    k = len(push_at)
-    parent, range_depth = np.full(n, -1, np.int64), np.zeros(n, np.int64)
-    parent[ref[push_at]], range_depth[ref[push_at]] = found[k:2 * k], depth[push_at]
-    innermost = found[2 * k:]
-    inside = innermost >= 0
-    query_id = probes["query_id"].to_numpy(dtype=np.int64)[ref[probe_at] - 2 * n]
-    hits = pd.DataFrame({"query_id": query_id[inside], "range_pos": innermost[inside]})
-    return _Walk(hits, parent, range_depth)
+    del ev_stack
+    ev_delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(m, np.int64)])
+    return sort, stack_sorted, _running_depth(stack_sorted, ev_delta[sort])
 
 
 def _running_depth(stack: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -175,7 +187,9 @@ def _last_pushed(stack: np.ndarray, level: np.ndarray, position: np.ndarray, val
     level before it in the sweep; -1 when there is none. Sources come back as -1 too."""
     order = np.lexsort((position, level, stack))
     src = value[order] >= 0
-    group = np.cumsum(np.r_[True, (stack[order][1:] != stack[order][:-1]) | (level[order][1:] != level[order][:-1])])
+    stack, level = stack[order], level[order]
+    group = np.cumsum(np.r_[True, (stack[1:] != stack[:-1]) | (level[1:] != level[:-1])])
+    del stack, level
     last = np.maximum.accumulate(np.where(src, np.arange(len(order)), -1))
     ok = (~src) & (last >= 0)
     ok[ok] = group[last[ok]] == group[ok]
