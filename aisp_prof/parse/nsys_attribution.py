@@ -47,8 +47,12 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd
     )
     launch_q = launch_queries(launches["global_tid"], launches["launch_start_ns"])
     push_q = _push_queries(nvtx, first_id=len(launch_q))
-    paths = paths_at(nvtx, pd.concat([launch_q, push_q], ignore_index=True)).set_index("query_id")
-    found = paths.reindex(launch_q["query_id"])
+    launch_ids, push_ids = (q["query_id"].to_numpy().copy() for q in (launch_q, push_q))   # no view
+    queries = pd.concat([launch_q, push_q], ignore_index=True)
+    del launch_q, push_q                        # only the concatenated queries are needed now
+    paths = paths_at(nvtx, queries).set_index("query_id")
+    del queries
+    found = paths.reindex(launch_ids)
     launches[["nvtx_range", "nvtx_domain"]] = found[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     # which push of the innermost range: gaps are measured within one call, not between calls
     launches["range_instance"] = found["range_instance"].to_numpy()
@@ -58,7 +62,7 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd
     )
     calls[["nvtx_range", "nvtx_domain"]] = calls[["nvtx_range", "nvtx_domain"]].fillna("")
     nvtx = nvtx.copy()
-    nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_q["query_id"])[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
+    nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_ids)[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     return calls, nvtx
 
 
@@ -135,12 +139,13 @@ def _walk(nvtx: pd.DataFrame, queries: pd.DataFrame) -> _Walk | None:
     ref, stack_sorted, depth = _sorted_events(nvtx, range_stack, probes)
     probe_query = probes["query_id"].to_numpy(dtype=np.int64)
     del probes
-    push_at, probe_at = np.flatnonzero(ref < n), np.flatnonzero(ref >= 2 * n)
+    small = np.int32 if len(ref) < 2 ** 31 else np.int64     # positions, stacks, depths: half the memory
+    push_at, probe_at = np.flatnonzero(ref < n).astype(small), np.flatnonzero(ref >= 2 * n).astype(small)
     found = _last_pushed(
         stack=np.concatenate([stack_sorted[push_at], stack_sorted[push_at], stack_sorted[probe_at]]),
         level=np.concatenate([depth[push_at], depth[push_at] - 1, depth[probe_at]]),
         position=np.concatenate([push_at, push_at, probe_at]),
-        value=np.concatenate([ref[push_at], np.full(len(push_at) + len(probe_at), -1)]),
+        value=np.concatenate([ref[push_at].astype(small), np.full(len(push_at) + len(probe_at), -1, small)]),
     )
     del stack_sorted
     k = len(push_at)
@@ -157,10 +162,11 @@ def _sorted_events(nvtx: pd.DataFrame, range_stack: np.ndarray,
                    probes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sweep's events in sweep order: the order itself (an event's index: < n the push of
     range row i, < 2n its pop, else probe i - 2n), each sorted event's stack and the depth after
-    it. The sort keys are let go as soon as the order is known (at 1M launches each is 27 MB)."""
+    it (stacks and depths as int32). The sort keys are let go as soon as the order is known (at
+    1M launches each is 27 MB)."""
     n, m = len(nvtx), len(probes)
     start, end, rid = (nvtx[c].to_numpy(dtype=np.int64) for c in ("start", "end", "range_id"))
-    ev_stack = np.concatenate([range_stack, range_stack, probes["stack"].to_numpy(dtype=np.int64)])
+    ev_stack = np.concatenate([range_stack, range_stack, probes["stack"].to_numpy(dtype=np.int64)]).astype(np.int32)
     ev_time = np.concatenate([start, end, probes["time"].to_numpy(dtype=np.int64)])
     ev_rank = np.concatenate([np.full(n, _PUSH), np.where(end > start, _POP_OLDER, _POP_ZERO),
                               probes["rank"].to_numpy(dtype=np.int64)])
@@ -171,7 +177,7 @@ def _sorted_events(nvtx: pd.DataFrame, range_stack: np.ndarray,
     stack_sorted = ev_stack[sort]
     del ev_stack
     ev_delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(m, np.int64)])
-    return sort, stack_sorted, _running_depth(stack_sorted, ev_delta[sort])
+    return sort, stack_sorted, _running_depth(stack_sorted, ev_delta[sort]).astype(np.int32)
 
 
 def _running_depth(stack: np.ndarray, delta: np.ndarray) -> np.ndarray:

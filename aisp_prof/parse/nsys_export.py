@@ -281,14 +281,7 @@ def read_push_pop_ranges(conn: sqlite3.Connection, tables: set[str]) -> pd.DataF
         ints = {c: pd.Series(dtype=np.int64) for c in columns[:5]}
         return pd.DataFrame({**ints, "name": pd.Series(dtype=str), "domain": pd.Series(dtype=str)})
     types = _event_type_ids(conn, tables)
-    df = _query(conn, f"""
-        SELECT n.globalTid AS global_tid, COALESCE(n.domainId, 0) AS domain_id,
-               n.start AS start, n."end" AS "end", COALESCE(n.text, s.value) AS name
-        FROM NVTX_EVENTS AS n
-        LEFT JOIN StringIds AS s ON s.id = n.textId
-        WHERE n.eventType = {types[_PUSH_POP_RANGE]}
-        ORDER BY n.globalTid, n.start, n."end" DESC
-    """)
+    df = _push_pop_rows(conn, types[_PUSH_POP_RANGE])
     domains = _query(conn, f"""
         SELECT n.globalTid AS global_tid, n.domainId AS domain_id, COALESCE(n.text, s.value) AS domain
         FROM NVTX_EVENTS AS n
@@ -298,9 +291,29 @@ def read_push_pop_ranges(conn: sqlite3.Connection, tables: set[str]) -> pd.DataF
     df["range_id"] = np.arange(len(df), dtype=np.int64)
     df["end"] = df["end"].astype("Int64").fillna(OPEN_END).astype(np.int64)
     df["start"] = df["start"].astype(np.int64)
-    df["name"] = df["name"].fillna(_UNNAMED_RANGE).astype(str)
+    registered = df["text_id"].map(_string_ids(conn, df["text_id"].dropna().unique()))
+    df["name"] = df["text"].where(df["text"].notna(), registered).fillna(_UNNAMED_RANGE).astype(str)
     df["domain"] = _domain_names(df, domains)
     return df.loc[:, columns]
+
+
+def _push_pop_rows(conn: sqlite3.Connection, event_type: int) -> pd.DataFrame:
+    """Push/pop rows in (thread, start, end descending) order, the order range ids follow, with
+    their own text and registered string id (a name is the text, else the string: resolved once
+    per distinct id, not joined per row). Sorted here, stably (no shipped export has ties),
+    rather than by ORDER BY (0.3 s of SQLite at 790k ranges); when a column is not plain integers
+    throughout (a range never popped has no end) SQLite sorts, as before."""
+    sql = f"""
+        SELECT n.globalTid AS global_tid, COALESCE(n.domainId, 0) AS domain_id,
+               n.start AS start, n."end" AS "end", n.text AS text, n.textId AS text_id
+        FROM NVTX_EVENTS AS n
+        WHERE n.eventType = {event_type}
+    """
+    df = _query(conn, sql)
+    if df.empty or not all(df[c].dtype == np.int64 for c in ("global_tid", "start", "end")):
+        return _query(conn, sql + ' ORDER BY n.globalTid, n.start, n."end" DESC')
+    order = np.lexsort((-df["end"].to_numpy(), df["start"].to_numpy(), df["global_tid"].to_numpy()))
+    return df if (order[1:] > order[:-1]).all() else df.take(order).reset_index(drop=True)
 
 
 def _domain_names(ranges: pd.DataFrame, domains: pd.DataFrame) -> pd.Series:
