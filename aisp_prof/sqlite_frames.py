@@ -4,9 +4,10 @@
 2.5 s of a 1M-kernel nsys import for 18 integer columns. Here each column is gathered on its own
 and numpy converts it in one C loop when its values are all integers or floats (every numeric
 column of an nsys export, and of the run database); the integer columns of a chunk go through
-numpy together, in one pass. Any other column (text, NULLs, a mix) goes
-through `from_records` alone, so every column gets exactly the dtype and values `from_records`
-would give it (a column NULL throughout stays an object column of None, as there).
+numpy together, in one pass. Any other column (NULLs among values, a mix of types) goes through
+`from_records` alone, so every column gets exactly the dtype and values `from_records` would
+give it (a column NULL throughout stays an object column of None, a column of text
+throughout gets the text dtype from_records gives text, as there).
 """
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import infer_dtype
 
 _NUMERIC = (np.dtype(np.int64), np.dtype(np.float64))
+_TEXT_DTYPE = pd.DataFrame.from_records([("",)], columns=["s"])["s"].dtype    # what from_records makes of text
 
 
 def frame_of_rows(rows: Sequence[tuple[Any, ...]], columns: Sequence[str]) -> pd.DataFrame:
@@ -48,9 +51,14 @@ def _int_block(rows: Sequence[tuple[Any, ...]], columns: list[str]) -> dict[str,
 
 def _column(values: list[Any], name: str) -> Any:
     """One column: numpy's own int64/float64 inference for plain numbers, None throughout as an
-    object column (both as from_records makes them), else from_records' own conversion."""
+    object column, text throughout as from_records' text dtype (each as from_records makes it),
+    else from_records' own conversion."""
     if values[0] is None and values.count(None) == len(values):
         return np.array(values, dtype=object)
+    if type(values[0]) is str:
+        arr = np.array(values, dtype=object)
+        if infer_dtype(arr, skipna=False) == "string":                # text throughout
+            return arr if _TEXT_DTYPE == object else pd.array(arr, dtype=_TEXT_DTYPE)
     if type(values[0]) in (int, float):
         arr = np.array(values)        # all int -> int64, int and float -> float64, as from_records
         if arr.dtype in _NUMERIC:

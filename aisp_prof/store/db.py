@@ -24,6 +24,7 @@ import pandas as pd
 import sqlite_utils
 
 from ..errors import AispError
+from ..sqlite_frames import frame_of_rows
 from .bulk import insert_frame
 from .run_data import TABLES, RunData
 
@@ -147,16 +148,22 @@ class Database:
         return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else (chunks[0] if chunks else pd.DataFrame())
 
     def iter_table(self, table: str, run_id: str, where: str = "", params: tuple[Any, ...] = (),
-                   chunk_rows: int = 100_000) -> Iterator[pd.DataFrame]:
-        """One run's rows of a child table in frames of at most `chunk_rows`, so a million-row
-        timeline streams instead of sitting in memory as a million dicts."""
+                   chunk_rows: int = 100_000, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        """One run's rows of a child table (all its columns but run_id, or `columns`) in frames
+        of at most `chunk_rows`, so a million-row timeline streams instead of sitting in memory
+        as a million dicts."""
         if not self.has(table):
             return
-        cur = self._db.conn.execute(f"SELECT * FROM [{table}] WHERE run_id = ?{where}", [run_id, *params])
-        columns = [d[0] for d in cur.description]
-        keep = [c for c in columns if c != "run_id"]
+        select = "*" if columns is None else ", ".join(f"[{c}]" for c in columns if c != "run_id") or "run_id"
+        cur = self._db.conn.execute(f"SELECT {select} FROM [{table}] WHERE run_id = ?{where}", [run_id, *params])
+        names = [d[0] for d in cur.description]
+        keep = [c for c in names if c != "run_id"]
         while rows := cur.fetchmany(chunk_rows):
-            yield pd.DataFrame.from_records(rows, columns=columns)[keep]
+            yield frame_of_rows(rows, names)[keep]
+
+    def table_columns(self, table: str) -> list[str]:
+        """A child table's columns in table order (none without the table)."""
+        return [r[1] for r in self._db.conn.execute(f"PRAGMA table_info([{table}])")] if self.has(table) else []
 
     def count(self, table: str, run_id: str) -> int:
         """How many rows of `table` belong to the run (0 without the table)."""
