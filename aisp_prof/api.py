@@ -154,7 +154,8 @@ class RunDatabase:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
             where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
-            for chunk in conn.iter_table(table, run_id, where, params, chunk_rows):
+            read = _kernel_sources(conn.table_columns(table))
+            for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read):
                 yield _kernel_columns(chunk)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
@@ -259,6 +260,23 @@ def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:
     rows = add_flops_and_bytes(rows.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim",
                                                      "block": "block_dim"}) if "launch_id" not in rows else rows)
     return rows.reindex(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS]).reset_index(drop=True)
+
+
+# the fields of a `kernel_records` record, in order: (key, column) or (key, [(key, column), ...])
+KERNEL_RECORD_LAYOUT = ([(f, f) for f in KERNEL_FIELDS]
+                        + [("flops", [(p, f"flops_{p}") for p in ("fp64", "fp32", "fp16", "tensor")]),
+                           ("flops_total", "flops_total")])
+
+
+def _kernel_sources(stored: list[str]) -> list[str]:
+    """The stored columns `_kernel_columns` reads, in table order: the fields (or the timeline's
+    names for them) and the counters FLOPs and DRAM bytes are made of. The others (a timeline
+    row has 24) would only be read to be dropped: two thirds of a 1M-kernel `kernels --json`."""
+    from .analyze.flops import SCALAR_FLOP_WEIGHTS, TENSOR_PREFIX
+
+    wanted = {*KERNEL_FIELDS, *KERNEL_FLOPS, "correlation_id", "grid", "block", "dram_read_bytes",
+              "dram_write_bytes", *(c for weights in SCALAR_FLOP_WEIGHTS.values() for c, _ in weights)}
+    return [c for c in stored if c in wanted or c.startswith(TENSOR_PREFIX)]
 
 
 def kernel_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:

@@ -53,14 +53,27 @@ def echo_json(data: Any) -> None:
 def stream_json(batches: Any) -> None:
     """A JSON array written as its records come (batches of them), never whole in memory; the
     same text `echo_json` would print for the list."""
+    stream_json_texts([json.dumps(record, indent=2, default=_json_default).replace("\n", "\n  ")
+                       for record in batch] for batch in batches)
+
+
+def stream_json_texts(batches: Any) -> None:
+    """`stream_json` of records already encoded, each as json.dumps(indent=2) indented one level
+    more (`json_columns.record_texts`)."""
     out = click.get_text_stream("stdout")
     first = True
     for batch in batches:
-        for record in batch:
-            body = json.dumps(record, indent=2, default=_json_default).replace("\n", "\n  ")
-            out.write(("[\n  " if first else ",\n  ") + body)
+        if batch:                                  # one write per batch, not per record
+            out.write(("[\n  " if first else ",\n  ") + ",\n  ".join(batch))
             first = False
     out.write("[]\n" if first else "\n]\n")
+
+
+def record_texts(frame: Any, layout: Any) -> list[str]:
+    """A frame's records (`layout`) as `stream_json_texts` takes them (`json_columns`)."""
+    from .json_columns import record_texts as encode
+
+    return encode(frame, layout, _json_default)
 
 
 def _json_default(v: Any) -> Any:

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, short, stream_json
+from .common import (chapter_option, database, db_option, echo_json, json_option, pair_rows, record_texts, short,
+                     stream_json_texts)
 
 
 @click.command("list")
@@ -85,12 +86,13 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
     Example:
       aisp-prof kernels latest --json
     """
-    from ..api import kernel_records
+    from ..api import KERNEL_RECORD_LAYOUT, kernel_records
 
-    chunks = database(db).iter_kernels(run, variant)
-    if as_json:
-        stream_json(kernel_records(chunk) for chunk in chunks)
+    if as_json:          # 25k launches at a time: their text and encoded columns stay ~100 MB
+        chunks = database(db).iter_kernels(run, variant, chunk_rows=25_000)
+        stream_json_texts(record_texts(chunk, KERNEL_RECORD_LAYOUT) for chunk in chunks)
         return
+    chunks = database(db).iter_kernels(run, variant)
     rows = [r for chunk in chunks for r in kernel_records(chunk)]
     from ..render.table import render
     from ..units import duration, si

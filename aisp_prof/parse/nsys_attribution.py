@@ -47,8 +47,12 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd
     )
     launch_q = launch_queries(launches["global_tid"], launches["launch_start_ns"])
     push_q = _push_queries(nvtx, first_id=len(launch_q))
-    paths = paths_at(nvtx, pd.concat([launch_q, push_q], ignore_index=True)).set_index("query_id")
-    found = paths.reindex(launch_q["query_id"])
+    launch_ids, push_ids = (q["query_id"].to_numpy().copy() for q in (launch_q, push_q))   # no view
+    queries = pd.concat([launch_q, push_q], ignore_index=True)
+    del launch_q, push_q                        # only the concatenated queries are needed now
+    paths = paths_at(nvtx, queries).set_index("query_id")
+    del queries
+    found = paths.reindex(launch_ids)
     launches[["nvtx_range", "nvtx_domain"]] = found[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     # which push of the innermost range: gaps are measured within one call, not between calls
     launches["range_instance"] = found["range_instance"].to_numpy()
@@ -58,7 +62,7 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd
     )
     calls[["nvtx_range", "nvtx_domain"]] = calls[["nvtx_range", "nvtx_domain"]].fillna("")
     nvtx = nvtx.copy()
-    nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_q["query_id"])[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
+    nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_ids)[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     return calls, nvtx
 
 
@@ -131,35 +135,49 @@ def _walk(nvtx: pd.DataFrame, queries: pd.DataFrame) -> _Walk | None:
     stacks["stack"] = np.arange(len(stacks), dtype=np.int64)
     range_stack = nvtx.loc[:, keys].merge(stacks, on=keys, how="left")["stack"].to_numpy(dtype=np.int64)
     probes = queries.merge(stacks, on="global_tid")                  # one per stack of the query's thread
-    n, m = len(nvtx), len(probes)
-    start, end, rid = (nvtx[c].to_numpy(dtype=np.int64) for c in ("start", "end", "range_id"))
-    ev_stack = np.concatenate([range_stack, range_stack, probes["stack"].to_numpy(dtype=np.int64)])
-    ev_time = np.concatenate([start, end, probes["time"].to_numpy(dtype=np.int64)])
-    ev_rank = np.concatenate([np.full(n, _PUSH), np.where(end > start, _POP_OLDER, _POP_ZERO),
-                              probes["rank"].to_numpy(dtype=np.int64)])
-    ev_tie = np.concatenate([-end, np.zeros(n, np.int64), probes["tie"].to_numpy(dtype=np.int64)])
-    ev_order = np.concatenate([2 * rid, np.zeros(n, np.int64), probes["order"].to_numpy(dtype=np.int64)])
-    ev_delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(m, np.int64)])
-    sort = np.lexsort((ev_order, ev_tie, ev_rank, ev_time, ev_stack))          # stable, stack first
-    depth = _running_depth(ev_stack[sort], ev_delta[sort])
-    ref = sort.copy()                            # < n: a push of range ref; >= 2n: probe ref - 2n
-    is_push, is_probe = ref < n, ref >= 2 * n
-    push_at, probe_at = np.flatnonzero(is_push), np.flatnonzero(is_probe)
-    stack_sorted = ev_stack[sort]
+    n = len(nvtx)
+    ref, stack_sorted, depth = _sorted_events(nvtx, range_stack, probes)
+    probe_query = probes["query_id"].to_numpy(dtype=np.int64)
+    del probes
+    small = np.int32 if len(ref) < 2 ** 31 else np.int64     # positions, stacks, depths: half the memory
+    push_at, probe_at = np.flatnonzero(ref < n).astype(small), np.flatnonzero(ref >= 2 * n).astype(small)
     found = _last_pushed(
         stack=np.concatenate([stack_sorted[push_at], stack_sorted[push_at], stack_sorted[probe_at]]),
         level=np.concatenate([depth[push_at], depth[push_at] - 1, depth[probe_at]]),
         position=np.concatenate([push_at, push_at, probe_at]),
-        value=np.concatenate([ref[push_at], np.full(len(push_at) + len(probe_at), -1)]),
+        value=np.concatenate([ref[push_at].astype(small), np.full(len(push_at) + len(probe_at), -1, small)]),
     )
+    del stack_sorted
     k = len(push_at)
     parent, range_depth = np.full(n, -1, np.int64), np.zeros(n, np.int64)
     parent[ref[push_at]], range_depth[ref[push_at]] = found[k:2 * k], depth[push_at]
     innermost = found[2 * k:]
     inside = innermost >= 0
-    query_id = probes["query_id"].to_numpy(dtype=np.int64)[ref[probe_at] - 2 * n]
+    query_id = probe_query[ref[probe_at] - 2 * n]
     hits = pd.DataFrame({"query_id": query_id[inside], "range_pos": innermost[inside]})
     return _Walk(hits, parent, range_depth)
+
+
+def _sorted_events(nvtx: pd.DataFrame, range_stack: np.ndarray,
+                   probes: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sweep's events in sweep order: the order itself (an event's index: < n the push of
+    range row i, < 2n its pop, else probe i - 2n), each sorted event's stack and the depth after
+    it (stacks and depths as int32). The sort keys are let go as soon as the order is known (at
+    1M launches each is 27 MB)."""
+    n, m = len(nvtx), len(probes)
+    start, end, rid = (nvtx[c].to_numpy(dtype=np.int64) for c in ("start", "end", "range_id"))
+    ev_stack = np.concatenate([range_stack, range_stack, probes["stack"].to_numpy(dtype=np.int64)]).astype(np.int32)
+    ev_time = np.concatenate([start, end, probes["time"].to_numpy(dtype=np.int64)])
+    ev_rank = np.concatenate([np.full(n, _PUSH), np.where(end > start, _POP_OLDER, _POP_ZERO),
+                              probes["rank"].to_numpy(dtype=np.int64)])
+    ev_tie = np.concatenate([-end, np.zeros(n, np.int64), probes["tie"].to_numpy(dtype=np.int64)])
+    ev_order = np.concatenate([2 * rid, np.zeros(n, np.int64), probes["order"].to_numpy(dtype=np.int64)])
+    sort = np.lexsort((ev_order, ev_tie, ev_rank, ev_time, ev_stack))          # stable, stack first
+    del ev_time, ev_rank, ev_tie, ev_order
+    stack_sorted = ev_stack[sort]
+    del ev_stack
+    ev_delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64), np.zeros(m, np.int64)])
+    return sort, stack_sorted, _running_depth(stack_sorted, ev_delta[sort]).astype(np.int32)
 
 
 def _running_depth(stack: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -175,7 +193,9 @@ def _last_pushed(stack: np.ndarray, level: np.ndarray, position: np.ndarray, val
     level before it in the sweep; -1 when there is none. Sources come back as -1 too."""
     order = np.lexsort((position, level, stack))
     src = value[order] >= 0
-    group = np.cumsum(np.r_[True, (stack[order][1:] != stack[order][:-1]) | (level[order][1:] != level[order][:-1])])
+    stack, level = stack[order], level[order]
+    group = np.cumsum(np.r_[True, (stack[1:] != stack[:-1]) | (level[1:] != level[:-1])])
+    del stack, level
     last = np.maximum.accumulate(np.where(src, np.arange(len(order)), -1))
     ok = (~src) & (last >= 0)
     ok[ok] = group[last[ok]] == group[ok]

@@ -5,7 +5,7 @@ the file, then runs three stages, each in its own module so that each can be rea
 on its own:
 
 * `nsys_export` reads the export's tables (kernels, memcpy/memset operations, the CUDA API calls
-  that launched them, NVTX push/pop ranges, the GPU); every schema fact lives there.
+  that launched them, NVTX push/pop ranges) and `nsys_gpu` the GPU; every schema fact lives there.
 * `nsys_attribution` gives each kernel and memory operation the NVTX range path that was open on
   its launching thread when its API call started (found through the correlationId, because the
   GPU usually runs the work after the CPU popped the range).
@@ -26,6 +26,7 @@ import pandas as pd
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse import nsys_export as export
 from aisp_prof.parse.nsys_attribution import attribute_all
+from aisp_prof.parse.nsys_gpu import read_gpu
 from aisp_prof.parse.nsys_ranges import RANGE_COLUMNS, range_table
 
 __all__ = ["KERNEL_COLUMNS", "MEMORY_OP_COLUMNS", "RANGE_COLUMNS", "NsysParse", "parse_nsys_sqlite"]
@@ -148,6 +149,6 @@ def _parse(conn: sqlite3.Connection, path: Path) -> tuple[pd.DataFrame, pd.DataF
     nvtx = export.read_push_pop_ranges(conn, tables)
     kernels, memory_ops, nvtx = attribute_all(kernels, memory_ops, nvtx)
     ranges = range_table(kernels, memory_ops, nvtx)
-    gpu = export.read_gpu(conn, tables, kernels)
+    gpu = read_gpu(conn, tables, kernels)
     return (kernels.loc[:, list(KERNEL_COLUMNS)].reset_index(drop=True),
             memory_ops.loc[:, list(MEMORY_OP_COLUMNS)].reset_index(drop=True), ranges, gpu)

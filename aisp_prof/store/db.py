@@ -24,6 +24,8 @@ import pandas as pd
 import sqlite_utils
 
 from ..errors import AispError
+from ..sqlite_frames import frame_of_rows
+from .bulk import insert_frame
 from .run_data import TABLES, RunData
 
 log = logging.getLogger(__name__)
@@ -57,12 +59,6 @@ def _sql_type(col: pd.Series) -> str:
     return "FLOAT" if isinstance(first, float) else "TEXT"
 
 
-def _columns(df: pd.DataFrame) -> list[tuple[str, list[Any]]]:
-    """Each column as plain Python values (numpy scalars unboxed, NaN as None), column by column:
-    one vectorized conversion per column instead of one Python call per cell."""
-    return [(str(name), df[name].astype(object).where(df[name].notna(), None).tolist()) for name in df.columns]
-
-
 def _ensure_table(db: sqlite_utils.Database, name: str, df: pd.DataFrame) -> None:
     """Create `name` with the frame's columns (and run_id), or add the columns it lacks."""
     types = {"run_id": "TEXT", **{str(c): _sql_type(df[c]) for c in df.columns}}
@@ -79,25 +75,20 @@ INSERT_CHUNK_ROWS = 100_000         # rows converted to Python values at a time 
 
 
 def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame, run_id: str) -> int:
-    """The frame's rows (with run_id) into `name`, one executemany per chunk; the number of rows."""
+    """The frame's rows (with run_id) into `name` (`bulk.insert_frame`); the number of rows."""
     if df is None or df.empty:
         return 0
     _ensure_table(db, name, df)
-    names = ", ".join(f"[{c}]" for c in ["run_id", *map(str, df.columns)])
-    marks = ", ".join("?" * (len(df.columns) + 1))
-    sql = f"INSERT INTO [{name}] ({names}) VALUES ({marks})"
-    for first in range(0, len(df), INSERT_CHUNK_ROWS):
-        chunk = df.iloc[first:first + INSERT_CHUNK_ROWS]
-        db.conn.executemany(sql, zip([run_id] * len(chunk), *(values for _, values in _columns(chunk))))
+    insert_frame(db.conn, name, df, run_id, INSERT_CHUNK_ROWS)
     return len(df)
 
 
 def write_run(path: Path, data: RunData) -> str:
     """Insert one run atomically; a run id already stored is an error, not an overwrite.
 
-    Rows go in through one `executemany` per table inside one transaction (sqlite-utils'
-    `insert_all` converted every cell in Python twice and wrote 43-row statements, each with a
-    savepoint: 58 of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes."""
+    Rows go in through plain sqlite3 inside one transaction (`bulk`: sqlite-utils' `insert_all`
+    converted every cell in Python twice and wrote 43-row statements, each with a savepoint: 58
+    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes."""
     db = open_db(path)
     try:
         if "runs" in db.table_names() and db["runs"].count_where("run_id = ?", [data.run_id]):
@@ -157,16 +148,22 @@ class Database:
         return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else (chunks[0] if chunks else pd.DataFrame())
 
     def iter_table(self, table: str, run_id: str, where: str = "", params: tuple[Any, ...] = (),
-                   chunk_rows: int = 100_000) -> Iterator[pd.DataFrame]:
-        """One run's rows of a child table in frames of at most `chunk_rows`, so a million-row
-        timeline streams instead of sitting in memory as a million dicts."""
+                   chunk_rows: int = 100_000, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
+        """One run's rows of a child table (all its columns but run_id, or `columns`) in frames
+        of at most `chunk_rows`, so a million-row timeline streams instead of sitting in memory
+        as a million dicts."""
         if not self.has(table):
             return
-        cur = self._db.conn.execute(f"SELECT * FROM [{table}] WHERE run_id = ?{where}", [run_id, *params])
-        columns = [d[0] for d in cur.description]
-        keep = [c for c in columns if c != "run_id"]
+        select = "*" if columns is None else ", ".join(f"[{c}]" for c in columns if c != "run_id") or "run_id"
+        cur = self._db.conn.execute(f"SELECT {select} FROM [{table}] WHERE run_id = ?{where}", [run_id, *params])
+        names = [d[0] for d in cur.description]
+        keep = [c for c in names if c != "run_id"]
         while rows := cur.fetchmany(chunk_rows):
-            yield pd.DataFrame.from_records(rows, columns=columns)[keep]
+            yield frame_of_rows(rows, names)[keep]
+
+    def table_columns(self, table: str) -> list[str]:
+        """A child table's columns in table order (none without the table)."""
+        return [r[1] for r in self._db.conn.execute(f"PRAGMA table_info([{table}])")] if self.has(table) else []
 
     def count(self, table: str, run_id: str) -> int:
         """How many rows of `table` belong to the run (0 without the table)."""
