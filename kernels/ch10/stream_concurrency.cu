@@ -87,8 +87,9 @@ extern "C" int aisp_stream_serial(const float* x, float* y, int segments, int se
 // A pool of `count` non-blocking streams and their events on the current device; *out gets
 // an opaque handle for launch and destroy. Event timing is off: the events only order work.
 extern "C" int aisp_stream_pool_create(int count, void** out) {
-    if (out == nullptr || count < 1 || count > kMaxStreams) return cudaErrorInvalidValue;
+    if (out == nullptr) return cudaErrorInvalidValue;
     *out = nullptr;
+    if (count < 1 || count > kMaxStreams) return cudaErrorInvalidValue;
     StreamPool* pool = new (std::nothrow) StreamPool();
     if (pool == nullptr) return cudaErrorMemoryAllocation;
     cudaError_t err = cudaEventCreateWithFlags(&pool->fork, cudaEventDisableTiming);

@@ -14,9 +14,9 @@ kernel launch per segment computes, per element, the book's 8 rounds of
              stream; here torch's current stream, so the timer sees them).
   streams32  the same 128 launches round-robin over 32 streams, created once in the factory
              (never in the timed call) with their events: the call records an event on the
-             caller's stream and makes every worker stream wait on it (fork), launches, then
-             records one event per worker after its launches and makes the caller's stream wait
-             on each (join). So everything queued on the caller's stream afterwards, a CUDA-event
+             caller's stream (cudaEventRecord) and makes every worker stream wait on it
+             (cudaStreamWaitEvent: the fork), launches, then records one event per worker after
+             its launches and makes the caller's stream wait on each (the join). So everything queued on the caller's stream afterwards, a CUDA-event
              timer included, covers all 128 kernels. The streams and events are freed when the
              closure is garbage-collected (a weakref.finalize on it; never at interpreter exit,
              when the CUDA context may already be gone: a pool alive then is left to the driver).
@@ -40,7 +40,7 @@ sin/cos/tanh evaluations not counted) = 32 FLOPs per element, 268 MFLOP; 8 bytes
 Correctness: x ~ N(0, 1); reference: the 8 rounds in float64. The kernel takes sin and cos from
 sincospif(v / pi) (exact argument reduction, no local-memory path) and accurate tanhf; a float32
 CPU emulation drifts from float64 by ~4e-8 (relative norm), so the tolerance is 1e-5. Small size
-for the sanitizers: `--sizes segments=8,seg_len=4096` (any seg_len >= 0 works; partial blocks are
+for the sanitizers: `--sizes segments=8,seg_len=4096` (any seg_len >= 1 works; a partial last block is
 masked).
 """
 from __future__ import annotations
@@ -126,7 +126,8 @@ def streams32(inputs: Inputs) -> Callable[[], torch.Tensor]:
         return y
 
     # The pool lives as long as the closure; not at exit (the CUDA context may be gone by then).
-    weakref.finalize(launch, _destroy_pool, pool).atexit = False
+    launch.pool_finalizer = weakref.finalize(launch, _destroy_pool, pool)  # type: ignore[attr-defined]
+    launch.pool_finalizer.atexit = False  # type: ignore[attr-defined]
     return launch
 
 
