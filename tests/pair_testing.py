@@ -71,3 +71,44 @@ def runnable_variants(pair, have_gpu: bool, have_nvcc: bool, have_triton: bool,
     have = [need for need, met in (("gpu", have_gpu), ("nvcc", have_nvcc), ("triton", have_triton),
                                    ("cutlass", have_cutlass)) if met]
     return list(runnable(pair, Machine.of(*have)).variants)
+
+
+# --- what a CUDA pair's library compiles to (ptxas report, SASS opcodes per kernel) ----------
+
+def build_with_report(source: Path, out_dir: Path, arch: str) -> tuple[Path, str]:
+    """Build `source` with aisp_kernels.build's own command plus `-Xptxas -v`; (library, report)."""
+    library = out_dir / f"{source.stem}.so"
+    cmd = build.nvcc_command(source, library, arch, nvcc=tools.find_nvcc())
+    proc = subprocess.run(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return library, proc.stderr + proc.stdout
+
+
+def find_cuobjdump() -> Path | None:
+    """cuobjdump on PATH, beside nvcc, or the copy triton ships; None if there is none."""
+    import shutil
+
+    candidates = [shutil.which("cuobjdump"), Path(tools.find_nvcc()).resolve().parent / "cuobjdump"]
+    if importlib.util.find_spec("triton") is not None:
+        import triton
+
+        candidates.append(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
+    return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
+
+
+def sass_opcodes(library: Path) -> dict[str, "collections.Counter[str]"]:
+    """{mangled kernel name: Counter of its SASS opcodes}, from `cuobjdump -sass`. Instructions
+    predicated on @!PT (never executed; padding the compiler leaves) are not counted."""
+    import collections
+    import re
+
+    cuobjdump = find_cuobjdump()
+    if cuobjdump is None:
+        pytest.skip("needs cuobjdump (CUDA toolkit or triton's copy) to read the SASS")
+    sass = subprocess.run([str(cuobjdump), "-sass", str(library)], capture_output=True, text=True, check=True).stdout
+    out = {}
+    for part in re.split(r"\n\s*Function : ", sass)[1:]:
+        name = part.split("\n", 1)[0].strip()
+        ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", part)
+        out[name] = collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
+    return out
