@@ -165,6 +165,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    small_sizes=SMALL_SIZES,
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0),
                           note="built for sm_90a (Hopper) only; the book's B200 build is the one to run elsewhere"),
