@@ -117,7 +117,7 @@ __device__ __forceinline__ void stage_chunk(cuda::pipeline<cuda::thread_scope_bl
     pipe.producer_commit();
 }
 
-// 2: double buffered. Chunks c+1 (and, after the release, c+2) are in flight while c is computed.
+// 2: double buffered. Chunk c+1 is in flight while c is computed; c+2 refills c's buffer after it.
 __global__ void __launch_bounds__(kThreads)
 double_buffered_kernel(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C, int N, int K) {
     __shared__ __align__(16) Chunk s[kStages];

@@ -19,8 +19,9 @@ step, so each change is measured on its own (double_buffered_pipeline.cu):
   double_buffered  the book's optimized: the same tiling and inner loop (the same function), but
                    the chunks go through a 2-stage cuda::pipeline with warp-collective
                    cuda::memcpy_async(aligned_size_t<16>) (cp.async, 16 bytes per copy, L1
-                   bypassed): chunks c+1 and c+2 are in flight while chunk c is multiplied.
-                   32 KiB of shared memory per block.
+                   bypassed): chunk c+1 is in flight while chunk c is multiplied, and chunk c+2
+                   is issued into c's buffer as soon as every thread has released it (the book's
+                   order). 32 KiB of shared memory per block.
   baseline -> tiled is the tiling + register-blocking gain, tiled -> double_buffered the gain of
   the asynchronous copies alone.
 
