@@ -101,6 +101,9 @@ METRICS: tuple[Metric, ...] = (
     _m("l1tex__t_requests_pipe_lsu_mem_dshared_op_ld.sum", "dsmem_load_requests", "request", "dsmem"),
     _m("l1tex__t_requests_pipe_lsu_mem_dshared_op_st.sum", "dsmem_store_requests", "request", "dsmem"),
     _m("l1tex__t_requests_pipe_lsu_mem_dshared_op_atom.sum", "dsmem_atomic_requests", "request", "dsmem"),
+    # global atomics (one RED per block vs one per element): requests to L1TEX
+    _m("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "global_atomic_requests", "request", "dsmem"),
+    _m("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum", "global_reduction_requests", "request", "dsmem"),
     # occupancy and launch configuration
     _m("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved_occupancy_pct", "%", "occupancy"),
     _m("sm__maximum_warps_per_active_cycle_pct", "theoretical_occupancy_pct", "%", "occupancy"),
@@ -111,6 +114,11 @@ METRICS: tuple[Metric, ...] = (
     _m("launch__shared_mem_per_block_dynamic", "dynamic_shared_bytes", "byte", "launch"),
     _m("launch__waves_per_multiprocessor", "waves_per_sm", "wave", "launch"),
     _m("launch__sm_count", "sm_count", "sm", "launch"),
+    # thread-block cluster shape (1 x 1 x 1, or 0, without clusters): probed on an H100 with ncu 2025.3.1
+    _m("launch__cluster_dim_x", "cluster_dim_x", "block", "launch"),
+    _m("launch__cluster_dim_y", "cluster_dim_y", "block", "launch"),
+    _m("launch__cluster_dim_z", "cluster_dim_z", "block", "launch"),
+    _m("launch__cluster_max_active", "cluster_max_active", "cluster", "launch"),
 )
 
 BY_RAW = {m.raw: m for m in METRICS}
