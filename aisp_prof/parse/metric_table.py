@@ -115,17 +115,17 @@ METRICS: tuple[Metric, ...] = (
     _m("launch__waves_per_multiprocessor", "waves_per_sm", "wave", "launch"),
     _m("launch__sm_count", "sm_count", "sm", "launch"),
     # thread-block cluster shape (1 x 1 x 1, or 0, without clusters): probed on an H100 with ncu 2025.3.1
-    _m("launch__cluster_dim_x", "cluster_dim_x", "block", "launch"),
-    _m("launch__cluster_dim_y", "cluster_dim_y", "block", "launch"),
-    _m("launch__cluster_dim_z", "cluster_dim_z", "block", "launch"),
-    _m("launch__cluster_max_active", "cluster_max_active", "cluster", "launch"),
+    _m("launch__cluster_dim_x", "cluster_dim_x", "block", "cluster"),
+    _m("launch__cluster_dim_y", "cluster_dim_y", "block", "cluster"),
+    _m("launch__cluster_dim_z", "cluster_dim_z", "block", "cluster"),
+    _m("launch__cluster_max_active", "cluster_max_active", "cluster", "cluster"),
 )
 
 BY_RAW = {m.raw: m for m in METRICS}
 BY_COLUMN = {m.column: m for m in METRICS}
 
 
-DEFAULT_GROUPS = ("time", "sol", "flops", "tensor", "bytes", "peak", "stall", "dsmem", "occupancy", "launch")
+DEFAULT_GROUPS = ("time", "sol", "flops", "tensor", "bytes", "peak", "stall", "dsmem", "cluster", "occupancy", "launch")
 
 
 def metric_names(groups: tuple[str, ...] = DEFAULT_GROUPS) -> list[str]:
