@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aisp_prof.errors import RequirementError
+
 from . import build
 
 # (argtypes, restype) of one exported C function, as ctypes types
 Signature = tuple[Sequence[Any], Any]
 
 ERROR_STRING_SIGNATURE: Signature = ((ctypes.c_int,), ctypes.c_char_p)   # const char* f(int)
+CUDA_ERROR_NOT_SUPPORTED = 801                  # cudaErrorNotSupported
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +70,15 @@ class CudaLibrary:
             text = getattr(self.load(), self.error_string)(err)
             message = text.decode(errors="replace") if text else "unknown error"
             raise RuntimeError(f"{what} failed: {message} (cudaError {err})")
+
+    def require(self, name: str, needs: str) -> None:
+        """Ask the zero-argument C query `name` whether this GPU can run something: it returns 0
+        when it can and cudaErrorNotSupported when it cannot (RequirementError(`needs`): the pair
+        is skipped with that reason); any other code is a failure (see `check`)."""
+        err = self.fn(name)()
+        if err == CUDA_ERROR_NOT_SUPPORTED:
+            raise RequirementError(needs)
+        self.check(err, name)
 
     def call(self, name: str, *args: Any, label: str | None = None) -> None:
         """Call `name`, which returns a cudaError code, and raise (see `check`) if it is not 0.

@@ -96,19 +96,38 @@ def find_cuobjdump() -> Path | None:
     return next((Path(c) for c in candidates if c and Path(c).is_file()), None)
 
 
-def sass_opcodes(library: Path) -> dict[str, "collections.Counter[str]"]:
-    """{mangled kernel name: Counter of its SASS opcodes}, from `cuobjdump -sass`. Instructions
-    predicated on @!PT (never executed; padding the compiler leaves) are not counted."""
-    import collections
+def sass_functions(library: Path) -> dict[str, str]:
+    """{mangled kernel name: its SASS text}, from `cuobjdump -sass` (skips without cuobjdump)."""
     import re
 
     cuobjdump = find_cuobjdump()
     if cuobjdump is None:
         pytest.skip("needs cuobjdump (CUDA toolkit or triton's copy) to read the SASS")
     sass = subprocess.run([str(cuobjdump), "-sass", str(library)], capture_output=True, text=True, check=True).stdout
+    return {part.split("\n", 1)[0].strip(): part for part in re.split(r"\n\s*Function : ", sass)[1:]}
+
+
+def sass_opcodes(library: Path) -> dict[str, "collections.Counter[str]"]:
+    """{mangled kernel name: Counter of its SASS opcodes}, from `cuobjdump -sass`. Instructions
+    predicated on @!PT (never executed; padding the compiler leaves) are not counted."""
+    import collections
+    import re
+
     out = {}
-    for part in re.split(r"\n\s*Function : ", sass)[1:]:
-        name = part.split("\n", 1)[0].strip()
+    for name, part in sass_functions(library).items():
         ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", part)
         out[name] = collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
     return out
+
+
+def fake_library(query: str, code: int, error_text: bytes = b"fake CUDA error") -> "CudaLibrary":
+    """A CudaLibrary that is never built: its zero-argument C function `query` answers `code`
+    (for testing `CudaLibrary.require` paths of a pair without a GPU)."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from aisp_kernels.binding import CudaLibrary
+
+    lib = CudaLibrary(Path("fake.cu"), {query: ((), ctypes.c_int)})
+    object.__setattr__(lib, "_lib", SimpleNamespace(**{query: lambda: code, lib.error_string: lambda err: error_text}))
+    return lib

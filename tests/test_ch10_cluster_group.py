@@ -16,15 +16,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import (forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants)
+from pair_testing import (build_with_report, fake_library, forbid_build, forbid_import_side_effects, have_nvcc,
+                          import_fresh, requires_nvcc, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels import build  # noqa: E402
+from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
-from aisp_prof.collect import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -99,53 +98,23 @@ def test_library_is_declared_for_sm90a(mod):
     assert set(mod.LIBRARY.functions) == {"aisp_cluster_group", "aisp_cluster_group_cluster_support"}
 
 
-class FakeLibrary:
-    """Stands in for the built library: the cluster query answers `code`."""
-
-    def __init__(self, code: int):
-        self.code = code
-
-    def fn(self, name):
-        return lambda: self.code
-
-    def check(self, err, what):
-        if err:
-            raise RuntimeError(f"{what} failed (cudaError {err})")
-
-
 def test_no_cluster_support_is_a_requirement_error(monkeypatch, mod):
-    monkeypatch.setattr(mod, "LIBRARY", FakeLibrary(mod.CUDA_NOT_SUPPORTED))
+    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_cluster_group_cluster_support", CUDA_ERROR_NOT_SUPPORTED))
     with pytest.raises(RequirementError, match="thread-block clusters"):
         mod._require_clusters("cluster2_dsmem")
-    monkeypatch.setattr(mod, "LIBRARY", FakeLibrary(0))
+    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_cluster_group_cluster_support", 0))
     mod._require_clusters("cluster2_dsmem")               # supported: no error
-    monkeypatch.setattr(mod, "LIBRARY", FakeLibrary(100))  # cudaErrorNoDevice: not a requirement, a failure
+    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_cluster_group_cluster_support", 100))  # cudaErrorNoDevice: not a requirement, a failure
     with pytest.raises(RuntimeError, match="cudaError 100"):
         mod._require_clusters("cluster2_dsmem")
 
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def cuobjdump() -> str | None:
-    """cuobjdump from PATH, beside nvcc, or in Triton's bundled toolkit."""
-    candidates = [shutil.which("cuobjdump"), Path(tools.find_nvcc()).parent / "cuobjdump"]
-    try:
-        import triton
-        candidates.append(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump")
-    except ImportError:
-        pass
-    return next((str(c) for c in candidates if c and Path(c).is_file()), None)
-
-
 def sass_by_kernel(library: Path) -> dict[str, str]:
     """`cuobjdump -sass` of `library`, one entry per kernel, keyed by the name in KERNELS."""
-    tool = cuobjdump() or pytest.skip("needs cuobjdump to read the SASS")
-    sass = subprocess.run([tool, "-sass", str(library)], capture_output=True, text=True, check=True).stdout
-    out = {}
-    for body in re.split(r"\n\s*Function : ", sass)[1:]:
-        mangled = body.split("\n", 1)[0]
-        out[next(k for k in KERNELS if re.search(rf"\d{k}E", mangled))] = body
-    return out
+    return {next(k for k in KERNELS if re.search(rf"\d{k}E", mangled)): body
+            for mangled, body in sass_functions(library).items()}
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +122,7 @@ def built(tmp_path_factory):
     """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
     if not have_nvcc():
         pytest.skip("needs nvcc")
-    library = tmp_path_factory.mktemp("cluster_group") / "cluster_group.so"
-    cmd = build.nvcc_command(CU_PATH, library, "sm_90a", nvcc=tools.find_nvcc())
-    proc = subprocess.run(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return library, proc.stderr + proc.stdout
+    return build_with_report(CU_PATH, tmp_path_factory.mktemp("cluster_group"), "sm_90a")
 
 
 @requires_nvcc

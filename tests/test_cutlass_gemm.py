@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, runnable_variants
+from pair_testing import (forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, runnable_variants,
+                          sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -192,12 +190,7 @@ def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mo
     assert simt(None, 16, 16, 4, 4, 4, None) == invalid_value
     assert simt(16, 16, 16, 0, 4, 4, None) == invalid_value
 
-    cuobjdump = shutil.which("cuobjdump") or (Path(tools.find_nvcc()).parent / "cuobjdump")
-    if not Path(cuobjdump).is_file():
-        return
-    sass = subprocess.run([str(cuobjdump), "-sass", str(library)], capture_output=True, text=True,
-                          check=True).stdout
-    kernels = re.split(r"\n\s*Function : ", sass)[1:]
+    kernels = list(sass_functions(library).values())     # skips without cuobjdump
     tensorop = [k for k in kernels if "GemmUniversal" in k.split("\n")[0]]
     simt_kernels = [k for k in kernels if "MmaPipelined" in k.split("\n")[0]]
     assert len(tensorop) == count and len(simt_kernels) == 1

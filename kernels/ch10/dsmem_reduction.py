@@ -80,7 +80,6 @@ MAX_VALUE = 3                          # inputs are integers in [0, MAX_VALUE]: 
 VARIANT_IDS = {"baseline": 0, "block_atomic": 1, "cluster4_dsmem_atomic": 2, "cluster2_leader_read": 3,
                "cluster4_dims": 4, "cluster4_warp_specialized": 5}
 CLUSTER_VARIANTS = tuple(v for v, i in VARIANT_IDS.items() if i >= 2)
-CUDA_NOT_SUPPORTED = 801               # cudaErrorNotSupported
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_dsmem_reduction": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_void_p,
                               ctypes.c_void_p), ctypes.c_int),
@@ -114,11 +113,8 @@ def _check_x(name: str, x: torch.Tensor) -> None:
 
 def _require_clusters(variant: str) -> None:
     """RequirementError unless the current GPU launches thread-block clusters (asked in CUDA)."""
-    err = LIBRARY.fn("aisp_dsmem_reduction_cluster_support")()
-    if err == CUDA_NOT_SUPPORTED:      # cudaDevAttrClusterLaunch is 0
-        raise RequirementError(f"ch10.dsmem_reduction {variant} needs thread-block clusters (sm_90+ with "
-                               "cudaDevAttrClusterLaunch); this GPU does not launch them")
-    LIBRARY.check(err, "aisp_dsmem_reduction_cluster_support")
+    LIBRARY.require("aisp_dsmem_reduction_cluster_support", f"ch10.dsmem_reduction {variant} needs thread-block clusters "
+                    "(sm_90+ with cudaDevAttrClusterLaunch); this GPU does not launch them")
 
 
 def _factory(name: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
