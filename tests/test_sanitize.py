@@ -61,3 +61,17 @@ def test_summaries_parsed_from_real_output():
     errors, warnings, reports = san.parse_summary(read("ch09.warp_specialization_producer_consumer.synccheck.log"))
     assert errors == 3936 and warnings == 0
     assert reports[0] == "Barrier error detected. Missing wait." and len(reports) == 5
+
+
+def test_an_unwritable_log_dir_is_one_line_before_any_run(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    ran = []
+    try:
+        san.sanitize_pairs([("pair", ["baseline"])], ("memcheck",), lambda p: {}, Path("cs"), blocker / "logs",
+                           ran.append)
+    except Exception as exc:
+        assert type(exc).__name__ == "AispError" and "cannot create" in str(exc) and "--log-dir" in str(exc)
+    else:
+        raise AssertionError("an unwritable log folder was accepted")
+    assert ran == []                               # nothing started

@@ -1,7 +1,6 @@
 """`aisp-prof sanitize`: compute-sanitizer (memcheck, racecheck, synccheck) over pairs' checks."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -59,4 +58,3 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str
     if bad:
         raise CorrectnessError(f"compute-sanitizer found problems in: {', '.join(bad)}"
                                + ("" if log_dir else "; rerun with --log-dir DIR for the full reports"))
-    sys.stdout.flush()

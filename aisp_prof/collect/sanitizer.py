@@ -9,6 +9,7 @@ the tool's summary is parsed from its text, so both are tested without a GPU.
 """
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import tempfile
@@ -76,8 +77,6 @@ def parse_summary(text: str) -> tuple[int | None, int, list[str]]:
 def sanitize_one(sanitizer: Path, pair: KernelPair, tool: str, sizes: dict[str, int], variants: list[str],
                  log_dir: Path | None = None) -> SanitizerResult:
     """Run the pair's check under one tool; the child's JSON says whether the check passed."""
-    import json
-
     with tempfile.TemporaryDirectory(prefix="aisp-sanitize-") as tmp:
         out = Path(tmp) / "check.json"
         cmd = sanitizer_command(sanitizer, tool, child_command(pair.name, variants, sizes, "sanitize", out))
@@ -90,9 +89,11 @@ def sanitize_one(sanitizer: Path, pair: KernelPair, tool: str, sizes: dict[str, 
     result = SanitizerResult(pair.name, tool, errors, warnings, check, proc.returncode, round(time.time() - started, 1),
                              reports or ([report["error"]] if report.get("error") else []))
     if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
         path = log_dir / f"{pair.name}.{tool}.log"
-        path.write_text(" ".join(cmd) + "\n\n" + text)
+        try:
+            path.write_text(" ".join(cmd) + "\n\n" + text)
+        except OSError as exc:
+            raise AispError(f"cannot write {path}: {exc.strerror or exc}; choose another --log-dir") from exc
         result.log = str(path)
     return result
 
@@ -100,7 +101,13 @@ def sanitize_one(sanitizer: Path, pair: KernelPair, tool: str, sizes: dict[str, 
 def sanitize_pairs(pairs: list[tuple[KernelPair, list[str]]], tools: tuple[str, ...],
                    sizes_of: Callable[[KernelPair], dict[str, int]], sanitizer: Path, log_dir: Path | None = None,
                    progress: Callable[[str], None] = lambda m: None) -> list[SanitizerResult]:
-    """Every (pair, the variants that run here) under every tool, one process each, at `sizes_of`."""
+    """Every (pair, the variants that run here) under every tool, one process each, at `sizes_of`.
+    The log folder is made first, so an unwritable one fails before any GPU work."""
+    if log_dir is not None:
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AispError(f"cannot create {log_dir}: {exc.strerror or exc}; choose another --log-dir") from exc
     results = []
     for pair, variants in pairs:
         for tool in tools:
