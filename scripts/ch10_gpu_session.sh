@@ -45,7 +45,8 @@ if [ "${STEP:-check}" = profile ]; then
     $AISP run "$p" --profiles-dir profiles --label ch10-session --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
     echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
   done
-  tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' profiles/2026* 2>/dev/null
+  # one archive for the run folders and the stderr logs: the device returns at most 8 files
+  tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' profiles/2026* "$OUT"/run_*.err 2>/dev/null && rm -f "$OUT"/run_*.err
 fi
 if [ "${STEP:-check}" = record ]; then
   $AISP bench run $(for p in $PAIRS; do printf -- '--targets %s ' "$p"; done) --repeats 10 --budget-s 1.5 \
