@@ -8,13 +8,7 @@
 #   STEP=record   the gate's evidence: `bench run --targets ch10 --update-expectations`.
 # Logs and JSON land in $OUT; a short table last. PAIRS overrides the pairs (default: all of ch10).
 set -u -o pipefail
-OUT=${OUT:-/tmp/ch10_out}; export OUT; mkdir -p "$OUT"
-[ -z "${AISP_GIT_SHA:-}" ] && [ -f .device_sha ] && AISP_GIT_SHA=$(cat .device_sha)
-export AISP_GIT_SHA=${AISP_GIT_SHA:-}
-export LD_LIBRARY_PATH=$PWD/.devlib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1 AISP_BUILD_DIR=/tmp/aisp_build
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:$PWD || exit 1
-AISP="python3 -m aisp_prof"
+. scripts/device_env.sh /tmp/ch10_out
 PAIRS=${PAIRS:-$($AISP bench list-targets --chapter ch10 | cut -f1)}
 START=$(date +%s)
 t() { echo "t=$(( $(date +%s) - START ))s"; }

@@ -7,15 +7,7 @@
 #       deliberate slowdown of its cuda variant (tests/fixtures/gate_kernels) of each SLOW fraction.
 # Logs, verdict JSON and the timed samples of the gate runs land in $OUT; a verdict table last.
 set -u -o pipefail
-OUT=${OUT:-/tmp/gate_out}; export OUT; mkdir -p "$OUT"
-# The commit profiled: the machine gets a copy without history, so `git rev-parse HEAD > .device_sha`
-# here before the call and carry it (a hand-typed AISP_GIT_SHA once recorded a wrong commit).
-[ -z "${AISP_GIT_SHA:-}" ] && [ -f .device_sha ] && AISP_GIT_SHA=$(cat .device_sha)
-export AISP_GIT_SHA=${AISP_GIT_SHA:-}
-export LD_LIBRARY_PATH=$PWD/.devlib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1 AISP_BUILD_DIR=/tmp/aisp_build
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:$PWD || exit 1
-AISP="python3 -m aisp_prof"
+. scripts/device_env.sh /tmp/gate_out
 ARGS="--repeats ${REPEATS:-10} --budget-s ${BUDGET_S:-1.5} --db /tmp/gate.db --profiles-dir /tmp/profiles --json"
 KEY=$(python3 -c "from aisp_prof.bench.runner import current_hardware_key; print(current_hardware_key())")
 FILE=kernels/ch09/expectations_$KEY.json

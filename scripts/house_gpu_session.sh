@@ -7,11 +7,7 @@
 #
 #   OUT=/tmp/out AISP_GIT_SHA=$(git rev-parse HEAD) bash scripts/house_gpu_session.sh
 set -u -o pipefail
-OUT=${OUT:-/tmp/house_out}; export OUT; mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$PWD/.devlib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1 AISP_BUILD_DIR=/tmp/aisp_build
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && export PYTHONPATH=/tmp/site:$PWD || exit 1
-AISP="python3 -m aisp_prof"
+. scripts/device_env.sh /tmp/house_out
 DB=/tmp/house.db
 START=$(date +%s)
 step() { echo "== $1 t=$(( $(date +%s) - START ))s"; }

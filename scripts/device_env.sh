@@ -1,0 +1,11 @@
+# Sourced by the GPU-machine scripts (gate, ch10, house): $OUT, the commit, nsys's libraries, the
+# carried wheels, and $AISP. Usage, first thing after `set`:  . scripts/device_env.sh /tmp/default_out
+OUT=${OUT:-$1}; export OUT; mkdir -p "$OUT"
+# The commit profiled: the machine gets a copy without history, so `git rev-parse HEAD > .device_sha`
+# here before the call and carry it (a hand-typed AISP_GIT_SHA once recorded a wrong commit).
+[ -z "${AISP_GIT_SHA:-}" ] && [ -f .device_sha ] && AISP_GIT_SHA=$(cat .device_sha)
+export AISP_GIT_SHA=${AISP_GIT_SHA:-}
+export LD_LIBRARY_PATH=$PWD/.devlib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1 AISP_BUILD_DIR=/tmp/aisp_build
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  && export PYTHONPATH=/tmp/site:$PWD || exit 1
+AISP="python3 -m aisp_prof"
