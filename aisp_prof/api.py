@@ -35,7 +35,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
-                 "l1_bytes", "grid_dim", "block_dim", "registers_per_thread")
+                 "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
 SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings")     # what a per-variant summary reads
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
@@ -254,11 +254,13 @@ class RunDatabase:
 def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:
     """ncu kernel rows or nsys timeline rows as `kernels()` columns, FLOPs and bytes added."""
     from .analyze.flops import add_flops_and_bytes
+    from .analyze.launch_shape import cluster_dim
 
     if rows.empty:
         return pd.DataFrame(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS])
     rows = add_flops_and_bytes(rows.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim",
                                                      "block": "block_dim"}) if "launch_id" not in rows else rows)
+    rows["cluster_dim"] = cluster_dim(rows)
     return rows.reindex(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS]).reset_index(drop=True)
 
 
@@ -273,8 +275,9 @@ def _kernel_sources(stored: list[str]) -> list[str]:
     names for them) and the counters FLOPs and DRAM bytes are made of. The others (a timeline
     row has 24) would only be read to be dropped: two thirds of a 1M-kernel `kernels --json`."""
     from .analyze.flops import SCALAR_FLOP_WEIGHTS, TENSOR_PREFIX
+    from .analyze.launch_shape import CLUSTER_DIM_COLUMNS
 
-    wanted = {*KERNEL_FIELDS, *KERNEL_FLOPS, "correlation_id", "grid", "block", "dram_read_bytes",
+    wanted = {*KERNEL_FIELDS, *KERNEL_FLOPS, *CLUSTER_DIM_COLUMNS, "correlation_id", "grid", "block", "dram_read_bytes",
               "dram_write_bytes", *(c for weights in SCALAR_FLOP_WEIGHTS.values() for c, _ in weights)}
     return [c for c in stored if c in wanted or c.startswith(TENSOR_PREFIX)]
 

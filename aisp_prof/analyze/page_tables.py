@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..parse.metric_table import STALL_REASONS
+from .launch_shape import cluster_dim
 from .records import clean_value
 from .summary import top_stalls
 from .timeline_call import memory_op_name
@@ -116,7 +117,8 @@ def kernel_rows(kernels: pd.DataFrame, timeline: pd.DataFrame, variants: list[st
         df, source = timeline.rename(columns={"grid": "grid_dim", "block": "block_dim"}), "nsys"
     else:
         return []
-    keys = ["variant", "kernel", "grid_dim", "block_dim", "registers_per_thread", "static_shared_bytes",
+    df["cluster_dim"] = cluster_dim(df)
+    keys = ["variant", "kernel", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread", "static_shared_bytes",
             "dynamic_shared_bytes"]
     for c in keys:
         if c not in df:
@@ -133,7 +135,8 @@ def kernel_rows(kernels: pd.DataFrame, timeline: pd.DataFrame, variants: list[st
         shared = [x for x in (r["static_shared_bytes"], r["dynamic_shared_bytes"]) if x not in ("", None)]
         rows.append({
             "variant": r["variant"], "kernel": str(r["kernel"]), "grid_dim": r["grid_dim"] or None,
-            "block_dim": r["block_dim"] or None, "registers_per_thread": clean_value(r["registers_per_thread"]) or None,
+            "block_dim": r["block_dim"] or None, "cluster_dim": r["cluster_dim"] or None,
+            "registers_per_thread": clean_value(r["registers_per_thread"]) or None,
             "static_shared_bytes": clean_value(r["static_shared_bytes"]) if r["static_shared_bytes"] != "" else None,
             "dynamic_shared_bytes": clean_value(r["dynamic_shared_bytes"]) if r["dynamic_shared_bytes"] != "" else None,
             "shared_bytes": float(sum(float(x) for x in shared)) if shared else None,

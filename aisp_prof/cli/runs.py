@@ -97,10 +97,11 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
     from ..render.table import render
     from ..units import duration, si
 
-    click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"],
+    clusters = any(r.get("cluster_dim") for r in rows)      # the column only where a launch had one
+    click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"] + ["cluster"] * clusters,
                       [[r["nvtx_range"], short(r["kernel"]), duration(r["duration_ns"]),
                         si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), r.get("grid_dim"),
-                        r.get("block_dim")] for r in rows]))
+                        r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows]))
 
 
 @click.command("ranges")
