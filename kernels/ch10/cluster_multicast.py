@@ -10,17 +10,21 @@ deliberately thin CTA tile, 4 x 128 with TILE_K = 128, 128 threads x 4 outputs, 
 each B element only 4 times and the 64 KiB B tile dominates its traffic. Both binaries launch
 16 x 1 clusters along M (cluster size 16 is non-portable): the 16 CTAs of a cluster need the
 same B tile at every k step. The baseline ignores that: each CTA loads its own B tile with plain
-loads, so L2 serves every B byte 16 times per cluster. The optimized kernel has cluster rank 0
+loads, so L2 serves every B byte 16 times per cluster. Its kernel is called
+tma_nomulticast_gemm_kernel, but it uses no TMA at all (LDG + STS), so the book's ratio is TMA and
+multicast together against per-thread loads. The optimized kernel has cluster rank 0
 issue one cp.async.bulk.tensor with .multicast::cluster (ctaMask 0xFFFF) that writes the box into
 all 16 CTAs' shared memory, completion counted by an mbarrier expect-tx in each CTA, with a
 cluster.sync() before each issue; each CTA loads its own 2 KiB A tile meanwhile. The book's kernel
 has a second cluster.sync() after the math of every k step, which the first one of the next step
-already covers; its multicast B tile is a 64 KiB *static* __shared__ array.
+already covers; its multicast B tile is a 64 KiB *static* __shared__ array; its cuda::barrier
+counts all 128 threads' arrivals (thread 0's with the expect-tx), where one arrival (thread 0's
+expect-tx) is enough: everyone still waits on the phase.
 
 Variants (cluster_multicast.cu; all launched in clusters of `cluster` CTAs, 16 by default, the
 inner product identical: per k one broadcast A value and one 16-byte LDS of 4 B columns, 4 FFMAs):
   baseline          the book's baseline: every CTA copies the 128 x 128 B tile with plain,
-                    coalesced 4-byte loads (LDG + STS, 8 in flight per thread), then __syncthreads.
+                    coalesced 4-byte loads (LDG + STS, unrolled 8 deep), then __syncthreads.
   multicast         the book's optimized kernel: rank 0, thread 0 issues ONE TMA multicast of the
                     B tile (UTMALDG.2D.MULTICAST) to all `cluster` CTAs, mask (1 << cluster) - 1;
                     every CTA arms its mbarrier with 65,536 expect-tx bytes, and one cluster
@@ -41,7 +45,7 @@ cudaFuncAttributeNonPortableClusterSizeAllowed); if not, RequirementError (a ski
 
 What this port changes: the shared memory is dynamic in every variant (64 KiB B tile + 2 KiB A tile
 + the mbarrier = 67,592 bytes, above the 48 KiB static limit; the same layout everywhere, so
-occupancy is equal: 3 CTAs per SM on an H100); one cluster barrier per k step instead of two;
+occupancy is equal: up to 3 CTAs per SM on an H100, 3 x 67.6 of its 228 KB); one cluster barrier per k step instead of two;
 the CUtensorMap is encoded once in the factory, not per call; M, N and K may be ragged: TMA
 zero-fills what sticks out of B, the plain loads do the same by hand, grid.x is rounded up to
 whole clusters (padding CTAs join every barrier and multicast but store nothing). N must be a
@@ -65,7 +69,7 @@ Predicted profile (default size, cluster 16; H100 SXM: 132 SMs, ~50 MB L2):
     clocks of FMA pipe) against 17 shared-memory wavefronts (4 LDS.128 of B at 512 bytes, one
     broadcast LDS.128 of A), plus 512 wavefronts per CTA per k step to write the B tile (by STS
     or TMA): ~2,700 shared-memory clocks per CTA per k step, ~10.8 ms per call at 1.98 GHz
-    (~12.7 TFLOPS). The baseline also needs ~71 GB from L2 (10-13 ms at ~5.5-7 TB/s) with only 8
+    (~12.7 TFLOPS). The baseline also needs ~71 GB from L2 (10-13 ms at ~5.5-7 TB/s) with at most 8
     loads in flight per thread and the whole k step's loads exposed (single buffer), so expect it
     at 2-3x the floor (20-35 ms; B200: 64.0 ms); multicast near the floor plus its per-k cluster
     barrier and exposed TMA latency (12-18 ms; B200: 23.5 ms, 2.72x); tma_no_multicast between,
