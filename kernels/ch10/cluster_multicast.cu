@@ -332,7 +332,8 @@ extern "C" int aisp_cluster_multicast_encode_b(const float* B, int K, int N, voi
 // {2, 4, 8, 16}. Returns a cudaError_t as int.
 extern "C" int aisp_cluster_multicast(int variant, const void* map_b, const float* A, const float* B, float* C, int M,
                                       int N, int K, int cluster, cudaStream_t stream) {
-    if (variant < 0 || variant >= kVariants || A == nullptr || B == nullptr || C == nullptr) return cudaErrorInvalidValue;
+    if (variant < 0 || variant >= kVariants || A == nullptr || B == nullptr || C == nullptr)
+        return cudaErrorInvalidValue;
     if (M < 1 || N < 4 || K < 1 || N % 4 != 0 || !valid_cluster(cluster)) return cudaErrorInvalidValue;
     if (variant != 0 && map_b == nullptr) return cudaErrorInvalidValue;
     if (misaligned(A) || misaligned(B) || misaligned(C)) return cudaErrorMisalignedAddress;
