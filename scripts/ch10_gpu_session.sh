@@ -15,7 +15,7 @@ t() { echo "t=$(( $(date +%s) - START ))s"; }
 {
 echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader) git ${AISP_GIT_SHA:-?} step ${STEP:-check}"
 echo "pairs: $PAIRS"
-if [ "${STEP:-check}" = check ]; then
+if [ "${STEP:-check}" = check ] && [ -z "${NO_PROBES:-}" ]; then
   ncu --query-metrics --chip gh100 2>&1 | grep -i -E "cluster|dsmem|distributed|dshared|multicast" \
     > "$OUT/ncu_cluster_metrics.txt"; echo "ncu cluster/DSMEM metric names: $(wc -l < "$OUT/ncu_cluster_metrics.txt")"
   # which launch/atomic metric names this ncu takes (a wrong name fails a whole profile, so probe first)
@@ -25,14 +25,17 @@ if [ "${STEP:-check}" = check ]; then
     r=$(ncu --clock-control none --metrics $m --csv python3 -c "import torch; torch.ones(1024, device='cuda').sum(); torch.cuda.synchronize()" 2>&1 | grep -E "\"$m\"|ERROR" | head -1)
     echo "probe $m: ${r:0:160}"
   done
-  python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_ch10_*.py 2>&1 | tail -15; echo "gpu_tests_rc $? $(t)"
+fi
+if [ "${STEP:-check}" = check ]; then
+  TESTS=${TESTS:-tests/test_ch10_*.py}
+  python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS 2>&1 | tail -25; echo "gpu_tests_rc $? $(t)"
   $AISP sanitize $PAIRS --log-dir "$OUT/sanitizer" --json > "$OUT/sanitize.json"; echo "sanitize_rc $? $(t)"
-  AISP_KERNELS=tests/fixtures/sanitizer_kernels $AISP sanitize ch99.racy_block_sum --log-dir "$OUT/sanitizer_planted" \
+  [ -z "${NO_PROBES:-}" ] && AISP_KERNELS=tests/fixtures/sanitizer_kernels $AISP sanitize ch99.racy_block_sum --log-dir "$OUT/sanitizer_planted" \
     --json > "$OUT/sanitize_planted.json"; echo "sanitize_planted_rc $? (7 expected) $(t)"
   # ch09's pipelined variant drew synccheck's "Missing wait": that variant alone, then with every block given 2+ tiles
-  $AISP sanitize ch09.warp_specialization_producer_consumer --tool synccheck --variants pipelined --sizes n=65536 \
+  [ -z "${NO_PROBES:-}" ] && $AISP sanitize ch09.warp_specialization_producer_consumer --tool synccheck --variants pipelined --sizes n=65536 \
     --log-dir "$OUT/sanitizer_ch09" --json > "$OUT/sanitize_ch09_pipelined.json"; echo "ch09 pipelined synccheck rc $? $(t)"
-  (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer sanitizer_planted sanitizer_ch09 && rm -rf sanitizer sanitizer_planted sanitizer_ch09)
+  (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer* && rm -rf sanitizer sanitizer_planted sanitizer_ch09)
 fi
 if [ "${STEP:-check}" = profile ]; then
   for p in $PAIRS; do
@@ -69,4 +72,4 @@ for f in sorted(out.glob("run_*.json")):
     s = d.get("summary") or d
     print(f.name, json.dumps(s)[:400])
 PY
-} 2>&1 | tee "$OUT/session.log"
+} 2>&1 | tee -a "$OUT/session.log"
