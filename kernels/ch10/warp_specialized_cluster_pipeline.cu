@@ -13,9 +13,10 @@
 //   2 async_copy           cp.async of 16 bytes (warp-collective cuda::memcpy_async into a
 //                          per-thread cuda::pipeline), committed and waited at once, one buffer:
 //                          what the book's optimized kernel does when a cluster has one tile
-//   3 async_copy_pipeline  the same copies into two buffers: tile i+1 is issued right after the
-//                          barrier that publishes tile i, so it lands while tile i is computed
-//                          and stored (the book's optimized kernel with tiles to prefetch)
+//   3 async_copy_pipeline  the same copies into two buffers: the cluster's next tile (t + clusters)
+//                          is issued right after the barrier that publishes tile t, so it lands
+//                          while t is computed and stored (the book's optimized kernel with tiles
+//                          to prefetch)
 // The pipeline is thread-scope (cuda::make_pipeline(), no shared state): only the loader warp's
 // 32 lanes produce, each waits for its own cp.async groups (cp.async.wait_group), and the
 // consumers, in four CTAs, are reached by cluster.sync() alone. A block-scope pipeline would make
