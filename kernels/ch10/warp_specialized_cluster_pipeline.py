@@ -67,7 +67,8 @@ Predicted profile (what must move, and why):
     two cluster barriers per tile (MEMBAR.ALL.GPU + UCGABAR_ARV/UCGABAR_WAIT in SASS); the same
     DSMEM traffic, from the 3 non-leader CTAs (l1tex__m_xbar2l1tex_read_bytes_mem_dshared and its
     requests): per tile each CTA reads its 24 rows of A (9 KiB) and all of B (36 KiB) once per
-    repeat, 3 x 4 x 45 KiB = 540 KiB per tile over the SM-to-SM network (~146 MB at 264 tiles);
+    repeat, 3 x 4 x 45 KiB = 540 KiB per tile over the SM-to-SM network (~146 MB at 264 tiles,
+    if a warp's 16-byte broadcast of A crosses once);
     the same FFMAs, 4 x 96^3 per tile (sm__sass_thread_inst_executed_op_ffma_pred_on = 4 x 96^3 x
     tiles).
   - staging, per tile, in the leader's warp 0 only: baseline 576 LDG.E (32-bit) + 576 STS warp
@@ -81,11 +82,15 @@ Predicted profile (what must move, and why):
     the single warp exposes. Expect ncu's FP32 pipe utilization below 25% of peak in every
     variant, long-scoreboard stalls (DSMEM loads) in the compute warp, and, in the synchronous
     variants, the compute warps waiting at the first cluster barrier while the leader copies.
-  - times: at 264 tiles A and B (19 MiB) stay in the 50 MiB L2 across warm launches (as the
-    book's 8 tiles did on B200); ncu flushes caches, so under ncu the staging reads DRAM and costs
-    more. Expected order baseline > vector_copy > async_copy >= async_copy_pipeline, the last step
-    at most the cp.async copy time per tile (a few us of ~20); at tiles=8 async_copy and
-    async_copy_pipeline equal within noise, which is the book's 1.859x explained.
+  - times: the project's timer flushes the L2 before every call (and ncu flushes caches), so A
+    and B come from DRAM here, while the book's warm loop (no flush) found its 0.9 MB (A, B, C of
+    8 tiles) in B200's L2. Rough per-tile costs: a synchronous round trip ~0.6-0.8 us, so ~50 us
+    (baseline) and ~13 us (vector_copy); cp.async ~2-4 us; compute ~18-25 us (the ~15 us FFMA
+    floor plus exposed DSMEM latency). Expected at 264 tiles (8 per cluster): baseline ~0.5 ms >
+    vector_copy ~0.25-0.3 ms > async_copy ~0.2 ms > async_copy_pipeline, the last step the hidden
+    copy, a few us per tile (~10%). At tiles=8 async_copy and async_copy_pipeline time the same
+    within noise (the prefetch never runs): every gain there is the copy alone, which is all the
+    book's 1.859x measured.
 
 Analytic counts, one call: `flops` = 8 x 96^3 x tiles (4 repeats x 2 x 96^3; 7.08 MFLOP per
 tile, 1.87 GFLOP at 264 tiles); `bytes` = minimum DRAM bytes, A and B read once and C written
