@@ -8,6 +8,14 @@
 //   mode 1  the same with a thread-scope pipeline (cuda::make_pipeline(), per-thread copies:
 //           cp.async.commit_group / wait_group, no mbarrier)
 //   mode 2  block scope, but each thread copies its own element (cuda::memcpy_async(thread, ...))
+//   mode 3  racecheck question: warp 0 alone fills the stage with a thread-scope pipeline
+//           (cp.async, cuda::pipeline_consumer_wait_prior<0>), then __syncthreads(), then every
+//           thread reads an element another lane copied. Correct by the CUDA model (wait_group,
+//           then a CTA barrier); a race report here means racecheck does not model wait_group.
+//   mode 4  racecheck question: warp 0 writes the stage with plain stores and arrives on a
+//           cuda::barrier<thread_scope_block> (an mbarrier; both warps arrive, 64 expected), warp 1
+//           waits on it and reads, then releases the stage through a second barrier. Correct by the CUDA model; a race report means racecheck does not model the
+//           mbarrier hand-off between warps.
 // Usage: synccheck_pipeline MODE  -> prints "mode M ok" or "mode M WRONG", exit 0/1.
 // Build: nvcc -arch=sm_90a -std=c++17 -o synccheck_pipeline synccheck_pipeline.cu
 #include <cooperative_groups.h>
@@ -79,6 +87,48 @@ __global__ void block_scope_per_thread(int* out, const int* in, int batches) {
     }
 }
 
+__global__ void warp_cp_async_then_syncthreads(int* out, const int* in, int batches) {
+    __shared__ __align__(16) int shared[kThreads];
+    auto pipe = cuda::make_pipeline();
+    const int stride = gridDim.x * kThreads;
+    for (int b = 0; b < batches; ++b) {
+        const int base = blockIdx.x * kThreads + stride * b;
+        if (threadIdx.x < 32) {                      // warp 0 copies all 128 ints, 16 bytes per lane
+            pipe.producer_acquire();
+            cuda::memcpy_async(reinterpret_cast<int4*>(shared) + threadIdx.x,
+                               reinterpret_cast<const int4*>(in + base) + threadIdx.x, cuda::aligned_size_t<16>(16), pipe);
+            pipe.producer_commit();
+            cuda::pipeline_consumer_wait_prior<0>(pipe);
+        }
+        __syncthreads();
+        const int j = (threadIdx.x + 32) % kThreads;  // an element another warp's lane copied
+        out[base + j] = shared[j] + 1;
+        __syncthreads();                             // reads done before the next batch overwrites
+    }
+}
+
+__global__ void warp_mbarrier_handoff(int* out, const int* in, int batches) {
+    // 64 threads: warp 0 produces, warp 1 consumes; one stage, full and empty barriers.
+    __shared__ int shared[kThreads];
+    __shared__ cuda::barrier<cuda::thread_scope_block> full, empty;
+    if (threadIdx.x == 0) { init(&full, 64); init(&empty, 64); }   // both warps arrive on both
+    __syncthreads();
+    const int stride = gridDim.x * kThreads;
+    for (int b = 0; b < batches; ++b) {
+        const int base = blockIdx.x * kThreads + stride * b;
+        const int lane = threadIdx.x & 31;
+        if (threadIdx.x < 32) {
+            if (b > 0) empty.wait(empty.arrive());   // the consumer has read batch b - 1
+            for (int i = lane; i < kThreads; i += 32) shared[i] = in[base + i];
+            (void)full.arrive();
+        } else {
+            full.wait(full.arrive());                // the producer's stores of batch b
+            for (int i = lane; i < kThreads; i += 32) out[base + i] = shared[i] + 1;
+            (void)empty.arrive();
+        }
+    }
+}
+
 int main(int argc, char** argv) {
     const int mode = argc > 1 ? std::atoi(argv[1]) : 0;
     const int blocks = 4, batches = 6, n = blocks * kThreads * batches;
@@ -88,7 +138,9 @@ int main(int argc, char** argv) {
     for (int i = 0; i < n; ++i) { in[i] = i; out[i] = 0; }
     if (mode == 0) block_scope_guide<<<blocks, kThreads>>>(out, in, batches);
     else if (mode == 1) thread_scope<<<blocks, kThreads>>>(out, in, batches);
-    else block_scope_per_thread<<<blocks, kThreads>>>(out, in, batches);
+    else if (mode == 2) block_scope_per_thread<<<blocks, kThreads>>>(out, in, batches);
+    else if (mode == 3) warp_cp_async_then_syncthreads<<<blocks, kThreads>>>(out, in, batches);
+    else warp_mbarrier_handoff<<<blocks, 64>>>(out, in, batches);
     cudaError_t err = cudaDeviceSynchronize();
     int bad = 0;
     for (int i = 0; i < n; ++i) bad += out[i] != i + 1;
