@@ -16,10 +16,14 @@
 //           cuda::barrier<thread_scope_block> (an mbarrier; both warps arrive, 64 expected), warp 1
 //           waits on it and reads, then releases the stage through a second barrier. Correct by the CUDA model; a race report means racecheck does not model the
 //           mbarrier hand-off between warps.
+//   mode 5  racecheck question: the same hand-off as mode 4 through flags in shared memory,
+//           cuda::atomic_ref<int, thread_scope_block> release stores and acquire loads (correct by
+//           the CUDA memory model); a race report means racecheck does not model flag hand-offs.
 // Usage: synccheck_pipeline MODE  -> prints "mode M ok" or "mode M WRONG", exit 0/1.
 // Build: nvcc -arch=sm_90a -std=c++17 -o synccheck_pipeline synccheck_pipeline.cu
 #include <cooperative_groups.h>
 #include <cooperative_groups/memcpy_async.h>
+#include <cuda/atomic>
 #include <cuda/pipeline>
 #include <cstdio>
 #include <cstdlib>
@@ -129,6 +133,30 @@ __global__ void warp_mbarrier_handoff(int* out, const int* in, int batches) {
     }
 }
 
+__global__ void warp_flag_handoff(int* out, const int* in, int batches) {
+    __shared__ int shared[kThreads];
+    __shared__ int full_flag, empty_flag;                // batch number published / released
+    if (threadIdx.x == 0) { full_flag = -1; empty_flag = -1; }
+    __syncthreads();
+    cuda::atomic_ref<int, cuda::thread_scope_block> full(full_flag), empty(empty_flag);
+    const int stride = gridDim.x * kThreads;
+    for (int b = 0; b < batches; ++b) {
+        const int base = blockIdx.x * kThreads + stride * b;
+        const int lane = threadIdx.x & 31;
+        if (threadIdx.x < 32) {
+            while (b > 0 && empty.load(cuda::memory_order_acquire) < b - 1) __nanosleep(32);
+            for (int i = lane; i < kThreads; i += 32) shared[i] = in[base + i];
+            __syncwarp();
+            if (lane == 0) full.store(b, cuda::memory_order_release);
+        } else {
+            while (full.load(cuda::memory_order_acquire) < b) __nanosleep(32);
+            for (int i = lane; i < kThreads; i += 32) out[base + i] = shared[i] + 1;
+            __syncwarp();
+            if (lane == 0) empty.store(b, cuda::memory_order_release);
+        }
+    }
+}
+
 int main(int argc, char** argv) {
     const int mode = argc > 1 ? std::atoi(argv[1]) : 0;
     const int blocks = 4, batches = 6, n = blocks * kThreads * batches;
@@ -140,7 +168,8 @@ int main(int argc, char** argv) {
     else if (mode == 1) thread_scope<<<blocks, kThreads>>>(out, in, batches);
     else if (mode == 2) block_scope_per_thread<<<blocks, kThreads>>>(out, in, batches);
     else if (mode == 3) warp_cp_async_then_syncthreads<<<blocks, kThreads>>>(out, in, batches);
-    else warp_mbarrier_handoff<<<blocks, 64>>>(out, in, batches);
+    else if (mode == 4) warp_mbarrier_handoff<<<blocks, 64>>>(out, in, batches);
+    else warp_flag_handoff<<<blocks, 64>>>(out, in, batches);
     cudaError_t err = cudaDeviceSynchronize();
     int bad = 0;
     for (int i = 0; i < n; ++i) bad += out[i] != i + 1;

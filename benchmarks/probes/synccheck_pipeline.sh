@@ -6,7 +6,7 @@ OUT=${OUT:-/tmp/synccheck_out}; mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")" && pwd)
 nvcc -arch=sm_90a -std=c++17 -o /tmp/synccheck_pipeline "$here/synccheck_pipeline.cu" 2>/dev/null || { echo "build failed"; exit 1; }
 echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) $(compute-sanitizer --version | tail -1)"
-for mode in ${MODES:-0 1 2 3 4}; do
+for mode in ${MODES:-0 1 2 3 4 5}; do
   /tmp/synccheck_pipeline $mode
   for tool in synccheck racecheck; do
     compute-sanitizer --tool $tool --print-limit 3 /tmp/synccheck_pipeline $mode > "$OUT/mode${mode}_$tool.log" 2>&1
