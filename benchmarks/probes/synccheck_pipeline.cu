@@ -19,6 +19,13 @@
 //   mode 5  racecheck question: the same hand-off as mode 4 through flags in shared memory,
 //           cuda::atomic_ref<int, thread_scope_block> release stores and acquire loads (correct by
 //           the CUDA memory model); a race report means racecheck does not model flag hand-offs.
+//   mode 6  racecheck question (ch10 warp_specialized_cluster_pipeline): 2-CTA clusters; warp 0
+//           of rank 0 fills rank 0's shared memory with cp.async (thread-scope pipeline,
+//           wait_prior<0>), __syncthreads(), cluster.sync(); both ranks read it through
+//           cluster.map_shared_rank(.., 0) (DSMEM); cluster.sync() before the next fill. Mode 7 is
+//           the same with plain 16-byte stores instead of cp.async. Both are correct by the CUDA
+//           model; a report only on mode 6 means racecheck does not pair cp.async completion with
+//           the barriers when the reader goes through the cluster window.
 // Usage: synccheck_pipeline MODE  -> prints "mode M ok" or "mode M WRONG", exit 0/1.
 // Build: nvcc -arch=sm_90a -std=c++17 -o synccheck_pipeline synccheck_pipeline.cu
 #include <cooperative_groups.h>
@@ -157,6 +164,38 @@ __global__ void warp_flag_handoff(int* out, const int* in, int batches) {
     }
 }
 
+template <bool kAsyncCopy>
+__global__ void __cluster_dims__(2, 1, 1) cluster_fill_then_dsmem_read(int* out, const int* in, int batches) {
+    __shared__ __align__(16) int shared[kThreads];
+    auto cluster = cg::this_cluster();
+    const unsigned rank = cluster.block_rank();
+    auto pipe = cuda::make_pipeline();
+    const int clusters = gridDim.x / 2;
+    for (int b = 0; b < batches; ++b) {
+        const int base = (blockIdx.x / 2 + clusters * b) * kThreads;   // one 128-int tile per cluster
+        if (rank == 0 && threadIdx.x < 32) {
+            const int4* src = reinterpret_cast<const int4*>(in + base) + threadIdx.x;
+            int4* dst = reinterpret_cast<int4*>(shared) + threadIdx.x;
+            if constexpr (kAsyncCopy) {
+                pipe.producer_acquire();
+                cuda::memcpy_async(dst, src, cuda::aligned_size_t<16>(16), pipe);
+                pipe.producer_commit();
+                cuda::pipeline_consumer_wait_prior<0>(pipe);
+            } else {
+                *dst = *src;
+            }
+        }
+        __syncthreads();
+        cluster.sync();
+        const int* tile = cluster.map_shared_rank(shared, 0);
+        if (threadIdx.x < kThreads / 2) {            // rank 0 writes the first half of out, rank 1 the second
+            const int j = static_cast<int>(rank) * (kThreads / 2) + threadIdx.x;
+            out[base + j] = tile[j] + 1;
+        }
+        cluster.sync();                              // reads done before rank 0 refills
+    }
+}
+
 int main(int argc, char** argv) {
     const int mode = argc > 1 ? std::atoi(argv[1]) : 0;
     const int blocks = 4, batches = 6, n = blocks * kThreads * batches;
@@ -169,7 +208,9 @@ int main(int argc, char** argv) {
     else if (mode == 2) block_scope_per_thread<<<blocks, kThreads>>>(out, in, batches);
     else if (mode == 3) warp_cp_async_then_syncthreads<<<blocks, kThreads>>>(out, in, batches);
     else if (mode == 4) warp_mbarrier_handoff<<<blocks, 64>>>(out, in, batches);
-    else warp_flag_handoff<<<blocks, 64>>>(out, in, batches);
+    else if (mode == 5) warp_flag_handoff<<<blocks, 64>>>(out, in, batches);
+    else if (mode == 6) cluster_fill_then_dsmem_read<true><<<2 * blocks, kThreads>>>(out, in, batches);
+    else cluster_fill_then_dsmem_read<false><<<2 * blocks, kThreads>>>(out, in, batches);
     cudaError_t err = cudaDeviceSynchronize();
     int bad = 0;
     for (int i = 0; i < n; ++i) bad += out[i] != i + 1;

@@ -2,11 +2,11 @@
 # Runs synccheck_pipeline.cu's three cuda::pipeline kernels under compute-sanitizer synccheck and
 # racecheck on the GPU machine (issue 12: is "Missing wait" at producer_commit our misuse or the tool?).
 set -u
-OUT=${OUT:-/tmp/synccheck_out}; mkdir -p "$OUT"
+OUT=${PROBE_OUT:-/tmp/synccheck_out}; mkdir -p "$OUT"   # not the device's $OUT: it returns only 8 files
 here=$(cd "$(dirname "$0")" && pwd)
 nvcc -arch=sm_90a -std=c++17 -o /tmp/synccheck_pipeline "$here/synccheck_pipeline.cu" 2>/dev/null || { echo "build failed"; exit 1; }
 echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) $(compute-sanitizer --version | tail -1)"
-for mode in ${MODES:-0 1 2 3 4 5}; do
+for mode in ${MODES:-0 1 2 3 4 5 6 7}; do
   /tmp/synccheck_pipeline $mode
   for tool in synccheck racecheck; do
     compute-sanitizer --tool $tool --print-limit 3 /tmp/synccheck_pipeline $mode > "$OUT/mode${mode}_$tool.log" 2>&1
