@@ -10,7 +10,8 @@ next tile's loads. This is the book's `tcgen05_warp_specialization_cutlass` pair
 vs 1.7213 ms, 1.033x), and here the library reference, cuBLAS, stands beside them (issue 13's
 bar: the cooperative 2x1 kernel at >= 95% of cuBLAS).
 
-What the book's code does: `tcgen05_warp_specialized_cutlass.cu` builds a CUTLASS Sm100 GEMM with
+What the book's code does (as the project's spec, section 2.3, reads it):
+`tcgen05_warp_specialized_cutlass.cu` builds a CUTLASS Sm100 GEMM with
 `KernelTmaWarpSpecialized1SmSm100`, a 128x128x64 MMA tile on a 1x1x1 cluster, and
 `tcgen05_warpgroup_specialized.cu` the same with `KernelTmaWarpSpecialized2SmSm100`, a 256x128x64
 tile whose UMMA is issued by one CTA for a pair of SMs (cluster 2x1x1, accumulators in tensor
@@ -85,16 +86,16 @@ left are fp32 accumulation (~2.5e-7 relative at k = 2048, measured on the CPU) a
 rounding of C, ~2.1e-4 relative (Frobenius; at most 2^-11 / sqrt(3) ~ 2.8e-4); cuBLAS may also
 reduce split-K partial sums in fp16 (torch allows it by default), a few 1e-4 more. Tolerance
 2e-3: ~10x the expected error, while one dropped k-block of 64 gives ~0.18 and a transposed C
-~1.4 (tests/test_ch10_warp_specialization_cutlass.py measures all three). The reference is the full float64
-product: at the book's size 2 GiB of output and 1.1 TFLOP of fp64 (tens of ms on the GPU's DGEMM),
-affordable where the check runs; on a CPU use small sizes.
+~1.4 (the tests measure all three). The reference is the full float64 product, not a sample: at
+the book's size 2 GiB of output and 1.1 TFLOP of fp64 (tens of ms on the GPU's DGEMM, ~10 GiB of
+device memory for the check in all), affordable where the check runs; on a CPU use small sizes.
 
 Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA; TMA zero-fills the
 ragged edges and clips the stores). The kernels are built for sm_90a (wgmma, setmaxnreg and
 multicast TMA are arch-specific): Hopper only, and the CUTLASS headers come from the
 `nvidia-cutlass` package (aisp_prof.collect.tools.cutlass_include_dirs: include/ and
-tools/util/include/), $AISP_CUTLASS_INCLUDE or `.cutlass/include`. Building all four
-instantiations takes ~2 minutes of nvcc.
+tools/util/include/), $AISP_CUTLASS_INCLUDE or `.cutlass/include`. Building the three kernel
+instantiations takes ~2 minutes of nvcc (2 CPU cores), on first use only.
 """
 from __future__ import annotations
 
