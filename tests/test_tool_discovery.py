@@ -84,3 +84,55 @@ def test_cutlass_include_dirs_add_the_utility_headers(monkeypatch, tmp_path):
     util = tmp_path / "source" / "tools" / "util" / "include"
     (util / "cutlass" / "util").mkdir(parents=True)
     assert tools.cutlass_include_dirs() == [include, util]
+
+
+def _wheel_layout(site: Path) -> tuple[Path, Path]:
+    """A `cutlass_library` package laid out as the nvidia-cutlass 4.2 wheel ships it: the headers in
+    source/include, the utility headers (cutlass/util/packed_stride.hpp) in source/tools/util/include."""
+    package = site / "cutlass_library"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    include = _fake_cutlass(package / "source" / "include")
+    util = package / "source" / "tools" / "util" / "include"
+    (util / "cutlass" / "util").mkdir(parents=True)
+    (util / "cutlass" / "util" / "packed_stride.hpp").write_text("")
+    return include, util
+
+
+def _only_the_package(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
+    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "no-repo-copy")
+
+
+def test_the_wheel_layout_is_found_through_the_package(monkeypatch, tmp_path):
+    """Issue 13's defect: with only nvidia-cutlass installed, ch09.cutlass_gemm did not build because
+    cutlass/util/packed_stride.hpp is not under source/include. Found through the package (not an
+    environment variable), both folders must be on the include path."""
+    import sys
+
+    include, util = _wheel_layout(tmp_path / "site")
+    _only_the_package(monkeypatch, tmp_path)
+    monkeypatch.delitem(sys.modules, "cutlass_library", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    assert tools.find_cutlass_include() == include
+    dirs = tools.cutlass_include_dirs()
+    assert dirs == [include, util]
+    assert [d for d in dirs if (d / "cutlass" / "util" / "packed_stride.hpp").is_file()] == [util]
+
+
+def test_the_installed_wheel_has_every_header_the_cutlass_pairs_include(monkeypatch, tmp_path):
+    """The real nvidia-cutlass wheel, if installed, alone: every quoted include of the CUTLASS pairs'
+    sources resolves in cutlass_include_dirs() (nvcc then builds them: see their compile tests)."""
+    import importlib.util
+    import re
+
+    if importlib.util.find_spec("cutlass_library") is None:
+        pytest.skip("nvidia-cutlass is not installed")
+    _only_the_package(monkeypatch, tmp_path)
+    dirs = tools.cutlass_include_dirs()
+    kernels = Path(__file__).resolve().parent.parent / "kernels"
+    sources = [kernels / "ch09" / "cutlass_gemm.cu", kernels / "ch10" / "warp_specialization_cutlass.cu"]
+    headers = {h for s in sources for h in re.findall(r'^#include "([^"]+)"', s.read_text(), re.MULTILINE)}
+    assert "cutlass/util/packed_stride.hpp" in headers
+    missing = [h for h in sorted(headers) if not any((d / h).is_file() for d in dirs)]
+    assert missing == [], f"not in {dirs}"
