@@ -150,4 +150,5 @@ def test_dispatcher_picks_a_fused_backend_and_launches_drop(mod):
     base = _device_events_per_call(mod.baseline(inputs))
     sdpa = _device_events_per_call(mod.optimized_sdpa(inputs))
     print("baseline:", base, "\nsdpa:", sdpa)
-    assert len(base) == 4 and 1 < len(sdpa) <= 3
+    assert 4 <= len(base) <= 6                  # 4, plus any split-K reduction cuBLAS adds
+    assert 1 < len(sdpa) <= 3 < len(base)

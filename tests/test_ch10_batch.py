@@ -167,8 +167,9 @@ def test_launches_per_call_drop_from_384_to_two_or_three(mod):
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     counts = {name: len(_events_per_call(mod.PAIR.variants[name](inputs))) for name in VARIANTS}
     print(f"GPU activities per call on {torch.cuda.get_device_name()}: {counts}")
-    assert counts["baseline"] == 128 * counts["one_batch"] == 384
-    assert counts["one_batch_fused"] == 2
+    assert counts["baseline"] >= 384                                       # 3 per micro-batch, or more
+    assert counts["one_batch_fused"] <= 3 and counts["one_batch"] <= 4      # the 2-3
+    assert counts["one_batch_fused"] < counts["one_batch"]                 # bias + ReLU in the epilogue
     assert counts["micro_batches_graph"] == counts["baseline"]            # same kernels, replayed
 
 

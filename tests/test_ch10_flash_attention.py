@@ -2,7 +2,7 @@
 the projections, baseline and the FLASH_ATTENTION variant match it on a CPU, the cuDNN variant
 refuses CPU tensors, the tolerance rejects a missing mask and a wrong scale, and (GPU only) every
 variant matches at the small and the book's size, each SDPA variant ran the backend it names, and
-a call launches ~13 kernels in the baseline and 5-6 with a fused kernel.
+a call launches ~14 kernels in the baseline and 5-6 with a fused kernel.
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_pair_is_discovered_with_its_contract(mod):
     assert dict(pair.variant_needs) == {"cudnn": ("gpu",)}
     assert pair.lesson and "\n" not in pair.lesson
     assert runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=False) == VARIANTS
-    for text in ("1.966x", "FLASH_ATTENTION", "FlashAttention-2", "~13 -> 5", "Predicted profile"):
+    for text in ("1.966x", "FLASH_ATTENTION", "FlashAttention-2", "~14 -> 5", "Predicted profile"):
         assert text in mod.__doc__
 
 
@@ -168,4 +168,4 @@ def test_each_variant_ran_its_backend_and_launches_drop(mod):
     assert 10 <= len(kernels["baseline"]) <= 16
     for name, marker in BACKEND_KERNELS.items():
         assert any(marker in k.lower() for k in kernels[name]), (name, kernels[name])
-        assert 5 <= len(kernels[name]) <= 6
+        assert 5 <= len(kernels[name]) <= 7

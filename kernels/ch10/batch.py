@@ -28,7 +28,9 @@ call and restored, so the variants differ only in how the rows are batched.
 
 Predicted profile (what must move in ncu / nsys):
   - launches per call (nsys cudaLaunchKernel count): 384 -> 3 (one_batch) -> 2 (one_batch_fused);
-    micro_batches_graph keeps 384 kernels on the GPU behind 1 cudaGraphLaunch;
+    micro_batches_graph keeps 384 kernels on the GPU behind 1 cudaGraphLaunch. (If cuBLAS picks a
+    split-K GEMM with a separate reduce kernel, or torch does not hand the bias to cuBLASLt, the
+    counts grow by one per such GEMM; the GPU test prints what ran.)
   - DRAM bytes: ~17.2 GB -> ~0.15 GB (weights once, x, y; h is 16 MB and stays in L2): ~110x;
   - GEMM shape: each micro-batch GEMM has M = 4, so cuBLAS runs a bandwidth-bound skinny kernel
     (~2 FLOP/byte of weights) with the tensor pipe nearly idle; one batch has M = 512 (~256

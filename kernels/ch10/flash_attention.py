@@ -19,19 +19,20 @@ no wgmma, no TMA. So "FlashAttention" here names an algorithm, not the Hopper ke
 names each variant by the backend it forces (`sdpa_kernel([backend])` fails rather than fall back),
 so the run records which engine ran:
 
-  baseline  explicit attention as the book writes it (~13 kernels: 3 projection GEMMs, layout
-            copies that eager matmul makes of the head-split views, bmm, scale, masked_fill,
-            softmax, bmm, the head-merge copy, the output GEMM).
+  baseline  explicit attention as the book writes it (~14 kernels: 3 projection GEMMs, the
+            layout copies eager matmul makes of the head-split Q, K and V, 2 bmm, the scale,
+            out-of-place masked_fill (a clone, then the fill), softmax, the head-merge copy,
+            the output GEMM).
   flash     SDPA FLASH_ATTENTION (FA2 in torch): the book's pick on SM 9.x here.
-  cudnn     SDPA CUDNN_ATTENTION: cuDNN's sm90 flash forward, wgmma + TMA, warp-specialized:
-            the Hopper-native flash engine present on that image.
+  cudnn     SDPA CUDNN_ATTENTION: cuDNN's sm90 flash forward (wgmma, TMA): the Hopper-native
+            flash engine present on that image.
 `flash_engines_present()` says which of the book's external engines this Python could import.
 
 Predicted profile (what must move in ncu / nsys):
-  - launches per call: ~13 -> 5 (3 projections, the fused attention kernel, the output GEMM);
-  - DRAM bytes: the baseline moves the fp16 score tensor (B H S^2 = 33.5M elements, 67 MB) about
-    7 times (bmm write, scale read+write, masked_fill read+write, softmax read+write, bmm read;
-    at 67 MB it partly hits the 50-60 MB L2) on top of ~25 MB of activations and weights; the
+  - launches per call: ~14 -> 5 (3 projections, the fused attention kernel, the output GEMM);
+  - DRAM bytes: the baseline moves the fp16 score tensor (B H S^2 = 33.5M elements, 67 MB) 10
+    times (bmm write, scale read+write, clone read+write, fill read+write, softmax read+write,
+    bmm read; at 67 MB it partly hits the 50-60 MB L2) on top of ~25 MB of activations and weights; the
     fused kernels move only Q, K, V and O for attention;
   - FLOPs executed: the baseline computes all S^2 scores and masks half; both flash kernels skip
     the masked blocks, so attention does half the baseline's GEMM work;

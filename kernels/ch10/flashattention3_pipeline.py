@@ -18,24 +18,27 @@ baseline and names each optimized variant by the SDPA backend it forces (no fall
   flash      FLASH_ATTENTION: FA2, what the book runs on an H100 under the FA3 name.
   efficient  EFFICIENT_ATTENTION: xFormers' CUTLASS kernel (sm80 code), the book's B200 pick:
              the like-for-like comparison with the 6.55x.
-  cudnn      CUDNN_ATTENTION: cuDNN's sm90 flash forward, TMA + wgmma with warp-specialized
-             producer/consumer roles: the only kernel here that does what the book's docstring
-             says FA3 does (the FA3 package itself, flash_attn_interface, is not installed).
+  cudnn      CUDNN_ATTENTION: cuDNN's sm90 flash forward (`..._sm90_flash_fprop_wgmma_...`),
+             the only Hopper-native kernel here, with FA3's ingredients: TMA loads and wgmma.
+             Whether it also splits producer and consumer warpgroups is for the profile to
+             show (setmaxnreg, USETMAXREG in its SASS, and a per-warp stall mix); cuDNN does
+             not say. The FA3 package itself (flash_attn_interface) is not installed there.
 
 Predicted profile (what must move in ncu / nsys):
-  - DRAM bytes: the baseline makes 8 passes over the 4.3 GB bf16 score tensor (bmm write, scale
-    read+write, masked_fill read+write, softmax read+write, bmm read), ~34 GB, against ~0.7-0.9
-    GB for the fused variants (x, weights, y, and Q, K, V, O between the kernels);
-  - the baseline is DRAM-bound (>= ~11 ms at ~3 TB/s on an H100, ~8 ms on an H200); the fused
+  - DRAM bytes: the baseline makes 10 passes over the 4.3 GB bf16 score tensor (bmm write; scale
+    read+write; out-of-place masked_fill = a clone, read+write, then the fill, read+write;
+    softmax read+write; bmm read), ~43 GB, against ~0.7-0.9 GB for the fused variants (x,
+    weights, y, and Q, K, V, O between the kernels);
+  - the baseline is DRAM-bound (>= ~14 ms at ~3 TB/s on an H100, ~10 ms on an H200); the fused
     variants are compute-bound;
   - FLOPs executed: the baseline computes all S^2 scores and masks half; the flash kernels skip the
     masked blocks. After the fusion the four projection GEMMs (550 GFLOP, cuBLAS HGMMA) are twice
     the causal attention's 275 GFLOP, so they should take about half the optimized time or more;
   - SASS / tensor pipe: HMMA (mma.sync) in `flash` and `efficient`, HGMMA + UTMALDG in `cudnn`;
     expect cudnn's attention kernel ~1.5-2x faster than FA2's at the same FLOPs;
-  - launches per call: ~15 (projections, layout copies, mask build, 4 score passes, merge copy,
-    output GEMM) -> 5;
-  - duration ratio on an H100: ~7-10x (baseline DRAM-bound vs ~1.2-1.6 ms fused); B200: 6.55x.
+  - launches per call: ~16 (3 projections, Q and K layout copies, bmm, scale, mask build (2),
+    clone + fill, softmax, V copy, bmm, merge copy, output GEMM) -> 5;
+  - duration ratio on an H100: ~9-12x (baseline DRAM-bound vs ~1.2-1.6 ms fused); B200: 6.55x.
 
 FLOPs (causal, what the math needs): 8 B S hidden^2 + 2 B S^2 hidden. Minimum DRAM bytes: x and
 the four weights read once, y written once, bf16.
@@ -148,7 +151,7 @@ optimized_flash.__doc__ = "Causal SDPA on FLASH_ATTENTION only: FA2, the book's 
 optimized_efficient = _sdpa_on("EFFICIENT_ATTENTION", gpu_only=True)
 optimized_efficient.__doc__ = "Causal SDPA on EFFICIENT_ATTENTION only: the book's B200 pick (CUTLASS, sm80 code)."
 optimized_cudnn = _sdpa_on("CUDNN_ATTENTION", gpu_only=True)
-optimized_cudnn.__doc__ = "Causal SDPA on CUDNN_ATTENTION only: warp-specialized TMA + wgmma, the FA3 design."
+optimized_cudnn.__doc__ = "Causal SDPA on CUDNN_ATTENTION only: cuDNN's sm90 kernel, TMA + wgmma like FA3."
 
 
 def reference(inputs: Inputs) -> torch.Tensor:
@@ -187,16 +190,16 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
 
 
 def baseline_bytes(sizes: Mapping[str, int]) -> int:
-    """The eager baseline's score traffic on top of the minimum: 8 passes over bf16 B H S^2."""
-    return bytes(sizes) + 8 * 2 * sizes["batch"] * sizes["heads"] * sizes["seq"] ** 2
+    """The eager baseline's score traffic on top of the minimum: 10 passes over bf16 B H S^2."""
+    return bytes(sizes) + 10 * 2 * sizes["batch"] * sizes["heads"] * sizes["seq"] ** 2
 
 
 PAIR = KernelPair(
     name="ch10.flashattention3_pipeline",
     chapter=10,
-    lesson="At S = 4096 eager causal attention streams ~34 GB of scores per call; fused SDPA moves "
+    lesson="At S = 4096 eager causal attention streams ~43 GB of scores per call; fused SDPA moves "
            "<1 GB and skips the masked half. The book's 'FA3 pipeline' is FA2 on Hopper: only "
-           "cuDNN's kernel here has FA3's warp-specialized TMA + wgmma design.",
+           "cuDNN's kernel here is Hopper-native (TMA + wgmma), as FA3 is.",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "flash": optimized_flash, "efficient": optimized_efficient,
               "cudnn": optimized_cudnn},
