@@ -222,7 +222,8 @@ def compiled(mod):
 
 def test_baseline_loads_with_cp_async_and_multiplies_with_wgmma(compiled):
     ops = _ptx_ops(compiled["baseline"])
-    assert ops["cp.async.cg.shared.global"] > 0 and ops["wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"] > 0
+    assert sum(n for op, n in ops.items() if op.startswith("cp.async.cg.shared.global")) > 0
+    assert ops["wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"] > 0
     assert not [o for o in ops if "bulk" in o or "tensormap" in o]
     assert getattr(compiled["baseline"].metadata, "global_scratch_size", 0) == 0
     sass = _sass_ops(compiled["baseline"])
@@ -235,12 +236,16 @@ def test_baseline_loads_with_cp_async_and_multiplies_with_wgmma(compiled):
 def test_persistent_kernels_build_descriptors_and_move_tiles_by_tma(compiled, variant, wgmma_n):
     kernel = compiled[variant]
     ops = _ptx_ops(kernel)
-    assert ops["tensormap.replace.tile.global_address.shared::cta.b1024.b64"] == 3      # A, B, C
-    assert ops["cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes"] > 0   # loads
-    assert ops["cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"] > 0                     # stores
+
+    def count(prefix: str) -> int:      # PTX spellings vary across triton versions after the prefix
+        return sum(n for op, n in ops.items() if op.startswith(prefix))
+
+    assert count("tensormap.replace.tile.global_address") == 3                  # A, B, C descriptors
+    assert count("cp.async.bulk.tensor.2d.shared::") > 0                         # TMA loads
+    assert count("cp.async.bulk.tensor.2d.global.shared::") > 0                  # TMA stores
     assert ops[f"wgmma.mma_async.sync.aligned.m64n{wgmma_n}k16.f32.f16.f16"] > 0
-    assert ops["cp.async.cg.shared.global"] == 0
-    assert kernel.metadata.global_scratch_size == 3 * 128       # why triton.set_allocator is needed
+    assert count("cp.async.cg") == count("ld.global") == 0                       # no pointer loads
+    assert kernel.metadata.global_scratch_size >= 3 * 128      # why triton.set_allocator is needed
     assert kernel.metadata.shared <= 227 * 1024
     sass = _sass_ops(kernel)
     if sass is not None:
