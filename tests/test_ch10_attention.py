@@ -52,7 +52,7 @@ def test_flops_and_bytes_formulas(mod):
     assert mod.flops(d) == 107_374_182_400                          # 107 GFLOP
     assert mod.bytes(d) == 167_772_160                              # Q, K, V, O: 168 MB
     assert mod.baseline_bytes(d) - mod.bytes(d) == 6 * 838_860_800  # six passes over 839 MB of scores
-    assert mod.flops(d) / mod.baseline_bytes(d) < 25 < 300 < mod.flops(d) / mod.bytes(d)
+    assert mod.flops(d) / mod.baseline_bytes(d) < 25 and mod.flops(d) / mod.bytes(d) > 300
 
 
 def test_make_inputs_is_seeded(mod):

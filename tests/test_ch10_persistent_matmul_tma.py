@@ -157,7 +157,7 @@ def test_every_variant_passes_check_under_the_interpreter():
     sizes = [{"m": 600, "n": 136, "k": 72}, {"m": 1100, "n": 264, "k": 64}]
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     proc = subprocess.run([sys.executable, "-c", _INTERPRETER_SCRIPT, json.dumps(sizes)], env=env, cwd=REPO_ROOT,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for result in json.loads(proc.stdout.strip().splitlines()[-1]):
         assert result["passed"], result
@@ -189,7 +189,7 @@ def _compile(mod, kernel: str, cfg, extra: dict, cc: int = 90):
 
 
 def _ptx_ops(compiled) -> collections.Counter:
-    return collections.Counter(re.findall(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.:]*)", compiled.asm["ptx"], re.M))
+    return collections.Counter(re.findall(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.:]*)", compiled.asm["ptx"], re.MULTILINE))
 
 
 def _sass_ops(compiled) -> collections.Counter | None:
