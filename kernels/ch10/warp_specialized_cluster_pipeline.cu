@@ -169,12 +169,11 @@ cluster_pipeline_kernel(const float* __restrict__ A, const float* __restrict__ B
                 cuda::pipeline_consumer_wait_prior<0>(pipe);   // all of this lane's copies (tile t) landed
             }
         }
-        // For compute-sanitizer, not for correctness: cp.async.wait_group then the cluster barrier's
-        // arrive.release/wait.acquire already publishes the copies, but racecheck (2025.3.1) does not
-        // pair a cp.async completion with a cluster barrier and reports a race at every read. It
-        // does pair it with a CTA barrier (benchmarks/probes/synccheck_pipeline.cu, mode 3): one
-        // bar.sync per tile, beside two cluster barriers, makes racecheck's answer meaningful.
-        if constexpr (kMode == kAsync || kMode == kAsyncPrefetch) __syncthreads();
+        // cp.async.wait_group, then the cluster barrier (arrive.release / wait.acquire) publishes the
+        // copies to all 4 CTAs. compute-sanitizer racecheck (2025.3.1) still reports every DSMEM read
+        // of cp.async-written data as a race, with or without a bar.sync here: its own probe
+        // (benchmarks/probes/synccheck_pipeline.cu modes 6 and 7) draws the report for cp.async and
+        // none for plain stores under the same barriers. See kernels/ch10/README.md.
         cluster.sync();   // tile t is in the leader's buffer `stage`, visible to all 4 CTAs
         if constexpr (kMode == kAsyncPrefetch) {
             const int next = t + clusters;                 // refills the buffer tile t - clusters used
