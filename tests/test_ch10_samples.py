@@ -1,0 +1,79 @@
+"""profiles/samples_h100_ch10: one real `aisp-prof run` of every chapter 10 pair on an H100
+(2026-11-26, scripts/ch10_gpu_session.sh STEP=profile; provenance in that folder's README).
+What the lessons say must show in the profile, read back on the CPU: the cluster shape of each
+launch, DSMEM traffic only where a cluster shares shared memory, atomics before and after, the
+L2 traffic a TMA multicast saves, and every variant's check passing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aisp_prof.analyze.page_tables import kernel_rows
+from aisp_prof.api import open_db, run_summary
+
+ROOT = Path(__file__).resolve().parent.parent / "profiles" / "samples_h100_ch10"
+RUNS = sorted(p for p in ROOT.glob("*") if (p / "run.json").exists())
+
+
+def pair_of(run_dir: Path) -> str:
+    return run_dir.name.split("-", 1)[1].rsplit("-", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ch10") / "ch10.db"
+    database = open_db(path)
+    for run_dir in RUNS:
+        database.import_path(run_dir)
+    return database
+
+
+def kernels(db, pair: str):
+    return db.kernels(pair).set_index("variant")
+
+
+def test_every_pair_of_chapter_10_ran_on_an_h100_and_passed_its_check(db):
+    assert len(RUNS) == 18 and len({pair_of(r) for r in RUNS}) == 18
+    for run_dir in RUNS:
+        result = run_summary(db.run(run_dir.name))
+        assert "H100" in result["run"]["gpu_name"] and result["run"]["status"] == "ok", run_dir.name
+        assert result["summary"] and all(row["correct"] for row in result["summary"]), run_dir.name
+
+
+def test_cluster_shape_shows_beside_grid_and_block(db):
+    multicast = kernels(db, "ch10.cluster_multicast")
+    assert set(multicast["cluster_dim"]) == {"(16, 1, 1)"}                 # non-portable 16-CTA clusters
+    group = kernels(db, "ch10.cluster_group")["cluster_dim"].to_dict()
+    assert group == {"baseline": None, "cluster2_dsmem": "(2, 1, 1)", "block_reduce": None,
+                     "single_cta_float4": None}
+    run = db.run("ch10.cluster_group")
+    rows = {r["variant"]: r for r in kernel_rows(run.kernels, run.timeline, list(group))}
+    assert rows["cluster2_dsmem"]["cluster_dim"] == "(2, 1, 1)" and rows["block_reduce"]["cluster_dim"] is None
+
+
+def test_dsmem_traffic_only_where_a_cluster_shares_shared_memory(db):
+    group = db.run("ch10.cluster_group").kernels.set_index("variant")
+    # rank 1 reads rank 0's 8 KiB tile over DSMEM for each of the 8192 chunks: 64 MiB
+    assert group.loc["cluster2_dsmem", "dsmem_xbar_read_bytes"] == 64 * 2**20
+    assert (group.drop(index="cluster2_dsmem")["dsmem_xbar_read_bytes"] == 0).all()
+    reduction = db.run("ch10.dsmem_reduction").kernels
+    by_variant = reduction.groupby("variant")["dsmem_atomic_requests"].sum()
+    assert by_variant["cluster4_dsmem_atomic"] > 0 and by_variant["cluster2_leader_read"] == 0
+
+
+def test_atomics_before_and_after(db):
+    group = db.run("ch10.cluster_group").kernels.set_index("variant")
+    # 2 RED per element, 32 lanes per request: 2 x 2^24 / 32
+    assert group.loc["baseline", "global_reduction_requests"] == 2 * 2**24 / 32
+    assert (group.drop(index="baseline")["global_reduction_requests"] == 0).all()
+    reduction = db.run("ch10.dsmem_reduction").kernels.groupby("variant")["global_reduction_requests"].sum()
+    assert reduction["block_atomic"] == 16384 and reduction["baseline"] == 0      # one per block
+
+
+def test_tma_multicast_cuts_l2_traffic_but_not_the_time(db):
+    k = db.run("ch10.cluster_multicast").kernels.set_index("variant")
+    assert k.loc["multicast", "l2_bytes"] * 3 < k.loc["tma_no_multicast", "l2_bytes"]
+    # both land the same bytes in shared memory; the per-CTA TMA control is not slower
+    assert k.loc["multicast", "tma_load_bytes"] == k.loc["tma_no_multicast", "tma_load_bytes"]
+    assert k.loc["tma_no_multicast", "duration_ns"] <= k.loc["multicast", "duration_ns"]
