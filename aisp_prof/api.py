@@ -176,9 +176,12 @@ class RunDatabase:
         return pd.DataFrame([p.to_dict() for p in self.roofline(run, flop_basis=flop_basis).points])
 
     def calibrations(self) -> list[dict[str, Any]]:
-        """Every measured calibration: the database's, then shipped files for other GPUs."""
-        with store_db.Database(self.path) as conn:
-            in_db = db_calibrations(conn)
+        """Every measured calibration: the database's (none where there is no database yet),
+        then shipped files for other GPUs."""
+        in_db: list[dict[str, Any]] = []
+        if self.path.exists():
+            with store_db.Database(self.path) as conn:
+                in_db = db_calibrations(conn)
         return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
     # ------------------------------------------------------------------ reports

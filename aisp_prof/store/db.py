@@ -23,8 +23,9 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 import sqlite_utils
 
-from ..errors import AispError
+from ..errors import RunExistsError
 from ..sqlite_frames import frame_of_rows
+from . import connection
 from .bulk import insert_frame
 from .run_data import TABLES, RunData
 
@@ -38,11 +39,6 @@ DEVICE_METRICS = "device__attribute_%"
 def db_path(explicit: str | os.PathLike | None = None) -> Path:
     """--db, else $AISP_PROF_DB, else profiles/aisp.db under the current folder."""
     return Path(explicit or os.environ.get("AISP_PROF_DB") or DEFAULT_DB)
-
-
-def open_db(path: Path) -> sqlite_utils.Database:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return sqlite_utils.Database(path)
 
 
 # SQLite column types for pandas dtypes (the types sqlite-utils would infer from the values)
@@ -84,24 +80,25 @@ def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame, run_id: str)
 
 
 def write_run(path: Path, data: RunData) -> str:
-    """Insert one run atomically; a run id already stored is an error, not an overwrite.
+    """Insert one run atomically; a run id already stored is a RunExistsError, not an overwrite.
 
     Rows go in through plain sqlite3 inside one transaction (`bulk`: sqlite-utils' `insert_all`
     converted every cell in Python twice and wrote 43-row statements, each with a savepoint: 58
-    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes."""
-    db = open_db(path)
-    try:
+    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes. The transaction is
+    `BEGIN IMMEDIATE` (`connection.write`): the check that the run is new and its rows go in
+    under one lock, so concurrent imports of the same run store it once."""
+
+    def work(db: sqlite_utils.Database) -> None:
         if "runs" in db.table_names() and db["runs"].count_where("run_id = ?", [data.run_id]):
-            raise AispError(f"run {data.run_id} is already in {path}")
-        with db.atomic():
-            db["runs"].insert(data.run, pk="run_id", alter=True)
-            for name in TABLES:
-                _insert(db, name, getattr(data, name), data.run_id)
+            raise RunExistsError(data.run_id, path)
+        db["runs"].insert(data.run, pk="run_id", alter=True)
+        for name in TABLES:
+            _insert(db, name, getattr(data, name), data.run_id)
         for name in TABLES:
             if name in db.table_names():
                 db[name].create_index(["run_id"], if_not_exists=True)
-    finally:
-        db.close()
+
+    connection.write(path, work)
     return data.run_id
 
 
@@ -110,7 +107,7 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._db = open_db(self.path)
+        self._db = connection.open_read(self.path)
         self._tables = set(self._db.table_names())
 
     def __enter__(self) -> "Database":
