@@ -102,3 +102,16 @@ def test_reimport_exits_0_with_the_run_id(tmp_path):
     assert [(r["run_id"], r["status"]) for r in json.loads(again[1])] == [(SAMPLES[0].name, "already stored"),
                                                                           (SAMPLES[1].name, "stored")]
     assert "already in" in again[2]
+
+
+def test_two_reports_into_one_folder_at_once(tmp_path):
+    """Two `quickstart`s write reports/quickstart at the same moment: both succeed, and the
+    folder left is one whole report, not a mix or a leftover partial."""
+    db, folder = tmp_path / "a.db", SAMPLES[0]
+    assert _finish([_start("import", "--db", str(db), str(folder), cwd=tmp_path)])[0][0] == 0
+    out = tmp_path / "reports" / "quickstart"
+    procs = [_start("report", folder.name, "--db", str(db), "--out", str(out), cwd=tmp_path) for _ in range(3)]
+    results = _finish(procs)
+    assert [code for code, _, _ in results] == [0, 0, 0], results
+    assert (out / "index.html").exists() and (out / "ch09.fused_l2norm.html").exists()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["quickstart"]      # no partial or old folder left
