@@ -16,7 +16,7 @@ from ..errors import AispError
 from ..naming import hardware_key
 from ..paths import calibration_dir
 from . import connection
-from .db import Database
+from .db import Database, open_db
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +37,20 @@ def calibration_dirs() -> list[Path]:
 def save_calibration(db: Path, calibration: dict[str, Any]) -> str:
     """Store (replace) the calibration of its hardware key; returns the key."""
     key = calibration.get("hardware_key") or hardware_key(calibration.get("gpu_name"))
-    row = {"hardware_key": key, "gpu_name": calibration.get("gpu_name"),
-           "created_at": calibration.get("created_at"), "sm_count": calibration.get("sm_count"),
-           "gpu_memory_bytes": calibration.get("gpu_memory_bytes"),
-           "calibration_json": json.dumps(calibration, sort_keys=True, default=str)}
-    connection.write(Path(db), lambda database: database[TABLE].upsert(row, pk="hardware_key", alter=True))
+    database = open_db(db)
+    try:
+        connection.begin_immediate(database.conn, db)
+        with database.atomic():
+            database[TABLE].upsert({
+                "hardware_key": key, "gpu_name": calibration.get("gpu_name"),
+                "created_at": calibration.get("created_at"),
+                "sm_count": calibration.get("sm_count"),
+                "gpu_memory_bytes": calibration.get("gpu_memory_bytes"),
+                "calibration_json": json.dumps(calibration, sort_keys=True, default=str),
+            }, pk="hardware_key", alter=True)
+        connection.commit(database.conn, db)
+    finally:
+        database.close()
     return key
 
 

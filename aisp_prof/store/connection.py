@@ -2,10 +2,12 @@
 
 Many writers share one database (a team's, a CI matrix's): each write is one `BEGIN IMMEDIATE`
 transaction in WAL mode, so readers never block it and writers queue on SQLite's busy timeout
-instead of failing at commit; a writer still refused after that is retried, a bounded number of
-times, after a random pause (so the queue does not retry in lock step). Reading never creates
-anything: a missing database is a `MissingDatabaseError`. Every sqlite3 or OS failure becomes a
-`StorageError` that says what to do.
+instead of failing half-way; a writer still refused after that is retried, a bounded number of
+times, after a random pause (so the queue does not retry in lock step). In WAL mode the lock is
+only ever waited for there (and when WAL is first turned on): once a writer holds it, its writes
+and its commit need no other. Reading never creates anything: a missing database is a
+`MissingDatabaseError`. A failure of the file (read-only, full, cannot open, not a database,
+locked past the retries) becomes a `StorageError` that says what to do.
 """
 from __future__ import annotations
 
@@ -14,15 +16,11 @@ import random
 import sqlite3
 import time
 from pathlib import Path
-from typing import Callable, TypeVar
-
-import sqlite_utils
+from typing import Callable
 
 from ..errors import MissingDatabaseError, StorageError, os_error_message, shorten
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 BUSY_TIMEOUT_S = 20.0      # SQLite waits this long for the write lock before answering "locked"
 WRITE_ATTEMPTS = 6         # whole transactions tried before giving up (about 2 minutes of queue)
@@ -76,82 +74,81 @@ def storage_error(exc: sqlite3.Error, path: Path, writing: bool) -> StorageError
     return StorageError(text)
 
 
-def open_read(path: Path) -> sqlite_utils.Database:
-    """The database at `path` for reading; MissingDatabaseError where there is none (nothing is
-    created). A database in a folder we may not write is opened immutable (SQLite could not
-    create its -shm file there)."""
+def connect(path: Path, create: bool = True) -> sqlite3.Connection:
+    """A connection to the database at `path` with the busy timeout set.
+
+    A writer (`create`) makes the folder and the file if missing and turns WAL on (it stays on
+    in the file). A reader makes nothing: a missing database is MissingDatabaseError; one in a
+    folder it may not write is opened immutable (SQLite could not make its -shm file there)."""
     path = Path(path)
+    try:
+        return _connect_write(path) if create else _connect_read(path)
+    except sqlite3.DatabaseError as exc:
+        if not is_storage_failure(exc):
+            raise
+        raise storage_error(exc, path, writing=create) from exc
+
+
+def _connect_read(path: Path) -> sqlite3.Connection:
     if not path.is_file():
         what = "is a folder, not a database" if path.is_dir() else "does not exist"
         raise MissingDatabaseError(f"no run database at {shorten(path)} (it {what}): check --db or $AISP_PROF_DB, "
                                    "or store runs there first with `aisp-prof import` or `aisp-prof run`")
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
     try:
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
-        try:
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        except sqlite3.OperationalError as exc:
-            conn.close()
-            if not _error_name(exc).startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
-                raise
-            log.info("%s: opened immutable (%s)", path, exc)
-            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return sqlite_utils.Database(conn)
-    except (sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-        raise storage_error(exc, path, writing=False) from exc
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if not _error_name(exc).startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
+            raise
+        log.info("%s: opened immutable (%s)", path, exc)
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return conn
 
 
-def _open_write(path: Path) -> sqlite_utils.Database:
-    """A connection for one write transaction: the folder made, WAL on, the busy timeout set."""
+def _connect_write(path: Path) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(os_error_message(exc, f"creating the folder of {shorten(path)}")) from exc
     conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
     try:
-        _setup_write(conn)
+        _retrying(lambda: _setup_write(conn), path)
     except BaseException:
         conn.close()
         raise
-    return sqlite_utils.Database(conn)
+    return conn
 
 
 def _setup_write(conn: sqlite3.Connection) -> None:
     """Per-connection settings of a writer (a function, so tests can inject faults here)."""
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    conn.execute("PRAGMA journal_mode = WAL").fetchone()     # stays on in the file once set
+    conn.execute("PRAGMA journal_mode = WAL").fetchone()
 
 
-def write(path: Path, work: Callable[[sqlite_utils.Database], T]) -> T:
-    """Run `work(db)` in one `BEGIN IMMEDIATE` transaction on the database at `path` (made if
-    missing) and commit; on any exception roll back, so nothing of it remains. A transaction
-    refused because others hold the lock is retried, up to WRITE_ATTEMPTS times."""
-    path = Path(path)
+def begin_immediate(conn: sqlite3.Connection, path: Path) -> None:
+    """Start a write transaction holding the write lock now (not at the first write, where a
+    reader turned writer can only fail): the check that a run is new and its rows then go in
+    under one lock. Other writers queue on the busy timeout; a writer still refused after it is
+    retried, WRITE_ATTEMPTS times in all, after a random and growing pause."""
+    _retrying(lambda: conn.execute("BEGIN IMMEDIATE"), path)
+
+
+def commit(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.commit()
+    except sqlite3.OperationalError as exc:
+        raise storage_error(exc, path, writing=True) from exc
+
+
+def _retrying(step: Callable[[], object], path: Path) -> None:
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         try:
-            return _transaction(path, work)
-        except sqlite3.Error as exc:
-            if not is_storage_failure(exc):
-                raise
+            step()
+            return
+        except sqlite3.OperationalError as exc:
             if not is_busy(exc) or attempt == WRITE_ATTEMPTS:
                 raise storage_error(exc, path, writing=True) from exc
             pause = random.uniform(*RETRY_PAUSE_S) * attempt
             log.info("%s is locked (%s); try %d of %d in %.2f s", path, exc, attempt + 1, WRITE_ATTEMPTS, pause)
             time.sleep(pause)
-    raise AssertionError("unreachable")
-
-
-def _transaction(path: Path, work: Callable[[sqlite_utils.Database], T]) -> T:
-    db = _open_write(path)
-    try:
-        db.conn.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(db)
-            db.conn.execute("COMMIT")
-        except BaseException:
-            if db.conn.in_transaction:
-                db.conn.rollback()
-            raise
-        return result
-    finally:
-        db.close()

@@ -1,0 +1,241 @@
+"""Faults a user meets, each one line with its documented exit code and nothing half-written
+(issue 18): a read-only database or folder, a full disk, an unwritable --out, a 5000-character
+label, broken run.json/check.json, Ctrl-C, a typo'd --db, an unknown --variant. No GPU.
+
+Read-only files: chmod as a normal user; as root (chmod does not stop root) `chattr +i`, or
+the test skips. Disk full: SQLite's own SQLITE_FULL (a page limit set on the writer's
+connection), an OSError(ENOSPC) raised by the report's writes, and a real 1 MB tmpfs where
+this machine lets the test mount one."""
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof.cli import cli
+from aisp_prof.store import connection
+from aisp_prof.store import db as store
+from aisp_prof.store.ingest import sample_run_dirs
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = sample_run_dirs()[0]                       # the real ch09.fused_l2norm run (H200)
+LONG = "L" * 5000
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+def one_error(res, code: int, *needles: str) -> str:
+    """The command failed with `code` and said so in exactly one line (the last on stderr)."""
+    assert res.exit_code == code, (res.exit_code, res.output, res.exception)
+    assert "Traceback" not in res.output and not isinstance(res.exception, (AssertionError, TypeError))
+    errors = [line for line in res.stderr.splitlines() if line.startswith("aisp-prof: error:")]
+    assert len(errors) == 1 and res.stderr.strip().splitlines()[-1] == errors[0], res.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("faults") / "a.db"
+    assert invoke("import", "--db", str(db), str(RUN)).exit_code == 0
+    return db
+
+
+def _copy_db(sample_db: Path, to: Path) -> Path:
+    to.mkdir(parents=True, exist_ok=True)
+    shutil.copy(sample_db, to / "a.db")
+    return to / "a.db"
+
+
+@contextlib.contextmanager
+def read_only(path: Path):
+    """`path` (file or folder) made read-only for this process, root included, or skip."""
+    if os.geteuid() != 0:
+        mode = path.stat().st_mode
+        path.chmod(0o555 if path.is_dir() else 0o444)
+        try:
+            yield
+        finally:
+            path.chmod(mode)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+        pytest.skip("running as root, where only chattr +i makes a file read-only, and chattr is refused here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+# ---------------------------------------------------------------------------- read-only database / folder
+
+
+def test_read_only_database_file(tmp_path, sample_db):
+    db = _copy_db(sample_db, tmp_path)
+    before = db.read_bytes()
+    with read_only(db):
+        res = invoke("import", "--db", str(db), str(sample_run_dirs()[1]))
+        one_error(res, 13, "is read-only", "--db")
+        assert json.loads(invoke("runs", "--db", str(db), "--json").stdout)[0]["run_id"] == RUN.name
+    assert db.read_bytes() == before
+
+
+def test_read_only_folder(tmp_path, sample_db):
+    folder = tmp_path / "ro"
+    db = _copy_db(sample_db, folder)
+    with read_only(folder):
+        one_error(invoke("import", "--db", str(db), str(sample_run_dirs()[1])), 13, "cannot open", "writable")
+        one_error(invoke("import", "--db", str(folder / "new.db"), str(RUN)), 13, "cannot open")
+        res = invoke("summary", "latest", "--db", str(db))       # reading still works (opened immutable)
+        assert res.exit_code == 0 and RUN.name in res.stdout, res.output
+    assert sorted(p.name for p in folder.iterdir()) == ["a.db"]
+
+
+# ---------------------------------------------------------------------------- disk full
+
+
+def test_disk_full_during_import_stores_nothing(tmp_path, sample_db, monkeypatch):
+    db = _copy_db(sample_db, tmp_path)
+    pages = sqlite3.connect(db).execute("PRAGMA page_count").fetchone()[0]
+    real = connection._setup_write
+
+    def small_disk(conn):                          # SQLite answers SQLITE_FULL past this many pages
+        real(conn)
+        conn.execute(f"PRAGMA max_page_count = {pages + 20}")
+
+    monkeypatch.setattr(connection, "_setup_write", small_disk)
+    res = invoke("import", "--db", str(db), str(sample_run_dirs()[1]))
+    one_error(res, 13, "is full", "nothing was stored")
+    assert [r["run_id"] for r in store.list_runs(db)] == [RUN.name]
+    assert store.read_table(db, "kernels", sample_run_dirs()[1].name).empty
+
+
+def test_disk_full_during_report_leaves_the_old_report(tmp_path, sample_db, monkeypatch):
+    out = tmp_path / "rep"
+    assert invoke("report", "latest", "--db", str(sample_db), "--out", str(out)).exit_code == 0
+    before = (out / "index.html").read_text()
+    real = Path.write_text
+
+    def full(self, *args, **kwargs):
+        if ".partial-" in str(self) and self.suffix == ".json":
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    one_error(invoke("report", "latest", "--db", str(sample_db), "--out", str(out)), 14, "disk is full", str(out))
+    assert (out / "index.html").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A real 1 MB tmpfs, where this machine lets the test mount one."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                                           capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_really_full_disk(tiny_disk, sample_db):
+    """A real ENOSPC: 1 MB filled but for 64 kB, then an import and a report."""
+    free = shutil.disk_usage(tiny_disk).free
+    (tiny_disk / "filler").write_bytes(b"x" * (free - 64 * 1024))
+    one_error(invoke("import", "--db", str(tiny_disk / "a.db"), str(RUN)), 13, "full")
+    assert not (tiny_disk / "a.db").exists() or store.list_runs(tiny_disk / "a.db") == []
+    one_error(invoke("report", "latest", "--db", str(sample_db), "--out", str(tiny_disk / "rep")), 14, "disk is full")
+    assert [p.name for p in tiny_disk.iterdir() if not p.name.startswith("a.db")] == ["filler"]
+
+
+# ---------------------------------------------------------------------------- outputs
+
+
+def _unwritable(tmp_path: Path, where: str) -> str:
+    """/proc (no new files, root or not), or a folder under a regular file."""
+    if where == "proc":
+        return "/proc/aisp-out"
+    (tmp_path / "file").write_text("a file, not a folder")
+    return str(tmp_path / "file" / "aisp-out")
+
+
+@pytest.mark.parametrize("where", ["proc", "under_a_file"])
+def test_report_out_unwritable(tmp_path, sample_db, where):
+    out = _unwritable(tmp_path, where)
+    one_error(invoke("report", "latest", "--db", str(sample_db), "--out", out), 14, out, "choose")
+    assert not Path(out).exists()
+
+
+@pytest.mark.parametrize("where", ["proc", "under_a_file"])
+def test_roofline_out_unwritable(tmp_path, sample_db, where):
+    out = _unwritable(tmp_path, where) + ".png"
+    one_error(invoke("roofline", "latest", "--db", str(sample_db), "--out", out), 14, out, "choose")
+    assert not Path(out).exists() and not list(Path(out).parent.glob(".aisp-out*")) if where == "proc" else True
+
+
+def test_out_in_a_read_only_folder(tmp_path, sample_db):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    with read_only(folder):
+        one_error(invoke("roofline", "latest", "--db", str(sample_db), "--out", str(folder / "r.png")), 14)
+        one_error(invoke("report", "latest", "--db", str(sample_db), "--out", str(folder / "rep")), 14)
+    assert list(folder.iterdir()) == []
+
+
+def test_long_names(tmp_path, sample_db):
+    """A 5000-character label still gets a report (file names are cut, with a hash); a
+    5000-character --out is one line saying the name is too long, and leaves nothing."""
+    db = _copy_db(sample_db, tmp_path)
+    assert invoke("import", "--db", str(db), "--label", LONG,
+                  str(ROOT / "tests/fixtures/h200/probe_curated_raw_base.csv")).exit_code == 0
+    res = invoke("report", "latest", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert res.exit_code == 0, res.output
+    assert max(len(p.name) for p in (tmp_path / "rep").rglob("*")) < 120
+    one_error(invoke("report", "latest", "--db", str(db), "--out", str(tmp_path / LONG)), 14, "too long")
+    one_error(invoke("roofline", RUN.name, "--db", str(db), "--out", str(tmp_path / f"{LONG}.png")), 14, "too long")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db", "rep"]
+
+
+# ---------------------------------------------------------------------------- broken run folders
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("run.json", "{}", "no run_id"),
+    ("run.json", "[1, 2]", "JSON list"),
+    ("run.json", '{"run_id": "r", "gpu": "H200"}', "not what aisp-prof writes"),
+    ("check.json", "\x00garbage{", "broken check.json"),
+    ("check.json", '{"check": []}', "not what aisp-prof writes"),
+])
+def test_broken_run_folder(tmp_path, name, text, needle):
+    folder = tmp_path / "run"
+    shutil.copytree(RUN, folder)
+    (folder / name).write_text(text)
+    one_error(invoke("import", "--db", str(tmp_path / "a.db"), str(folder)), 6, needle)
+    assert not (tmp_path / "a.db").exists()
+
+
+# ---------------------------------------------------------------------------- read-only commands
+
+
+@pytest.mark.parametrize("command", [["runs"], ["kernels", "latest"], ["summary", "latest"], ["ranges", "latest"],
+                                     ["roofline", "latest"], ["report", "latest"],
+                                     ["history", "ch09.fused_l2norm"]])
+def test_query_of_a_missing_database_creates_nothing(tmp_path, command):
+    db = tmp_path / "typo" / "dir" / "x.db"
+    one_error(invoke(*command, "--db", str(db)), 13, "no run database at", str(db))
+    assert list(tmp_path.iterdir()) == []
