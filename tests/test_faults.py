@@ -239,3 +239,55 @@ def test_query_of_a_missing_database_creates_nothing(tmp_path, command):
     db = tmp_path / "typo" / "dir" / "x.db"
     one_error(invoke(*command, "--db", str(db)), 13, "no run database at", str(db))
     assert list(tmp_path.iterdir()) == []
+
+
+
+# ---------------------------------------------------------------------------- Ctrl-C
+
+
+def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path, sample_db, monkeypatch):
+    from aisp_prof.render import report
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(report, "_finish_page", interrupted)
+    res = invoke("report", "latest", "--db", str(sample_db), "--out", str(tmp_path / "rep"))
+    assert res.exit_code == 130 and res.stderr.strip().splitlines()[-1] == "aisp-prof: interrupted", res.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_during_import_stores_nothing(tmp_path, sample_db, monkeypatch):
+    db = _copy_db(sample_db, tmp_path)
+    real, calls = store._insert, []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(store, "_insert", interrupted)
+    res = invoke("import", "--db", str(db), str(sample_run_dirs()[1]))
+    assert res.exit_code == 130 and "aisp-prof: interrupted" in res.stderr
+    assert [r["run_id"] for r in store.list_runs(db)] == [RUN.name]
+    assert store.read_table(db, "kernels", sample_run_dirs()[1].name).empty
+
+
+def test_sigint_to_a_real_quickstart(tmp_path):
+    """SIGINT, as a terminal's Ctrl-C sends it, to a running `quickstart`: exit 130, one line,
+    no partial report folder and no half-stored run."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "aisp_prof", "quickstart", "--db", str(tmp_path / "a.db")],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = proc.stderr.readline()                       # "no CUDA GPU here: reading N sample run(s) ..."
+    assert "sample run" in first, first
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "aisp-prof: interrupted", err
+    assert "Traceback" not in err
+    leftovers = [p.name for p in tmp_path.rglob("*") if ".partial" in p.name or ".old-" in p.name]
+    assert leftovers == []
+    if (tmp_path / "a.db").exists():                    # each stored run is whole: its kernels are there
+        for run in store.list_runs(tmp_path / "a.db"):
+            assert not store.read_table(tmp_path / "a.db", "kernels", run["run_id"]).empty
