@@ -241,6 +241,17 @@ def test_query_of_a_missing_database_creates_nothing(tmp_path, command):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_unknown_variant_is_exit_2_and_an_empty_variant_is_not(tmp_path, sample_db):
+    one_error(invoke("kernels", "latest", "--db", str(sample_db), "--variant", "cdua"), 2, "did you mean cuda")
+    one_error(invoke("kernels", "latest", "--db", str(sample_db), "--variant", "nope"), 2, "no variant 'nope'")
+    db = _copy_db(sample_db, tmp_path)               # a variant the run checked but ncu did not profile
+    data = store.read_run(db, RUN.name)
+    data.run["run_id"] = "r-unprofiled"
+    data.checks = data.checks.assign(variant="unprofiled")
+    store.write_run(db, data)
+    res = invoke("kernels", "r-unprofiled", "--db", str(db), "--variant", "unprofiled", "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout) == [], res.output
+
 
 # ---------------------------------------------------------------------------- Ctrl-C
 
