@@ -302,3 +302,72 @@ def test_sigint_to_a_real_quickstart(tmp_path):
     if (tmp_path / "a.db").exists():                    # each stored run is whole: its kernels are there
         for run in store.list_runs(tmp_path / "a.db"):
             assert not store.read_table(tmp_path / "a.db", "kernels", run["run_id"]).empty
+
+
+# ---------------------------------------------------------------------------- killed runs
+
+
+_WRITER = """
+import sys, time
+from pathlib import Path
+from aisp_prof.collect.run_folder import atomic_folder
+with atomic_folder(Path(sys.argv[1]), sys.argv[2]) as folder:
+    (folder.path / "ncu_raw.csv").write_text("half an export")
+    print("writing", flush=True)
+    time.sleep(600)
+"""
+
+
+def _writer(profiles: Path, run_id: str) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(profiles), run_id], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.stdout.readline().strip() == "writing"
+    return proc
+
+
+def test_stale_partial_run_folders_are_removed_and_said(tmp_path, caplog):
+    """A run killed outright (SIGKILL: no chance to clean up) leaves .partial-<id>; the next run
+    removes it and logs it, but not a concurrent run's folder (its writer holds the lock), nor
+    one made a moment ago. One of an older aisp-prof (no lock file) goes once untouched 24 h."""
+    from aisp_prof.collect.run_folder import STALE_AFTER_S, atomic_folder
+
+    profiles = tmp_path / "profiles"
+    live = _writer(profiles, "r-live")
+    killed = _writer(profiles, "r-killed")
+    killed.kill()
+    killed.wait()
+    try:
+        old = profiles / ".partial-r-old"
+        (old / "ncu_raw.csv").parent.mkdir()
+        (old / "ncu_raw.csv").write_text("half")
+        day_ago = os.path.getmtime(old) - STALE_AFTER_S - 60
+        for p in (old / "ncu_raw.csv", old):
+            os.utime(p, (day_ago, day_ago))
+        (profiles / ".partial-r-fresh").mkdir()
+        with caplog.at_level("WARNING", logger="aisp_prof.collect.run_folder"):
+            with atomic_folder(profiles, "r-new") as folder:
+                (folder.path / "run.json").write_text("{}")
+        assert sorted(p.name for p in profiles.iterdir()) == [".partial-r-fresh", ".partial-r-live", "r-new"]
+        assert sorted(p.name for p in (profiles / "r-new").iterdir()) == ["run.json"]     # no lock file kept
+        said = caplog.text
+        assert ".partial-r-killed" in said and f"process {killed.pid}" in said and "is gone" in said
+        assert ".partial-r-old" in said and "untouched" in said
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_killed_report_partial_is_removed_by_the_next_report(tmp_path, sample_db, caplog):
+    out = tmp_path / "rep"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".rep.partial-{dead.pid}"
+    (stale / "img").mkdir(parents=True)
+    long_ago = os.path.getmtime(stale) - 3600
+    os.utime(stale, (long_ago, long_ago))
+    mine = tmp_path / f".rep.partial-{os.getppid()}"        # a live process's: left alone
+    mine.mkdir()
+    with caplog.at_level("WARNING", logger="aisp_prof.render.report"):
+        assert invoke("report", "latest", "--db", str(sample_db), "--out", str(out)).exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [mine.name, "rep"]
+    assert stale.name in caplog.text

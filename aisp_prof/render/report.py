@@ -13,13 +13,16 @@ The folder is self-contained: CSS and the small sorting/filter script are inline
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
+import glob
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
 DEFAULT_REPORTS_DIR = Path("reports")
 MARKER = ".aisp-report"            # marks a folder this module wrote (safe to replace)
+STALE_REPORT_S = 600               # a killed report's partial folder is removed once this old
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ def _prepare_out(out_dir: Path) -> Path:
     """A fresh partial folder beside `out_dir`; refuses to replace a folder we did not write."""
     partial = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
     try:
+        _remove_stale(out_dir)
         if out_dir.exists() and (not out_dir.is_dir() or
                                  (any(out_dir.iterdir()) and not (out_dir / MARKER).exists())):
             raise OutputError(f"{shorten(out_dir)} exists and is not an aisp-prof report folder; choose another --out")
@@ -193,6 +198,32 @@ def _prepare_out(out_dir: Path) -> Path:
         shutil.rmtree(partial, ignore_errors=True)
         raise OutputError(os_error_message(exc, f"creating the report folder {shorten(out_dir)}", name_file=False)) from exc
     return partial
+
+
+def _remove_stale(out_dir: Path) -> None:
+    """Remove partial and set-aside folders of `out_dir` whose writing process is gone (killed
+    outright, so it could not clean up) and that were untouched for STALE_REPORT_S (a process
+    id means nothing on another host sharing the folder); a concurrent report's stay."""
+    if not out_dir.parent.is_dir():
+        return
+    for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*-*"):
+        match = re.fullmatch(rf"\.{re.escape(out_dir.name)}\.(?:partial-(\d+)|old-(\d+)-\d+)", path.name)
+        old = False
+        with contextlib.suppress(OSError):
+            old = time.time() - path.stat().st_mtime > STALE_REPORT_S
+        if match and old and not _alive(int(match.group(1) or match.group(2))):
+            shutil.rmtree(path, ignore_errors=True)
+            log.warning("removed %s: left half-written by a report that was killed", path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # another user's live process
+        return True
+    return True
 
 
 def _move_into_place(partial: Path, out_dir: Path) -> None:
