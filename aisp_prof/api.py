@@ -152,6 +152,8 @@ class RunDatabase:
         million-kernel timeline streams through `aisp-prof kernels --json`)."""
         with store_db.Database(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
+            if variant:
+                _check_variant(conn, run_id, variant)
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
             where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
             read = _kernel_sources(conn.table_columns(table))
@@ -176,9 +178,12 @@ class RunDatabase:
         return pd.DataFrame([p.to_dict() for p in self.roofline(run, flop_basis=flop_basis).points])
 
     def calibrations(self) -> list[dict[str, Any]]:
-        """Every measured calibration: the database's, then shipped files for other GPUs."""
-        with store_db.Database(self.path) as conn:
-            in_db = db_calibrations(conn)
+        """Every measured calibration: the database's (none where there is no database yet),
+        then shipped files for other GPUs."""
+        in_db: list[dict[str, Any]] = []
+        if self.path.exists():
+            with store_db.Database(self.path) as conn:
+                in_db = db_calibrations(conn)
         return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
     # ------------------------------------------------------------------ reports
@@ -249,6 +254,29 @@ class RunDatabase:
         summary = run_summary(data)
         return RunResult(summary["run"], summary["summary"], data,
                          runner.failed_check_error(outcome.run_info, outcome.run_dir))
+
+
+VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # where a run names its variants
+
+
+def _check_variant(conn: store_db.Database, run_id: str, variant: str) -> None:
+    """UnknownTargetError (with close names) unless the run knows `variant`: a typo is said,
+    while a variant the run has but with no kernel launches is an empty answer, not an error."""
+    import difflib
+
+    from .errors import UnknownTargetError
+
+    known: set[str] = set()
+    for table in VARIANT_TABLES:
+        if "variant" in conn.columns(table):
+            known |= {r["variant"] for r in conn.query(f"SELECT DISTINCT variant FROM [{table}] WHERE run_id = ? "
+                                                       "AND variant IS NOT NULL AND variant != ''", [run_id])}
+    if variant in known:
+        return
+    close = difflib.get_close_matches(variant, sorted(known), n=3, cutoff=0.4)
+    hint = (f"did you mean {', '.join(close)}?" if close else
+            f"it has {', '.join(sorted(known))}" if known else "it names no variants")
+    raise UnknownTargetError(f"run {run_id} has no variant {variant!r}; {hint}")
 
 
 def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,13 @@
 """Errors a user can act on, each with its own process exit code.
 
 The library raises these; the CLI turns them into one line on stderr and `exit_code`, so a CI
-job can tell "no GPU here" from "the optimized kernel is wrong" without parsing text.
+job can tell "no GPU here" from "the optimized kernel is wrong" without parsing text. The README's
+"Exit codes" table lists them; Ctrl-C exits INTERRUPTED_EXIT_CODE (130). An OSError or SQLite
+failure the library did not wrap still ends as one line with OutputError's or StorageError's code.
 """
 from __future__ import annotations
+
+import errno
 
 
 class AispError(Exception):
@@ -76,3 +80,61 @@ class SizesError(AispError):
     """A `--sizes` value the pair does not take (unknown key, not a positive integer)."""
 
     exit_code = 12
+
+
+class StorageError(AispError):
+    """The run database could not be opened, read or written: missing (a query never creates
+    one), read-only, on a full disk, locked by other writers past the retries, or not a database."""
+
+    exit_code = 13
+
+
+class MissingDatabaseError(StorageError):
+    """A command that only reads found no database at --db (it creates none)."""
+
+
+class OutputError(AispError):
+    """A file or folder could not be written (report, chart, run folder): an unwritable or
+    read-only place, a full disk, a name too long. Nothing half-written is left behind."""
+
+    exit_code = 14
+
+
+class RunExistsError(AispError):
+    """A run id that is already stored (writing it again would overwrite a run)."""
+
+    def __init__(self, run_id: str, where: object):
+        super().__init__(f"run {run_id} is already in {where}")
+        self.run_id = run_id
+
+
+INTERRUPTED_EXIT_CODE = 130          # Ctrl-C, as shells report a process stopped by SIGINT
+
+_OS_ADVICE = {
+    errno.ENOSPC: "the disk is full: free some space and run again",
+    errno.EDQUOT: "the disk quota is exhausted: free some space and run again",
+    errno.EROFS: "the file system is read-only: choose a writable place",
+    errno.EACCES: "permission denied: choose a place you may write to, or fix its permissions",
+    errno.EPERM: "not permitted: choose a place you may write to, or fix its permissions",
+    errno.ENAMETOOLONG: "the file name is too long: choose a shorter one",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: choose another place",
+    errno.ENOENT: "no such file or folder, or no new file may be made there: choose another place",
+    errno.EISDIR: "it is a folder, not a file",
+    errno.EEXIST: "a file of that name is in the way of a folder: choose another place",
+}
+
+
+def os_error_message(exc: OSError, what: str, name_file: bool = True) -> str:
+    """One line for an OSError while `what` ("writing the report to reports/x"): what failed,
+    why in plain words, and what to do. `name_file=False` leaves out the file the OS names (a
+    temporary one the user never asked for)."""
+    advice = _OS_ADVICE.get(exc.errno or 0) or exc.strerror or str(exc)
+    named = name_file and exc.filename and str(exc.filename) not in what
+    where = f" ({shorten(exc.filename)})" if named else ""
+    return f"{what} failed{where}: {advice}"
+
+
+def shorten(text: object, width: int = 160) -> str:
+    """A path for a one-line message: a 5000-character name keeps its head and tail."""
+    text = str(text)
+    return text if len(text) <= width else f"{text[: width // 2]}...{text[-width // 3:]}"

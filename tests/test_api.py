@@ -37,10 +37,14 @@ def test_readme_notebook_example_runs(tmp_path, monkeypatch):
 
 
 def test_every_read_is_a_dataframe(tmp_path):
+    from aisp_prof.errors import MissingDatabaseError
+
     db = aisp_prof.open_db(tmp_path / "a.db")
-    assert db.runs().empty and list(db.runs().columns)[:2] == ["run_id", "pair"]
+    with pytest.raises(MissingDatabaseError, match="no run database at"):     # said, and not created
+        db.runs()
+    assert not (tmp_path / "a.db").exists()
     run = db.import_path(aisp_prof.sample_runs()[0])
-    assert db.runs()["run_id"].tolist() == [run]
+    assert db.runs()["run_id"].tolist() == [run] and list(db.runs().columns)[:2] == ["run_id", "pair"]
     kernels = db.kernels("ch09.fused_l2norm")
     assert len(kernels) == 7 and {"nvtx_range", "duration_ns", "dram_bytes", "flops_total"} <= set(kernels)
     assert len(db.kernels(run, variant="cuda")) == 1
@@ -58,7 +62,11 @@ def test_every_read_is_a_dataframe(tmp_path):
 def test_unknown_run_is_one_error(tmp_path):
     from aisp_prof.errors import UnknownTargetError
 
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "a.db").close()               # a database without runs
     db = aisp_prof.open_db(tmp_path / "a.db")
+    assert db.runs().empty and list(db.runs().columns)[:2] == ["run_id", "pair"]
     with pytest.raises(UnknownTargetError, match="no runs in"):
         db.summary("latest")
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from aisp_prof.api import open_db, run_summary as summary_of
 from aisp_prof.store import db as store
-from aisp_prof.errors import AispError, UnknownTargetError
+from aisp_prof.errors import AispError, MissingDatabaseError, UnknownTargetError
 from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
 from aisp_prof.analyze.page_tables import short_kernel_name
 from aisp_prof.render.report import TEMPLATES
@@ -248,8 +248,9 @@ def test_select_runs(tmp_path):
         open_db(db).select(targets=["ch14"])
     with pytest.raises(UnknownTargetError, match="unknown run"):
         open_db(db).select(runs=["nope"])
-    with pytest.raises(UnknownTargetError, match="no runs"):
-        open_db(tmp_path / "empty.db").select()
+    with pytest.raises(MissingDatabaseError, match="no run database"):
+        open_db(tmp_path / "missing.db").select()
+    assert not (tmp_path / "missing.db").exists()
 
 
 def test_default_name_and_replacing_a_report(tmp_path):

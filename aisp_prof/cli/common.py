@@ -1,24 +1,47 @@
 """What every command shares: the error-to-exit-code group, shared options, JSON output."""
 from __future__ import annotations
 
+import errno
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
 import click
 
-from ..errors import AispError
+from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message
 
 
 class AispGroup(click.Group):
-    """Turns AispError into `aisp-prof: error: ...` on stderr and the error's own exit code."""
+    """Turns AispError into `aisp-prof: error: ...` on stderr and the error's own exit code.
+
+    What the library did not turn into an AispError still ends in one line: an OS failure
+    (OutputError's exit code), a SQLite one (StorageError's), and Ctrl-C exits 130 ("interrupted";
+    click alone prints "Aborted!" and exits 1). Partial outputs are removed by the code that
+    wrote them, which sees the KeyboardInterrupt first."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except AispError as exc:
-            click.echo(f"aisp-prof: error: {exc}", err=True)
-            ctx.exit(exc.exit_code)
+            fail(ctx, str(exc), exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("aisp-prof: interrupted", err=True)
+            ctx.exit(INTERRUPTED_EXIT_CODE)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:         # `aisp-prof kernels --json | head`: click exits quietly
+                raise
+            fail(ctx, os_error_message(exc, "a file operation"), OutputError.exit_code)
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError) and type(exc) is not sqlite3.DatabaseError:
+                raise                                # a bug (a value SQLite cannot bind), not the file
+            fail(ctx, f"the run database failed ({exc}): check --db, free space and permissions",
+                 StorageError.exit_code)
+
+
+def fail(ctx: click.Context, message: str, code: int) -> None:
+    click.echo(f"aisp-prof: error: {message}", err=True)
+    ctx.exit(code)
 
 
 def db_option(f: Callable) -> Callable:

@@ -65,7 +65,9 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
 
     Exit codes: 0 ok, 2 unknown target, 3 no GPU, 4 profiler or nvcc missing, 5 counter
     permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
-    8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes.
+    8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes,
+    13 run database unusable (read-only, disk full, locked), 14 run folder not writable,
+    130 interrupted (Ctrl-C; the partial run folder is removed).
 
     \b
     Example:

@@ -1,13 +1,15 @@
 """Commands that analyze and draw stored runs: roofline, report."""
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..errors import AispError
+from ..errors import AispError, OutputError, os_error_message, shorten
 from ..naming import PRECISIONS
 from .common import database, db_option, echo_json, json_option
 
@@ -44,11 +46,7 @@ def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db
         raise AispError(f"--out {out}: the chart is written as .png or .svg")
     result = database(db).roofline(*targets, flop_basis=flop_basis)
     precisions = chart.pop("precisions") or None
-    path = None
-    if out is not None:
-        from ..render.roofline_plot import draw
-
-        path = draw(result, out, precisions=precisions, **chart)
+    path = _write_chart(result, out, precisions=precisions, **chart) if out is not None else None
     if as_json:
         data = result.to_dict()
         if not chart["compare"]:
@@ -61,6 +59,24 @@ def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db
     click.echo(roofline_table(result, precisions))
     if path:
         click.echo(f"\nchart: {path}")
+
+
+def _write_chart(result: Any, out: Path, **options: Any) -> Path:
+    """Draw into a hidden file beside `out`, then rename: never half a chart, even on Ctrl-C;
+    an unwritable place (/proc, a read-only folder, a name too long) is one OutputError line."""
+    from ..render.roofline_plot import draw
+
+    tmp = out.with_name(f".{out.stem[:50]}.partial-{os.getpid()}{out.suffix}")
+    try:
+        draw(result, tmp, **options)
+        os.replace(tmp, out)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise OutputError(os_error_message(exc, f"writing the chart to {shorten(out)}", name_file=False)) from exc
+        raise
+    return out
 
 
 @click.command("report")

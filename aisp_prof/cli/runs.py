@@ -38,19 +38,27 @@ def list_cmd(chapter: str | None, as_json: bool) -> None:
 @json_option
 def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_json: bool) -> None:
     """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
-    .ncu-rep, or an nsys SQLite export. Prints each new run id.
+    .ncu-rep, or an nsys SQLite export. Prints each run id; a run folder already stored is
+    not stored again (its id is printed, and stderr says it was already there).
 
     \b
     Example:
       aisp-prof import profiles/samples/*/
       aisp-prof import my_kernel.ncu-rep --label before
     """
-    runs = database(db)
-    ids = [runs.import_path(p, label) for p in paths]
+    from ..errors import RunExistsError
+
+    runs, done = database(db), []
+    for p in paths:
+        try:
+            done.append((p, runs.import_path(p, label), "stored"))
+        except RunExistsError as exc:
+            click.echo(f"{p}: run {exc.run_id} is already in {runs.path}", err=True)
+            done.append((p, exc.run_id, "already stored"))
     if as_json:
-        echo_json([{"path": str(p), "run_id": r} for p, r in zip(paths, ids)])
+        echo_json([{"path": str(p), "run_id": r, "status": status} for p, r, status in done])
     else:
-        for r in ids:
+        for _, r, _ in done:
             click.echo(r)
 
 

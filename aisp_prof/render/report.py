@@ -13,12 +13,16 @@ The folder is self-contained: CSS and the small sorting/filter script are inline
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
+import glob
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -27,7 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from markupsafe import Markup
 
-from ..errors import AispError, UnknownTargetError
+from ..errors import OutputError, UnknownTargetError, os_error_message, shorten
 from ..units import duration, si
 from . import drawing
 
@@ -36,6 +40,7 @@ log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
 DEFAULT_REPORTS_DIR = Path("reports")
 MARKER = ".aisp-report"            # marks a folder this module wrote (safe to replace)
+STALE_REPORT_S = 600               # a killed report's partial folder is removed once this old
 
 
 @dataclass(frozen=True)
@@ -118,8 +123,16 @@ def _assets() -> dict[str, Any]:
     return {"css": Markup(css), "js": Markup(js), "csp": csp}
 
 
+MAX_SLUG = 100                     # file names stay far below the 255 bytes file systems allow
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+    """A file-name-safe form of a pair, label or run id; a long one (a 5000-character label)
+    is cut, with a hash of the whole so that two long names stay distinct."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+    if len(slug) <= MAX_SLUG:
+        return slug
+    return f"{slug[: MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def _page_names(refs: Sequence[PageRef]) -> list[str]:
@@ -170,16 +183,69 @@ def _rel(path: Path, img: Path) -> str:
 
 def _prepare_out(out_dir: Path) -> Path:
     """A fresh partial folder beside `out_dir`; refuses to replace a folder we did not write."""
-    if out_dir.exists() and (not out_dir.is_dir() or
-                             (any(out_dir.iterdir()) and not (out_dir / MARKER).exists())):
-        raise AispError(f"{out_dir} exists and is not an aisp-prof report folder; choose another --out")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     partial = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
-    if partial.exists():
-        shutil.rmtree(partial)
-    (partial / "img").mkdir(parents=True)
-    (partial / "data").mkdir()
+    try:
+        _remove_stale(out_dir)
+        if out_dir.exists() and (not out_dir.is_dir() or
+                                 (any(out_dir.iterdir()) and not (out_dir / MARKER).exists())):
+            raise OutputError(f"{shorten(out_dir)} exists and is not an aisp-prof report folder; choose another --out")
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        if partial.exists():
+            shutil.rmtree(partial)
+        (partial / "img").mkdir(parents=True)
+        (partial / "data").mkdir()
+    except OSError as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise OutputError(os_error_message(exc, f"creating the report folder {shorten(out_dir)}", name_file=False)) from exc
     return partial
+
+
+def _remove_stale(out_dir: Path) -> None:
+    """Remove partial and set-aside folders of `out_dir` whose writing process is gone (killed
+    outright, so it could not clean up) and that were untouched for STALE_REPORT_S (a process
+    id means nothing on another host sharing the folder); a concurrent report's stay."""
+    if not out_dir.parent.is_dir():
+        return
+    for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*-*"):
+        match = re.fullmatch(rf"\.{re.escape(out_dir.name)}\.(?:partial-(\d+)|old-(\d+)-\d+)", path.name)
+        old = False
+        with contextlib.suppress(OSError):
+            old = time.time() - path.stat().st_mtime > STALE_REPORT_S
+        if match and old and not _alive(int(match.group(1) or match.group(2))):
+            shutil.rmtree(path, ignore_errors=True)
+            log.warning("removed %s: left half-written by a report that was killed", path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # another user's live process
+        return True
+    return True
+
+
+def _move_into_place(partial: Path, out_dir: Path) -> None:
+    """Rename the finished partial folder to `out_dir`, replacing a previous report there. A
+    report written into the same folder at the same moment (two quickstarts) may move in between
+    our steps: then the old one is moved aside again, a few times; the last to finish stays."""
+    for attempt in range(10):
+        if out_dir.exists():
+            aside = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}-{attempt}"
+            try:
+                out_dir.rename(aside)
+            except FileNotFoundError:        # another report moved it first
+                pass
+            else:
+                shutil.rmtree(aside, ignore_errors=True)
+        try:
+            partial.rename(out_dir)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or attempt == 9:
+                shutil.rmtree(partial, ignore_errors=True)
+                raise OutputError(os_error_message(exc, f"moving the report into {shorten(out_dir)}", name_file=False)) from exc
 
 
 def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | None = None,
@@ -215,12 +281,12 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
                                                         db=source, **assets)
         (partial / "index.html").write_text(html, encoding="utf-8")
         (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
-    except BaseException:
+    except BaseException as exc:             # Ctrl-C and a full disk included: no half report
         shutil.rmtree(partial, ignore_errors=True)
+        if isinstance(exc, OSError):
+            raise OutputError(os_error_message(exc, f"writing the report to {shorten(out_dir)}", name_file=False)) from exc
         raise
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    partial.rename(out_dir)
+    _move_into_place(partial, out_dir)
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
 
 

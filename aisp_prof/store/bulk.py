@@ -62,9 +62,9 @@ def insert_frame(conn: sqlite3.Connection, table: str, df: pd.DataFrame, run_id:
             conn.executemany(stage, zip(codes[first:first + chunk_rows].tolist(), *python_columns(chunk)))
             conn.execute(copy, [run_id])
             conn.execute(f"DELETE FROM {_STAGE}")
-    finally:
-        conn.execute(f"DROP TABLE {_STAGE}")
-        conn.execute(f"DROP TABLE {_COMBOS}")
+    finally:                    # IF EXISTS: a full disk rolls the whole transaction back, temp tables too
+        conn.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+        conn.execute(f"DROP TABLE IF EXISTS {_COMBOS}")
 
 
 def _repeated_columns(df: pd.DataFrame) -> list[Any]:

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import AispError
 from ..naming import hardware_key
 from ..paths import calibration_dir
+from . import connection
 from .db import Database, open_db
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ def save_calibration(db: Path, calibration: dict[str, Any]) -> str:
     key = calibration.get("hardware_key") or hardware_key(calibration.get("gpu_name"))
     database = open_db(db)
     try:
+        connection.begin_immediate(database.conn, db)
         with database.atomic():
             database[TABLE].upsert({
                 "hardware_key": key, "gpu_name": calibration.get("gpu_name"),
@@ -46,6 +48,7 @@ def save_calibration(db: Path, calibration: dict[str, Any]) -> str:
                 "gpu_memory_bytes": calibration.get("gpu_memory_bytes"),
                 "calibration_json": json.dumps(calibration, sort_keys=True, default=str),
             }, pk="hardware_key", alter=True)
+        connection.commit(database.conn, db)
     finally:
         database.close()
     return key

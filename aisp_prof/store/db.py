@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import pandas as pd
 import sqlite_utils
 
-from ..errors import AispError
+from ..errors import RunExistsError
 from ..sqlite_frames import frame_of_rows
+from . import connection
 from .bulk import insert_frame
 from .run_data import TABLES, RunData
 
@@ -40,9 +42,10 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
     return Path(explicit or os.environ.get("AISP_PROF_DB") or DEFAULT_DB)
 
 
-def open_db(path: Path) -> sqlite_utils.Database:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return sqlite_utils.Database(path)
+def open_db(path: Path, create: bool = True) -> sqlite_utils.Database:
+    """The database at `path` (`connection.connect`: WAL, a busy timeout): made if missing for a
+    writer; for a reader (`create=False`) a missing one is MissingDatabaseError, nothing made."""
+    return sqlite_utils.Database(connection.connect(path, create))
 
 
 # SQLite column types for pandas dtypes (the types sqlite-utils would infer from the values)
@@ -88,20 +91,27 @@ def write_run(path: Path, data: RunData) -> str:
 
     Rows go in through plain sqlite3 inside one transaction (`bulk`: sqlite-utils' `insert_all`
     converted every cell in Python twice and wrote 43-row statements, each with a savepoint: 58
-    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes."""
+    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes.
+
+    The transaction is `BEGIN IMMEDIATE` (`connection`): whether the run is new is asked under
+    the write lock, so two imports of one run at once store it once; other writers queue."""
     db = open_db(path)
     try:
+        connection.begin_immediate(db.conn, path)
         if "runs" in db.table_names() and db["runs"].count_where("run_id = ?", [data.run_id]):
-            raise AispError(f"run {data.run_id} is already in {path}")
-        with db.atomic():
+            raise RunExistsError(data.run_id, path)
+        with db.atomic():                      # a savepoint of the immediate transaction
             db["runs"].insert(data.run, pk="run_id", alter=True)
             for name in TABLES:
                 _insert(db, name, getattr(data, name), data.run_id)
         for name in TABLES:
             if name in db.table_names():
                 db[name].create_index(["run_id"], if_not_exists=True)
+        connection.commit(db.conn, path)
+    except sqlite3.OperationalError as exc:     # a full disk, a read-only file: nothing was stored
+        raise connection.storage_error(exc, path, writing=True) from exc
     finally:
-        db.close()
+        db.close()                             # rolls back what was not committed
     return data.run_id
 
 
@@ -110,7 +120,7 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._db = open_db(self.path)
+        self._db = open_db(self.path, create=False)
         self._tables = set(self._db.table_names())
 
     def __enter__(self) -> "Database":

@@ -5,16 +5,17 @@ folder copied to a laptop produce the same rows.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
-from ..errors import ExportParseError
+from ..errors import ExportParseError, RunExistsError
 from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
 from ..paths import samples_dir
-from .db import Database, write_run
+from .db import write_run
 from .run_data import RunData
 
 
@@ -62,21 +63,44 @@ def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[st
 
 def load_run_dir(run_dir: Path) -> RunData:
     """Parse a folder written by `aisp-prof run` (run.json + whatever exports it holds)."""
-    try:
-        info = json.loads((run_dir / RUN_JSON).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ExportParseError(f"{run_dir} is not a complete aisp-prof run folder ({exc})") from exc
+    info = _json_object(run_dir / RUN_JSON, f"{run_dir} is not a complete aisp-prof run folder")
+    if not isinstance(info.get("run_id"), str) or not info["run_id"]:
+        raise ExportParseError(f"{run_dir / RUN_JSON} has no run_id: not a run.json written by aisp-prof")
     pair = info.get("pair")
-    data = RunData(run=_run_row(info, "run", run_dir))
+    with _wrong_shape(run_dir / RUN_JSON):
+        data = RunData(run=_run_row(info, "run", run_dir))
     if (run_dir / NCU_CSV).exists():
         data.kernels, data.metrics = _ncu(run_dir / NCU_CSV, pair)
     if (run_dir / NSYS_SQLITE).exists():
         _nsys(run_dir / NSYS_SQLITE, pair, data)
     if (run_dir / CHECK_JSON).exists():
-        check = json.loads((run_dir / CHECK_JSON).read_text())
-        data.checks = pd.DataFrame([_flat(c) for c in check.get("check", {}).get("checks", [])])
-        data.samples, data.timings = _timing(run_dir, check)
+        check = _json_object(run_dir / CHECK_JSON, f"{run_dir} holds a broken {CHECK_JSON}")
+        with _wrong_shape(run_dir / CHECK_JSON):
+            data.checks = pd.DataFrame([_flat(c) for c in check.get("check", {}).get("checks", [])])
+            data.samples, data.timings = _timing(run_dir, check)
     return data
+
+
+@contextlib.contextmanager
+def _wrong_shape(path: Path) -> Iterator[None]:
+    """A JSON object whose fields are not what aisp-prof writes (a list for an object, a string
+    for a number) is an ExportParseError naming the file, not a traceback."""
+    try:
+        yield
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        raise ExportParseError(f"{path} is not what aisp-prof writes ({type(exc).__name__}: {exc})") from exc
+
+
+def _json_object(path: Path, problem: str) -> dict[str, Any]:
+    """A JSON file that must hold an object (run.json, check.json, timing_pN.json); anything
+    else (unreadable, not JSON, a list, a field of the wrong type) is an ExportParseError."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ExportParseError(f"{problem} ({path.name}: {exc})") from exc
+    if not isinstance(value, dict):
+        raise ExportParseError(f"{problem} ({path.name} holds a JSON {type(value).__name__}, not an object)")
+    return value
 
 
 def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -86,7 +110,7 @@ def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.Data
 
     samples = list(check.get("samples") or [])
     for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
-        samples += json.loads(path.read_text()).get("samples") or []
+        samples += _json_object(path, f"{run_dir} holds a broken {path.name}").get("samples") or []
     first = check.get("timing") or {}
     if not samples:
         return pd.DataFrame(), pd.DataFrame([{"variant": v, **t} for v, t in first.items()])
@@ -147,11 +171,12 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
     data = load_run_dir(path) if path.is_dir() else load_export(path, label)
     if path.is_dir() and label:
         data.run["label"] = label
-    if skip_stored:
-        with Database(db) as conn:
-            if data.run_id in {r["run_id"] for r in conn.list_runs()}:
-                return data.run_id
-    return write_run(db, data)
+    try:
+        return write_run(db, data)
+    except RunExistsError as exc:
+        if not skip_stored:
+            raise
+        return exc.run_id
 
 
 def sample_run_dirs() -> list[Path]:

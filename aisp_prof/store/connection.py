@@ -1,0 +1,154 @@
+"""Opening the run database, for reading or for one write transaction, and its failures as one line.
+
+Many writers share one database (a team's, a CI matrix's): each write is one `BEGIN IMMEDIATE`
+transaction in WAL mode, so readers never block it and writers queue on SQLite's busy timeout
+instead of failing half-way; a writer still refused after that is retried, a bounded number of
+times, after a random pause (so the queue does not retry in lock step). In WAL mode the lock is
+only ever waited for there (and when WAL is first turned on): once a writer holds it, its writes
+and its commit need no other. Reading never creates anything: a missing database is a
+`MissingDatabaseError`. A failure of the file (read-only, full, cannot open, not a database,
+locked past the retries) becomes a `StorageError` that says what to do.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..errors import MissingDatabaseError, StorageError, os_error_message, shorten
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 20.0      # SQLite waits this long for the write lock before answering "locked"
+WRITE_ATTEMPTS = 6         # whole transactions tried before giving up (about 2 minutes of queue)
+RETRY_PAUSE_S = (0.05, 1.0)
+
+
+def _error_name(exc: sqlite3.Error) -> str:
+    """SQLITE_BUSY, SQLITE_FULL, ... (Python 3.11+), else guessed from the message."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if name:
+        return name
+    text = str(exc).lower()
+    for needle, guess in (("locked", "SQLITE_BUSY"), ("busy", "SQLITE_BUSY"), ("readonly", "SQLITE_READONLY"),
+                          ("read-only", "SQLITE_READONLY"), ("full", "SQLITE_FULL"), ("unable to open", "SQLITE_CANTOPEN"),
+                          ("not a database", "SQLITE_NOTADB"), ("malformed", "SQLITE_CORRUPT"), ("i/o", "SQLITE_IOERR")):
+        if needle in text:
+            return guess
+    return ""
+
+
+def is_storage_failure(exc: BaseException) -> bool:
+    """A failure of the file or its lock (locked, read-only, full, cannot open, not a database),
+    not of the statement or the values (those are bugs, and keep their traceback)."""
+    return isinstance(exc, sqlite3.OperationalError) or type(exc) is sqlite3.DatabaseError
+
+
+def is_busy(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and _error_name(exc).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
+def storage_error(exc: sqlite3.Error, path: Path, writing: bool) -> StorageError:
+    """The one line for a sqlite3 error on the database at `path`."""
+    name, db = _error_name(exc), shorten(path)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        text = (f"{db} stayed locked by other writers for {WRITE_ATTEMPTS} tries of {BUSY_TIMEOUT_S:.0f} s; "
+                "nothing was stored: run again (or look for a stuck aisp-prof process)")
+    elif name.startswith("SQLITE_READONLY"):
+        text = f"{db} is read-only: make the file and its folder writable, or store elsewhere with --db"
+    elif name.startswith("SQLITE_FULL") or "full" in str(exc).lower():
+        text = f"the disk holding {db} is full; nothing was stored: free some space and run again"
+    elif name.startswith("SQLITE_CANTOPEN"):
+        text = (f"cannot open {db}: its folder must exist and be writable (SQLite keeps a -wal and a -shm "
+                "file beside it): fix the permissions, or choose another --db")
+    elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+        text = f"{db} is not a readable SQLite database ({exc}): point --db at the run database"
+    elif name.startswith("SQLITE_IOERR"):
+        text = f"I/O error on {db} ({exc}): the disk may be full or failing; nothing was stored" if writing else \
+            f"I/O error reading {db} ({exc})"
+    else:
+        text = f"{db}: {exc}"
+    return StorageError(text)
+
+
+def connect(path: Path, create: bool = True) -> sqlite3.Connection:
+    """A connection to the database at `path` with the busy timeout set.
+
+    A writer (`create`) makes the folder and the file if missing and turns WAL on (it stays on
+    in the file). A reader makes nothing: a missing database is MissingDatabaseError; one in a
+    folder it may not write is opened immutable (SQLite could not make its -shm file there)."""
+    path = Path(path)
+    try:
+        return _connect_write(path) if create else _connect_read(path)
+    except sqlite3.DatabaseError as exc:
+        if not is_storage_failure(exc):
+            raise
+        raise storage_error(exc, path, writing=create) from exc
+
+
+def _connect_read(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        what = "is a folder, not a database" if path.is_dir() else "does not exist"
+        raise MissingDatabaseError(f"no run database at {shorten(path)} (it {what}): check --db or $AISP_PROF_DB, "
+                                   "or store runs there first with `aisp-prof import` or `aisp-prof run`")
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if not _error_name(exc).startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY")):
+            raise
+        log.info("%s: opened immutable (%s)", path, exc)
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    return conn
+
+
+def _connect_write(path: Path) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(os_error_message(exc, f"creating the folder of {shorten(path)}")) from exc
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
+    try:
+        _retrying(lambda: _setup_write(conn), path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _setup_write(conn: sqlite3.Connection) -> None:
+    """Per-connection settings of a writer (a function, so tests can inject faults here)."""
+    conn.execute("PRAGMA journal_mode = WAL").fetchone()
+
+
+def begin_immediate(conn: sqlite3.Connection, path: Path) -> None:
+    """Start a write transaction holding the write lock now (not at the first write, where a
+    reader turned writer can only fail): the check that a run is new and its rows then go in
+    under one lock. Other writers queue on the busy timeout; a writer still refused after it is
+    retried, WRITE_ATTEMPTS times in all, after a random and growing pause."""
+    _retrying(lambda: conn.execute("BEGIN IMMEDIATE"), path)
+
+
+def commit(conn: sqlite3.Connection, path: Path) -> None:
+    try:
+        conn.commit()
+    except sqlite3.OperationalError as exc:
+        raise storage_error(exc, path, writing=True) from exc
+
+
+def _retrying(step: Callable[[], object], path: Path) -> None:
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            step()
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or attempt == WRITE_ATTEMPTS:
+                raise storage_error(exc, path, writing=True) from exc
+            pause = random.uniform(*RETRY_PAUSE_S) * attempt
+            log.info("%s is locked (%s); try %d of %d in %.2f s", path, exc, attempt + 1, WRITE_ATTEMPTS, pause)
+            time.sleep(pause)
