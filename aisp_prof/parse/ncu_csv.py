@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
@@ -266,6 +266,7 @@ class _CsvLayout:
     tidy_cols: set[int]                          # the metric cells that are metric-table columns
     has_units_row: bool
     first_row: int                               # CSV row number of the first launch, for messages
+    nvtx_seen: dict[str, dict[str, str]] = field(default_factory=dict)   # NVTX cell -> its columns
 
 
 def _layout(path: Path, header: list[str], second: list[str] | None) -> _CsvLayout:
@@ -309,8 +310,13 @@ def _identity_row(path: Path, layout: _CsvLayout, n: int, row: list[str]) -> dic
     ident["launch_id"] = int(launch_text)
     for key in _INT_IDENTITY:
         ident[key] = _int_or_none(ident[key])
-    nvtx = parse_nvtx_stack(row[layout.nvtx_col]) if layout.nvtx_col is not None else []
-    ident.update(nvtx_columns(nvtx))
+    if layout.nvtx_col is None:
+        ident.update(nvtx_columns([]))
+    else:                                   # a few distinct NVTX cells behind thousands of launches
+        cell = row[layout.nvtx_col]
+        if cell not in layout.nvtx_seen:
+            layout.nvtx_seen[cell] = nvtx_columns(parse_nvtx_stack(cell))
+        ident.update(layout.nvtx_seen[cell])
     return ident
 
 
