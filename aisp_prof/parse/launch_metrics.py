@@ -14,8 +14,9 @@ launch) key in the order the report first lists it (`from_long`).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,7 +51,7 @@ class LaunchMetrics:
     _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def empty(cls) -> "LaunchMetrics":
+    def empty(cls) -> LaunchMetrics:
         return cls(np.zeros(0, dtype=np.int64), (), (), np.zeros((0, 0)))
 
     @property
@@ -129,7 +130,7 @@ class LaunchMetrics:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def from_long(cls, frame: pd.DataFrame) -> "LaunchMetrics":
+    def from_long(cls, frame: pd.DataFrame) -> LaunchMetrics:
         """The matrix of a long frame (launch_id, metric, unit, value). Launches in order of first
         appearance; columns keyed by (metric, unit, n-th time in the launch) in order of first
         appearance. `long()` gives the frame back in that order: the same frame whenever every
@@ -156,7 +157,7 @@ class LaunchMetrics:
         return cls(np.asarray(launch_ids, dtype=np.int64), names, units, values, present)
 
     @classmethod
-    def from_records(cls, records: list[tuple[int, str, str, float]]) -> "LaunchMetrics":
+    def from_records(cls, records: list[tuple[int, str, str, float]]) -> LaunchMetrics:
         """`from_long` of (launch_id, metric, unit, value) records."""
         return cls.from_long(pd.DataFrame(records, columns=list(LONG_COLUMNS)))
 

@@ -1,5 +1,5 @@
 """Parse Nsight Compute `--csv --page raw` exports into two tables: one row per kernel launch, and
-every numeric metric in long form.
+every numeric metric (`LaunchMetrics`: a row per launch, a column per metric; long form on demand).
 
 The raw page is the only ncu text export with one column per metric; its first row names the
 metrics, its second gives their units, and each later row is one profiled launch. Without
@@ -9,31 +9,39 @@ table (`ncu_units`), not guesswork. Neither CSV form keeps every digit: scaled u
 decimals (1.917473 Ghz), base units two (0.26 for a stall ratio); a `.ncu-rep` does (see
 `ncu_rep`). The unit conversion and the table assembly are shared with `ncu_rep`, so a CSV and a
 `.ncu-rep` of the same run give the same frames.
+
+Launch rows are read a chunk at a time (`ncu_csv_text`) and their metric cells converted a
+column at a time (`ncu_columns`), with the results and errors of the cell-by-cell rule.
 """
 from __future__ import annotations
 
-import csv
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
-from aisp_prof.errors import CounterPermissionError, ExportParseError
+from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.launch_metrics import LONG_COLUMNS, LaunchMetrics
 from aisp_prof.parse.metric_table import BY_RAW, METRICS, Metric
 from aisp_prof.parse.ncu_columns import cell_values, fast_values
+from aisp_prof.parse.ncu_csv_text import (
+    CELL,
+    HEADER,
+    RAGGED,
+    REEXPORT_HINT,
+    FirstError,
+    csv_lines,
+    csv_rows,
+    ragged_row,
+    read_text,
+)
 from aisp_prof.parse.ncu_units import base_unit, number_text
 
 log = logging.getLogger(__name__)
-
-REEXPORT_HINT = (
-    "re-export with `ncu --import X.ncu-rep --csv --page raw --print-units base > X_raw_base.csv`"
-)
-
 
 @dataclass(frozen=True)
 class NcuParse:
@@ -172,7 +180,6 @@ _IDENTITY_HEADERS = {
 _OTHER_HEADERS = {"Process Name", "Host Name"}
 _NVTX_PUSH_POP = "thread Domain:Push/Pop_Range"
 _NVTX_START_END = "Id:Domain:Start/Stop_Range"
-_TOOL_LINE = re.compile(r"==[A-Z]+==")
 _MISSING = {"", "n/a"}  # ncu's "not collected for this launch": NaN in the launches table
 
 
@@ -181,74 +188,7 @@ def _is_metric_header(name: str) -> bool:
                 or name.startswith((_NVTX_PUSH_POP, _NVTX_START_END)))
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ExportParseError(f"{path}: cannot read the ncu export ({exc.strerror})") from exc
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExportParseError(
-            f"{path}: not text (byte {exc.start} is not UTF-8), so not an ncu CSV export; "
-            f"{REEXPORT_HINT}"
-        ) from exc
-
-
-def _csv_lines(path: Path, text: str) -> list[str]:
-    """The CSV lines of the file: ncu's own `==PROF==`/`==WARNING==` lines dropped, `==ERROR==`
-    lines turned into errors."""
-    if not text.strip():
-        raise ExportParseError(f"{path}: the ncu export is empty; {REEXPORT_HINT}")
-    lines = text.splitlines(keepends=True)
-    errors = [ln.strip() for ln in lines if ln.startswith("==ERROR==")]
-    if any("ERR_NVGPUCTRPERM" in ln for ln in errors):
-        raise CounterPermissionError(
-            f"{path}: ncu could not read GPU performance counters (ERR_NVGPUCTRPERM); allow "
-            "non-admin profiling (NVreg_RestrictProfilingToAdminUsers=0) or run ncu as root"
-        )
-    if errors:
-        raise ExportParseError(f"{path}: ncu reported an error instead of data: {errors[0]}")
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        raise ExportParseError(
-            f"{path}: no ncu CSV header (a line starting with \"ID\") found; {REEXPORT_HINT}"
-        )
-    kept = []
-    for ln in lines[start:]:
-        if _TOOL_LINE.match(ln):
-            log.debug("%s: skipping ncu output line %r", path, ln.strip())
-        else:
-            kept.append(ln)
-    return kept
-
-
 CHUNK_ROWS = 2048          # launches converted at a time: their cells as Python strings stay small
-
-
-def _newline_lines(lines: list[str]) -> Iterator[str]:
-    """The text of `lines` (str.splitlines pieces) as lines that end at "\\n" only, as
-    io.StringIO would give them to the csv reader, without joining the whole file again."""
-    held: list[str] = []
-    for piece in lines:
-        held.append(piece)
-        if piece.endswith("\n"):
-            yield piece if len(held) == 1 else "".join(held)
-            held = []
-    if held:
-        yield "".join(held)
-
-
-def _csv_rows(path: Path, lines: list[str]) -> Iterator[list[str]]:
-    """The non-blank CSV rows; a malformed file is an error where the reader meets it."""
-    try:
-        for row in csv.reader(_newline_lines(lines), strict=True):
-            if row:
-                yield row
-    except csv.Error as exc:
-        raise ExportParseError(
-            f"{path}: malformed CSV ({exc}); the file is truncated or corrupt; {REEXPORT_HINT}"
-        ) from exc
 
 
 def _int_or_none(cell: str) -> int | None:
@@ -366,43 +306,23 @@ def _metric_block(
     return block.T
 
 
-class _FirstError:
-    """The error reading the whole file first would have raised: a malformed CSV (raised where
-    met), else the first row with the wrong number of cells, else a bad header, else the first
-    bad cell. Reading goes on to the end after a later kind is held."""
-
-    def __init__(self) -> None:
-        self.held: tuple[int, ExportParseError] | None = None
-
-    def hold(self, rank: int, exc: ExportParseError) -> None:
-        if self.held is None or rank < self.held[0]:
-            self.held = (rank, exc)
-
-    def raise_held(self) -> None:
-        if self.held is not None:
-            raise self.held[1]
-
-
-_RAGGED, _HEADER, _CELL = 1, 2, 3
-
-
 def parse_ncu_csv(path: str | Path) -> NcuParse:
     """Parse an `ncu --csv --page raw` export (with or without `--print-units base`)."""
     path = Path(path)
-    lines = _csv_lines(path, _read_text(path))
-    rows = _csv_rows(path, lines)
+    lines = csv_lines(path, read_text(path))
+    rows = csv_rows(path, lines)
     header = next(rows)
     width = len(header)
-    first_error = _FirstError()
+    first_error = FirstError()
     second = next(rows, None)
     layout = None
     if second is not None and len(second) != width:
-        first_error.hold(_RAGGED, _ragged(path, 2, second, width))
+        first_error.hold(RAGGED, ragged_row(path, 2, second, width))
     else:
         try:
             layout = _layout(path, header, second)
         except ExportParseError as exc:
-            first_error.hold(_HEADER, exc)
+            first_error.hold(HEADER, exc)
     # the launch rows not converted yet, and the CSV row number of the first of them
     units_row = layout is not None and layout.has_units_row
     pending, first = ([] if second is None or units_row else [second]), (3 if units_row else 2)
@@ -416,21 +336,21 @@ def parse_ncu_csv(path: str | Path) -> NcuParse:
             try:
                 blocks.append(_metric_block(path, layout, first, pending, identities))
             except ExportParseError as exc:
-                first_error.hold(_CELL, exc)
+                first_error.hold(CELL, exc)
         first += len(pending)
         pending = []
 
     for row in rows:
         n += 1
         if len(row) != width:
-            first_error.hold(_RAGGED, _ragged(path, n, row, width))
+            first_error.hold(RAGGED, ragged_row(path, n, row, width))
         pending.append(row)
         if len(pending) == CHUNK_ROWS:
             flush()
     flush()
     del lines
     if layout is not None and not identities and first_error.held is None:
-        first_error.hold(_HEADER, ExportParseError(
+        first_error.hold(HEADER, ExportParseError(
             f"{path}: no kernels in the export (header only); "
             "was anything profiled? check ncu's --nvtx-include/--kernel-name"))
     first_error.raise_held()
@@ -442,13 +362,6 @@ def parse_ncu_csv(path: str | Path) -> NcuParse:
     return build_parse(path, identities, metrics, names)
 
 
-def _ragged(path: Path, n: int, row: list[str], width: int) -> ExportParseError:
-    return ExportParseError(
-        f"{path}: CSV row {n} has {len(row)} cells, the header {width}; the file is "
-        f"truncated or corrupt; {REEXPORT_HINT}"
-    )
-
-
 def parse_ncu_export(path: str | Path) -> NcuParse:
     """Parse any ncu export by its name: `.csv` (raw page) or `.ncu-rep` / `.ncu-rep.gz`."""
     path = Path(path)
@@ -456,7 +369,9 @@ def parse_ncu_export(path: str | Path) -> NcuParse:
     if name.endswith(".csv"):
         return parse_ncu_csv(path)
     if name.endswith((".ncu-rep", ".ncu-rep.gz")):
-        from aisp_prof.parse.ncu_rep import parse_ncu_rep  # lazy: ncu_rep imports this module
+        from aisp_prof.parse.ncu_rep import (
+            parse_ncu_rep,  # lazy: ncu_rep imports this module
+        )
 
         return parse_ncu_rep(path)
     raise ExportParseError(
