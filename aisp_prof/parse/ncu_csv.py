@@ -1,5 +1,5 @@
 """Parse Nsight Compute `--csv --page raw` exports into two tables: one row per kernel launch, and
-every numeric metric in long form.
+every numeric metric (`LaunchMetrics`: a row per launch, a column per metric; long form on demand).
 
 The raw page is the only ncu text export with one column per metric; its first row names the
 metrics, its second gives their units, and each later row is one profiled launch. Without
@@ -9,29 +9,39 @@ table (`ncu_units`), not guesswork. Neither CSV form keeps every digit: scaled u
 decimals (1.917473 Ghz), base units two (0.26 for a stall ratio); a `.ncu-rep` does (see
 `ncu_rep`). The unit conversion and the table assembly are shared with `ncu_rep`, so a CSV and a
 `.ncu-rep` of the same run give the same frames.
+
+Launch rows are read a chunk at a time (`ncu_csv_text`) and their metric cells converted a
+column at a time (`ncu_columns`), with the results and errors of the cell-by-cell rule.
 """
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 
-from aisp_prof.errors import CounterPermissionError, ExportParseError
+from aisp_prof.errors import ExportParseError
+from aisp_prof.parse.launch_metrics import LONG_COLUMNS, LaunchMetrics
 from aisp_prof.parse.metric_table import BY_RAW, METRICS, Metric
-from aisp_prof.parse.ncu_units import base_unit, number_text, scale_value
+from aisp_prof.parse.ncu_columns import cell_values, fast_values
+from aisp_prof.parse.ncu_csv_text import (
+    CELL,
+    HEADER,
+    RAGGED,
+    REEXPORT_HINT,
+    FirstError,
+    csv_lines,
+    csv_rows,
+    ragged_row,
+    read_text,
+)
+from aisp_prof.parse.ncu_units import base_unit, number_text
 
 log = logging.getLogger(__name__)
-
-REEXPORT_HINT = (
-    "re-export with `ncu --import X.ncu-rep --csv --page raw --print-units base > X_raw_base.csv`"
-)
-
 
 @dataclass(frozen=True)
 class NcuParse:
@@ -39,12 +49,17 @@ class NcuParse:
 
     launches: one row per profiled launch; identity columns (`IDENTITY_COLUMNS`) then one float
         column per `metric_table.METRICS` entry present in the export, in its base unit.
-    metrics: long form of every numeric metric: launch_id, metric (raw ncu name), unit (base
-        unit after conversion), value (float).
+    launch_metrics: every numeric metric of every launch, a row per launch (`LaunchMetrics`).
+    metrics: the same in long form: launch_id, metric (raw ncu name), unit (base unit after
+        conversion), value (float); built when first asked for.
     """
 
     launches: pd.DataFrame
-    metrics: pd.DataFrame
+    launch_metrics: LaunchMetrics
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        return self.launch_metrics.long()
 
 
 # Identity columns of `launches`. `block_dim`/`grid_dim` are ncu's "Block Size"/"Grid Size"
@@ -55,7 +70,7 @@ IDENTITY_COLUMNS = (
     "context", "stream", "block_dim", "grid_dim", "device", "cc",
 )
 _INT_IDENTITY = ("process_id", "context", "stream", "device")
-METRICS_COLUMNS = ("launch_id", "metric", "unit", "value")
+METRICS_COLUMNS = LONG_COLUMNS          # the long form of every metric value
 
 # dimensions that must come out right for a metric-table column, or the column is refused
 _CHECKED_DIMENSIONS = frozenset({"byte", "ns", "hz"})
@@ -116,11 +131,11 @@ def _check_dimension(metric: Metric, unit: str, path: Path) -> None:
 def build_parse(
     path: Path,
     identities: list[dict],
-    records: Iterable[tuple[int, str, str, float]],
+    metrics: LaunchMetrics,
     present_raw: Iterable[str],
 ) -> NcuParse:
-    """NcuParse from identity rows, long-form (launch_id, metric, unit, value) records and the
-    raw metric names the export has (so a metric-table column exists even where every cell is
+    """NcuParse from identity rows, every numeric metric value (`LaunchMetrics`) and the raw
+    metric names the export has (so a metric-table column exists even where every cell is
     empty)."""
     if not identities:
         raise ExportParseError(f"{path}: no kernels in the export (nothing was profiled?)")
@@ -134,21 +149,24 @@ def build_parse(
             f"{path}: launch ID {int(launches['launch_id'][dup].iloc[0])} appears twice "
             f"(two exports concatenated?); {REEXPORT_HINT}"
         )
-    metrics = pd.DataFrame(list(records), columns=list(METRICS_COLUMNS))
-    metrics = metrics.astype({"launch_id": "int64", "value": "float64"})
-
-    tidy = metrics[metrics["metric"].isin(BY_RAW)]
-    for raw, unit in tidy[["metric", "unit"]].drop_duplicates().itertuples(index=False):
-        _check_dimension(BY_RAW[raw], unit, path)
-    wide = tidy.pivot(index="launch_id", columns="metric", values="value")
+    # metric-table units, each (metric, unit) once, in the order the long form first holds them
+    mask = metrics.mask()
+    tidy = [j for j, raw in enumerate(metrics.metrics) if raw in BY_RAW]
+    checked = set()
+    for _, j in sorted((int(mask[:, j].argmax()), j) for j in tidy if mask[:, j].any()):
+        key = (metrics.metrics[j], metrics.units[j])
+        if key not in checked:
+            checked.add(key)
+            _check_dimension(BY_RAW[key[0]], key[1], path)
     present = set(present_raw)
-    columns = {
-        m.column: wide[m.raw] if m.raw in wide.columns else float("nan")
-        for m in METRICS if m.raw in present
-    }
-    wide = pd.DataFrame(columns, index=wide.index.rename("launch_id"), dtype="float64")
+    columns = {}
+    for m in METRICS:
+        if m.raw in present:
+            values = metrics.column_values(m.raw)
+            columns[m.column] = values if values is not None else float("nan")
+    wide = pd.DataFrame(columns, index=pd.Index(metrics.launch_ids, name="launch_id"), dtype="float64")
     launches = launches.join(wide, on="launch_id")
-    return NcuParse(launches=launches.reset_index(drop=True), metrics=metrics)
+    return NcuParse(launches=launches.reset_index(drop=True), launch_metrics=metrics)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,7 +180,6 @@ _IDENTITY_HEADERS = {
 _OTHER_HEADERS = {"Process Name", "Host Name"}
 _NVTX_PUSH_POP = "thread Domain:Push/Pop_Range"
 _NVTX_START_END = "Id:Domain:Start/Stop_Range"
-_TOOL_LINE = re.compile(r"==[A-Z]+==")
 _MISSING = {"", "n/a"}  # ncu's "not collected for this launch": NaN in the launches table
 
 
@@ -171,64 +188,7 @@ def _is_metric_header(name: str) -> bool:
                 or name.startswith((_NVTX_PUSH_POP, _NVTX_START_END)))
 
 
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ExportParseError(f"{path}: cannot read the ncu export ({exc.strerror})") from exc
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ExportParseError(
-            f"{path}: not text (byte {exc.start} is not UTF-8), so not an ncu CSV export; "
-            f"{REEXPORT_HINT}"
-        ) from exc
-
-
-def _csv_lines(path: Path, text: str) -> list[str]:
-    """The CSV lines of the file: ncu's own `==PROF==`/`==WARNING==` lines dropped, `==ERROR==`
-    lines turned into errors."""
-    if not text.strip():
-        raise ExportParseError(f"{path}: the ncu export is empty; {REEXPORT_HINT}")
-    lines = text.splitlines(keepends=True)
-    errors = [ln.strip() for ln in lines if ln.startswith("==ERROR==")]
-    if any("ERR_NVGPUCTRPERM" in ln for ln in errors):
-        raise CounterPermissionError(
-            f"{path}: ncu could not read GPU performance counters (ERR_NVGPUCTRPERM); allow "
-            "non-admin profiling (NVreg_RestrictProfilingToAdminUsers=0) or run ncu as root"
-        )
-    if errors:
-        raise ExportParseError(f"{path}: ncu reported an error instead of data: {errors[0]}")
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
-    if start is None:
-        raise ExportParseError(
-            f"{path}: no ncu CSV header (a line starting with \"ID\") found; {REEXPORT_HINT}"
-        )
-    kept = []
-    for ln in lines[start:]:
-        if _TOOL_LINE.match(ln):
-            log.debug("%s: skipping ncu output line %r", path, ln.strip())
-        else:
-            kept.append(ln)
-    return kept
-
-
-def _read_rows(path: Path, lines: list[str]) -> list[list[str]]:
-    try:
-        rows = list(csv.reader(io.StringIO("".join(lines)), strict=True))
-    except csv.Error as exc:
-        raise ExportParseError(
-            f"{path}: malformed CSV ({exc}); the file is truncated or corrupt; {REEXPORT_HINT}"
-        ) from exc
-    rows = [r for r in rows if r]  # blank lines
-    width = len(rows[0])
-    for n, row in enumerate(rows[1:], start=2):
-        if len(row) != width:
-            raise ExportParseError(
-                f"{path}: CSV row {n} has {len(row)} cells, the header {width}; the file is "
-                f"truncated or corrupt; {REEXPORT_HINT}"
-            )
-    return rows
+CHUNK_ROWS = 2048          # launches converted at a time: their cells as Python strings stay small
 
 
 def _int_or_none(cell: str) -> int | None:
@@ -244,13 +204,14 @@ class _CsvLayout:
     nvtx_col: int | None                         # the push/pop NVTX cell, if ncu wrote one
     metric_cols: list[tuple[int, str, str, int]]  # (cell index, raw name, base unit, power of ten)
     tidy_cols: set[int]                          # the metric cells that are metric-table columns
-    data: list[list[str]]                        # one row per profiled launch
-    first_row: int                               # CSV row number of data[0], for messages
+    has_units_row: bool
+    first_row: int                               # CSV row number of the first launch, for messages
+    nvtx_seen: dict[str, dict[str, str]] = field(default_factory=dict)   # NVTX cell -> its columns
 
 
-def _layout(path: Path, rows: list[list[str]]) -> _CsvLayout:
-    """Check the header and find the identity, NVTX and metric cells and the launch rows."""
-    header = rows[0]
+def _layout(path: Path, header: list[str], second: list[str] | None) -> _CsvLayout:
+    """Check the header and find the identity, NVTX and metric cells; `second` is the row after
+    the header (the units row, or the first launch)."""
     col = {name: i for i, name in enumerate(header)}
     if "Metric Name" in col:
         raise ExportParseError(
@@ -261,12 +222,8 @@ def _layout(path: Path, rows: list[list[str]]) -> _CsvLayout:
         raise ExportParseError(f"{path}: header lacks column(s) {missing}; {REEXPORT_HINT}")
     if len(col) != len(header):
         log.warning("%s: repeated column names; the last of each is used", path)
-    has_units_row = len(rows) > 1 and rows[1][col["ID"]].strip() == ""
-    units = rows[1] if has_units_row else [""] * len(header)
-    data = rows[2:] if has_units_row else rows[1:]
-    if not data:
-        raise ExportParseError(f"{path}: no kernels in the export (header only); "
-                               "was anything profiled? check ncu's --nvtx-include/--kernel-name")
+    has_units_row = second is not None and second[col["ID"]].strip() == ""
+    units = second if has_units_row else [""] * len(header)
     metric_cols = [(i, name, *base_unit(units[i]))
                    for i, name in enumerate(header) if _is_metric_header(name)]
     return _CsvLayout(
@@ -274,8 +231,8 @@ def _layout(path: Path, rows: list[list[str]]) -> _CsvLayout:
         nvtx_col=next((i for i, h in enumerate(header) if h.startswith(_NVTX_PUSH_POP)), None),
         metric_cols=metric_cols,
         tidy_cols={i for i, name, _, _ in metric_cols if name in BY_RAW},
-        data=data,
-        first_row=len(rows) - len(data) + 1,
+        has_units_row=has_units_row,
+        first_row=3 if has_units_row else 2,
     )
 
 
@@ -293,44 +250,116 @@ def _identity_row(path: Path, layout: _CsvLayout, n: int, row: list[str]) -> dic
     ident["launch_id"] = int(launch_text)
     for key in _INT_IDENTITY:
         ident[key] = _int_or_none(ident[key])
-    nvtx = parse_nvtx_stack(row[layout.nvtx_col]) if layout.nvtx_col is not None else []
-    ident.update(nvtx_columns(nvtx))
+    if layout.nvtx_col is None:
+        ident.update(nvtx_columns([]))
+    else:                                   # a few distinct NVTX cells behind thousands of launches
+        cell = row[layout.nvtx_col]
+        if cell not in layout.nvtx_seen:
+            layout.nvtx_seen[cell] = nvtx_columns(parse_nvtx_stack(cell))
+        ident.update(layout.nvtx_seen[cell])
     return ident
 
 
-def _metric_records(
-    path: Path, layout: _CsvLayout, launch_id: int, row: list[str]
-) -> list[tuple[int, str, str, float]]:
-    """(launch_id, metric, base unit, value) per numeric metric cell of one launch; a
-    metric-table cell that is neither a number nor missing ("", "n/a") is an error."""
-    records = []
-    for i, name, unit, exp in layout.metric_cols:
-        cell = row[i]
-        text = number_text(cell)
-        if text is not None:
-            records.append((launch_id, name, unit, scale_value(text, exp)))
-        elif i in layout.tidy_cols:
-            if cell.strip() not in _MISSING:
-                raise ExportParseError(
-                    f"{path}: launch {launch_id}: {name} is {cell!r}, not a number; "
-                    f"{REEXPORT_HINT}"
-                )
-            log.warning("%s: launch %d has no value for %s", path, launch_id, name)
-    return records
+def _metric_block(
+    path: Path, layout: _CsvLayout, first: int, rows: list[list[str]], identities: list[dict]
+) -> np.ndarray:
+    """The metric values of consecutive launch rows (CSV row numbers from `first`), a column at
+    a time (`ncu_columns`): one row per launch, NaN where a cell is not a number. Their
+    identities are appended to `identities`. The first bad cell (a launch ID that is not an
+    integer, a metric-table cell that is neither a number nor missing) is an error, as reading
+    row by row would meet it; a missing metric-table value is logged."""
+    id_error = None
+    for k, row in enumerate(rows):
+        try:
+            identities.append(_identity_row(path, layout, first + k, row))
+        except ExportParseError as exc:
+            id_error, rows = exc, rows[:k]         # the rows before it may hold an earlier bad cell
+            break
+    idents = identities[len(identities) - len(rows):]
+    cells_of = list(zip(*rows))
+    block = np.empty((len(layout.metric_cols), len(rows)))          # column by column
+    bad: list[tuple[int, int]] = []
+    blank: list[tuple[int, int]] = []
+    for j, (i, _, _, exp) in enumerate(layout.metric_cols if rows else ()):
+        cells = cells_of[i]
+        values = fast_values(cells, exp)
+        if values is None:
+            values, missing = cell_values(cells, exp)
+            if i in layout.tidy_cols:
+                for r in missing:
+                    (blank if cells[r].strip() in _MISSING else bad).append((r, j))
+        block[j] = values
+    stop = min(bad) if bad else (len(rows), 0)     # row by row, nothing after the first bad cell is read
+    for r, j in sorted(blank):
+        if (r, j) < stop:
+            log.warning("%s: launch %d has no value for %s", path, idents[r]["launch_id"],
+                        layout.metric_cols[j][1])
+    if bad:
+        r, j = stop
+        i, name = layout.metric_cols[j][:2]
+        raise ExportParseError(
+            f"{path}: launch {idents[r]['launch_id']}: {name} is {rows[r][i]!r}, not a number; "
+            f"{REEXPORT_HINT}"
+        )
+    if id_error is not None:
+        raise id_error
+    return block.T
 
 
 def parse_ncu_csv(path: str | Path) -> NcuParse:
     """Parse an `ncu --csv --page raw` export (with or without `--print-units base`)."""
     path = Path(path)
-    layout = _layout(path, _read_rows(path, _csv_lines(path, _read_text(path))))
+    lines = csv_lines(path, read_text(path))
+    rows = csv_rows(path, lines)
+    header = next(rows)
+    width = len(header)
+    first_error = FirstError()
+    second = next(rows, None)
+    layout = None
+    if second is not None and len(second) != width:
+        first_error.hold(RAGGED, ragged_row(path, 2, second, width))
+    else:
+        try:
+            layout = _layout(path, header, second)
+        except ExportParseError as exc:
+            first_error.hold(HEADER, exc)
+    # the launch rows not converted yet, and the CSV row number of the first of them
+    units_row = layout is not None and layout.has_units_row
+    pending, first = ([] if second is None or units_row else [second]), (3 if units_row else 2)
     identities: list[dict] = []
-    records: list[tuple[int, str, str, float]] = []
-    for n, row in enumerate(layout.data, start=layout.first_row):
-        ident = _identity_row(path, layout, n, row)
-        identities.append(ident)
-        records.extend(_metric_records(path, layout, ident["launch_id"], row))
-    log.debug("%s: %d launches, %d metric values", path, len(identities), len(records))
-    return build_parse(path, identities, records, (name for _, name, _, _ in layout.metric_cols))
+    blocks: list[np.ndarray] = []
+    n = 2                                             # CSV row number of the last row read
+
+    def flush() -> None:
+        nonlocal pending, first
+        if pending and first_error.held is None:
+            try:
+                blocks.append(_metric_block(path, layout, first, pending, identities))
+            except ExportParseError as exc:
+                first_error.hold(CELL, exc)
+        first += len(pending)
+        pending = []
+
+    for row in rows:
+        n += 1
+        if len(row) != width:
+            first_error.hold(RAGGED, ragged_row(path, n, row, width))
+        pending.append(row)
+        if len(pending) == CHUNK_ROWS:
+            flush()
+    flush()
+    del lines
+    if layout is not None and not identities and first_error.held is None:
+        first_error.hold(HEADER, ExportParseError(
+            f"{path}: no kernels in the export (header only); "
+            "was anything profiled? check ncu's --nvtx-include/--kernel-name"))
+    first_error.raise_held()
+    names = [name for _, name, _, _ in layout.metric_cols]
+    values = np.concatenate([b.T for b in blocks], axis=1).T if blocks else np.empty((0, len(names)))
+    metrics = LaunchMetrics(np.array([i["launch_id"] for i in identities], dtype=np.int64), tuple(names),
+                            tuple(unit for _, _, unit, _ in layout.metric_cols), values)
+    log.debug("%s: %d launches, %d metric values", path, len(identities), metrics.n_values)
+    return build_parse(path, identities, metrics, names)
 
 
 def parse_ncu_export(path: str | Path) -> NcuParse:
@@ -340,7 +369,9 @@ def parse_ncu_export(path: str | Path) -> NcuParse:
     if name.endswith(".csv"):
         return parse_ncu_csv(path)
     if name.endswith((".ncu-rep", ".ncu-rep.gz")):
-        from aisp_prof.parse.ncu_rep import parse_ncu_rep  # lazy: ncu_rep imports this module
+        from aisp_prof.parse.ncu_rep import (
+            parse_ncu_rep,  # lazy: ncu_rep imports this module
+        )
 
         return parse_ncu_rep(path)
     raise ExportParseError(

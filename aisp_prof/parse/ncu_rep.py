@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aisp_prof.errors import ExportParseError
+from aisp_prof.parse.launch_metrics import LaunchMetrics
 from aisp_prof.parse.ncu_csv import NcuParse, build_parse, nvtx_columns
 from aisp_prof.parse.ncu_units import base_unit, scale_value
 
@@ -120,7 +121,7 @@ def _load(ncu_report: Any, path: Path, source: Path) -> NcuParse:
             f"{source}: no kernels in the report (not an ncu report, or nothing was profiled)"
         )
     log.debug("%s: %d launches, %d metric values", source, len(identities), len(records))
-    return build_parse(source, identities, records, present)
+    return build_parse(source, identities, LaunchMetrics.from_records(records), present)
 
 
 def parse_ncu_rep(path: str | Path) -> NcuParse:

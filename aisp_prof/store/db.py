@@ -1,7 +1,8 @@
 """The run database (profiles/aisp.db, through sqlite-utils): write a run, read runs back.
 
-Tables: runs, kernels (one row per ncu-profiled launch, tidy columns), metrics (every raw ncu
-metric in long form, so nothing measured is lost), timeline (one row per kernel nsys saw),
+Tables: runs, kernels (one row per ncu-profiled launch, tidy columns), metric_columns and
+metric_rows (every raw ncu metric, so nothing measured is lost: a row per metric column, a row
+per launch, see `metric_rows`), timeline (one row per kernel nsys saw),
 memory_ops (one row per GPU memcpy/memset nsys saw), ranges (per NVTX range), checks and
 timings, and ceilings (measured calibrations, see `calibrations`). A run is written in one
 transaction: if anything fails half-way, no row of it remains.
@@ -12,6 +13,12 @@ costs one open, not one per table.
 Schema changes only add: a table or column a newer parser writes is created on first insert
 (`alter=True`), and rows stored before it read back with it missing (table) or NULL (column).
 `ranges.gpu_time_ns` of runs stored before memory ops were parsed is kernel time only.
+
+Schema version (PRAGMA user_version): 0 for databases written before it was kept, where the raw
+ncu metrics of a run are the long `metrics` table (one value per row); 2 since they are stored
+in `metric_columns`/`metric_rows`. Runs of both kinds read the same (a database can hold both:
+an older database that a newer aisp-prof imports into). A database of a later version than
+this code knows is refused with a message, not misread.
 """
 from __future__ import annotations
 
@@ -24,10 +31,12 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 import sqlite_utils
 
-from ..errors import RunExistsError
+from ..errors import RunExistsError, StorageError
 from ..sqlite_frames import frame_of_rows
 from . import connection
 from .bulk import insert_frame
+from .metric_rows import TABLES as METRIC_TABLES
+from .metric_rows import read_metrics, write_metrics
 from .run_data import TABLES, RunData
 
 log = logging.getLogger(__name__)
@@ -35,6 +44,7 @@ log = logging.getLogger(__name__)
 DEFAULT_DB = Path("profiles") / "aisp.db"
 RUN_COLUMNS = ("run_id", "pair", "label", "source", "status", "created_at", "gpu_name")
 DEVICE_METRICS = "device__attribute_%"
+SCHEMA_VERSION = 2          # 2: raw ncu metrics in metric_columns/metric_rows (0: the long `metrics` table)
 
 
 def db_path(explicit: str | os.PathLike | None = None) -> Path:
@@ -44,8 +54,19 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
 
 def open_db(path: Path, create: bool = True) -> sqlite_utils.Database:
     """The database at `path` (`connection.connect`: WAL, a busy timeout): made if missing for a
-    writer; for a reader (`create=False`) a missing one is MissingDatabaseError, nothing made."""
-    return sqlite_utils.Database(connection.connect(path, create))
+    writer; for a reader (`create=False`) a missing one is MissingDatabaseError, nothing made.
+    One of a later schema version, or a file that is not a database, is a StorageError."""
+    db = sqlite_utils.Database(connection.connect(path, create))
+    try:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as exc:          # not a database at all
+        db.close()
+        raise StorageError(f"{path} is not an aisp-prof run database ({exc}); pass another --db") from exc
+    if version > SCHEMA_VERSION:
+        db.close()
+        raise StorageError(f"{path} was written by a newer aisp-prof (database schema {version}, this one reads up "
+                           f"to {SCHEMA_VERSION}): upgrade aisp-prof (pip install -U aisp-prof) or pass another --db")
+    return db
 
 
 # SQLite column types for pandas dtypes (the types sqlite-utils would infer from the values)
@@ -103,8 +124,13 @@ def write_run(path: Path, data: RunData) -> str:
         with db.atomic():                      # a savepoint of the immediate transaction
             db["runs"].insert(data.run, pk="run_id", alter=True)
             for name in TABLES:
-                _insert(db, name, getattr(data, name), data.run_id)
-        for name in TABLES:
+                if name == "metrics":
+                    write_metrics(db.conn, data.launch_metrics, data.run_id)
+                else:
+                    _insert(db, name, getattr(data, name), data.run_id)
+            if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for name in (*TABLES, *METRIC_TABLES):
             if name in db.table_names():
                 db[name].create_index(["run_id"], if_not_exists=True)
         connection.commit(db.conn, path)
@@ -182,19 +208,38 @@ class Database:
         return int(self._db.conn.execute(f"SELECT count(*) FROM [{table}] WHERE run_id = ?", [run_id]).fetchone()[0])
 
     def read_run(self, run_id: str, all_metrics: bool = False, tables: Sequence[str] = TABLES) -> RunData:
-        """A stored run as RunData, with the child `tables` asked for (the others empty). Of the
-        long `metrics` table only each device attribute's first value is read unless
-        `all_metrics`: a device attribute repeats on every launch (164 of them, 1.6M rows at 10k
-        launches), and analysis needs it once."""
+        """A stored run as RunData, with the child `tables` asked for (the others empty). Its
+        `metrics` (the long form) shows each device attribute's first value only unless
+        `all_metrics`; `launch_metrics` holds every value (cheap to read now). Runs stored as
+        the long `metrics` table (schema 0) read that table, as before: the device attributes'
+        first values unless `all_metrics`."""
         data = RunData(run=self.run_row(run_id))
         for name in tables:
-            if name == "metrics" and not all_metrics:
-                frame = self.table(name, run_id, " AND rowid IN (SELECT min(rowid) FROM metrics WHERE run_id = ? "
-                                   "AND metric LIKE ? GROUP BY metric)", (run_id, DEVICE_METRICS))
+            if name == "metrics":
+                self._read_metrics(data, all_metrics)
             else:
-                frame = self.table(name, run_id)
-            setattr(data, name, frame)
+                setattr(data, name, self.table(name, run_id))
         return data
+
+    def _read_metrics(self, data: RunData, all_metrics: bool) -> None:
+        run_id = data.run_id
+        stored = read_metrics(self._db.conn, run_id)
+        if stored is not None:
+            if not all_metrics:
+                data.set_metrics(stored, stored.device_rows())
+            else:
+                data.set_metrics(stored, None if stored.n_values else pd.DataFrame())
+        elif all_metrics:
+            data.metrics = self.table("metrics", run_id)
+        else:
+            data.metrics = self.table("metrics", run_id, " AND rowid IN (SELECT min(rowid) FROM metrics WHERE "
+                                      "run_id = ? AND metric LIKE ? GROUP BY metric)", (run_id, DEVICE_METRICS))
+
+    def long_metrics(self, run_id: str) -> pd.DataFrame:
+        """Every raw ncu metric of a run in long form, whichever way it is stored."""
+        data = RunData(run={"run_id": run_id})
+        self._read_metrics(data, all_metrics=True)
+        return data.metrics
 
 
 def list_runs(path: Path) -> list[dict[str, Any]]:
@@ -210,6 +255,7 @@ def read_run(path: Path, run_id: str, all_metrics: bool = False) -> RunData:
 
 
 def read_table(path: Path, table: str, run_id: str) -> pd.DataFrame:
-    """One run's rows of one child table (one open)."""
+    """One run's rows of one child table (one open); `metrics` is the long form of every raw ncu
+    metric, however stored."""
     with Database(path) as db:
-        return db.table(table, run_id)
+        return db.long_metrics(run_id) if table == "metrics" else db.table(table, run_id)

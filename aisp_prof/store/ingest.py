@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..errors import ExportParseError, RunExistsError
 from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
+from ..parse.launch_metrics import LaunchMetrics
 from ..paths import samples_dir
 from .db import write_run
 from .run_data import RunData
@@ -28,11 +29,12 @@ def _with_variant(df: pd.DataFrame, pair: str | None, column: str = "nvtx_range"
     return df
 
 
-def _ncu(path: Path, pair: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _ncu(path: Path, pair: str | None, data: RunData) -> None:
+    """Fill data's kernels and metrics from an ncu export."""
     from ..parse.ncu_csv import parse_ncu_export
 
     parsed = parse_ncu_export(path)
-    return _with_variant(parsed.launches, pair), parsed.metrics
+    data.kernels, data.launch_metrics = _with_variant(parsed.launches, pair), parsed.launch_metrics
 
 
 def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def load_run_dir(run_dir: Path) -> RunData:
     with _wrong_shape(run_dir / RUN_JSON):
         data = RunData(run=_run_row(info, "run", run_dir))
     if (run_dir / NCU_CSV).exists():
-        data.kernels, data.metrics = _ncu(run_dir / NCU_CSV, pair)
+        _ncu(run_dir / NCU_CSV, pair, data)
     if (run_dir / NSYS_SQLITE).exists():
         _nsys(run_dir / NSYS_SQLITE, pair, data)
     if (run_dir / CHECK_JSON).exists():
@@ -137,10 +139,10 @@ def load_export(path: Path, label: str | None = None) -> RunData:
     }
     data = RunData(run={})
     if name.endswith(".csv") or name.endswith(".ncu-rep") or name.endswith(".ncu-rep.gz"):
-        data.kernels, data.metrics = _ncu(path, None)
+        _ncu(path, None, data)
         if data.kernels.empty:
             raise ExportParseError(f"{path}: no kernel launches in this ncu export")
-        info["gpu"] = _gpu_from_metrics(data.metrics)
+        info["gpu"] = _gpu_from_metrics(data.launch_metrics)
     elif name.endswith(".sqlite") or name.endswith(".db"):
         info["gpu"] = _nsys(path, None, data)
     else:
@@ -150,14 +152,9 @@ def load_export(path: Path, label: str | None = None) -> RunData:
     return data
 
 
-def _gpu_from_metrics(metrics: pd.DataFrame) -> dict[str, Any]:
-    if metrics.empty:
-        return {}
-    first = metrics.drop_duplicates("metric").set_index("metric")["value"]
-    gpu: dict[str, Any] = {}
-    if "device__attribute_multiprocessor_count" in first:
-        gpu["sm_count"] = int(first["device__attribute_multiprocessor_count"])
-    return gpu
+def _gpu_from_metrics(metrics: LaunchMetrics) -> dict[str, Any]:
+    sm_count = metrics.first_value("device__attribute_multiprocessor_count")
+    return {} if sm_count is None else {"sm_count": int(sm_count)}
 
 
 def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool = False) -> str:
