@@ -94,8 +94,9 @@ FLEX_BLOCK = 128           # create_block_mask's default block size
 MASK_ALIGN = 16            # the efficient kernel wants the bias's row stride a multiple of 16 elements
 
 
-def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
-    """x ~ N(0, 1) [batch, seq, embed], W_qkv ~ N(0, 1/E) [3E, E], W_out ~ N(0, 1/E) [E, E], fp16."""
+def make_inputs(sizes: Mapping[str, int], device: str, seed: int, dtype: torch.dtype = DTYPE) -> Inputs:
+    """x ~ N(0, 1) [batch, seq, embed], W_qkv ~ N(0, 1/E) [3E, E], W_out ~ N(0, 1/E) [E, E], fp16
+    (`dtype`: ch14.flex_attention_sparse draws the same in bf16)."""
     b, s, e, heads, window = (sizes[k] for k in ("batch", "seq", "embed", "heads", "window"))
     if e % heads or (e // heads) % 8:
         raise ValueError(f"embed ({e}) must be heads ({heads}) x a head_dim that is a multiple of 8")
@@ -104,7 +105,7 @@ def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     gen = torch.Generator(device=device).manual_seed(seed)
 
     def normal(*shape: int, std: float) -> torch.Tensor:
-        return (torch.randn(*shape, generator=gen, device=device, dtype=torch.float32) * std).to(DTYPE)
+        return (torch.randn(*shape, generator=gen, device=device, dtype=torch.float32) * std).to(dtype)
 
     return {"x": normal(b, s, e, std=1.0), "w_qkv": normal(3 * e, e, std=1 / math.sqrt(e)),
             "w_out": normal(e, e, std=1 / math.sqrt(e)), "heads": heads, "window": window}
@@ -189,7 +190,7 @@ def optimized_flex(inputs: Inputs) -> Callable[[], torch.Tensor]:
     _, create_block_mask = flex_api()
     x = inputs["x"]
     if x.is_cuda and importlib.util.find_spec("triton") is None:
-        raise RequirementError(f"{NAME} flex variant: torch.compile needs triton on a GPU (pip install triton)")
+        raise RequirementError("FlexAttention on a GPU needs triton for torch.compile's Inductor (pip install triton)")
     proj = _Projections(inputs)
     s = x.shape[1]
     block_mask = create_block_mask(band_mask_mod(inputs["window"]), B=None, H=None, Q_LEN=s, KV_LEN=s,
