@@ -149,5 +149,5 @@ def test_launches_drop_and_flex_is_one_triton_kernel(mod):
         events[name] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     print(torch.cuda.get_device_name(), events)
     assert 7 <= len(events["baseline"]) <= 12
-    assert len(events["flex"]) <= 4 and sum(n.startswith("triton") for n in events["flex"]) == 1
+    assert len(events["flex"]) <= 4 and sum(n.startswith("triton_tem") for n in events["flex"]) == 1
     assert not any("softmax" in n for n in events["flex"])                  # no eager (dense) fallback

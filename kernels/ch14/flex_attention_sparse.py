@@ -23,8 +23,8 @@ projections, band, block mask, compiled flex callable and reference are ch14.sli
 docstring explains them), at this pair's sizes and in bf16.
   baseline  the book's dense path, `~band` included in the timed call.
   flex      ch14.sliding_window's `flex` factory: `create_block_mask` and torch.compile in the
-            factory (Dynamo + Inductor + Triton autotuning of the flex template: seconds to a
-            minute on a process's first call, then a cache hit); the timed call only launches.
+            factory (Dynamo tracing, Inductor's flex template, one Triton compile, no max-autotune:
+            ~10-60 s on a process's first call, then a cache hit); the timed call only launches.
             `launch.compiled` (the torch.compile'd flex_attention: Dynamo counters, generated
             code) and `launch.block_mask` (sparsity) are kept for tools. RequirementError, not a
             fallback, where torch has no flex_attention or a GPU has no triton.

@@ -22,9 +22,10 @@ This pair has the window the name promises (sizes["window"], default 512):
                    (16 MB of bool), softmax, P V, between the projections. Computes all S^2 scores.
   flex             torch.compile(flex_attention) with a `create_block_mask` of the band (128 x 128
                    blocks, built once in the factory): blocks outside the band are never loaded
-                   or computed. The factory compiles and runs it once (Dynamo + Inductor + Triton
-                   autotuning of the flex template: seconds to a minute on the first call of a
-                   process, a cache hit after); the timed call only launches. `launch.compiled`
+                   or computed. The factory compiles and runs it once (Dynamo tracing, Inductor's
+                   flex template, a Triton compile with the template's default config, no
+                   max-autotune: ~10-60 s on a process's first call, an Inductor/Triton cache hit
+                   after); the timed call only launches. `launch.compiled`
                    and `launch.block_mask` are what a tool can read back (Dynamo's counters, the
                    generated code, the mask's sparsity).
   sdpa_band_mask   SDPA with the band as a mask tensor, on EFFICIENT_ATTENTION only: the boolean
@@ -196,7 +197,7 @@ def optimized_flex(inputs: Inputs) -> Callable[[], torch.Tensor]:
     block_mask = create_block_mask(band_mask_mod(inputs["window"]), B=None, H=None, Q_LEN=s, KV_LEN=s,
                                    device=x.device, BLOCK_SIZE=FLEX_BLOCK)
     flex = compiled_flex()
-    flex(*proj.qkv_heads(), block_mask=block_mask)           # compile + autotune now
+    flex(*proj.qkv_heads(), block_mask=block_mask)           # Dynamo + Inductor + Triton compile now
 
     def launch() -> torch.Tensor:
         return proj.output(flex(*proj.qkv_heads(), block_mask=block_mask))
