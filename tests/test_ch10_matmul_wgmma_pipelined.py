@@ -266,7 +266,9 @@ def test_every_variant_matches_the_float64_reference(sizes):
     _hopper_only()
     result = check.check_pair(pairs.find(NAME), sizes, device="cuda", variants=VARIANTS, trials=1)
     check.raise_if_failed(result)
-    assert all(c.rel_err_vs_reference < 5e-4 for c in result.checks)       # the fp16 rounding, nothing more
+    # the hand-written kernels: the fp16 rounding, nothing more (cuBLAS may split k and reduce in
+    # fp16, torch's default: it is held to the pair's tolerance only)
+    assert all(c.rel_err_vs_reference < 5e-4 for c in result.checks if c.variant != "cublas")
 
 
 @pytest.mark.gpu
