@@ -1,0 +1,298 @@
+"""ch10.matmul_wgmma_epilogue: imports cleanly, formulas and inputs are right, sizes must be whole
+tiles, the reference is silu(A @ B^T + bias) and the tolerance separates the fp16 roundings from a
+missing or misplaced bias or SiLU, the baseline's torch epilogue is the book's four kernels (and
+computes the same thing on the CPU), the CUDA source builds for sm_90a without warnings (no
+C7510), with its symbols and no local memory, and the SASS shows the same TMA + wgmma GEMM in both
+kernels with the bias load and the SiLU's exponential and reciprocal only in the fused one.
+
+GPU only (marked `gpu`): both variants match the float64 reference at the book's, the sanitizer
+and multi-wave sizes; the baseline launches 5 kernels and the fused variant 1; the closure owns
+its operands.
+"""
+from __future__ import annotations
+
+import ctypes
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from pair_testing import (build_with_report, fake_library, forbid_build, forbid_import_side_effects, have_nvcc,
+                          import_fresh, requires_nvcc, runnable_variants, sass_functions, sass_opcodes)
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.errors import RequirementError  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "matmul_wgmma_epilogue.py"
+CU_PATH = PAIR_PATH.with_suffix(".cu")
+NAME = "ch10.matmul_wgmma_epilogue"
+VARIANTS = ["baseline", "fused_epilogue"]
+KERNELS = ("gemm_store_kernel", "gemm_bias_silu_kernel")
+ENTRY = "aisp_matmul_wgmma_epilogue"
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return import_fresh(PAIR_PATH, "matmul_wgmma_epilogue_under_test")
+
+
+def test_import_has_no_side_effects(monkeypatch):
+    forbid_import_side_effects(monkeypatch)
+    assert import_fresh(PAIR_PATH, "matmul_wgmma_epilogue_no_side_effects").PAIR.name == NAME
+
+
+def test_pair_is_discovered_with_its_contract():
+    pair = pairs.find(NAME)
+    assert pair.chapter == 10 and list(pair.variants) == VARIANTS
+    assert pair.variants["baseline"].__name__ == "separate_epilogue"
+    assert dict(pair.sizes) == {"m": 2048, "n": 2048, "k": 64}               # the book's size
+    assert dict(pair.small_sizes) == {"m": 256, "n": 512, "k": 128}
+    assert pair.tolerance == 2e-3
+    assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "sm_90a" in pair.requires.note
+    assert pair.variant_needs == {v: ("gpu", "nvcc") for v in VARIANTS}
+    assert pair.lesson and "\n" not in pair.lesson
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
+
+
+def test_docstring_states_the_book_the_port_and_the_prediction(mod):
+    doc = mod.__doc__
+    for text in ("1.245x", "TMEM-resident", "no Hopper hardware", "Predicted profile", "Launches per call: 5 -> 1",
+                 "lts__t_bytes", "MUFU.EX2", "C7510", "Sanitizer size", "(1e-2, 1e-2)"):
+        assert text in doc, text
+
+
+def test_flops_and_bytes_formulas(mod):
+    d = {"m": 2048, "n": 2048, "k": 64}
+    assert mod.flops(d) == 2 * 2048 * 2048 * 64 + 4 * 2048 * 2048
+    assert mod.bytes(d) == 2 * (2048 * 64 * 2) + 4 * 2048 + 2 * 2048 * 2048     # 8.9 MB
+    assert mod.bytes({"m": 2, "n": 3, "k": 4}) == 2 * (8 + 12) + 12 + 12
+    assert 2 * 2048 * 2048 / mod.bytes(d) > 0.9                                  # the output is the bytes
+
+
+def test_make_inputs_are_seeded_with_an_fp32_bias(mod):
+    sizes = {"m": 128, "n": 256, "k": 64}
+    a, b, c = (mod.make_inputs(sizes, "cpu", s) for s in (7, 7, 8))
+    assert a["a"].shape == (128, 64) and a["b"].shape == (256, 64) and a["bias"].shape == (256,)
+    assert a["a"].dtype == a["b"].dtype == torch.float16 and a["bias"].dtype == torch.float32
+    for key in ("a", "b", "bias"):
+        assert a[key].is_contiguous() and torch.equal(a[key], b[key]) and not torch.equal(a[key], c[key])
+    big = mod.make_inputs({"m": 512, "n": 1024, "k": 64}, "cpu", 0)
+    product = big["a"].double() @ big["b"].double().t()
+    assert 0.9 < float(product.std()) < 1.1 and 0.8 < float(big["bias"].std()) < 1.2   # silu's argument ~ N(0, 2)
+
+
+@pytest.mark.parametrize("sizes", [{"m": 64, "n": 256, "k": 64}, {"m": 128, "n": 200, "k": 64},
+                                   {"m": 128, "n": 256, "k": 32}, {"m": 128, "n": 256, "k": 0}])
+def test_sizes_must_be_whole_tiles(mod, sizes):
+    with pytest.raises(ValueError, match=r"multiples of the 128 x 256 x 64 tile \(m % 128 == 0, n % 256 == 0"):
+        mod.make_inputs(sizes, "cpu", 0)
+
+
+def test_reference_and_tolerance(mod):
+    inputs = mod.make_inputs({"m": 256, "n": 512, "k": 128}, "cpu", 3)
+    a, b, bias = inputs["a"], inputs["b"], inputs["bias"]
+    ref = mod.reference(inputs)
+    assert ref.dtype == torch.float64 and ref.shape == (256, 512)
+    v = a.double() @ b.double().t() + bias.double()
+    assert torch.allclose(ref, v / (1 + torch.exp(-v)), rtol=1e-12, atol=1e-12)
+    # what a correct kernel can be off by: the fused rounding once, the baseline's path twice
+    acc = a.float() @ b.float().t()
+    fused = F.silu(acc + bias).half().double()
+    separate = F.silu(acc.half().float() + bias).half().double()
+    assert check._rel_err(fused, ref) < mod.PAIR.tolerance / 5
+    assert check._rel_err(separate, ref) < mod.PAIR.tolerance / 4
+    # what a wrong one is off by
+    no_bias = F.silu(acc).double()
+    no_silu = (acc + bias).double()
+    bias_per_row = F.silu(acc + bias[:256, None]).double()
+    for wrong in (no_bias, no_silu, bias_per_row):
+        assert check._rel_err(wrong, ref) > 0.1
+
+
+def test_baseline_epilogue_is_the_books_four_kernels_on_cpu(mod):
+    # the torch half of the baseline, run on the CPU on a stand-in for the GEMM's fp16 output:
+    # the same ops as .float() + bias -> silu -> .half(), in place in preallocated buffers
+    inputs = mod.make_inputs({"m": 128, "n": 256, "k": 64}, "cpu", 1)
+    c = (inputs["a"].float() @ inputs["b"].float().t()).half()
+    book = F.silu(c.float() + inputs["bias"]).to(torch.float16)
+    c32, out = torch.empty(c.shape, dtype=torch.float32), torch.empty_like(c)
+    c32.copy_(c)
+    c32.add_(inputs["bias"])
+    F.silu(c32, inplace=True)
+    out.copy_(c32)
+    assert torch.equal(out, book)
+    source = PAIR_PATH.read_text()
+    body = source[source.index("def separate_epilogue"):source.index("def fused_epilogue")]
+    launch = body[body.index("def launch"):]
+    assert [ln.split("#")[0].strip() for ln in launch.splitlines()[1:6]] == [
+        "run_gemm()", "c32.copy_(c)", "c32.add_(bias)", "F.silu(c32, inplace=True)", "out.copy_(c32)"]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
+    forbid_build(monkeypatch)
+    with pytest.raises(RequirementError, match="CUDA tensors"):
+        mod.PAIR.variants[variant](mod.make_inputs({"m": 128, "n": 256, "k": 64}, "cpu", 0))
+
+
+def test_library_is_declared_for_sm90a(mod):
+    assert mod.LIBRARY.arch == "sm_90a" and mod.LIBRARY.source == CU_PATH
+    assert set(mod.LIBRARY.functions) == {ENTRY, f"{ENTRY}_support"}
+    assert not mod.LIBRARY.include_dirs and not mod.LIBRARY.extra_flags
+
+
+def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
+    query = f"{ENTRY}_support"
+    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, CUDA_ERROR_NOT_SUPPORTED))
+    with pytest.raises(RequirementError, match="needs an sm_90 GPU"):
+        mod._require_support("fused_epilogue")
+    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 0))
+    mod._require_support("fused_epilogue")                   # supported: no error
+    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))   # cudaErrorNoDevice: a failure, not a skip
+    with pytest.raises(RuntimeError, match="cudaError 100"):
+        mod._require_support("fused_epilogue")
+
+
+# --- the CUDA source ------------------------------------------------------------------------
+
+def _kernel(mangled: str) -> str:
+    return next(k for k in KERNELS if re.search(rf"\d{k}E", mangled))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
+    if not have_nvcc():
+        pytest.skip("needs nvcc")
+    return build_with_report(CU_PATH, tmp_path_factory.mktemp("matmul_wgmma_epilogue"), "sm_90a")
+
+
+@pytest.fixture(scope="module")
+def sass(built):
+    return {_kernel(name): body for name, body in sass_functions(built[0]).items()}
+
+
+@pytest.fixture(scope="module")
+def ops(built):
+    return {_kernel(name): counts for name, counts in sass_opcodes(built[0]).items()}
+
+
+@requires_nvcc
+def test_builds_for_sm90a_without_warnings_or_local_memory(built):
+    library, report = built
+    assert "warning" not in report.lower(), report[-2000:]                 # C7510 would say the wgmmas serialize
+    compiled = re.findall(r"Compiling entry function '(\S+)' for 'sm_90a'", report)
+    assert sorted(_kernel(c) for c in compiled) == sorted(KERNELS)
+    frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    assert frames == [("0", "0", "0")] * 2
+    assert re.findall(r"used 1 barriers, (\d+) bytes smem", report) == ["16", "16"]   # one mbarrier each
+    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
+    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
+                             check=True).stdout
+    for name in (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"):
+        assert f" T {name}" in symbols
+
+
+def _count(counts, prefix: str) -> int:
+    return sum(n for op, n in counts.items() if op.startswith(prefix))
+
+
+@requires_nvcc
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_sass_both_kernels_are_the_single_stage_gemm(sass, ops, kernel):
+    body, k = sass[kernel], ops[kernel]
+    # (sass_opcodes stops at the lowercase x of 64x256x16: the shape is read from the text)
+    assert len(re.findall(r"HGMMA\.64x256x16\.F32 R", body)) == 4 and _count(k, "HGMMA") == 4
+    assert k["UTMALDG.2D"] == 2 and k["SYNCS.EXCH.64"] == 1 and k["SYNCS.ARRIVE.TRANS64"] == 1
+    assert k["SYNCS.PHASECHK.TRANS64.TRYWAIT"] >= 1                        # the mbarrier try-wait
+    assert k["WARPGROUP.DEPBAR.LE"] == 1 and "WARPGROUP.DEPBAR.LE gsb0, 0x0" in body   # not serialized
+    assert k["STG.E"] == 64 and k["F2FP.F16.F32.PACK_AB"] == 64            # fp16x2 stores from registers
+    assert _count(k, "STL") == 0 and _count(k, "LDL") == 0                 # no local memory
+    assert _count(k, "CALL") == 0                                          # no subroutine (C7510's cause)
+
+
+@requires_nvcc
+def test_sass_only_the_fused_kernel_reads_bias_and_computes_silu(ops):
+    fused, plain = ops["gemm_bias_silu_kernel"], ops["gemm_store_kernel"]
+    assert fused["LDG.E.64.CONSTANT"] == 32                                # a float2 of bias per column pair
+    assert fused["MUFU.EX2"] == 128 and fused["MUFU.RCP"] >= 128           # e^-x and 1 / (1 + e^-x) per element
+    assert _count(plain, "LDG") == 0 and plain["MUFU.EX2"] == 0            # nothing but the GEMM
+    assert _count(fused, "LDS") == 0 and _count(plain, "LDS") == 0         # operands by TMA, epilogue in registers
+
+
+@requires_nvcc
+def test_bad_arguments_are_refused_before_any_cuda_call(built):
+    lib = ctypes.CDLL(str(built[0]))
+    fn = getattr(lib, ENTRY)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 4 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
+    invalid, misaligned = 1, 716          # cudaErrorInvalidValue, cudaErrorMisalignedAddress
+    assert fn(2, 16, 16, 16, 16, 128, 256, 64, None) == invalid       # no such variant
+    assert fn(1, 16, 16, None, 16, 128, 256, 64, None) == invalid     # the fused kernel needs a bias
+    assert fn(0, 16, 16, 16, None, 128, 256, 64, None) == invalid     # null C
+    assert fn(0, 16, 16, 16, 16, 200, 256, 64, None) == invalid       # m not a multiple of 128
+    assert fn(0, 16, 16, 16, 16, 128, 384, 64, None) == invalid       # n not a multiple of 256
+    assert fn(0, 16, 16, 16, 16, 128, 256, 32, None) == invalid       # k not a multiple of 64
+    assert fn(1, 16, 16, 24, 16, 128, 256, 64, None) == misaligned    # bias not 16-byte aligned
+
+
+# --- GPU only --------------------------------------------------------------------------------
+
+def _hopper_only():
+    if torch.cuda.get_device_capability()[:2] != (9, 0):
+        pytest.skip("sm_90a kernels: Hopper only")
+
+
+@pytest.mark.gpu
+@requires_nvcc
+@pytest.mark.parametrize("sizes", [{"m": 128, "n": 256, "k": 64}, {"m": 256, "n": 512, "k": 128},
+                                   {"m": 2048, "n": 2048, "k": 64}, {"m": 4096, "n": 2560, "k": 320}])
+def test_every_variant_matches_the_float64_reference(sizes):
+    # one tile; the sanitizer size; the book's size (128 tiles, one wave); 320 tiles x 5 k-tiles
+    _hopper_only()
+    result = check.check_pair(pairs.find(NAME), sizes, device="cuda", variants=VARIANTS, trials=2)
+    check.raise_if_failed(result)
+    assert all(c.rel_err_vs_reference < 6e-4 for c in result.checks)       # the fp16 roundings, nothing more
+
+
+@pytest.mark.gpu
+@requires_nvcc
+def test_launches_per_call_are_five_then_one(mod):
+    _hopper_only()
+    from torch.profiler import ProfilerActivity, profile
+
+    inputs = mod.make_inputs({"m": 2048, "n": 2048, "k": 64}, "cuda", 0)
+    counts = {}
+    for variant in VARIANTS:
+        launch = mod.PAIR.variants[variant](inputs)
+        launch()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            launch()
+            torch.cuda.synchronize()
+        counts[variant] = sum(e.count for e in prof.key_averages() if e.device_type.name == "CUDA")
+    assert counts == {"baseline": 5, "fused_epilogue": 1}, counts
+
+
+@pytest.mark.gpu
+@requires_nvcc
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_closure_owns_its_operands_on_gpu(mod, variant):
+    _hopper_only()
+    inputs = mod.make_inputs({"m": 512, "n": 512, "k": 128}, "cuda", 5)
+    ref = mod.reference(inputs)
+    launch = mod.PAIR.variants[variant](inputs)
+    del inputs
+    junk = torch.full((1 << 22,), float("nan"), device="cuda")   # would reuse freed operands
+    out = launch()
+    torch.cuda.synchronize()
+    del junk
+    assert check._rel_err(out.double(), ref) < 6e-4
