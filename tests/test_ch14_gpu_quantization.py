@@ -181,5 +181,5 @@ def test_copies_and_kernels_per_call(mod):
     (bk, bc), (gk, gc), (ck, cc) = (_activity(f) for f in (mod.baseline(inputs), mod.optimized_gpu(inputs), compiled))
     print("baseline:", bk, bc, "\ngpu:", gk, "\ngpu_compiled:", ck)
     assert len(bc) == 2 * 16 and bk == []
-    assert len(gk) == 11 and gc == []
+    assert 10 <= len(gk) <= 12 and gc == []                    # 11 ops; a scalar-tensor div may add or fuse one
     assert 1 <= len(ck) <= 3 and cc == []
