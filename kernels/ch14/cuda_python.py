@@ -238,7 +238,7 @@ def optimized_nvrtc(inputs: Inputs) -> Callable[[], torch.Tensor]:
     x, weight, bias, mask = inputs["x"], inputs["weight"], inputs["bias"], inputs["mask"]
     if not x.is_cuda:
         raise RequirementError(f"{NAME} nvrtc needs CUDA tensors (it launches a CUDA kernel)")
-    nvrtc, driver = _bindings()
+    _, driver = _bindings()
     out = torch.empty_like(x)
     keep = mask.contiguous().view(torch.uint8)
     hidden, rows = x.shape[-1], x.numel() // x.shape[-1]

@@ -75,7 +75,6 @@ from typing import Any, Callable, Mapping
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
