@@ -136,6 +136,14 @@ def test_warm_up_leaves_nothing_to_compile_in_timed_calls(mod, cls, fullgraph):
     assert float((outs[0].double() - ref).norm() / ref.norm()) < 5e-3
 
 
+def test_explain_resets_dynamo_so_it_runs_after_the_timed_calls(mod):
+    inputs = mod.make_inputs(TINY, "cpu", 0)
+    launch = mod._compiled_launch(inputs, mod.TensorBranch, {**EAGER, "fullgraph": True})
+    torch._dynamo.explain(launch.compiled._orig_mod)(*launch.example_args[0])
+    with torch.compiler.set_stance("fail_on_recompile"), pytest.raises(Exception, match="(?i)recompil"):
+        launch()
+
+
 def test_factories_refuse_cpu_tensors_before_compiling(mod, monkeypatch):
     monkeypatch.setattr(torch, "compile", lambda *a, **k: pytest.fail("compiled before checking the device"))
     inputs = mod.make_inputs(TINY, "cpu", 0)
@@ -194,13 +202,13 @@ def test_baseline_syncs_every_call_and_tensor_branch_never(mod):
     inputs = mod.make_inputs(mod.SMALL_SIZES, "cuda", 0)
     base, fused = mod.baseline(inputs), mod.optimized_tensor_branch(inputs)
     print(f"compile: baseline {base.compile_seconds:.1f} s, tensor_branch {fused.compile_seconds:.1f} s")
+    with torch.compiler.set_stance("fail_on_recompile"):         # raises if a timed call compiles
+        base_events, fused_events = _device_events(base), _device_events(fused)
+    print("baseline:", base_events, "\ntensor_branch:", fused_events)
+    # explain() resets Dynamo (every compiled function recompiles on its next call): last
     for launch, graphs, breaks in ((base, 2, 1), (fused, 1, 0)):
         explained = torch._dynamo.explain(launch.compiled._orig_mod)(*launch.example_args[1])
         assert (explained.graph_count, explained.graph_break_count) == (graphs, breaks)
-        with torch.compiler.set_stance("fail_on_recompile"):
-            launch(), launch()
-    base_events, fused_events = _device_events(base), _device_events(fused)
-    print("baseline:", base_events, "\ntensor_branch:", fused_events)
     d2h = [e for e in base_events if "DtoH" in e or "Device -> Pageable" in e or "Device -> Pinned" in e]
     assert len(d2h) == 2                                          # one per call: the branch's bool
     assert not [e for e in fused_events if "DtoH" in e or "Device -> Pageable" in e]

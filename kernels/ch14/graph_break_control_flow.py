@@ -34,7 +34,8 @@ few with a warm Inductor cache, and the baseline compiles two branch graphs more
 Both expose `launch.compiled` (what torch.compile returned), `launch.compile_options` and
 `launch.example_args` ((a, b_pos), (a, b_neg)), so `torch._dynamo.explain(
 launch.compiled._orig_mod)(*launch.example_args[0])` counts graphs and breaks (the CPU test does it
-on the same modules: 2 graphs and 1 break vs 1 and 0).
+on the same modules: 2 graphs and 1 break vs 1 and 0). explain() resets Dynamo, so every compiled
+function in the process recompiles on its next call: run it after the timed calls.
 
 Predicted profile (what must move in nsys / ncu):
   - host syncs and copies: the baseline does 1 device-to-host memcpy (1 byte, the bool) and
