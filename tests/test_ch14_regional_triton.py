@@ -1,0 +1,185 @@
+"""ch14.regional_triton: imports cleanly, formulas add up, the written-out float64 reference is the
+nn block's forward at every length, eager bf16 stays inside the tolerance and the tolerance
+rejects a block without attention or without LayerNorm2; what Dynamo hands the compiler (recorded
+with a custom backend on a CPU): the whole block as one graph whose attention is Python ops
+(projections + SDPA, not the eager fast-path op), the regional MLP as one graph of linear, GELU,
+linear; one graph serves all four lengths (dynamic=True, no recompiles after the warm-up); a call
+runs the four lengths into one output; the compiled variants refuse CPU tensors before compiling.
+GPU tests: every variant matches at the small and the book's size, no recompiles while timed.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
+
+torch = pytest.importorskip("torch")
+
+from aisp_prof import pairs  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.errors import RequirementError  # noqa: E402
+
+PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "regional_triton.py"
+NAME = "ch14.regional_triton"
+TINY = {"batch": 2, "hidden": 32, "heads": 2, "mlp_hidden": 40, "seq_step": 5, "seq_count": 4}
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return import_fresh(PAIR_PATH, "ch14_regional_triton_under_test")
+
+
+def test_import_has_no_side_effects(monkeypatch):
+    forbid_import_side_effects(monkeypatch)
+    monkeypatch.setattr(torch, "compile", lambda *a, **k: pytest.fail("compiled on import"))
+    assert import_fresh(PAIR_PATH, "ch14_regional_triton_no_side_effects").PAIR.name == NAME
+
+
+def test_pair_is_discovered_with_its_contract(mod):
+    pair = pairs.find(NAME)
+    assert pair.chapter == 14 and list(pair.variants) == ["baseline", "regional", "eager"]
+    assert dict(pair.sizes) == {"batch": 8, "hidden": 1536, "heads": 12, "mlp_hidden": 12288,
+                                "seq_step": 128, "seq_count": 4}                           # the book's
+    assert mod.sequence_lengths(pair.sizes) == [128, 256, 384, 512]
+    assert pair.requires.min_cc == (9, 0) and pair.tolerance == 2e-2
+    assert pair.lesson and "\n" not in pair.lesson
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=True) == ["baseline", "regional", "eager"]
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=False, have_triton=True) == ["eager"]
+    for text in ("2.471x", "Predicted profile", "_native_multi_head_attention", "_is_make_fx_tracing",
+                 "one timed call runs all four lengths", "compile_seconds"):
+        assert text in mod.__doc__
+    assert mod.COMPILE_OPTIONS == {"backend": "inductor", "mode": "max-autotune", "fullgraph": False, "dynamic": True}
+
+
+def test_flops_and_bytes_formulas(mod):
+    s = {"batch": 1, "hidden": 2, "heads": 1, "mlp_hidden": 3, "seq_step": 1, "seq_count": 2}
+    assert mod.flops(s) == (1 * (32 + 24) + 8) + (2 * (32 + 24) + 32) == 208
+    assert mod.weight_bytes(s) == 2 * (8 + 18 + 6 + 9 + 8) == 98     # LNs, in_proj, out_proj, fc1, fc2
+    assert mod.bytes(s) == 2 * 98 + 4 * 3 * 2 == 220
+    d = dict(mod.DEFAULT_SIZES)
+    assert mod.flops(d) == 990_526_832_640                       # ~0.99 TFLOP per call (4 forwards)
+    assert mod.weight_bytes(d) == 94_424_064
+    assert mod.bytes(d) == 4 * 94_424_064 + 4 * 10240 * 1536
+
+
+def test_make_inputs_is_seeded_and_leaves_the_global_rng_alone(mod):
+    state = torch.random.get_rng_state()
+    a, b, c = (mod.make_inputs(TINY, "cpu", s) for s in (7, 7, 8))
+    assert torch.equal(state, torch.random.get_rng_state())
+    assert [x.shape for x in a["xs"]] == [(2, 5, 32), (2, 10, 32), (2, 15, 32), (2, 20, 32)]
+    assert all(x.dtype == torch.bfloat16 for x in a["xs"]) and 0.07 < float(a["xs"][3].float().std()) < 0.13
+    assert all(torch.equal(a["state"][k], b["state"][k]) for k in a["state"])
+    assert not torch.equal(a["state"]["mlp.fc1.weight"], c["state"]["mlp.fc1.weight"])
+    assert torch.equal(a["xs"][0], b["xs"][0]) and not torch.equal(a["xs"][0], c["xs"][0])
+    for bad in ({**TINY, "heads": 3}, {**TINY, "seq_count": 0}):
+        with pytest.raises(ValueError):
+            mod.make_inputs(bad, "cpu", 0)
+
+
+def test_reference_is_the_blocks_forward_in_float64(mod):
+    inputs = mod.make_inputs(TINY, "cpu", 0)
+    ref = mod.reference(inputs)
+    assert ref.dtype == torch.float64 and ref.shape == (2 * 50, 32)
+    block = mod.TinyTransformerBlock(32, 2, 40).double().eval()
+    block.load_state_dict({k: v.double() for k, v in inputs["state"].items()})
+    with torch.no_grad():
+        expected = torch.cat([block(x.double()).reshape(-1, 32) for x in inputs["xs"]])
+    assert torch.allclose(ref, expected, rtol=0, atol=1e-12)
+
+
+def test_a_call_runs_the_four_lengths_into_one_output(mod):
+    inputs = mod.make_inputs(TINY, "cpu", 0)
+    launch = mod.optimized_eager(inputs)
+    out = launch()
+    assert out.shape == (100, 32) and launch() is out
+    block = mod._block(inputs)
+    with torch.inference_mode():
+        assert torch.equal(out[10:30].view(2, 10, 32), block(inputs["xs"][1]))     # rows after 2 x 5 of the first
+
+
+def test_eager_passes_check_on_cpu(mod):
+    pair = replace(pairs.find(NAME), variants={"baseline": mod.optimized_eager})
+    result = check.check_pair(pair, mod.SMALL_SIZES, device="cpu")
+    check.raise_if_failed(result)
+    assert max(c.rel_err_vs_reference for c in result.checks) < 7e-3           # the docstring's 4.5e-3
+
+
+@pytest.mark.parametrize("missing", ["attention", "ln2"])
+def test_a_block_missing_a_part_is_rejected(mod, missing):
+    def wrong(inputs):
+        block = mod._block(inputs)
+
+        def forward(x):
+            h = block.ln1(x)
+            if missing != "attention":
+                x = x + block.attn(h, h, h, need_weights=False)[0]
+            return x + block.mlp(x if missing == "ln2" else block.ln2(x))
+        return mod._launch(inputs, forward)
+
+    bad = replace(pairs.find(NAME), variants={"baseline": mod.optimized_eager, "wrong": wrong})
+    assert check.check_pair(bad, mod.SMALL_SIZES, device="cpu").failed_variants == ["wrong"]
+
+
+def _recorded(mod, inputs, regional):
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    launch = mod._compiled(inputs, regional, {"backend": backend, "fullgraph": True, "dynamic": True})
+    return launch, graphs
+
+
+@pytest.mark.parametrize("regional", [False, True])
+def test_what_dynamo_hands_the_compiler(mod, regional):
+    inputs = mod.make_inputs(TINY, "cpu", 0)
+    launch, graphs = _recorded(mod, inputs, regional)
+    assert len(graphs) == 1                                         # one graph for all four lengths
+    targets = [str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"]
+    assert not any("_native_multi_head_attention" in t for t in targets)
+    if regional:
+        assert [t.split(" at ")[0] for t in targets] == ["<built-in function linear>", "<built-in function gelu>",
+                                                         "<built-in function linear>"]
+    else:
+        assert sum("layer_norm" in t for t in targets) == 2
+        assert sum("multi_head_attention_forward" in t for t in targets) == 1   # the Python path, not the fast one
+    with torch.compiler.set_stance("fail_on_recompile"):
+        out = launch()
+        assert launch() is out
+    ref = mod.reference(inputs)
+    assert float((out.double() - ref).norm() / ref.norm()) < 1e-2
+    assert type(launch.compiled).__name__ == "OptimizedModule"
+    assert all(a[0] is x for a, x in zip(launch.example_args, inputs["xs"]))
+
+
+def test_compiled_variants_refuse_cpu_tensors_before_compiling(mod, monkeypatch):
+    monkeypatch.setattr(torch, "compile", lambda *a, **k: pytest.fail("compiled before checking the device"))
+    inputs = mod.make_inputs(TINY, "cpu", 0)
+    for name in ("baseline", "regional"):
+        with pytest.raises(RequirementError, match="CUDA tensors"):
+            mod.PAIR.variants[name](inputs)
+
+
+# --- GPU ------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("which", ["small", "default"])
+def test_every_variant_matches_the_reference_on_gpu(mod, which):
+    pair = pairs.find(NAME)
+    sizes = pair.small_sizes if which == "small" else pair.sizes
+    result = check.check_pair(pair, sizes, device="cuda", trials=1 if which == "default" else 2)
+    check.raise_if_failed(result)
+    print({c.variant: round(c.rel_err_vs_reference, 5) for c in result.checks})
+
+
+@pytest.mark.gpu
+def test_no_recompiles_while_timed_and_compile_times(mod):
+    inputs = mod.make_inputs(mod.SMALL_SIZES, "cuda", 0)
+    for factory in (mod.baseline, mod.optimized_regional):
+        launch = factory(inputs)
+        print(factory.__name__, f"compile + warm-up {launch.compile_seconds:.1f} s")
+        with torch.compiler.set_stance("fail_on_recompile"):
+            launch(), launch()
