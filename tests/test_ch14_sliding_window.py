@@ -248,10 +248,13 @@ def test_launches_and_kernels_per_variant(mod):
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     events = {name: _device_events_per_call(factory(inputs)) for name, factory in mod.PAIR.variants.items()}
     print(torch.cuda.get_device_name(), events)
-    assert 7 <= len(events["baseline"]) <= 14
-    assert len(events["flex"]) <= 4 and any(n.startswith("triton_tem") for n in events["flex"])     # no eager fallback
-    assert not any("softmax" in n for n in events["flex"])
-    assert len(events["sdpa_band_mask"]) <= 4 and any("fmha" in n or "efficient" in n for n in events["sdpa_band_mask"])
+    kernels = {v: [n for n in names if not n.startswith("Memset")] for v, names in events.items()}
+    # every variant runs the QKV and output projections (2 GEMMs); the attention itself differs
+    assert any(n.startswith("triton_tem") for n in kernels["flex"])                                 # no eager fallback
+    assert not any("softmax" in n for n in kernels["flex"])
+    assert any("fmha" in n or "efficient" in n for n in kernels["sdpa_band_mask"])
+    assert len(kernels["flex"]) <= 6 and len(kernels["sdpa_band_mask"]) <= 6
+    assert len(kernels["baseline"]) > len(kernels["flex"])
 
 
 @pytest.mark.gpu

@@ -130,5 +130,8 @@ def test_fused_backend_and_launches_drop(mod):
     base = _device_events_per_call(mod.baseline(inputs))
     sdpa = _device_events_per_call(mod.optimized_causal_sdpa_no_window(inputs))
     print(f"{torch.cuda.get_device_name()}: dispatcher {choice}\nbaseline: {base}\nsdpa: {sdpa}")
-    assert choice in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")
-    assert 7 <= len(base) <= 14 and len(sdpa) <= 4
+    assert choice in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")   # H100, torch 2.11: cuDNN
+    kernels = lambda names: [n for n in names if not n.startswith("Memset")]          # noqa: E731
+    # both sides run the two projections (nvjet GEMMs); the fused side adds one attention kernel
+    assert len(kernels(sdpa)) <= 4 and len(kernels(base)) >= len(kernels(sdpa)) + 3
+    assert any(k in n for n in sdpa for k in ("flash", "fmha", "cudnn", "efficient"))
