@@ -36,7 +36,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings")     # what a per-variant summary reads
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles")     # what a per-variant summary reads
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -76,7 +76,7 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     from .analyze.records import clean_value
     from .analyze.summary import summarize
 
-    rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings)
+    rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings, run.compiles)
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
 

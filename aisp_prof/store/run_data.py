@@ -11,7 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts")
+TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts",
+          "compiles")
 
 
 @dataclass
@@ -28,6 +29,7 @@ class RunData:
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)      # CUDA-event timing summary, per variant
     samples: pd.DataFrame = field(default_factory=pd.DataFrame)      # every timed call, with the GPU's clocks
     verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)     # `bench run`: per variant, against expectations
+    compiles: pd.DataFrame = field(default_factory=pd.DataFrame)     # first-call cost and torch.compile's events, per variant and phase
 
     @property
     def run_id(self) -> str:
