@@ -181,6 +181,31 @@ class RunDatabase:
             in_db = db_calibrations(conn)
         return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
+    # ------------------------------------------------------------------ generated code
+    def generated_code(self, run: str = "latest", variant: str | None = None,
+                       kernel: str | None = None) -> dict[str, Any]:
+        """What the compilers generated for a run (its folder's generated/index.json): the
+        Triton kernels (launch configuration, registers, PTX/SASS summaries, files) and the
+        Inductor output-code modules, narrowed to `variant`'s launches and names containing
+        `kernel`. ExportParseError when the run's folder has no generated code here."""
+        from .analyze.generated_code import launched_names, select_kernels, select_output_code
+        from .naming import GENERATED_DIR
+        from .parse.generated_code import read_index
+
+        data = self.run(run, tables=("kernels", "timeline") if variant else ())
+        run_dir = data.run.get("run_dir")
+        index = read_index(Path(run_dir)) if run_dir else None
+        if index is None:
+            raise ExportParseError(
+                f"run {data.run_id} has no generated code here: no variant compiled anything (torch.compile, "
+                f"Triton), the run predates generated/, or its folder ({run_dir or 'none'}) is on another machine")
+        launched = launched_names(variant, data.kernels, data.timeline) if variant else None
+        kernels = select_kernels(index, kernel, launched)
+        return {"run_id": data.run_id, "generated_dir": str(Path(run_dir) / GENERATED_DIR), "variant": variant,
+                "kernel": kernel, "launched": sorted(launched) if launched is not None else None,
+                "cuobjdump": index.get("cuobjdump"), "kernels": kernels,
+                "output_code": select_output_code(index, kernels, kernel, launched)}
+
     # ------------------------------------------------------------------ reports
     def page(self, run: str = "latest") -> dict[str, Any]:
         """Everything a report page shows for one run, as JSON-ready data."""

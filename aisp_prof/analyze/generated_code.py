@@ -1,0 +1,69 @@
+"""Which generated kernels a question is about: by name, or those a variant launched.
+
+A pure function of the run folder's generated index (`collect.generated`) and the run's kernel
+tables: ncu and nsys name a Triton or Inductor kernel by its function name
+("triton_poi_fused_add_relu_0"), the index by the same name, so the tables link to the code.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+import pandas as pd
+
+
+def base_name(kernel: str) -> str:
+    """'void at::<unnamed>::k<float, 8>(T1 *, int)' -> 'k'; 'triton_poi_fused_add_0' stays itself."""
+    text = str(kernel).replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
+    while True:                                   # drop template arguments, innermost first
+        stripped = re.sub(r"<[^<>]*>", "", text)
+        if stripped == text:
+            break
+        text = stripped
+    head = text.split("(", 1)[0].strip()
+    words = head.rsplit("::", 1)[-1].split()
+    return words[-1] if words else ""
+
+
+def launched_names(variant: str, *frames: pd.DataFrame) -> set[str]:
+    """Kernel base names `variant` launched, from ncu's kernels and nsys's timeline."""
+    names: set[str] = set()
+    for f in frames:
+        if f is None or f.empty or "variant" not in f:
+            continue
+        rows = f[f["variant"] == variant]
+        for col in ("kernel", "short_name"):
+            if col in rows:
+                names |= {base_name(k) for k in rows[col].dropna().unique()}
+    return names - {""}
+
+
+def select_kernels(index: dict[str, Any], kernel: str | None = None,
+                   launched: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """The index's Triton kernels whose name contains `kernel` (case-insensitive) and, when
+    `launched` is given, that are among those names."""
+    wanted = set(launched) if launched is not None else None
+    out = []
+    for k in index.get("kernels") or []:
+        if kernel and kernel.lower() not in k["name"].lower():
+            continue
+        if wanted is not None and k["name"] not in wanted:
+            continue
+        out.append(k)
+    return out
+
+
+def select_output_code(index: dict[str, Any], kernels: list[dict[str, Any]], kernel: str | None = None,
+                       launched: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    """Output-code modules defining any of `kernels`, or any kernel matching the filters (C++
+    kernels have no Triton entry); every module when there is no filter."""
+    modules = index.get("output_code") or []
+    if kernel is None and launched is None:
+        return list(modules)
+    files = {f for k in kernels for f in k.get("defined_in") or []}
+    wanted = set(launched) if launched is not None else None
+
+    def matches(name: str) -> bool:
+        return (not kernel or kernel.lower() in name.lower()) and (wanted is None or name in wanted)
+
+    return [m for m in modules if m["file"] in files or any(matches(d["name"]) for d in m.get("kernels") or [])]
