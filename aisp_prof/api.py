@@ -240,7 +240,7 @@ class RunDatabase:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        return Page(page_data(run, roof, error), roof)
+        return Page(page_data(run, roof, error, _generated_index(run)), roof)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
         with store_db.Database(self.path) as conn:
@@ -274,6 +274,14 @@ class RunDatabase:
         summary = run_summary(data)
         return RunResult(summary["run"], summary["summary"], data,
                          runner.failed_check_error(outcome.run_info, outcome.run_dir))
+
+
+def _generated_index(run: RunData) -> dict[str, Any] | None:
+    """The run folder's generated-code index, where the folder is on this machine."""
+    from .parse.generated_code import read_index
+
+    run_dir = run.run.get("run_dir")
+    return read_index(Path(run_dir)) if run_dir else None
 
 
 def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:

@@ -157,3 +157,41 @@ def test_code_command_says_when_a_run_has_no_generated_code(tmp_path):
     CliRunner().invoke(cli, ["import", str(sample), "--db", db], catch_exceptions=False)
     out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db])
     assert out.exit_code == 6 and "has no generated code here" in out.output
+
+
+def test_a_collection_runs_its_children_on_the_run_folders_caches_and_keeps_the_code(cache, tmp_path, monkeypatch):
+    """runner.collect_into: the children's environment points Inductor and Triton into the run
+    folder; what they compiled is indexed into generated/ and recorded in run.json."""
+    from aisp_prof.collect import runner
+    from aisp_prof.collect.steps import StepContext
+    from aisp_prof.pairs import find
+
+    for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+
+    def child_that_compiled(ctx, child, report):
+        shutil.copytree(cache / "triton", ctx.env["TRITON_CACHE_DIR"])
+        shutil.copytree(cache / "inductor", ctx.env["TORCHINDUCTOR_CACHE_DIR"])
+        return {"check": {"passed": True}, "env": {}, "timing": {}, "samples": []}
+
+    monkeypatch.setattr(runner, "check_step", child_that_compiled)
+    pair = find("ch09.fused_l2norm")
+    ctx = StepContext(tmp_path, {"gpu": {}, "wall_s": {}})
+    runner.collect_into(ctx, runner._Plan(pair, ["baseline"], dict(pair.sizes), None, None), runner.RunOptions(pair=pair))
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["generated"]["triton_kernels"] == 2 and info["generated"]["output_code_modules"] == 1
+    assert ctx.env["TRITON_CACHE_DIR"] == str(tmp_path / COMPILE_CACHE_DIR / "triton")
+    assert not (tmp_path / COMPILE_CACHE_DIR).exists() and (tmp_path / GENERATED_DIR / "index.json").is_file()
+
+
+def test_report_page_lists_the_generated_kernels_and_who_launched_them(ch09_run_with_code, tmp_path):
+    from aisp_prof.api import open_db
+
+    db = open_db(ch09_run_with_code)
+    page = db.page(CH09_TRITON)
+    rows = {g["name"]: g for g in page["generated_code"]}
+    assert rows["_softmax_rows"]["variants"] == ["triton"] and rows["add_relu_kernel"]["variants"] == []
+    assert page["generated_code"][0]["name"] == "_softmax_rows"          # launched kernels first
+    report = db.report(runs=[CH09_TRITON], out=tmp_path / "report")
+    html = next(p for p in report.pages if "ch09.triton" in p.name).read_text()
+    assert 'id="generated"' in html and "<code>_softmax_rows</code>" in html

@@ -67,3 +67,26 @@ def select_output_code(index: dict[str, Any], kernels: list[dict[str, Any]], ker
         return (not kernel or kernel.lower() in name.lower()) and (wanted is None or name in wanted)
 
     return [m for m in modules if m["file"] in files or any(matches(d["name"]) for d in m.get("kernels") or [])]
+
+
+def code_rows(index: dict[str, Any] | None, variants: Iterable[str], *frames: pd.DataFrame) -> list[dict[str, Any]]:
+    """One row per generated Triton kernel for the report: which variants launched it (by the
+    ncu/nsys names), launch configuration, registers, local memory, instruction counts, the
+    matrix instructions (wgmma/HGMMA vs mma.sync/HMMA) and LDL/STL (spills), and its files."""
+    if not index:
+        return []
+    launched = {v: launched_names(v, *frames) for v in variants}
+    rows = []
+    for k in index.get("kernels") or []:
+        ptx, sass = k.get("ptx") or {}, k.get("sass") or {}
+        rows.append({
+            "name": k["name"], "hash": str(k.get("hash", ""))[:8],
+            "variants": [v for v, names in launched.items() if k["name"] in names],
+            **{f: k.get(f) for f in ("num_warps", "num_stages", "shared_bytes", "registers", "local_bytes")},
+            "ptx_instructions": ptx.get("instructions"), "sass_instructions": sass.get("instructions"),
+            "wgmma": ptx.get("wgmma"), "mma_sync": ptx.get("mma_sync"), "hgmma": sass.get("hgmma"),
+            "hmma": sass.get("hmma"), "tma": sass.get("tma"),
+            "ldl_stl": (sass.get("ldl", 0) + sass.get("stl", 0)) if sass else None,
+            "files": k.get("files") or {}, "defined_in": k.get("defined_in") or [],
+        })
+    return sorted(rows, key=lambda r: (not r["variants"], r["name"]))

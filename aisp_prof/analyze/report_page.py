@@ -16,6 +16,7 @@ from ..naming import chapter_of_pair
 from ..store.run_data import RunData
 from .ceilings import precision_label
 from .compiled import compile_warnings
+from .generated_code import code_rows
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -73,9 +74,11 @@ def _provenance(run: dict[str, Any], info: dict[str, Any], kernels: pd.DataFrame
     }
 
 
-def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> dict[str, Any]:
+def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
+              generated: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything a pair's page shows, as JSON-ready plain data, from the run and its roofline
-    analysis (a RooflineResult, or None with `roof_error` saying why there is none)."""
+    analysis (a RooflineResult, or None with `roof_error` saying why there is none), and the
+    run folder's generated-code index where it has one."""
     row = {k: v for k, v in run.run.items() if k != "info_json"}
     info = run.info
     summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
@@ -102,6 +105,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> 
         "memory_ops": memory_op_rows(run.memory_ops, run.ranges, variants),
         "timeline": _strips(run, variants),
         "compiled_any": any(s.get("compiled") for s in summary),
+        "generated_code": code_rows(generated, variants, run.kernels, run.timeline),
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
         "calibrated": any(c.get("measured") for c in ceilings),
