@@ -208,3 +208,29 @@ def test_time_rounds_hands_every_call_to_the_observer(monkeypatch):
     assert rows[("compiled", "timing_warmup")]["frames_compiled"] == 1
     assert rows[("compiled", "timed")]["frames_compiled"] == 1 and rows[("compiled", "timed")]["recompiles"] == 1
     assert rows[("eager", "timed")]["frames_compiled"] == 0
+
+
+def test_a_later_timing_process_times_each_first_call(monkeypatch):
+    """child.first_calls: phase "warm_process", the first call's wall time and its compiles."""
+    from aisp_prof.collect.child import first_calls
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+
+    def halve(x):
+        return x / 2
+
+    f = torch.compile(halve, backend="eager")
+    x = torch.ones(5)
+    rows = {r["variant"]: r for r in first_calls({"compiled": [lambda: f(x)], "eager": [lambda: x / 2]},
+                                                 ["eager", "compiled"], process=1)}
+    assert rows["compiled"]["phase"] == "warm_process" and rows["compiled"]["process"] == 1
+    assert rows["compiled"]["frames_compiled"] == 1 and rows["eager"]["frames_compiled"] == 0
+    assert rows["compiled"]["first_call_wall_ns"] > 0
+
+
+def test_run_timing_processes_option_reaches_the_collection():
+    from aisp_prof.cli.profile import RunRequest
+    from aisp_prof.pairs import find
+
+    timing = RunRequest(timing_processes=2).options(find("ch09.fused_l2norm")).timing
+    assert (timing.processes, timing.max_processes) == (2, 2)

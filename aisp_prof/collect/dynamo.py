@@ -136,10 +136,11 @@ def _is_recompile(m: Any) -> bool:
 def events_between(before: _Snapshot, after: _Snapshot) -> CompileEvents:
     """What Dynamo did between two snapshots."""
     seen = {id(m) for m in before.metrics}
-    new = [m for m in after.metrics if id(m) not in seen]
+    # runtime records (Triton autotuning or CUDA-graph recording at a call) are not frame compiles
+    new = [m for m in after.metrics if id(m) not in seen and not getattr(m, "is_runtime", False)]
     frames = _delta(before.counters, after.counters, "frames").get("total", 0)
     events = CompileEvents(
-        frames_compiled=max(frames, len(new)),
+        frames_compiled=frames if "frames" in after.counters else len(new),
         graphs=_delta(before.counters, after.counters, "stats").get("unique_graphs", 0),
         graph_break_reasons=_break_reasons(before, after),
         frames=list(dict.fromkeys(_frame_name(m) for m in new)),
