@@ -36,7 +36,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings")     # what a per-variant summary reads
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles")     # what a per-variant summary reads
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -76,7 +76,7 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     from .analyze.records import clean_value
     from .analyze.summary import summarize
 
-    rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings)
+    rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings, run.compiles)
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
 
@@ -186,6 +186,31 @@ class RunDatabase:
                 in_db = db_calibrations(conn)
         return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
+    # ------------------------------------------------------------------ generated code
+    def generated_code(self, run: str = "latest", variant: str | None = None,
+                       kernel: str | None = None) -> dict[str, Any]:
+        """What the compilers generated for a run (its folder's generated/index.json): the
+        Triton kernels (launch configuration, registers, PTX/SASS summaries, files) and the
+        Inductor output-code modules, narrowed to `variant`'s launches and names containing
+        `kernel`. ExportParseError when the run's folder has no generated code here."""
+        from .analyze.generated_code import launched_names, select_kernels, select_output_code
+        from .naming import GENERATED_DIR
+        from .parse.generated_code import read_index
+
+        data = self.run(run, tables=("kernels", "timeline") if variant else ())
+        run_dir = data.run.get("run_dir")
+        index = read_index(Path(run_dir)) if run_dir else None
+        if index is None:
+            raise ExportParseError(
+                f"run {data.run_id} has no generated code here: no variant compiled anything (torch.compile, "
+                f"Triton), the run predates generated/, or its folder ({run_dir or 'none'}) is on another machine")
+        launched = launched_names(variant, data.kernels, data.timeline) if variant else None
+        kernels = select_kernels(index, kernel, launched)
+        return {"run_id": data.run_id, "generated_dir": str(Path(run_dir) / GENERATED_DIR), "variant": variant,
+                "kernel": kernel, "launched": sorted(launched) if launched is not None else None,
+                "cuobjdump": index.get("cuobjdump"), "kernels": kernels,
+                "output_code": select_output_code(index, kernels, kernel, launched)}
+
     # ------------------------------------------------------------------ reports
     def page(self, run: str = "latest") -> dict[str, Any]:
         """Everything a report page shows for one run, as JSON-ready data."""
@@ -220,7 +245,7 @@ class RunDatabase:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        return Page(page_data(run, roof, error), roof)
+        return Page(page_data(run, roof, error, _generated_index(run)), roof)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
         with store_db.Database(self.path) as conn:
@@ -277,6 +302,14 @@ def _check_variant(conn: store_db.Database, run_id: str, variant: str) -> None:
     hint = (f"did you mean {', '.join(close)}?" if close else
             f"it has {', '.join(sorted(known))}" if known else "it names no variants")
     raise UnknownTargetError(f"run {run_id} has no variant {variant!r}; {hint}")
+
+
+def _generated_index(run: RunData) -> dict[str, Any] | None:
+    """The run folder's generated-code index, where the folder is on this machine."""
+    from .parse.generated_code import read_index
+
+    run_dir = run.run.get("run_dir")
+    return read_index(Path(run_dir)) if run_dir else None
 
 
 def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:

@@ -18,6 +18,8 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
 def duration(ns: float | None) -> str:
     if ns is None:
         return "-"
+    if ns >= 1e9:
+        return f"{ns / 1e9:.3f} s"
     if ns >= 1e6:
         return f"{ns / 1e6:.3f} ms"
     if ns >= 1e3:

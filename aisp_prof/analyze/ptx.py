@@ -254,3 +254,34 @@ def parse_res_usage(text: str) -> dict[str, dict[str, int]]:
             fields.update(stack_bytes=int(m.group(1)), spill_store_bytes=int(m.group(2)),
                           spill_load_bytes=int(m.group(3)))
     return out
+
+
+# --- one kernel's generated code, summarized ------------------------------------------------
+
+TOP_OPCODES = 12
+
+
+def _compact(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary without its full opcode table: the most frequent opcodes only."""
+    out = {k: v for k, v in summary.items() if k != "opcodes"}
+    ops = summary.get("opcodes") or {}
+    out["top_opcodes"] = dict(sorted(ops.items(), key=lambda kv: -kv[1])[:TOP_OPCODES])
+    return out
+
+
+def kernel_code_summary(name: str, ptx: str | None = None, sass: str | None = None,
+                        res_usage: str | None = None) -> dict[str, Any]:
+    """What a review of one compiled kernel looks at, from whichever listings exist: registers,
+    stack and local memory per thread (`cuobjdump -res-usage` or `ptxas -v`: local memory or a
+    stack means spills or an indexed array), the PTX and SASS summaries (global access widths,
+    shuffles, wgmma/HGMMA vs mma.sync/HMMA, TMA, spills as LDL/STL) with their top opcodes.
+    Chapter 9's Triton softmax report and every kernel `aisp-prof code` shows are this."""
+    usage = parse_res_usage(res_usage or "")
+    fields = usage.get(name) or (next(iter(usage.values())) if len(usage) == 1 else {})
+    return {
+        "registers": fields.get("registers"), "stack_bytes": fields.get("stack_bytes"),
+        "local_bytes": fields.get("local_bytes"), "res_shared_bytes": fields.get("shared_bytes"),
+        "spill_store_bytes": fields.get("spill_store_bytes"), "spill_load_bytes": fields.get("spill_load_bytes"),
+        "ptx": _compact(summarize_ptx(ptx)) if ptx else None,
+        "sass": _compact(summarize_sass(sass)) if sass else None,
+    }

@@ -2,7 +2,7 @@
 
 `page_data(run, roofline)` takes a stored run (RunData) and its roofline analysis and returns
 one dict: headline, per-variant summary, stalls, speed of light, memory traffic, kernels, one
-nsys call per variant, the FLOP check, validity warnings, provenance. A pure function: it opens
+nsys call per variant, launch churn and compile cost, the FLOP check, validity warnings, provenance. A pure function: it opens
 nothing and writes nothing; `render.report` draws and writes what it returns.
 """
 from __future__ import annotations
@@ -15,6 +15,8 @@ import pandas as pd
 from ..naming import chapter_of_pair
 from ..store.run_data import RunData
 from .ceilings import precision_label
+from .compiled import compile_warnings
+from .generated_code import code_rows
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -27,7 +29,9 @@ from .timeline_call import representative_call, strip_rows
 _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_event_median_ns", "correct",
                  "rel_err_vs_reference", "ncu_duration_ns", "dram_bytes", "l2_bytes", "l1_bytes", "flops_total",
                  "flops_fp32", "flops_fp64", "flops_fp16", "flops_tensor", "dram_bytes_per_s", "flops_per_s",
-                 "speedup_vs_baseline")
+                 "speedup_vs_baseline", "mean_kernel_duration_ns", "gap_per_call_ns", "gap_max_ns", "first_call_ns",
+                 "steady_call_wall_ns", "compile_overhead_ns", "warm_process_first_call_ns", "frames_compiled",
+                 "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls")
 
 
 # ------------------------------------------------------------------------------ gathering data
@@ -70,13 +74,15 @@ def _provenance(run: dict[str, Any], info: dict[str, Any], kernels: pd.DataFrame
     }
 
 
-def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> dict[str, Any]:
+def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
+              generated: dict[str, Any] | None = None) -> dict[str, Any]:
     """Everything a pair's page shows, as JSON-ready plain data, from the run and its roofline
-    analysis (a RooflineResult, or None with `roof_error` saying why there is none)."""
+    analysis (a RooflineResult, or None with `roof_error` saying why there is none), and the
+    run folder's generated-code index where it has one."""
     row = {k: v for k, v in run.run.items() if k != "info_json"}
     info = run.info
     summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
-               for s in summarize(info, run.kernels, run.ranges, run.checks, run.timings)]
+               for s in summarize(info, run.kernels, run.ranges, run.checks, run.timings, run.compiles)]
     variants = [s["variant"] for s in summary]
     kernels_f = add_flops_and_bytes(run.kernels) if not run.kernels.empty else run.kernels
     roof_dict = roof.to_dict() if roof is not None else None
@@ -98,6 +104,8 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> 
         "kernels": kernel_rows(run.kernels, run.timeline, variants),
         "memory_ops": memory_op_rows(run.memory_ops, run.ranges, variants),
         "timeline": _strips(run, variants),
+        "compiled_any": any(s.get("compiled") for s in summary),
+        "generated_code": code_rows(generated, variants, run.kernels, run.timeline),
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
         "calibrated": any(c.get("measured") for c in ceilings),
@@ -252,7 +260,7 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
                        "differ by more than 10%")
     if roof_error:
         out.append(roof_error)
-    found = [{"severity": "warning", "code": "report", "message": m} for m in out]
+    found = [{"severity": "warning", "code": "report", "message": m} for m in out] + compile_warnings(summary)
     for w in (roof or {}).get("warnings") or []:
         found.append({"severity": str(w.get("severity") or "warning"), "code": str(w.get("code") or "roofline"),
                       "message": str(w.get("message"))})

@@ -11,6 +11,13 @@ and `memcpy_*` / `memset_*` say how many copies and sets a call issued, their by
 Without an nsys timeline it falls back to the sum of ncu's replayed kernel durations, which has
 no memory ops (`gpu_time_source` tells which). Runs stored before memory ops were parsed have
 kernel-only `gpu_time_ns` and no `memcpy_*` / `memset_*` fields.
+
+Launch churn, from the same nsys ranges: `kernels_per_call`, `mean_kernel_duration_ns` (kernel
+time over kernel count: short kernels mean launch-bound work), `gap_per_call_ns` (GPU idle
+between the operations of one call, summed, per call) and `gap_max_ns` (the largest such gap).
+Compile cost and torch.compile's graphs, breaks and recompiles come from the run's `compiles`
+rows (`analyze.compiled`); `compile_break_even_calls` is how many calls repay the first call's
+extra wall time from the time each call saves against the baseline.
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from ..parse.metric_table import STALL_REASONS
+from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
 
 NOT_STALLS = {"selected"}   # a warp being issued is not a stall
@@ -69,8 +77,23 @@ def _ordered_variants(info: dict[str, Any], *frames: pd.DataFrame) -> list[str]:
     return order
 
 
+def _launch_churn(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
+    """Mean kernel duration, idle gaps per call and the largest gap (where the ranges have them)."""
+    out = {}
+    kernels, kernel_ns = _sum(ranges, "kernel_count"), _sum(ranges, "kernel_time_ns")
+    if kernels and kernel_ns is not None:
+        out["mean_kernel_duration_ns"] = kernel_ns / kernels
+    gaps = _sum(ranges, "gap_total_ns")
+    if gaps is not None:
+        out["gap_per_call_ns"] = gaps / occurrences
+    if "gap_max_ns" in ranges and ranges["gap_max_ns"].notna().any():
+        out["gap_max_ns"] = float(ranges["gap_max_ns"].astype(float).max())
+    return out
+
+
 def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
-              checks: pd.DataFrame, timings: pd.DataFrame) -> list[dict[str, Any]]:
+              checks: pd.DataFrame, timings: pd.DataFrame,
+              compiles: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """One dict per variant, baseline first."""
     kernels = add_flops_and_bytes(kernels) if not kernels.empty else kernels
     rows = []
@@ -84,6 +107,7 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             row["gpu_time_ns"] = float(r["gpu_time_ns"].sum()) / occ
             row["gpu_time_source"] = "nsys"
             row.update(_memory_ops_per_call(r, occ))
+            row.update(_launch_churn(r, occ))
         elif not k.empty:
             row["kernels_per_call"] = float(len(k))
             row["gpu_time_ns"] = _sum(k, "duration_ns")
@@ -105,9 +129,27 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             if row["flops_total"] is not None:
                 row["flops_per_s"] = row["flops_total"] / ncu_ns * 1e9
         row["top_stalls"] = top_stalls(k)
+        row.update(variant_compiles(compiles, v))
         rows.append(row)
     base = next((r for r in rows if r["variant"] == "baseline" and r.get("gpu_time_ns")), None)
     for row in rows:
         if base and row.get("gpu_time_ns"):
             row["speedup_vs_baseline"] = base["gpu_time_ns"] / row["gpu_time_ns"]
+    _add_break_even(rows)
     return rows
+
+
+def _add_break_even(rows: list[dict[str, Any]]) -> None:
+    """compile_break_even_calls of each variant that compiled, against the baseline's steady time
+    per call (CUDA events where timed, else nsys GPU time). Where the baseline compiled too,
+    only the variant's extra first-call time has to be repaid."""
+    base = next((r for r in rows if r["variant"] == "baseline"), None)
+    for row in rows:
+        if row is base or not row.get("compiled") or base is None:
+            continue
+        key = "cuda_event_median_ns" if row.get("cuda_event_median_ns") and base.get("cuda_event_median_ns") \
+            else "gpu_time_ns"
+        overhead = row.get("compile_overhead_ns")
+        if overhead is not None and base.get("compiled") and base.get("compile_overhead_ns") is not None:
+            overhead -= base["compile_overhead_ns"]
+        row["compile_break_even_calls"] = break_even_calls(overhead, base.get(key), row.get(key))

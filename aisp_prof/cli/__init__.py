@@ -13,6 +13,7 @@ import click
 
 from .. import __version__
 from .bench import bench_group
+from .code import code_cmd
 from .common import AispGroup
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
 from .report import report_cmd, roofline_cmd
@@ -28,6 +29,7 @@ Examples:
   aisp-prof summary latest                # per-variant summary of the newest run
   aisp-prof kernels latest --json         # one record per profiled kernel launch
   aisp-prof report latest --open          # HTML report (offline, one page per pair)
+  aisp-prof code latest --show sass       # what torch.compile / Triton generated, per kernel
 """
 
 
@@ -42,7 +44,7 @@ def cli(verbose: bool) -> None:
 
 
 for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, summary_cmd, quickstart_cmd,
-                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd):
+                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd):
     cli.add_command(_command)
 
 

@@ -29,10 +29,11 @@ class RunRequest:
     no_nsys: bool = False
     nsys_iterations: int = 5
     extra_metrics: tuple[str, ...] = ()
+    timing_processes: int = 1
 
     def options(self, pair: Any) -> Any:
         """The collection options for one pair (its --sizes parsed against its own sizes)."""
-        from ..collect.runner import RunOptions
+        from ..collect.runner import RunOptions, TimingOptions
         from ..pairs import parse_sizes
         from ..parse.metric_table import DEFAULT_GROUPS
 
@@ -41,6 +42,7 @@ class RunRequest:
             variants=self.variants.split(",") if self.variants else [], ncu=self.ncu, nsys=self.nsys,
             label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
             nsys_iterations=self.nsys_iterations,
+            timing=TimingOptions(processes=self.timing_processes, max_processes=self.timing_processes),
             metric_groups=DEFAULT_GROUPS + tuple(g for g in self.extra_metrics if g not in DEFAULT_GROUPS))
 
 
@@ -55,6 +57,9 @@ class RunRequest:
 @click.option("--no-ncu", is_flag=True, help="Skip Nsight Compute (timeline only).")
 @click.option("--no-nsys", is_flag=True, help="Skip Nsight Systems (counters only).")
 @click.option("--nsys-iterations", default=5, show_default=True, help="Calls per variant under nsys.")
+@click.option("--timing-processes", default=1, show_default=True, type=click.IntRange(1, 20),
+              help="Fresh processes timing the variants (pooled). From the second on, each also times every "
+                   "variant's first call with the compile caches warm (torch.compile, Triton).")
 @click.option("--extra-metrics", multiple=True, type=click.Choice(["sol_breakdown", "stall_sampled"]),
               help="More ncu metric groups: sol_breakdown (ncu's headline SM/memory throughput, "
                    "+8 replay passes), stall_sampled (PC-sampled stall reasons, +2).")

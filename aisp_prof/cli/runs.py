@@ -158,22 +158,30 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
       aisp-prof summary latest
       aisp-prof summary ch09.fused_l2norm --json
     """
+    from ..analyze.compiled import compile_warnings
     from ..api import SUMMARY_TABLES, run_summary
 
     result = run_summary(database(db).run(run, tables=SUMMARY_TABLES))
     if as_json:
-        echo_json({"run": result["run"], "summary": result["summary"]})
+        echo_json({"run": result["run"], "summary": result["summary"], "warnings": compile_warnings(result["summary"])})
     else:
         print_summary(result)
 
 
 def print_summary(result: dict[str, Any]) -> None:
-    """A run's header line and its per-variant table."""
-    from ..render.table import summary_table
+    """A run's header line, its per-variant table, launches and compile cost, compile warnings."""
+    from ..analyze.compiled import compile_warnings
+    from ..render.table import launch_compile_table, summary_table
 
     info = result["run"]
     click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
     click.echo(summary_table(result["summary"]))
+    launches = launch_compile_table(result["summary"])
+    if launches:
+        click.echo("\nlaunches (nsys, per call) and first call (wall):")
+        click.echo(launches)
+    for w in compile_warnings(result["summary"]):
+        click.echo(f"{w['severity']}: {w['message']}")
 
 
 @click.command("history")

@@ -7,6 +7,9 @@ It guards against the usual ways a benchmark lies:
     never writes show up instead of passing with the previous call's values;
   - allocating in the timed closure: the second call must return the same tensor;
   - swallowed errors: a variant that raises is recorded as failed with its exception text.
+Beside each variant's result it records what the first call cost (`compiles`: the factory's and
+the first two calls' wall times, and what torch.compile did, from `collect.dynamo`), since the
+first call is where torch.compile, Triton's JIT and autotuning spend their time.
 Environment problems (AispError: no GPU, no nvcc, no triton, a failed build) are not
 correctness results; they propagate so the caller can skip or report them explicitly.
 
@@ -16,11 +19,13 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
 from ..errors import AispError, CorrectnessError, UnknownTargetError
 from ..pairs import KernelPair
+from .dynamo import CompileWatch, compile_row
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +51,7 @@ class CheckResult:
     sizes: dict[str, int]
     tolerance: float
     checks: list[VariantCheck] = field(default_factory=list)
+    compiles: list[dict[str, Any]] = field(default_factory=list)   # `dynamo.compile_row`s, phase "check"
 
     @property
     def passed(self) -> bool:
@@ -91,7 +97,10 @@ def check_pair(pair: KernelPair, sizes: Mapping[str, int] | None = None, device:
         ref = torch.as_tensor(pair.reference(inputs)).double()
         baseline_out = None
         for name in names:
-            check, out = _check_variant(pair, name, inputs, ref, baseline_out, trial, trial_seed)
+            watch, walls = CompileWatch(), {}
+            check = VariantCheck(variant=name, trial=trial, seed=trial_seed)
+            check, out = _check_variant(pair, name, inputs, ref, baseline_out, check, walls)
+            result.compiles.append(compile_row(name, 0, "check", watch.take(), trial=trial, **walls))
             if name == "baseline" and check.passed:
                 baseline_out = out
             result.checks.append(check)
@@ -113,29 +122,47 @@ def raise_if_failed(result: CheckResult) -> None:
     raise CorrectnessError(f"{result.pair} failed the correctness check: " + "; ".join(reasons.values()))
 
 
-def _check_variant(pair: KernelPair, name: str, inputs: dict, ref: Any, baseline_out: Any,
-                   trial: int, seed: int) -> tuple[VariantCheck, Any]:
+def _two_calls(factory: Any, inputs: dict, check: VariantCheck, walls: dict[str, float]) -> tuple[Any, Any]:
+    """Build the closure and call it twice, the output poisoned with NaN in between; `walls`
+    receives the wall times (ns) of the factory and of each call (synchronized), as far as they
+    got. (first, None) when the first call returned no tensor."""
     import torch
 
-    check = VariantCheck(variant=name, trial=trial, seed=seed)
-    try:
-        launch = pair.variants[name](inputs)
-        first = launch()              # warm-up: compiles, autotunes, fills caches
-        if not isinstance(first, torch.Tensor):
-            check.message = f"returned {type(first).__name__}, expected a torch.Tensor"
-            return check, None
+    began = time.perf_counter_ns()
+    launch = factory(inputs)
+    walls["factory_wall_ns"] = time.perf_counter_ns() - began
+    began = time.perf_counter_ns()
+    first = launch()              # warm-up: compiles, autotunes, fills caches
+    if not isinstance(first, torch.Tensor):
+        return first, None
+    _synchronize(first)
+    walls["first_call_wall_ns"] = time.perf_counter_ns() - began
+    check.poisoned = first.is_floating_point()
+    if check.poisoned:
+        first.fill_(float("nan"))
         _synchronize(first)
-        check.poisoned = first.is_floating_point()
-        if check.poisoned:
-            first.fill_(float("nan"))
-            _synchronize(first)
-        out = launch()
-        _synchronize(out)
+    began = time.perf_counter_ns()
+    out = launch()
+    _synchronize(out)
+    walls["second_call_wall_ns"] = time.perf_counter_ns() - began
+    return first, out
+
+
+def _check_variant(pair: KernelPair, name: str, inputs: dict, ref: Any, baseline_out: Any,
+                   check: VariantCheck, walls: dict[str, float]) -> tuple[VariantCheck, Any]:
+    """The check of one variant (filling `check`); `walls` as in `_two_calls`."""
+    import torch
+
+    try:
+        first, out = _two_calls(pair.variants[name], inputs, check, walls)
     except AispError:
         raise
     except Exception as exc:  # a correctness result, not a crash: record it, never hide it
         check.message = _one_line(f"raised {type(exc).__name__}: {exc}")
         log.debug("%s/%s raised", pair.name, name, exc_info=True)
+        return check, None
+    if not isinstance(first, torch.Tensor):
+        check.message = f"returned {type(first).__name__}, expected a torch.Tensor"
         return check, None
 
     if not isinstance(out, torch.Tensor):

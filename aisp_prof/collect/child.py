@@ -75,21 +75,45 @@ def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[
 
 def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str], plan: SamplingPlan,
                references: bool, process: int) -> dict[str, Any]:
-    """Interleaved samples of the variants (and the reference kernels), with the GPU's clocks."""
+    """Interleaved samples of the variants (and the reference kernels), with the GPU's clocks,
+    and what torch.compile did meanwhile (`compiles`: rows of `dynamo.compile_row`)."""
+    from .dynamo import observer_if_compiling
     from .sensors import open_sensor
     from .timing import pair_launches, reference_launches, summarize_times, time_rounds
 
     sensor = open_sensor(0)
     launches, input_sets = pair_launches(pair, variants, sizes, seed=process)
+    compiles = first_calls(launches, variants, process) if process > 0 else []
     if references:
         launches = {**launches, **reference_launches()}
-    samples = time_rounds(launches, plan, sensor, process)
+    observer = observer_if_compiling()
+    samples = time_rounds(launches, plan, sensor, process, observer=observer)
+    if observer is not None:
+        compiles += observer.rows(variants, process)
     del input_sets
     timing = {v: {**summarize_times([s["time_ns"] for s in samples if s["variant"] == v]), "input_sets":
                   len(launches[v]), "l2_flushed": bool(plan.flush_bytes), "interleaved": plan.interleaved}
               for v in launches}
     return {"timing": timing, "samples": samples, "sensor": sensor.limits(), "env": _env(),
-            "plan": dataclasses.asdict(plan)}
+            "plan": dataclasses.asdict(plan), "compiles": compiles}
+
+
+def first_calls(launches: Any, variants: list[str], process: int) -> list[dict[str, Any]]:
+    """In a timing process after the check's: each variant's first call, synchronized, timed on
+    the wall and watched for compiles (phase "warm_process": Dynamo traces again in a new
+    process, while Inductor's and Triton's on-disk caches are warm from the check)."""
+    import torch
+
+    from .dynamo import CompileWatch, compile_row
+
+    rows = []
+    for v in variants:
+        watch, began = CompileWatch(), time.perf_counter_ns()
+        launches[v][0]()
+        torch.cuda.synchronize()
+        rows.append(compile_row(v, process, "warm_process", watch.take(),
+                                first_call_wall_ns=time.perf_counter_ns() - began))
+    return rows
 
 
 def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],

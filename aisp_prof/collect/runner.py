@@ -3,7 +3,9 @@
 Three child processes, one per job, so a profiler never sees another's work: a bare one that
 checks correctness and times with CUDA events, one under ncu, one under nsys. The folder is
 written atomically (`run_folder.atomic_folder`): profiles/ never holds half a run. What can run
-is decided once, by `pairs.capabilities.runnable`, before anything starts.
+is decided once, by `pairs.capabilities.runnable`, before anything starts. The children share
+Inductor's and Triton's caches inside the run folder; what they generated is kept in
+generated/ (`collect.generated`).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ..pairs.capabilities import Machine, runnable
 from ..pairs.source import source_digest
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
+from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
 from .steps import Progress, StepContext, check_step, ncu_step, nsys_step, python_module, timing_step
 
@@ -133,6 +136,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     """The three steps into the partial folder; run.json last, with the status."""
     pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
     started = time.time()
+    ctx.env.update(cache_env(folder))     # compile caches in the run folder: cold for the check, then kept
     ctx.progress(f"[1/3] checking {', '.join(variants)} against a float64 reference, then timing them interleaved")
     check = check_step(ctx, child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON,
                                           *timing_args(opts.timing)), folder / CHECK_JSON)
@@ -142,6 +146,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     ctx.info["sensor"] = check.get("sensor", {})
     if not check["check"]["passed"]:
         ctx.info["status"] = "failed_check"
+        ctx.info["generated"] = keep_generated(folder, ctx.env)
         write_json(folder / RUN_JSON, ctx.info)
         return
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, list(check.get("samples", [])))
@@ -156,6 +161,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
         child = child_command(pair.name, variants, sizes, "profile", folder / "nsys_child.json",
                               "--iterations", str(opts.nsys_iterations))
         nsys_step(ctx, the_plan.nsys, child, folder / "nsys_child.json")
+    ctx.info["generated"] = keep_generated(folder, ctx.env)
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
     write_json(folder / RUN_JSON, ctx.info)

@@ -32,6 +32,7 @@ MAD_TO_SIGMA = 1.4826              # for normally distributed noise, 1.4826 x MA
 REF_PREFIX = "ref:"
 ROUNDS_PER_BLOCK = 4               # interleaved rounds queued between two synchronizes
 Launches = Mapping[str, Sequence[Callable[[], Any]]]
+Observer = Callable[[str, bool], None]   # after each call: (variant, timed); collect.dynamo.CallObserver
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def input_sets_needed(working_set_bytes: int, l2_bytes: int) -> int:
 
 
 def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None = None,
-                process: int = 0) -> list[dict[str, Any]]:
+                process: int = 0, observer: Observer | None = None) -> list[dict[str, Any]]:
     """Time every variant of `launches` in rounds; one dict per call (process, round, slot,
     variant, time_ns and the sensor's readings). `launches[v]` holds one or more closures of v,
     taken in rotation.
@@ -108,7 +109,9 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     next kernel inside the timed region (a Triton launch costs tens of microseconds of Python),
     and that wait varied by a quarter between processes on an H200. An untimed call opens each
     block, so the GPU is busy while the host queues the first timed one. The sensor is read after
-    each block (clocks move over milliseconds, a block lasts a few)."""
+    each block (clocks move over milliseconds, a block lasts a few). `observer`, when given, is
+    called after every call with (variant, timed): it sees a recompile inside the timed phase
+    (timed: False for the warm-up calls)."""
     import torch
 
     names = list(launches)
@@ -116,6 +119,8 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     for i in range(plan.warmup):
         for v in names:
             launches[v][i % len(launches[v])]()
+            if observer is not None:
+                observer(v, False)
     torch.cuda.synchronize()
     block = ROUNDS_PER_BLOCK if plan.interleaved else plan.max_rounds
     out: list[dict[str, Any]] = []
@@ -123,7 +128,7 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     began = time.monotonic()
     for first in range(0, plan.max_rounds, block):
         rounds = range(first, min(first + block, plan.max_rounds))
-        rows = _timed_block(launches, names, rounds, plan.interleaved, flush, sensor, process)
+        rows = _timed_block(launches, names, rounds, plan.interleaved, flush, sensor, process, observer)
         for row in rows:
             times[row["variant"]].append(row["time_ns"])
         out += rows
@@ -134,13 +139,15 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
 
 
 def _timed_block(launches: Launches, names: list[str], rounds: range, interleaved: bool, flush: Any,
-                 sensor: GpuSensor | None, process: int) -> list[dict[str, Any]]:
+                 sensor: GpuSensor | None, process: int, observer: Observer | None = None) -> list[dict[str, Any]]:
     """One block: an untimed opening call, then every round's calls queued with their events;
     one synchronize, one sensor reading for the block."""
     import torch
 
     order = round_order(names, rounds[0]) if interleaved else names
     launches[order[0]][rounds[0] % len(launches[order[0]])]()          # keeps the GPU busy while we queue
+    if observer is not None:
+        observer(order[0], True)
     pending = []
     for r in rounds:
         for slot, v in enumerate(round_order(names, r) if interleaved else names):
@@ -150,6 +157,8 @@ def _timed_block(launches: Launches, names: list[str], rounds: range, interleave
             start.record()
             launches[v][r % len(launches[v])]()
             end.record()
+            if observer is not None:     # outside the events: the GPU does not wait for it
+                observer(v, True)
             pending.append((r, slot, v, start, end))
     torch.cuda.synchronize()
     reading = sensor.read() if sensor else {}

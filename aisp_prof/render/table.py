@@ -44,6 +44,36 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     return render(headers, body)
 
 
+def launch_compile_table(rows: list[dict[str, Any]]) -> str | None:
+    """Launch churn (nsys, per call) and first-call cost per variant, with torch.compile's graphs,
+    breaks and recompiles where a variant compiled; None when the run has none of it."""
+    churn = any(r.get("mean_kernel_duration_ns") is not None for r in rows)
+    first = any(r.get("first_call_ns") is not None for r in rows)
+    compiled = any(r.get("compiled") for r in rows)
+    if not (churn or first):
+        return None
+    headers = ["variant", "kernels", "mean kernel", "gaps/call", "first call", "steady call"]
+    if compiled:
+        headers += ["warm-cache first", "break-even calls", "graphs", "breaks", "recompiles", "compiles while timed"]
+    body = []
+    for r in rows:
+        kernels = r.get("kernels_per_call")
+        line = [r["variant"], f"{kernels:g}" if kernels is not None else "-", duration(r.get("mean_kernel_duration_ns")),
+                duration(r.get("gap_per_call_ns")), duration(r.get("first_call_ns")), duration(r.get("steady_call_wall_ns"))]
+        if compiled:
+            even = r.get("compile_break_even_calls")
+            line += [duration(r.get("warm_process_first_call_ns")), "-" if even is None else f"{even:.3g}",
+                     r.get("graphs"), r.get("graph_breaks"), r.get("recompiles"), r.get("timed_phase_compiles")]
+        body.append(line)
+    lines = [render(headers, body)]
+    for r in rows:
+        for b in r.get("graph_break_reasons") or []:
+            lines.append(f"{r['variant']}: graph break x{b['count']}: {b['reason']}")
+        for c in r.get("recompile_reasons") or []:
+            lines.append(f"{r['variant']}: recompile x{c['count']} of {c['frame']}: {c['reason']}")
+    return "\n".join(lines)
+
+
 def _change(m: Any) -> str:
     """'+3.1% [+2.8, +3.4] (margin 2.0%) SLOWER'."""
     if m is None:

@@ -80,6 +80,7 @@ def load_run_dir(run_dir: Path) -> RunData:
         with _wrong_shape(run_dir / CHECK_JSON):
             data.checks = pd.DataFrame([_flat(c) for c in check.get("check", {}).get("checks", [])])
             data.samples, data.timings = _timing(run_dir, check)
+            data.compiles = _compiles(run_dir, check)
     return data
 
 
@@ -103,6 +104,22 @@ def _json_object(path: Path, problem: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ExportParseError(f"{problem} ({path.name} holds a JSON {type(value).__name__}, not an object)")
     return value
+
+
+def _compiles(run_dir: Path, check: dict[str, Any]) -> pd.DataFrame:
+    """The first calls' wall times and torch.compile's events (`collect.dynamo.compile_row`), of
+    the check (per trial), its timing and each further timing process; none in older runs."""
+    rows = list((check.get("check") or {}).get("compiles") or []) + list(check.get("compiles") or [])
+    for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
+        rows += json.loads(path.read_text()).get("compiles") or []
+    frame = pd.DataFrame([_flat(r) for r in rows])
+    for col in _COMPILE_NUMBERS:       # a column None in every row must not be stored as TEXT
+        if col in frame:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
+    return frame
+
+
+_COMPILE_NUMBERS = ("trial", "factory_wall_ns", "first_call_wall_ns", "second_call_wall_ns", "dynamo_compile_time_ns")
 
 
 def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:

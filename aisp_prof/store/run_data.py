@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..parse.launch_metrics import LaunchMetrics
 
-TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts")
+TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts",
+          "compiles")
 
 
 @dataclass
@@ -33,6 +34,7 @@ class RunData:
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)      # CUDA-event timing summary, per variant
     samples: pd.DataFrame = field(default_factory=pd.DataFrame)      # every timed call, with the GPU's clocks
     verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)     # `bench run`: per variant, against expectations
+    compiles: pd.DataFrame = field(default_factory=pd.DataFrame)     # first-call cost and torch.compile's events, per variant and phase
     # every raw ncu metric: the matrix, and/or the long frame it was given as or is read as
     _launch_metrics: LaunchMetrics | None = field(default=None, repr=False)
     _metrics: pd.DataFrame | None = field(default=None, repr=False)

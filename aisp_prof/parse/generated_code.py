@@ -1,0 +1,99 @@
+"""Read what a compiler left in its caches: Inductor's output code and Triton's per-kernel files.
+
+Inductor writes one Python module per compiled graph ("output code"): each kernel is defined as
+`<name> = async_compile.<kind>(...)` (`triton` on a GPU, `cpp_pybinding` on the CPU), preceded on
+a GPU by comments naming the ATen ops it fused ("Original ATen: [aten.add, aten.relu]"), and the
+module's `call()` launches them (`<name>.run(...)` for Triton, `<name>(...)` for C++) beside
+library calls (`extern_kernels.mm(...)`: cuBLAS). Triton writes, per compiled kernel, a folder
+`<hash>/` holding `<name>.json` (its metadata: warps, stages, shared memory, target) and the
+stages `<name>.ttir`, `.ttgir`, `.llir`, `.ptx`, `.cubin`, `.source`.
+
+Pure functions of text and folder listings, so they run on saved output anywhere.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..naming import GENERATED_INDEX
+
+_DEFINE = re.compile(r"^(\w+)\s*=\s*async_compile\.(\w+)\(", re.M)
+_ATEN = re.compile(r"Original ATen:\s*\[([^\]]*)\]")
+_EXTERN = re.compile(r"\bextern_kernels\.(\w+)\(")
+TRITON_STAGES = ("ttir", "ttgir", "llir", "ptx", "source")     # text stages Triton caches per kernel
+
+
+def _call_body(text: str) -> str:
+    """The source of the module's `call` function, where kernels are launched: a top-level
+    `def call(args)` (torch <= 2.9) or `Runner.call(self, args)` (later); '' if none."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)def call\(", line)
+        if not m:
+            continue
+        indent, body = len(m.group(1)), [line]
+        for nxt in lines[i + 1:]:
+            if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                break
+            body.append(nxt)
+        return "\n".join(body)
+    return ""
+
+
+def output_code_kernels(text: str) -> list[dict[str, Any]]:
+    """Each kernel an Inductor output-code module defines: name, kind ('triton', 'cpp_pybinding',
+    ...), the ATen ops it fused (GPU output code says; [] otherwise) and how many times `call()`
+    launches it (`launches_per_call`, a static count: a launch inside a loop counts once)."""
+    body = _call_body(text)
+    out = []
+    defs = list(_DEFINE.finditer(text))
+    for i, m in enumerate(defs):
+        name, kind = m.group(1), m.group(2)
+        if kind == "wait":
+            continue
+        start = defs[i - 1].end() if i else 0
+        comments = text[start:m.start()]
+        aten = _ATEN.findall(comments)
+        launches = len(re.findall(rf"\b{re.escape(name)}(?:\.run)?\(", body))
+        out.append({"name": name, "kind": kind,
+                    "aten": [a.strip() for a in aten[-1].split(",") if a.strip()] if aten else [],
+                    "launches_per_call": launches})
+    return out
+
+
+def extern_calls(text: str) -> dict[str, int]:
+    """Library calls in `call()` (extern_kernels.mm, .addmm, .bmm, ...: cuBLAS and friends), counted."""
+    return dict(Counter(_EXTERN.findall(_call_body(text))))
+
+
+def is_output_code(text: str) -> bool:
+    """An Inductor output-code module (not a kernel's own source file, which has no `call`)."""
+    return "async_compile" in text and bool(re.search(r"^\s*def call\(", text, re.M))
+
+
+def triton_kernel_dirs(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(folder, metadata) of every kernel in a Triton cache folder (`<root>/<hash>/<name>.json`,
+    not the `__grp__` group files), in name order."""
+    found = []
+    for meta_path in sorted(root.rglob("*.json")):
+        if meta_path.name.startswith("__grp__"):
+            continue
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(meta, dict) and meta.get("name") == meta_path.stem:
+            found.append((meta_path.parent, meta))
+    return sorted(found, key=lambda fm: (fm[1]["name"], str(fm[0])))
+
+
+def read_index(run_dir: Path) -> dict[str, Any] | None:
+    """A run folder's generated/index.json (`collect.generated`), or None when it has none."""
+    path = Path(run_dir) / GENERATED_INDEX
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None

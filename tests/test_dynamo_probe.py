@@ -1,0 +1,236 @@
+"""Issue 14, collection: the check child records each variant's first-call cost and what
+torch.compile's Dynamo did (graphs, breaks with reasons, recompiles with guard reasons), and the
+timing attributes any compile to the variant and phase (warm-up or timed) that caused it.
+
+Dynamo's counters are read from real compiles of tiny CPU functions (backend="eager": Dynamo
+captures graphs, breaks and recompiles exactly as with Inductor, without a C++ or GPU compiler).
+`PAIR` and `checked_pair` are shared with test_compile_insight.py.
+"""
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.dynamo import CallObserver, CompileWatch, compile_row, dynamo_loaded  # noqa: E402
+from aisp_prof.pairs import KernelPair  # noqa: E402
+
+SIZES = {"n": 64}
+
+
+def _branchy(x):
+    y = x.sin()
+    if y.sum() > 0:          # data-dependent branch: Dynamo breaks the graph here
+        return y + 1
+    return y - 1
+
+
+def test_watch_counts_graphs_and_a_data_dependent_break():
+    f = torch.compile(_branchy, backend="eager")
+    watch = CompileWatch()
+    f(torch.rand(16))              # positive: one side of the branch
+    events = watch.take()
+    assert events.frames_compiled == 2          # _branchy, then the resume function after the break
+    assert events.graphs == 2
+    assert events.graph_breaks == 1 and events.recompiles == 0
+    [reason] = events.graph_break_reasons
+    assert reason["count"] == 1 and reason["reason"]
+    assert "\n" not in reason["detail"]
+    assert any("_branchy" in fr for fr in events.frames)
+    assert events.dynamo_compile_time_ns > 0
+    # compiled once: calling again down the same side compiles nothing; the other side resumes
+    # in code Dynamo has not compiled yet
+    f(torch.rand(16))
+    assert watch.take().frames_compiled == 0
+    f(-torch.rand(16))
+    assert watch.take().frames_compiled == 1
+
+
+def test_watch_names_a_recompile_and_its_guard():
+    def scale(x):
+        return x * 2 + 1
+
+    f = torch.compile(scale, backend="eager")
+    f(torch.randn(8))
+    watch = CompileWatch()
+    f(torch.randn(8, dtype=torch.float64))       # a dtype guard fails: a recompile
+    events = watch.take()
+    assert events.recompiles == 1 and events.graph_breaks == 0
+    [r] = events.recompile_reasons
+    assert "scale" in r["frame"] and "/1" in r["compile_id"]
+    assert "dtype" in r["reason"].lower()
+
+
+def test_a_break_on_an_untraceable_call_is_counted_with_its_reason():
+    def noisy(x):
+        y = x.cos()
+        print("", end="")                    # print: Dynamo breaks the graph, resumes after it
+        return y * 2
+
+    watch = CompileWatch()
+    torch.compile(noisy, backend="eager")(torch.randn(4))
+    events = watch.take()
+    assert events.graph_breaks == 1 and events.graphs == 2
+    assert "print" in events.graph_break_reasons[0]["detail"]
+
+
+def test_call_observer_attributes_compiles_to_the_variant_and_phase():
+    def g(x):
+        return x.relu() + 3
+
+    f = torch.compile(g, backend="eager")
+    observer = CallObserver()
+    f(torch.randn(4)); observer("compiled", False)         # warm-up: compiles
+    f(torch.randn(4)); observer("compiled", True)          # steady: nothing
+    f(torch.randn(4, 2)); observer("compiled", True)       # a new shape inside the timed phase
+    observer("eager", True)
+    rows = {(r["variant"], r["phase"]): r for r in observer.rows(["eager", "compiled"], process=0)}
+    assert rows[("compiled", "timing_warmup")]["frames_compiled"] == 1
+    assert rows[("compiled", "timed")]["frames_compiled"] == 1
+    assert rows[("compiled", "timed")]["recompiles"] == 1
+    assert rows[("eager", "timed")]["frames_compiled"] == 0
+
+
+# --- the check records each variant's first call and its compiles ---------------------------
+
+def _make_inputs(sizes, device, seed):
+    gen = torch.Generator(device=device).manual_seed(seed)
+    return {"x": torch.randn(sizes["n"], sizes["n"], generator=gen, device=device)}
+
+
+def _reference(inputs):
+    return (inputs["x"].double().sin() * 2).relu()
+
+
+def _eager(inputs):
+    x, y = inputs["x"], torch.empty_like(inputs["x"])
+
+    def launch():
+        torch.clamp_min(x.sin() * 2, 0, out=y)
+        return y
+    return launch
+
+
+def _fused(x, y):
+    y.copy_((x.sin() * 2).relu())
+    return y
+
+
+def _compiled(inputs):
+    x, y = inputs["x"], torch.empty_like(inputs["x"])
+    compiled = torch.compile(_fused, backend="eager")
+
+    def launch():
+        return compiled(x, y)
+    launch.compiled = compiled
+    return launch
+
+
+PAIR = KernelPair(name="test.compiled", chapter=14, lesson="t", make_inputs=_make_inputs, reference=_reference,
+                  variants={"baseline": _eager, "compiled": _compiled}, flops=lambda s: 0, bytes=lambda s: 0,
+                  sizes=SIZES, tolerance=1e-5)
+
+
+@functools.lru_cache(maxsize=None)
+def checked_pair():
+    """Once per process: Dynamo caches compiled code per function, so a second check in the
+    same process would find `_fused` compiled already (0 frames)."""
+    return check.check_pair(PAIR, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def checked():
+    return checked_pair()
+
+
+def test_check_records_first_call_and_compiles_per_variant_and_trial(checked):
+    assert checked.passed
+    rows = {(r["variant"], r["trial"]): r for r in checked.compiles}
+    assert set(rows) == {("baseline", 0), ("compiled", 0), ("baseline", 1), ("compiled", 1)}
+    first = rows[("compiled", 0)]
+    assert first["phase"] == "check" and first["frames_compiled"] == 1 and first["graphs"] == 1
+    assert first["first_call_wall_ns"] > first["second_call_wall_ns"] > 0   # the first call compiled
+    assert first["factory_wall_ns"] >= 0
+    assert rows[("compiled", 1)]["frames_compiled"] == 0       # a second factory reuses the compiled code
+    assert rows[("baseline", 0)]["frames_compiled"] == 0 and rows[("compiled", 0)]["dynamo_loaded"]
+    assert json.loads(json.dumps(checked.to_dict()))["compiles"] == checked.compiles
+
+
+def test_a_row_without_events_is_all_zero():
+    row = compile_row("v", 0, "check", None)
+    assert row["frames_compiled"] == 0 and row["graph_break_reasons"] == [] and row["first_call_wall_ns"] is None
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(2))
+    assert dynamo_loaded()
+
+
+class _FakeEvent:
+    """torch.cuda.Event's timing surface, on the host clock (the timer's wiring, not its numbers)."""
+
+    def __init__(self, enable_timing=True):
+        self.t = 0.0
+
+    def record(self):
+        import time
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+def test_time_rounds_hands_every_call_to_the_observer(monkeypatch):
+    """A closure that meets a new shape on its 7th call recompiles inside the timed phase (5
+    warm-up calls, then the block's untimed opening call, then timed calls): the observer puts
+    that compile under (variant, timed)."""
+    from aisp_prof.collect.timing import SamplingPlan, time_rounds
+
+    monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+
+    def shift(x):
+        return x - 1
+
+    f = torch.compile(shift, backend="eager")
+    calls = {"n": 0}
+
+    def launch():
+        calls["n"] += 1
+        return f(torch.randn(3) if calls["n"] < 8 else torch.randn(3, 2))
+
+    observer = CallObserver()
+    plan = SamplingPlan(min_rounds=4, max_rounds=4, warmup=5, budget_s=10.0)
+    samples = time_rounds({"compiled": [launch], "eager": [lambda: None]}, plan, observer=observer)
+    assert len(samples) == 8
+    rows = {(r["variant"], r["phase"]): r for r in observer.rows(["compiled", "eager"], process=0)}
+    assert rows[("compiled", "timing_warmup")]["frames_compiled"] == 1
+    assert rows[("compiled", "timed")]["frames_compiled"] == 1 and rows[("compiled", "timed")]["recompiles"] == 1
+    assert rows[("eager", "timed")]["frames_compiled"] == 0
+
+
+def test_a_later_timing_process_times_each_first_call(monkeypatch):
+    """child.first_calls: phase "warm_process", the first call's wall time and its compiles."""
+    from aisp_prof.collect.child import first_calls
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+
+    def halve(x):
+        return x / 2
+
+    f = torch.compile(halve, backend="eager")
+    x = torch.ones(5)
+    rows = {r["variant"]: r for r in first_calls({"compiled": [lambda: f(x)], "eager": [lambda: x / 2]},
+                                                 ["eager", "compiled"], process=1)}
+    assert rows["compiled"]["phase"] == "warm_process" and rows["compiled"]["process"] == 1
+    assert rows["compiled"]["frames_compiled"] == 1 and rows["eager"]["frames_compiled"] == 0
+    assert rows["compiled"]["first_call_wall_ns"] > 0
+
+
+def test_run_timing_processes_option_reaches_the_collection():
+    from aisp_prof.cli.profile import RunRequest
+    from aisp_prof.pairs import find
+
+    timing = RunRequest(timing_processes=2).options(find("ch09.fused_l2norm")).timing
+    assert (timing.processes, timing.max_processes) == (2, 2)
