@@ -1,8 +1,8 @@
 """Place text labels on a drawn matplotlib axes so that they overlap neither each other nor the
 markers, arrows, legends and texts already there.
 
-Greedy, in display coordinates, on a layout that no longer moves (the caller has run the layout
-once and frozen it): each label in turn takes the nearest free position around its anchor, in
+Greedy, in display coordinates, on a layout that no longer moves (the caller's axes sit at fixed
+positions, so no draw is needed first): each label in turn takes the nearest free position around its anchor, in
 its preferred directions first; one placed far from its anchor gets a thin leader line back to
 it. Used by the roofline chart, where several optimized variants often sit close together and
 fixed offsets put their names and speedups on top of each other.

@@ -4,7 +4,8 @@
 path's suffix) with one chart per pair (run). Ceilings: theoretical dashed, measured solid,
 each labelled with its value. Points: a variant's aggregate is a large marker, its kernels
 small faded ones; with `compare`, an arrow from baseline to each optimized variant (in its color)
-carries the speedup. Names and speedups are placed after the layout, each where it overlaps no
+carries the speedup. The layout is fixed (MARGINS_IN around each chart's axes), so the chart is
+drawn once; names and speedups are placed on it, each where it overlaps no
 other label, marker, arrow or legend (labels.place_labels), with a leader line when pushed away,
 so variants that sit close together stay readable. `level="all"` is the hierarchical view: one
 variant's L1, L2 and DRAM points lie on one horizontal line (same FLOP/s, three intensities),
@@ -39,6 +40,12 @@ PRECISION_NAMES = {"fp64": "FP64", "fp32": "FP32", "fp16": "FP16 (HFMA2)", "tens
 PRECISION_NAMES.update({p: f"{PRECISION_NAMES[dense_precision(p)]} 2:4 sparse" for p in SPARSE_PRECISIONS})
 DPI = 120
 NAME_GID, SPEEDUP_GID = "roofline-name", "roofline-speedup"      # the placed labels, for tests
+PANEL_IN = (9.5, 6.2)                     # one chart, inches
+# inches around a chart's axes: the y tick labels and label; the x ones; half an x tick label that
+# sits on the right edge; the title. What a constrained layout chose for every shipped sample.
+MARGINS_IN = (0.65, 0.5, 0.17, 0.25)
+# no software version or date in the file: the same chart gives the same bytes
+_NO_STAMP = {"png": {"Software": None}, "svg": {"Creator": None, "Date": None}}
 
 
 def _plain(text: str) -> str:
@@ -191,6 +198,16 @@ def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level
     return labels
 
 
+def _panels(fig: Figure, count: int) -> list[Any]:
+    """`count` charts stacked top down, each in a PANEL_IN slot with MARGINS_IN around its axes:
+    a fixed layout, so the chart is drawn once (a constrained layout measures every text first)."""
+    width, height = fig.get_size_inches()
+    left, bottom, right, top = MARGINS_IN
+    return [fig.add_axes(((left / width), (height - (i + 1) * PANEL_IN[1] + bottom) / height,
+                          (width - left - right) / width, (PANEL_IN[1] - bottom - top) / height))
+            for i in range(count)]
+
+
 def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare: bool = True,
          precisions: Sequence[str] | None = None, kernels: bool = True) -> Path:
     """Write the roofline chart(s) of `result` to `path` (.png or .svg); return the path."""
@@ -200,7 +217,7 @@ def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare:
         raise ValueError(f"{path}: the chart is written as .png or .svg")
     fig = figure(result, level, compare, precisions, kernels)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white")
+    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white", metadata=_NO_STAMP[fmt])
     return path
 
 
@@ -212,9 +229,9 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
         raise ValueError(f"level must be dram, l2, l1 or all, not {level!r}")
     levels = ("l1", "l2", "dram") if level == "all" else (level,)
     groups = _groups(result)
-    fig = Figure(figsize=(9.5, 6.2 * len(groups)), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(PANEL_IN[0], PANEL_IN[1] * len(groups)), dpi=DPI)
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(groups), 1, squeeze=False)[:, 0]
+    axes = _panels(fig, len(groups))
     to_place = []
     for ax, (title, points) in zip(axes, groups):
         precs = _precisions(result, points, precisions)
@@ -245,9 +262,7 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
         if codes:
             ax.text(0.01, 0.99, "warnings: " + ", ".join(codes) + " (aisp-prof roofline --json)",
                     transform=ax.transAxes, va="top", fontsize=8, color="#b00000")
-    fig.draw_without_rendering()           # lay out once (constrained), then keep that layout:
-    fig.set_layout_engine("none")          # the labels are placed in display pixels
-    renderer = fig.canvas.get_renderer()
+    renderer = fig.canvas.get_renderer()   # the layout is fixed: labels are placed in its pixels, before the draw
     for ax, labels in to_place:
         place_labels(ax, renderer, labels)
     return fig
