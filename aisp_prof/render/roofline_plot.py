@@ -26,6 +26,7 @@ from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
 from ..analyze.roofline import RooflineResult
 from ..analyze.roofline_points import Point
 from .charts import variant_colors
+from .drawing import share_mathtext
 from .labels import Label, place_labels
 from ..units import si
 
@@ -262,7 +263,7 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
         if codes:
             ax.text(0.01, 0.99, "warnings: " + ", ".join(codes) + " (aisp-prof roofline --json)",
                     transform=ax.transAxes, va="top", fontsize=8, color="#b00000")
-    renderer = fig.canvas.get_renderer()   # the layout is fixed: labels are placed in its pixels, before the draw
+    renderer = share_mathtext(fig.canvas.get_renderer())   # the layout is fixed: labels are placed before the draw
     for ax, labels in to_place:
         place_labels(ax, renderer, labels)
     return fig
