@@ -90,8 +90,9 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None) -> 
         "best": max(headline, key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
+        # biggest first; equal ones by name (a set's order changes from one process to the next)
         "stall_reasons": sorted({r for per in stalls.values() for r in per},
-                                key=lambda r: -sum(per.get(r, 0.0) for per in stalls.values())),
+                                key=lambda r: (-sum(per.get(r, 0.0) for per in stalls.values()), r)),
         "sol": sol_rows(kernels_f, variants),
         "memory": memory_rows(kernels_f, variants),
         "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},

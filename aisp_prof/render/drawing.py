@@ -18,8 +18,9 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import signal
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 MAX_WORKERS = 8
 PAD_IN = 0.1                 # white kept around the drawing (savefig's pad_inches)
@@ -100,28 +101,51 @@ def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path
 
 
 def workers() -> int:
-    """How many processes draw: $AISP_REPORT_WORKERS, else the CPUs (at most MAX_WORKERS)."""
+    """How many processes draw: $AISP_REPORT_WORKERS, else the CPUs this process may use (at most
+    MAX_WORKERS)."""
     env = os.environ.get("AISP_REPORT_WORKERS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
-    return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_WORKERS, cpus or 1))
 
 
 class _Inline(cf.Executor):
-    """An executor that runs each call at once, in this process (one worker, or no fork)."""
+    """An executor that runs each call at once, in this process (one worker, or no fork). An
+    error is kept for `result()`, like a pool's; Ctrl-C (not an Exception) stops at once."""
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
         future: cf.Future = cf.Future()
         try:
             future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever asks for the result
+        except Exception as exc:  # noqa: BLE001 - handed to whoever asks for the result
             future.set_exception(exc)
         return future
 
 
-def pool(count: int | None = None) -> cf.Executor:
-    """A process pool of `count` (default `workers()`) drawing processes, or an inline executor."""
+def _worker_start() -> None:
+    """In each drawing process: Ctrl-C is the parent's to handle (it cancels the queued pages and
+    waits for the running ones), so a terminal's SIGINT to the whole group breaks no worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def pool(count: int | None = None) -> Iterator[cf.Executor]:
+    """`with pool() as ex:` a process pool of `count` (default `workers()`) drawing processes, or
+    an inline executor for one. On leaving, the pool's processes have all exited and been
+    reaped; when the block raised (an error, Ctrl-C), pages not yet started are cancelled first.
+    """
     count = count or workers()
     if count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return _Inline()
-    return cf.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"))
+        yield _Inline()
+        return
+    # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
+    from . import charts, roofline_plot, timeline  # noqa: F401
+    executor = cf.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"),
+                                      initializer=_worker_start)
+    try:
+        yield executor
+    except BaseException:
+        executor.shutdown(wait=True, cancel_futures=True)
+        raise
+    executor.shutdown(wait=True)

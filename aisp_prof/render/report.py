@@ -138,7 +138,8 @@ def default_name(refs: Sequence[PageRef]) -> str:
 
 
 def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, str]:
-    """The page's charts as files under img/; returns {chart: path relative to the page}."""
+    """The page's charts as files under img/; returns {chart: path relative to the page}. Runs in
+    a drawing process: a chart that fails becomes an AispError naming it (one line in the CLI)."""
     from . import charts
 
     out: dict[str, str] = {}
@@ -148,20 +149,33 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, st
         except ImportError as exc:
             log.warning("no roofline plot: %s", exc)
         else:
-            out["roofline"] = _rel(draw(roof, img / f"{stem}-roofline.png", level="dram", compare=True), img)
+            out["roofline"] = _chart("roofline", stem, img, draw, roof, img / f"{stem}-roofline.png",
+                                     level="dram", compare=True)
     if data["roofline"]:
-        thumb = charts.roofline_thumbnail(data["roofline"], img / f"{stem}-roofline-thumb.png")
+        thumb = _chart("roofline thumbnail", stem, img, charts.roofline_thumbnail, data["roofline"],
+                       img / f"{stem}-roofline-thumb.png")
         if thumb is not None:
-            out["roofline_thumb"] = _rel(thumb, img)
+            out["roofline_thumb"] = thumb
     if data["stalls"]:
-        out["stalls"] = _rel(charts.stall_chart(data["stalls"], img / f"{stem}-stalls.png"), img)
+        out["stalls"] = _chart("stall", stem, img, charts.stall_chart, data["stalls"], img / f"{stem}-stalls.png")
     if data["memory"]:
-        out["memory"] = _rel(charts.memory_chart(data["memory"], img / f"{stem}-memory.png"), img)
+        out["memory"] = _chart("memory", stem, img, charts.memory_chart, data["memory"], img / f"{stem}-memory.png")
     if data["timeline"]:
         from .timeline import timeline_chart
 
-        out["timeline"] = _rel(timeline_chart(data["timeline"], img / f"{stem}-timeline.png"), img)
+        out["timeline"] = _chart("timeline", stem, img, timeline_chart, data["timeline"], img / f"{stem}-timeline.png")
     return out
+
+
+def _chart(what: str, stem: str, img: Path, draw: Callable[..., Path | None], *args: Any, **kwargs: Any) -> str | None:
+    """`draw(*args, **kwargs)`'s file relative to the page (None if it drew nothing)."""
+    try:
+        path = draw(*args, **kwargs)
+    except AispError:
+        raise
+    except Exception as exc:
+        raise AispError(f"could not draw the {what} chart of {stem}: {type(exc).__name__}: {exc}") from exc
+    return None if path is None else _rel(path, img)
 
 
 def _rel(path: Path, img: Path) -> str:
@@ -200,12 +214,13 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         env, assets = _env(), _assets()
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
         rows, written = [], []
-        with drawing.pool() as charts:
-            pending: deque = deque()
+        count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
+        with drawing.pool(count) as charts:
+            pending: deque = deque()                      # pages drawing, in order; a few queued per worker
             for name, page in zip(_page_names(refs), pages):
                 stem = name[: -len(".html")]
                 pending.append((name, page, charts.submit(_draw, page.data, page.roofline, partial / "img", stem)))
-                while len(pending) > 2 * drawing.MAX_WORKERS:
+                while len(pending) > 2 * count - 1:
                     rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
             while pending:
                 rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
