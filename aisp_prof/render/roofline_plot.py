@@ -26,7 +26,7 @@ from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
 from ..analyze.roofline import RooflineResult
 from ..analyze.roofline_points import Point
 from .charts import variant_colors
-from .drawing import share_mathtext
+from .drawing import minor_ticks_as_markers, share_mathtext
 from .labels import Label, place_labels
 from ..units import si
 
@@ -241,6 +241,7 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
         ax.set_yscale("log")
         ax.set_xlim(*xlim)
         ax.set_ylim(*ylim)
+        minor_ticks_as_markers(ax)
         roofs = _draw_ceilings(ax, result, levels, precs, xlim)
         handles, names = _draw_points(ax, result, points, levels, kernels)
         speedups = _draw_arrows(ax, result, points, "dram" if level == "all" else level) if compare else []
