@@ -99,7 +99,6 @@ def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path
     """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from PIL import Image
 
     fig.set_dpi(dpi)
     fig.patch.set_facecolor("white")
@@ -128,8 +127,27 @@ def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path
         grow = [room_in if s else 0.0 for s in short]
     y0, y1 = max(rows[0] - pad, 0), min(rows[-1] + 1 + pad, rgba.shape[0])
     x0, x1 = max(cols[0] - pad, 0), min(cols[-1] + 1 + pad, rgba.shape[1])
+    return _write(rgba[y0:y1, x0:x1], path, dpi)
+
+
+def draw_png(fig: Any, path: Path) -> Path:
+    """Draw `fig` once, as laid out, and write it to `path` (what savefig does, less the alpha
+    channel and the software text)."""
+    import numpy as np
+
+    fig.patch.set_facecolor("white")
+    share_mathtext(fig.canvas.get_renderer())
+    fig.canvas.draw()
+    return _write(np.asarray(fig.canvas.buffer_rgba()), path, fig.dpi)
+
+
+def _write(rgba: Any, path: Path, dpi: float) -> Path:
+    """An opaque RGBA canvas as an RGB PNG: no alpha to encode, no date or version in the file."""
+    import numpy as np
+    from PIL import Image
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.ascontiguousarray(rgba[y0:y1, x0:x1, :3])).save(path, format="png", dpi=(dpi, dpi))
+    Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(path, format="png", dpi=(dpi, dpi))
     return path
 
 

@@ -26,7 +26,7 @@ from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
 from ..analyze.roofline import RooflineResult
 from ..analyze.roofline_points import Point
 from .charts import variant_colors
-from .drawing import minor_ticks_as_markers, share_mathtext
+from .drawing import draw_png, minor_ticks_as_markers, share_mathtext
 from .labels import Label, place_labels
 from ..units import si
 
@@ -45,8 +45,6 @@ PANEL_IN = (9.5, 6.2)                     # one chart, inches
 # inches around a chart's axes: the y tick labels and label; the x ones; half an x tick label that
 # sits on the right edge; the title. What a constrained layout chose for every shipped sample.
 MARGINS_IN = (0.65, 0.5, 0.17, 0.25)
-# no software version or date in the file: the same chart gives the same bytes
-_NO_STAMP = {"png": {"Software": None}, "svg": {"Creator": None, "Date": None}}
 
 
 def _plain(text: str) -> str:
@@ -217,8 +215,10 @@ def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare:
     if fmt not in ("png", "svg"):
         raise ValueError(f"{path}: the chart is written as .png or .svg")
     fig = figure(result, level, compare, precisions, kernels)
+    if fmt == "png":
+        return draw_png(fig, path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white", metadata=_NO_STAMP[fmt])
+    fig.savefig(path, format=fmt, dpi=DPI, facecolor="white", metadata={"Creator": None, "Date": None})
     return path
 
 
