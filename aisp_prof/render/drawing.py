@@ -26,7 +26,7 @@ MAX_WORKERS = 8
 PAD_IN = 0.1                 # white kept around the drawing (savefig's pad_inches)
 ROOM_IN = 3.0                # canvas added on each side of the axes before the draw
 _WHITE = 0xFFFFFFFF          # an opaque white RGBA pixel, read as one uint32
-_MAX_DRAWS = 4               # room on a short side: 3, then 9, 21, 45 inches; past that it is cut
+_MAX_DRAWS = 3               # a too-small canvas grows by what sticks out: one more draw
 
 
 _PARSERS: dict[type, Any] = {}
@@ -92,10 +92,12 @@ def _add_room(fig: Any, left: float, bottom: float, right: float, top: float) ->
 
 
 def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path:
-    """Draw `fig` once at `dpi` and write it to `path` cropped to what was drawn, plus PAD_IN.
+    """Draw `fig` once at `dpi` and write it to `path` cropped to what was drawn (and the axes
+    frames, drawn or not, as a tight bounding box counts them), plus PAD_IN of white.
 
-    The canvas first gets `room_in` inches on every side of the axes; where the drawing still
-    reaches an edge (a very long label), that side grows and the figure is drawn again.
+    The canvas first gets `room_in` inches on every side of the axes. Where the drawing still
+    reaches an edge (a label longer than the room), that side grows by what the figure's tight
+    bounding box says sticks out, and the figure is drawn again: a long label is never cut.
     """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -104,29 +106,29 @@ def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path
     fig.patch.set_facecolor("white")
     canvas = FigureCanvasAgg(fig)
     pad = round(PAD_IN * dpi)
-    grow = [room_in] * 4                                  # left, bottom, right, top
+    grow = [room_in] * 4                                  # inches: left, bottom, right, top
     for _attempt in range(_MAX_DRAWS):
         _add_room(fig, *grow)
-        share_mathtext(canvas.get_renderer())
+        renderer = share_mathtext(canvas.get_renderer())
         canvas.draw()
         rgba = np.asarray(canvas.buffer_rgba())
+        height, width = rgba.shape[:2]
         ink = rgba.view(np.uint32)[..., 0] != _WHITE
         rows, cols = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
-        # the axes count as drawn even where their frame is hidden, as in the tight bounding box
-        for ax in fig.axes:
-            b = ax.get_window_extent()
-            rows = np.append(rows, [rgba.shape[0] - b.y1, rgba.shape[0] - b.y0 - 1]).astype(int)
-            cols = np.append(cols, [b.x0, b.x1 - 1]).astype(int)
-        rows.sort()
-        cols.sort()
-        # rows run top down: the bottom edge is the last row
-        short = (cols[0] < pad, rows[-1] >= rgba.shape[0] - pad, cols[-1] >= rgba.shape[1] - pad, rows[0] < pad)
-        if not any(short):
+        frames = [ax.get_window_extent() for ax in fig.axes]       # display pixels, y up
+        x0 = min([*cols[:1], *(int(b.x0) for b in frames)], default=0)
+        x1 = max([*cols[-1:], *(int(b.x1) - 1 for b in frames)], default=width - 1)
+        y0 = min([*rows[:1], *(height - int(np.ceil(b.y1)) for b in frames)], default=0)    # rows run top down
+        y1 = max([*rows[-1:], *(height - 1 - int(b.y0) for b in frames)], default=height - 1)
+        short = (x0 < pad, y1 >= height - pad, x1 >= width - pad, y0 < pad)
+        if not any(short) or _attempt == _MAX_DRAWS - 1:
             break
-        room_in *= 2
-        grow = [room_in if s else 0.0 for s in short]
-    y0, y1 = max(rows[0] - pad, 0), min(rows[-1] + 1 + pad, rgba.shape[0])
-    x0, x1 = max(cols[0] - pad, 0), min(cols[-1] + 1 + pad, rgba.shape[1])
+        box = fig.get_tightbbox(renderer)                           # inches, y up, may reach past the canvas
+        w_in, h_in = fig.get_size_inches()
+        over = (-box.x0, -box.y0, box.x1 - w_in, box.y1 - h_in)
+        grow = [max(o, 0.0) + 2 * PAD_IN if s else 0.0 for s, o in zip(short, over)]
+    y0, y1 = max(y0 - pad, 0), min(y1 + 1 + pad, height)
+    x0, x1 = max(x0 - pad, 0), min(x1 + 1 + pad, width)
     return _write(rgba[y0:y1, x0:x1], path, dpi)
 
 
