@@ -104,6 +104,8 @@ def _obstacles(ax: Any, renderer: Any) -> tuple[list[tuple[Rect, str]], list[tup
             radius = math.sqrt(sizes[i % len(sizes)] if len(sizes) else 36) / 2 * px_per_pt
             rects.append(((x - radius, y - radius, x + radius, y + radius), "marker"))
     for line in ax.lines:
+        if line.get_linestyle() == "None":            # markers only (tick marks): no segments
+            continue
         pts = line.get_transform().transform(line.get_xydata())
         segments += [((a[0], a[1], b[0], b[1]), "line") for a, b in itertools.pairwise(pts)
                      if all(math.isfinite(v) for v in (*a, *b))]
