@@ -153,3 +153,21 @@ def test_the_pool_cancels_what_has_not_started_and_reaps_its_workers():
             raise AispError("stop")
     assert any(f.cancelled() for f in started)
     assert multiprocessing.active_children() == []
+
+
+def _parsers_in_a_worker() -> int:
+    return len(drawing._PARSERS)
+
+
+def test_a_forked_worker_does_not_reuse_the_parents_fonts(tmp_path):
+    """Parses hold FreeType fonts, which must not cross fork() (matplotlib empties its own font
+    cache in a child): two workers drawing with the parent's fonts corrupted glyphs ('FT_Load_Glyph
+    ... too many hints'). The parent draws a log axis first, so it has a shared parser."""
+    fig = Figure(figsize=(2, 2))
+    ax = fig.add_subplot()
+    ax.set_yscale("log")
+    ax.set_ylim(1, 1e6)
+    drawing.save_png(fig, tmp_path / "parent.png", 100)
+    assert drawing._PARSERS
+    with drawing.pool(2) as ex:
+        assert [ex.submit(_parsers_in_a_worker).result() for _ in range(4)] == [0] * 4

@@ -20,6 +20,7 @@ import concurrent.futures as cf
 import multiprocessing
 import os
 import signal
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -31,11 +32,15 @@ _WHITE = 0xFFFFFFFF          # an opaque white RGBA pixel, read as one uint32
 _MAX_DRAWS = 3               # a too-small canvas grows by what sticks out: one more draw
 
 
-_PARSERS: dict[type, Any] = {}
+# one mathtext parser per renderer class and thread. A parse holds FreeType fonts, which, like
+# matplotlib's own font cache, must not cross threads or fork(): a forked child starts afresh
+_PARSERS: dict[tuple[type, int], Any] = {}
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_PARSERS.clear)
 
 
 def share_mathtext(renderer: Any) -> Any:
-    """Give `renderer` the mathtext parser of the first renderer of its kind in this process.
+    """Give `renderer` the mathtext parser of the first renderer of its kind in this thread.
 
     Log-axis tick labels (10^12) are mathtext; matplotlib caches parses per parser, and each
     renderer (so each figure) has its own, so every chart parsed its tick labels again (~13 ms
@@ -44,7 +49,7 @@ def share_mathtext(renderer: Any) -> Any:
     """
     parser = getattr(renderer, "mathtext_parser", None)
     if parser is not None:
-        renderer.mathtext_parser = _PARSERS.setdefault(type(renderer), parser)
+        renderer.mathtext_parser = _PARSERS.setdefault((type(renderer), threading.get_ident()), parser)
     return renderer
 
 
