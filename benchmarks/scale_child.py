@@ -52,6 +52,7 @@ class ChildResult:
     peak_rss_mb: float
     killed_at_limit: bool
     stderr_tail: str
+    cpu_s: float = 0.0          # user + system CPU of the child and the children it reaped (drawing workers)
 
     @property
     def ok(self) -> bool:
@@ -115,7 +116,8 @@ def run_child(argv: list[str], stdout: Path | None, limit_s: float, log_dir: Pat
         wall_s = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)   # reaped here; keep Popen from waiting again
     tail = err_path.read_text(errors="replace")[-2000:]
-    return ChildResult(argv, proc.returncode, wall_s, usage.ru_maxrss * 1024 / BYTES_PER_MB, killed.is_set(), tail)
+    return ChildResult(argv, proc.returncode, wall_s, usage.ru_maxrss * 1024 / BYTES_PER_MB, killed.is_set(), tail,
+                       usage.ru_utime + usage.ru_stime)
 
 
 def _version(dist: str) -> str:
