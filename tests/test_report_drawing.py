@@ -69,7 +69,7 @@ def test_a_label_longer_than_the_room_grows_the_canvas_instead_of_being_cut(tmp_
     left, _, right, _, (_, width) = _ink_box(path)
     pad = round(drawing.PAD_IN * charts.DPI)
     assert left >= pad - 2 and right >= pad - 2
-    assert width > (9 + drawing.ROOM_IN) * charts.DPI
+    assert width > (9 + drawing.ROOM_IN[0]) * charts.DPI
 
 
 def test_minor_ticks_drawn_as_markers_draw_the_same_pixels(tmp_path):

@@ -27,7 +27,9 @@ from typing import Any, Callable, Iterator
 
 MAX_WORKERS = 8
 PAD_IN = 0.1                 # white kept around the drawing (savefig's pad_inches)
-ROOM_IN = 3.0                # canvas added on each side of the axes before the draw
+# canvas added around the axes before the draw (left, bottom, right, top): labels and legends
+# stick out sideways; below and above there are only tick labels and an axis label
+ROOM_IN = (3.0, 1.0, 3.0, 1.0)
 _WHITE = 0xFFFFFFFF          # an opaque white RGBA pixel, read as one uint32
 _MAX_DRAWS = 3               # a too-small canvas grows by what sticks out: one more draw
 
@@ -98,11 +100,11 @@ def _add_room(fig: Any, left: float, bottom: float, right: float, top: float) ->
                          b.width * w / width, b.height * h / height])
 
 
-def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path:
+def save_png(fig: Any, path: Path, dpi: float, room_in: tuple[float, float, float, float] = ROOM_IN) -> Path:
     """Draw `fig` once at `dpi` and write it to `path` cropped to what was drawn (and the axes
     frames, drawn or not, as a tight bounding box counts them), plus PAD_IN of white.
 
-    The canvas first gets `room_in` inches on every side of the axes. Where the drawing still
+    The canvas first gets `room_in` inches around the axes. Where the drawing still
     reaches an edge (a label longer than the room), that side grows by what the figure's tight
     bounding box says sticks out, and the figure is drawn again: a long label is never cut.
     """
@@ -113,7 +115,7 @@ def save_png(fig: Any, path: Path, dpi: float, room_in: float = ROOM_IN) -> Path
     fig.patch.set_facecolor("white")
     canvas = FigureCanvasAgg(fig)
     pad = round(PAD_IN * dpi)
-    grow = [room_in] * 4                                  # inches: left, bottom, right, top
+    grow = list(room_in)                                  # inches: left, bottom, right, top
     for _attempt in range(_MAX_DRAWS):
         _add_room(fig, *grow)
         renderer = share_mathtext(canvas.get_renderer())
