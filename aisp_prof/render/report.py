@@ -13,13 +13,13 @@ The folder is self-contained: CSS and the small sorting/filter script are inline
 from __future__ import annotations
 
 import base64
+import concurrent.futures as cf
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -213,17 +213,21 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     try:
         env, assets = _env(), _assets()
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        rows, written = [], []
+        done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
         with drawing.pool(count) as charts:
-            pending: deque = deque()                      # pages drawing, in order; a few queued per worker
-            for name, page in zip(_page_names(refs), pages):
+            # pages are finished as their charts come back, in any order, so a worker never waits
+            # on a slow page ahead of it; a few are queued per worker while the next data are read
+            pending: dict[cf.Future, tuple[int, str, Page]] = {}
+            queued = 3 * count if count > 1 else 1
+            for i, (name, page) in enumerate(zip(_page_names(refs), pages)):
                 stem = name[: -len(".html")]
-                pending.append((name, page, charts.submit(_draw, page.data, page.roofline, partial / "img", stem)))
-                while len(pending) > 2 * count - 1:
-                    rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
+                pending[charts.submit(_draw, page.data, page.roofline, partial / "img", stem)] = (i, name, page)
+                while len(pending) >= queued:
+                    _finish_drawn(pending, done, env, assets, partial, generated, progress)
             while pending:
-                rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
+                _finish_drawn(pending, done, env, assets, partial, generated, progress)
+        rows = [done[i] for i in sorted(done)]
         written = [out_dir / r["page"] for r in rows]
         chapters = sorted({r["chapter"] for r in rows})
         html = env.get_template("index.html.j2").render(rows=rows, chapters=chapters, generated=generated,
@@ -239,12 +243,21 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
 
 
-def _finish_page(env: Any, assets: dict[str, Any], partial: Path, drawn: tuple[str, Page, Any], generated: str,
-                 progress: Callable[[str], None] | None) -> dict[str, Any]:
+def _finish_drawn(pending: dict[cf.Future, tuple[int, str, Page]], done: dict[int, dict[str, Any]],
+                  env: Any, assets: dict[str, Any], partial: Path, generated: str,
+                  progress: Callable[[str], None] | None) -> None:
+    """Wait for a page's charts, then finish every page whose charts are drawn (in page order);
+    a chart that failed raises here."""
+    finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+    for future in sorted(finished, key=lambda f: pending[f][0]):
+        i, name, page = pending.pop(future)
+        done[i] = _finish_page(env, assets, partial, name, page, future.result(), generated, progress)
+
+
+def _finish_page(env: Any, assets: dict[str, Any], partial: Path, name: str, page: Page, images: dict[str, str],
+                 generated: str, progress: Callable[[str], None] | None) -> dict[str, Any]:
     """Once a page's charts are drawn: its HTML and data file; returns its row of the index."""
-    name, page, future = drawn
     data, stem = page.data, name[: -len(".html")]
-    images = future.result()
     html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated, **assets)
     (partial / name).write_text(html, encoding="utf-8")
     (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
