@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from matplotlib.collections import PathCollection
 from matplotlib.legend import Legend
@@ -112,22 +112,26 @@ def _obstacles(ax: Any, renderer: Any) -> tuple[list[tuple[Rect, str]], list[tup
     return rects, segments
 
 
+_UNITS = [(math.cos(math.radians(i * 360 / _DIRECTIONS)), math.sin(math.radians(i * 360 / _DIRECTIONS)))
+          for i in range(_DIRECTIONS)]           # direction i as a unit vector (0 = right, counter-clockwise)
+
+
 def _candidates(anchor: tuple[float, float], size: tuple[float, float], angle_deg: float,
-                px_per_pt: float) -> list[Rect]:
-    """Label rectangles around `anchor`, nearest first, the preferred direction first at each distance."""
+                px_per_pt: float) -> Iterator[Rect]:
+    """Label rectangles around `anchor`, nearest first, the preferred direction first at each
+    distance; made as they are asked for (the search stops at the first free one)."""
     w, h = size
     steps = sorted(range(_DIRECTIONS), key=lambda i: (abs(((i * 360 / _DIRECTIONS - angle_deg) + 180) % 360 - 180), i))
-    out = []
+    # per direction: how far the centre sits beyond the near edge
+    reach = {i: min(w / 2 / abs(ux) if abs(ux) > 1e-9 else math.inf, h / 2 / abs(uy) if abs(uy) > 1e-9 else math.inf)
+             for i, (ux, uy) in enumerate(_UNITS)}
     for dist in _DISTANCES_PT:
         d = dist * px_per_pt
         for i in steps:
-            a = math.radians(i * 360 / _DIRECTIONS)
-            ux, uy = math.cos(a), math.sin(a)
+            ux, uy = _UNITS[i]
             # centre far enough along the direction that the near edge is `d` from the anchor
-            reach = min(w / 2 / abs(ux) if abs(ux) > 1e-9 else math.inf, h / 2 / abs(uy) if abs(uy) > 1e-9 else math.inf)
-            cx, cy = anchor[0] + ux * (d + reach), anchor[1] + uy * (d + reach)
-            out.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
-    return out
+            cx, cy = anchor[0] + ux * (d + reach[i]), anchor[1] + uy * (d + reach[i])
+            yield (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
 
 
 def _nearest_point(r: Rect, p: tuple[float, float]) -> tuple[float, float]:
