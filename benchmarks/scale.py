@@ -168,6 +168,7 @@ class Bench:
         walls = [round(x.wall_s, 2) for x in results]
         cpus = [round(x.cpu_s, 2) for x in results]
         m.wall_s, m.peak_rss_mb = round(statistics.median(walls), 2), round(max(x.peak_rss_mb for x in results), 1)
+        # CPU seconds too: on a shared machine they move less with the load than wall time does
         m.data = {"argv": r.argv[2:], "wall_s_each": walls, "cpu_s_each": cpus}
         if len(walls) > 1:
             m.note = f"median of {len(walls)}: {min(walls):.2f}-{max(walls):.2f} s"

@@ -54,7 +54,7 @@ class ChildResult:
     peak_rss_mb: float
     killed_at_limit: bool
     stderr_tail: str
-    cpu_s: float = 0.0
+    cpu_s: float = 0.0          # user + system CPU of the child and the children it reaped (drawing workers)
 
     @property
     def ok(self) -> bool:

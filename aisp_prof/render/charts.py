@@ -15,6 +15,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from ..parse.metric_table import STALL_REASONS
 from ..units import si
+from .drawing import save_png
 
 DPI = 110
 BASELINE_COLOR = "#8c8c8c"
@@ -52,9 +53,8 @@ def plain(text: str) -> str:
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
-    return path
+    """One draw, cropped to the drawing (what bbox_inches="tight" gave, without its second draw)."""
+    return save_png(fig, path, DPI)
 
 
 def stall_chart(stalls: dict[str, dict[str, float]], path: Path, min_share: float = 0.02) -> Path:
@@ -67,8 +67,8 @@ def stall_chart(stalls: dict[str, dict[str, float]], path: Path, min_share: floa
     variants = list(stalls)
     totals = {v: sum(stalls[v].values()) for v in variants}
     biggest = max(totals.values(), default=0.0) or 1.0
-    reasons = sorted({r for v in variants for r in stalls[v]},
-                     key=lambda r: -sum(stalls[v].get(r, 0.0) for v in variants))
+    reasons = sorted({r for v in variants for r in stalls[v]},          # ties by name: the same order
+                     key=lambda r: (-sum(stalls[v].get(r, 0.0) for v in variants), r))   # in every process
     shown = [r for r in reasons if max(stalls[v].get(r, 0.0) for v in variants) >= min_share * biggest]
     merged = [r for r in reasons if r not in shown]
     fig = Figure(figsize=(9, 0.7 * len(variants) + 1.6))

@@ -1,8 +1,8 @@
 """Place text labels on a drawn matplotlib axes so that they overlap neither each other nor the
 markers, arrows, legends and texts already there.
 
-Greedy, in display coordinates, on a layout that no longer moves (the caller has run the layout
-once and frozen it): each label in turn takes the nearest free position around its anchor, in
+Greedy, in display coordinates, on a layout that no longer moves (the caller's axes sit at fixed
+positions, so no draw is needed first): each label in turn takes the nearest free position around its anchor, in
 its preferred directions first; one placed far from its anchor gets a thin leader line back to
 it. Used by the roofline chart, where several optimized variants often sit close together and
 fixed offsets put their names and speedups on top of each other.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from matplotlib.collections import PathCollection
 from matplotlib.legend import Legend
@@ -104,28 +104,34 @@ def _obstacles(ax: Any, renderer: Any) -> tuple[list[tuple[Rect, str]], list[tup
             radius = math.sqrt(sizes[i % len(sizes)] if len(sizes) else 36) / 2 * px_per_pt
             rects.append(((x - radius, y - radius, x + radius, y + radius), "marker"))
     for line in ax.lines:
+        if line.get_linestyle() == "None":            # markers only (tick marks): no segments
+            continue
         pts = line.get_transform().transform(line.get_xydata())
         segments += [((a[0], a[1], b[0], b[1]), "line") for a, b in itertools.pairwise(pts)
                      if all(math.isfinite(v) for v in (*a, *b))]
     return rects, segments
 
 
+_UNITS = [(math.cos(math.radians(i * 360 / _DIRECTIONS)), math.sin(math.radians(i * 360 / _DIRECTIONS)))
+          for i in range(_DIRECTIONS)]           # direction i as a unit vector (0 = right, counter-clockwise)
+
+
 def _candidates(anchor: tuple[float, float], size: tuple[float, float], angle_deg: float,
-                px_per_pt: float) -> list[Rect]:
-    """Label rectangles around `anchor`, nearest first, the preferred direction first at each distance."""
+                px_per_pt: float) -> Iterator[Rect]:
+    """Label rectangles around `anchor`, nearest first, the preferred direction first at each
+    distance; made as they are asked for (the search stops at the first free one)."""
     w, h = size
     steps = sorted(range(_DIRECTIONS), key=lambda i: (abs(((i * 360 / _DIRECTIONS - angle_deg) + 180) % 360 - 180), i))
-    out = []
+    # per direction: how far the centre sits beyond the near edge
+    reach = {i: min(w / 2 / abs(ux) if abs(ux) > 1e-9 else math.inf, h / 2 / abs(uy) if abs(uy) > 1e-9 else math.inf)
+             for i, (ux, uy) in enumerate(_UNITS)}
     for dist in _DISTANCES_PT:
         d = dist * px_per_pt
         for i in steps:
-            a = math.radians(i * 360 / _DIRECTIONS)
-            ux, uy = math.cos(a), math.sin(a)
+            ux, uy = _UNITS[i]
             # centre far enough along the direction that the near edge is `d` from the anchor
-            reach = min(w / 2 / abs(ux) if abs(ux) > 1e-9 else math.inf, h / 2 / abs(uy) if abs(uy) > 1e-9 else math.inf)
-            cx, cy = anchor[0] + ux * (d + reach), anchor[1] + uy * (d + reach)
-            out.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
-    return out
+            cx, cy = anchor[0] + ux * (d + reach[i]), anchor[1] + uy * (d + reach[i])
+            yield (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
 
 
 def _nearest_point(r: Rect, p: tuple[float, float]) -> tuple[float, float]:

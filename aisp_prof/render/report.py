@@ -16,6 +16,7 @@ import base64
 import contextlib
 import errno
 import glob
+import concurrent.futures as cf
 import hashlib
 import json
 import logging
@@ -23,7 +24,6 @@ import os
 import re
 import shutil
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from markupsafe import Markup
 
-from ..errors import OutputError, UnknownTargetError, os_error_message, shorten
+from ..errors import AispError, OutputError, UnknownTargetError, os_error_message, shorten
 from ..units import duration, si
 from . import drawing
 
@@ -151,7 +151,8 @@ def default_name(refs: Sequence[PageRef]) -> str:
 
 
 def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, str]:
-    """The page's charts as files under img/; returns {chart: path relative to the page}."""
+    """The page's charts as files under img/; returns {chart: path relative to the page}. Runs in
+    a drawing process: a chart that fails becomes an AispError naming it (one line in the CLI)."""
     from . import charts
 
     out: dict[str, str] = {}
@@ -161,20 +162,35 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, st
         except ImportError as exc:
             log.warning("no roofline plot: %s", exc)
         else:
-            out["roofline"] = _rel(draw(roof, img / f"{stem}-roofline.png", level="dram", compare=True), img)
+            out["roofline"] = _chart("roofline", stem, img, draw, roof, img / f"{stem}-roofline.png",
+                                     level="dram", compare=True)
     if data["roofline"]:
-        thumb = charts.roofline_thumbnail(data["roofline"], img / f"{stem}-roofline-thumb.png")
+        thumb = _chart("roofline thumbnail", stem, img, charts.roofline_thumbnail, data["roofline"],
+                       img / f"{stem}-roofline-thumb.png")
         if thumb is not None:
-            out["roofline_thumb"] = _rel(thumb, img)
+            out["roofline_thumb"] = thumb
     if data["stalls"]:
-        out["stalls"] = _rel(charts.stall_chart(data["stalls"], img / f"{stem}-stalls.png"), img)
+        out["stalls"] = _chart("stall", stem, img, charts.stall_chart, data["stalls"], img / f"{stem}-stalls.png")
     if data["memory"]:
-        out["memory"] = _rel(charts.memory_chart(data["memory"], img / f"{stem}-memory.png"), img)
+        out["memory"] = _chart("memory", stem, img, charts.memory_chart, data["memory"], img / f"{stem}-memory.png")
     if data["timeline"]:
         from .timeline import timeline_chart
 
-        out["timeline"] = _rel(timeline_chart(data["timeline"], img / f"{stem}-timeline.png"), img)
+        out["timeline"] = _chart("timeline", stem, img, timeline_chart, data["timeline"], img / f"{stem}-timeline.png")
     return out
+
+
+def _chart(what: str, stem: str, img: Path, draw: Callable[..., Path | None], *args: Any, **kwargs: Any) -> str | None:
+    """`draw(*args, **kwargs)`'s file relative to the page (None if it drew nothing)."""
+    try:
+        path = draw(*args, **kwargs)
+    except AispError:
+        raise
+    except OSError as exc:              # a full disk or an unwritable folder: the output's fault, exit 14
+        raise OutputError(os_error_message(exc, f"writing the {what} chart of {stem}", name_file=False)) from exc
+    except Exception as exc:
+        raise AispError(f"could not draw the {what} chart of {stem}: {type(exc).__name__}: {exc}") from exc
+    return None if path is None else _rel(path, img)
 
 
 def _rel(path: Path, img: Path) -> str:
@@ -265,16 +281,21 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     try:
         env, assets = _env(), _assets()
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        rows, written = [], []
-        with drawing.pool() as charts:
-            pending: deque = deque()
-            for name, page in zip(_page_names(refs), pages):
+        done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
+        count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
+        with drawing.pool(count) as charts:
+            # pages are finished as their charts come back, in any order, so a worker never waits
+            # on a slow page ahead of it; a few are queued per worker while the next data are read
+            pending: dict[cf.Future, tuple[int, str, Page]] = {}
+            queued = 3 * count if count > 1 else 1
+            for i, (name, page) in enumerate(zip(_page_names(refs), pages)):
                 stem = name[: -len(".html")]
-                pending.append((name, page, charts.submit(_draw, page.data, page.roofline, partial / "img", stem)))
-                while len(pending) > 2 * drawing.MAX_WORKERS:
-                    rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
+                pending[charts.submit(_draw, page.data, page.roofline, partial / "img", stem)] = (i, name, page)
+                while len(pending) >= queued:
+                    _finish_drawn(pending, done, env, assets, partial, generated, progress)
             while pending:
-                rows.append(_finish_page(env, assets, partial, pending.popleft(), generated, progress))
+                _finish_drawn(pending, done, env, assets, partial, generated, progress)
+        rows = [done[i] for i in sorted(done)]
         written = [out_dir / r["page"] for r in rows]
         chapters = sorted({r["chapter"] for r in rows})
         html = env.get_template("index.html.j2").render(rows=rows, chapters=chapters, generated=generated,
@@ -290,12 +311,21 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
 
 
-def _finish_page(env: Any, assets: dict[str, Any], partial: Path, drawn: tuple[str, Page, Any], generated: str,
-                 progress: Callable[[str], None] | None) -> dict[str, Any]:
+def _finish_drawn(pending: dict[cf.Future, tuple[int, str, Page]], done: dict[int, dict[str, Any]],
+                  env: Any, assets: dict[str, Any], partial: Path, generated: str,
+                  progress: Callable[[str], None] | None) -> None:
+    """Wait for a page's charts, then finish every page whose charts are drawn (in page order);
+    a chart that failed raises here."""
+    finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+    for future in sorted(finished, key=lambda f: pending[f][0]):
+        i, name, page = pending.pop(future)
+        done[i] = _finish_page(env, assets, partial, name, page, future.result(), generated, progress)
+
+
+def _finish_page(env: Any, assets: dict[str, Any], partial: Path, name: str, page: Page, images: dict[str, str],
+                 generated: str, progress: Callable[[str], None] | None) -> dict[str, Any]:
     """Once a page's charts are drawn: its HTML and data file; returns its row of the index."""
-    name, page, future = drawn
     data, stem = page.data, name[: -len(".html")]
-    images = future.result()
     html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated, **assets)
     (partial / name).write_text(html, encoding="utf-8")
     (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
