@@ -53,7 +53,7 @@ def test_a_chart_is_drawn_once_and_cropped_with_a_white_border(tmp_path, monkeyp
     path = charts.stall_chart({"baseline": {"long_scoreboard": 3.0, "barrier": 1.0},
                                "optimized": {"long_scoreboard": 1.0, "wait": 0.5}}, tmp_path / "s.png")
     assert len(draws) == 1
-    left, top, right, bottom, (height, width) = _ink_box(path)
+    left, _, right, bottom, (height, width) = _ink_box(path)
     pad = round(drawing.PAD_IN * charts.DPI)
     assert all(pad - 2 <= m <= pad + 2 for m in (left, right, bottom)), (left, right, bottom)
     assert width < 9 * charts.DPI * 1.3 and height < 3 * charts.DPI      # cropped, not the whole canvas
@@ -145,13 +145,11 @@ def test_a_chart_that_fails_is_one_line_and_leaves_nothing(db, tmp_path, monkeyp
 
 
 def test_the_pool_cancels_what_has_not_started_and_reaps_its_workers():
-    started = []
-    with pytest.raises(AispError, match="stop"):
-        with drawing.pool(2) as ex:
-            futures = [ex.submit(pow, 2, i) for i in range(50)]
-            started = futures
-            raise AispError("stop")
-    assert any(f.cancelled() for f in started)
+    futures = []
+    with pytest.raises(AispError, match="stop"), drawing.pool(2) as ex:
+        futures += [ex.submit(pow, 2, i) for i in range(50)]
+        raise AispError("stop")
+    assert any(f.cancelled() for f in futures)
     assert multiprocessing.active_children() == []
 
 
