@@ -18,7 +18,7 @@ def test_the_command_wraps_the_check_child_once_per_tool():
     child = child_command("ch10.x", ["baseline", "cluster"], {"n": 65536}, "sanitize", Path("/tmp/c.json"))
     cmd = san.sanitizer_command("/usr/local/cuda/bin/compute-sanitizer", "racecheck", child)
     assert cmd[:7] == ["/usr/local/cuda/bin/compute-sanitizer", "--tool", "racecheck", "--error-exitcode",
-                       str(san.ERROR_EXIT), "--print-limit", "20"]
+                       str(san.ERROR_EXIT), "--print-limit", str(san.PRINT_LIMIT)]
     assert cmd[7:] == child and "--mode" in child and child[child.index("--mode") + 1] == "sanitize"
     assert child[child.index("--sizes") + 1] == "n=65536"
 
@@ -75,3 +75,19 @@ def test_an_unwritable_log_dir_is_one_line_before_any_run(tmp_path):
     else:
         raise AssertionError("an unwritable log folder was accepted")
     assert ran == []                               # nothing started
+
+
+def test_failed_driver_entry_point_lookups_are_not_kernel_errors():
+    """Real H100 log (tests/fixtures/sanitizer/README.md): cuda-python's bindings ask the 580 driver for
+    entry points it lacks; memcheck counts 34 API errors, prints 20. The printed lookups are not errors;
+    the 14 it did not print cannot be classified, so they stay errors (the print limit is now 200)."""
+    text = (FIXTURES / "ch14.cuda_python.memcheck.log").read_text()
+    assert "ERROR SUMMARY: 34 errors" in text and san.entry_point_probes(text) == 20
+    assert san.parse_summary(text) == (14, 0, [])
+    fully_printed = text.replace("========= ERROR SUMMARY: 14 errors were not printed. Use --print-limit option "
+                                 "to adjust the number of printed errors\n", "").replace("34 errors", "20 errors")
+    assert san.parse_summary(fully_printed) == (0, 0, [])
+    real = fully_printed.replace("ERROR SUMMARY: 20 errors", "ERROR SUMMARY: 21 errors") + \
+        "========= Invalid __global__ read of size 4 bytes\n"
+    errors, _, reports = san.parse_summary(real)
+    assert errors == 1 and reports == ["Invalid __global__ read of size 4 bytes"]
