@@ -26,8 +26,8 @@ cuBLAS call path on that machine (which the spec could not read) than about the 
 
 The Hopper port (cublas_vs_cutlass.cu: two CUTLASS instantiations behind one entry point):
   baseline (cublas)
-      torch.mm(a, b, out=d): cuBLAS's sm90 fp16 kernel (cuBLAS picks it; expect an
-      `sm90_xmma_gemm_f16f16_f16f32...` or cutlass-named kernel with HGMMA), into a preallocated D.
+      torch.mm(a, b, out=d): cuBLAS's sm90 fp16 kernel (its heuristic picks it; expect an
+      `sm90_xmma_gemm_f16f16_*` or `nvjet_*` kernel name, HGMMA inside), into a preallocated D.
   cutlass_sm80
       the book's kernel as the spec describes it: CUTLASS 2.x, OpClassTensorOp, Sm80, 128x128x64
       threadblock, 64x64x64 warp, 16x8x16 mma.sync, fp32 accumulation, 3-stage cp.async ring
@@ -52,7 +52,7 @@ Predicted profile (ncu/SASS; the measured numbers belong in kernels/ch14/README.
     per warp), LDGSTS (cp.async) and LDSM (ldmatrix), and no HGMMA, UTMALDG or WARPGROUP
     instructions; cutlass_sm90 has HGMMA.64x128x16.F32 (`.tnspB`: B is N-major), UTMALDG.3D and
     UTMALDG.3D.MULTICAST, UTMASTG, USETMAXREG and cluster barriers (UCGABAR), and no HMMA. cuBLAS's
-    kernel (ncu kernel name) should be an sm90 HGMMA kernel.
+    kernel (its ncu name) should be an sm90 wgmma kernel, no mma.sync.
   - tensor instructions issued: the same 2 m n k = 137 GFLOP (`flops_tensor_fp16`, exact on both
     mma paths) is 33.5 M warp-level HMMA.16816 (4,096 FLOP each) against 0.52 M warpgroup
     HGMMA.64x128x16 (262,144 FLOP each): the Sm80 kernel spends issue slots (`sol_sm_issue_pct`
@@ -78,8 +78,8 @@ of a correct kernel's error: the fp16 rounding of C, at most 2^-11/sqrt(3) ~ 2.8
 (Frobenius; 2.1e-4 measured), and fp32 accumulation, ~3e-7 at k = 4096 (both measured on the CPU by
 the tests), plus a few 1e-4 if cuBLAS reduces split-K partials in fp16 (torch allows it by
 default). Tolerance 2e-3: ~10x the expected error, while one dropped k-block of 64 costs ~0.12 and a
-transposed C ~1.4 (the tests measure both). The float64 reference at 4096^3 is 137 GFLOP of DGEMM (well under a second on the
-GPU, 128 MiB of output); on a CPU use small sizes.
+transposed C ~1.4 (the tests measure both). The float64 reference at 4096^3 is 137 GFLOP of
+DGEMM (well under a second on the GPU, 128 MiB of output); on a CPU use small sizes.
 
 Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA and for the Sm80 kernel's
 128-bit cp.async); ragged tiles are predicated (sm80) or clipped by TMA (sm90). The sanitizer size
