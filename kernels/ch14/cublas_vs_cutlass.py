@@ -22,7 +22,7 @@ B200 numbers: cuBLAS 1.402 ms, CUTLASS 0.5348 ms, 2.622x "speedup" for CUTLASS. 
 lies: the optimized side is not an optimization of the baseline but another library, and the
 recorded cuBLAS time is 98 TFLOP/s, a few percent of a B200's dense fp16 rate, while the Sm80
 CUTLASS kernel's 257 TFLOP/s is itself far below tcgen05's; the ordering says more about the book's
-cuBLAS call path on that machine (which the spec could not read) than about the two libraries.
+cuBLAS call path on that machine (whose code the spec does not show) than about the two libraries.
 
 The Hopper port (cublas_vs_cutlass.cu: two CUTLASS instantiations behind one entry point):
   baseline (cublas)
