@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aisp_kernels import build
+from aisp_prof.pairs import discover
 from aisp_prof.pairs.source import MISSING, local_includes, pair_files, source_digest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -143,3 +144,20 @@ def test_build_key_follows_headers_and_is_unchanged_without_them(tree, fake_nvcc
     plain = tmp_path / "plain.cu"
     plain.write_text('#include <cuda.h>\n#include "cutlass/cutlass.h"\nextern "C" int aisp_p() { return 1; }\n')
     assert build.build_shared_library(plain, arch="sm_90a").name == _old_key_library(plain.resolve(), "sm_90a")
+
+
+_PAIR_MODULE = """from aisp_prof.pairs import KernelPair
+PAIR = KernelPair(name="{name}", chapter=1, lesson="", make_inputs=None, variants={{}}, reference=None,
+                  flops=None, bytes=None)
+"""
+
+
+def test_kernels_common_is_not_a_chapter(tmp_path):
+    """kernels/common holds shared headers: discovery looks only in ch* folders, so even a module
+    with a PAIR under common/ is not a pair (and the real tree's common/ yields none)."""
+    assert (REPO / "kernels" / "common" / "wgmma_tma.cuh").is_file()
+    for folder, name in (("ch01", "ch01.real"), ("common", "common.stray")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "k.py").write_text(_PAIR_MODULE.format(name=name))
+    assert [p.name for p in discover(tmp_path)] == ["ch01.real"]
+    assert not [p for p in discover(REPO / "kernels") if "/common/" in p.source]
