@@ -3,11 +3,14 @@
 This is the one place that calls nvcc (found by aisp_prof.collect.tools.find_nvcc), so every
 pair is built with the same flags (`-O3`, `-lineinfo` so Nsight Compute can map stalls to source
 lines) and lands in the same cache.
-The cache key hashes the source bytes, the flags and `nvcc --version`, so editing a `.cu`
-file or changing toolkits rebuilds, and anything else reuses the library. Sources are
-assumed to be self-contained (a local `#include` is not part of the key). A pair that needs a
-header library (CUTLASS) passes `include_dirs` (and any `extra_flags`); both go into the
-command line and so into the key, but the headers' contents do not.
+The cache key hashes the source bytes, the flags and `nvcc --version`, and then every local
+header the source includes (a quoted `#include` found beside the including file, recursively:
+aisp_prof.pairs.source.local_includes, the same walk that digests a pair's code), so editing a
+`.cu` file or a shared header such as kernels/common/wgmma_tma.cuh, or changing toolkits,
+rebuilds, and anything else reuses the library. A source with no local header keeps the key it
+had before headers were followed. A pair that needs a header library (CUTLASS) passes
+`include_dirs` (and any `extra_flags`); both go into the command line and so into the key, but
+the library's headers' contents do not.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from aisp_prof.collect import tools
 from aisp_prof.errors import BuildError, ToolNotFoundError
+from aisp_prof.pairs.source import local_includes
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +115,8 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
         key.update(part)
         key.update(b"\0\0")
+    for name, data in local_includes(source):        # none: the key is what it always was
+        key.update(b"include\0" + name.encode() + b"\0" + data + b"\0\0")
     out_dir = build_dir()
     target = out_dir / f"{source.stem}-{key.hexdigest()[:16]}.so"
     if target.is_file():

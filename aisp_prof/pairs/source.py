@@ -1,14 +1,25 @@
 """Which code a run measured: the pair's module and the sources beside it that share its name
-(fused_l2norm.py and fused_l2norm.cu), hashed together.
+(fused_l2norm.py and fused_l2norm.cu), hashed together with every local header they include.
 
 Recorded evidence must come from the pair's own code. A run made from a test fixture under
 $AISP_KERNELS (the gate's deliberate slowdowns carry the real pair's name) or from an older
 version of the pair is refused by `bench record`, which compares this digest with the file the
 pair resolves to now. Nothing here imports the module (no torch needed).
+
+A local header is a quoted `#include "..."` of a C/C++/CUDA source that resolves beside the file
+that includes it (`../common/wgmma_tma.cuh`), followed through headers it includes in turn. Those
+bytes are the pair's code as much as its own `.cu`, so they are in the digest and in the CUDA build
+cache key (aisp_kernels.build uses `local_includes` too). Angle-bracket includes are system headers;
+a bare quoted name that is not beside the file (`"cutlass/cutlass.h"`) comes from an `-I` folder,
+a library like CUTLASS: neither is hashed. An explicitly relative one (`./x.h`, `../x.h`) that is
+not there is hashed as its name and a marker (the compiler reports it). A source that includes no
+local header digests exactly as it did before headers were followed.
 """
 from __future__ import annotations
 
 import hashlib
+import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -16,6 +27,45 @@ from ..errors import AispError
 from ..paths import data_root, kernels_root
 
 SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp")
+C_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")          # sources whose quoted includes are followed
+MISSING = b"\0missing local include\0"                      # hashed in place of an absent header's bytes
+_QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\r\n]+)"', re.MULTILINE)
+
+
+def local_includes(*sources: Path) -> list[tuple[str, bytes]]:
+    """The local headers `sources` include, directly or through one another: (name, bytes) each
+    once, depth first in the order they are included. `name` is the header's path relative to the
+    folder of the first source (posix, e.g. "../common/wgmma_tma.cuh"), the same on every machine.
+    The sources themselves are never listed (a header that includes its includer ends the walk
+    there: cycles terminate). A missing explicitly relative header is (name, MISSING)."""
+    if not sources:
+        return []
+    base = Path(sources[0]).resolve().parent
+    seen = {Path(s).resolve() for s in sources}
+    found: list[tuple[str, bytes]] = []
+
+    def walk(path: Path, text: bytes) -> None:
+        for match in _QUOTED_INCLUDE.finditer(text):
+            spelled = match.group(1).decode(errors="replace").strip()
+            header = (path.parent / spelled).resolve()
+            if header in seen:
+                continue
+            name = Path(os.path.relpath(header, base)).as_posix()
+            if not header.is_file():
+                if spelled.startswith(("./", "../")):      # meant to be here, and is not
+                    seen.add(header)
+                    found.append((name, MISSING))
+                continue                                   # from an -I folder (CUTLASS): not ours
+            seen.add(header)
+            data = header.read_bytes()
+            found.append((name, data))
+            walk(header, data)
+
+    for source in sources:
+        source = Path(source).resolve()
+        if source.suffix in C_SUFFIXES and source.is_file():
+            walk(source, source.read_bytes())
+    return found
 
 
 def pair_files(module: Path) -> list[Path]:
@@ -34,13 +84,20 @@ def shown_path(path: Path) -> str:
 
 
 def source_digest(module: Path) -> dict[str, Any]:
-    """{path, sha256, files} of a pair module; {} when it is not a file (a pair built in a test)."""
+    """{path, sha256, files} of a pair module; {} when it is not a file (a pair built in a test).
+
+    `files`: the pair's own files, then the local headers they include (relative to the module's
+    folder). Headers are hashed after the pair's files, so a pair without any hashes as before."""
     if not module.is_file():
         return {}
     digest, files = hashlib.sha256(), pair_files(module)
     for f in files:
         digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    return {"path": shown_path(module), "sha256": digest.hexdigest(), "files": [f.name for f in files]}
+    headers = local_includes(*files) if files else []
+    for name, data in headers:
+        digest.update(b"include\0" + name.encode() + b"\0" + data + b"\0")
+    return {"path": shown_path(module), "sha256": digest.hexdigest(),
+            "files": [f.name for f in files] + [name for name, _ in headers]}
 
 
 def expected_module(pair_name: str) -> Path:
