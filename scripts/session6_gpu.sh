@@ -3,7 +3,7 @@
 #   PART=h200     on an H200: the ch09 gate (issue 11, scripts/gate_gpu_session.sh MODE=gate);
 #                 on anything else, PART=confirm instead (every kind=nvidia-h200 request so far got an H100)
 #   PART=confirm  1. GPU tests of the compile-insight probe and the ch14 pairs named in TESTS
-#                 2. `aisp-prof run` of RUNS (check + ncu + nsys) into /tmp/p6; run folders -> runs.tgz
+#                 2. `aisp-prof run` of RUNS (check + ncu + nsys) into ${PDIR:-/tmp/p6}; run folders -> runs.tgz
 #                 3. `aisp-prof sanitize` of SANITIZE (memcheck, racecheck, synccheck) at small sizes
 #                 4. FOREIGN=1: issue 16's foreign exports (scripts/capture_foreign_exports.sh)
 # Clocks are never touched. Logs in $OUT; a short table last.
@@ -20,11 +20,11 @@ if [ -n "${TESTS:-}" ]; then
   python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS -rfE 2>&1 | tail -${TEST_TAIL:-30}; echo "gpu_tests_rc $? $(t)"
 fi
 for p in ${RUNS:-}; do
-  $AISP run "$p" --profiles-dir /tmp/p6 --label session6 ${RUN_ARGS:-} --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
+  $AISP run "$p" --profiles-dir ${PDIR:-/tmp/p6} --label session6 ${RUN_ARGS:-} --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
   echo "run $p rc $? $(t)"; tail -3 "$OUT/run_$p.err"
 done
 if [ -n "${RUNS:-}" ]; then
-  (cd /tmp/p6 && tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' . ) && (cd "$OUT" && tar czf run_logs.tgz run_*.json run_*.err && rm -f run_*.json run_*.err)
+  (cd ${PDIR:-/tmp/p6} && tar czf "$OUT/runs.tgz" --exclude="*.nsys-rep" --exclude="*.ncu-rep.gz" --exclude="*/generated/triton" . ) && (cd "$OUT" && tar czf run_logs.tgz run_*.json run_*.err && rm -f run_*.json run_*.err)
 fi
 if [ -n "${SANITIZE:-}" ]; then
   $AISP sanitize $SANITIZE --log-dir /tmp/s6_sanitizer --json > "$OUT/sanitize.json"; echo "sanitize_rc $? $(t)"
