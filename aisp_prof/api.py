@@ -13,6 +13,7 @@ commands are thin calls into this module.
 """
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import pandas as pd
 
 from .errors import AispError, ExportParseError
+from .pairs.declared import with_declarations
 from .store import db as store_db
 from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
 from .store.history import pair_history
@@ -50,6 +52,15 @@ def open_db(path: str | Path | None = None) -> "RunDatabase":
 def sample_runs() -> list[Path]:
     """The real run folders shipped with aisp-prof (chapter 9 on an H200), one per pair."""
     return sample_run_dirs()
+
+
+def declared(run: RunData) -> RunData:
+    """The run with its pair's roles and expected mechanism in its info: as recorded, or for a
+    run recorded before them, read from the pair's module now (pairs.declared)."""
+    info = run.info
+    if "declared_from" not in info:
+        run.run["info_json"] = json.dumps(with_declarations(info))
+    return run
 
 
 def roofline_input(run: RunData) -> RunInput:
@@ -129,7 +140,7 @@ class RunDatabase:
             tables: Sequence[str] = store_db.TABLES) -> RunData:
         """Everything one run stored (or the child `tables` asked for), read in one open."""
         with store_db.Database(self.path) as conn:
-            return conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables)
+            return declared(conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables))
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
         """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
@@ -238,7 +249,7 @@ class RunDatabase:
         from .render.report import Page
 
         with store_db.Database(self.path) as conn:
-            run, in_db = conn.read_run(run_id), db_calibrations(conn)
+            run, in_db = declared(conn.read_run(run_id)), db_calibrations(conn)
         try:
             roof, error = roofline_of([run], merge_calibrations(in_db, files)), None
         except AispError as exc:
@@ -251,7 +262,7 @@ class RunDatabase:
         with store_db.Database(self.path) as conn:
             listing = conn.list_runs()
             ids = list(dict.fromkeys(resolve_run(listing, t, str(self.path)) for t in targets))
-            runs, in_db = [conn.read_run(r) for r in ids], db_calibrations(conn)
+            runs, in_db = [declared(conn.read_run(r)) for r in ids], db_calibrations(conn)
         return runs, merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
     # ------------------------------------------------------------------ profiling (GPU)
