@@ -13,10 +13,12 @@ from typing import Any
 import pandas as pd
 
 from ..naming import chapter_of_pair
+from ..pairs.roles import OPTIMIZATION
 from ..store.run_data import RunData
 from .ceilings import precision_label
 from .compiled import compile_warnings
 from .generated_code import code_rows
+from .headline import headline as answer
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -31,7 +33,8 @@ _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_eve
                  "flops_fp32", "flops_fp64", "flops_fp16", "flops_tensor", "dram_bytes_per_s", "flops_per_s",
                  "speedup_vs_baseline", "mean_kernel_duration_ns", "gap_per_call_ns", "gap_max_ns", "first_call_ns",
                  "steady_call_wall_ns", "compile_overhead_ns", "warm_process_first_call_ns", "frames_compiled",
-                 "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls")
+                 "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls", "role",
+                 "pct_of_reference", "reference_variant")
 
 
 # ------------------------------------------------------------------------------ gathering data
@@ -92,8 +95,12 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     stalls, selected = stall_rows(kernels_f, variants)
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
-        # the fastest variant whose output passed (or was not checked); a wrong one only if all are
-        "best": max(headline, key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
+        # the fastest optimization whose output passed (or was not checked); a wrong one only if all
+        # are; never a reference (a vendor library), and none for a comparison pair
+        "best": None if info.get("comparison") else max(
+            (h for h in headline if h["role"] == OPTIMIZATION),
+            key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
+        "answer": answer(summary, bool(info.get("comparison"))),
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
         # biggest first; equal ones by name (a set's order changes from one process to the next)
@@ -141,7 +148,8 @@ def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float 
         "rel_err_vs_reference": s.get("rel_err_vs_reference"),
         "bound_before": (base or {}).get("bound"), "bound_after": s.get("bound"),
         "bound_before_pct_of_roof": (base or {}).get("bound_pct_of_roof"),
-        "bound_after_pct_of_roof": s.get("bound_pct_of_roof"),
+        "bound_after_pct_of_roof": s.get("bound_pct_of_roof"), "role": s.get("role") or OPTIMIZATION,
+        "pct_of_reference": s.get("pct_of_reference"), "reference_variant": s.get("reference_variant"),
     } for s in summary if s["variant"] != "baseline"]
 
 

@@ -189,7 +189,8 @@ def print_summary(result: dict[str, Any]) -> None:
 @db_option
 @json_option
 def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
-    """A pair's stored runs over time, per variant: median time, spread, speedup.
+    """A pair's stored runs over time, per variant: median time, spread, speedup. A reference
+    variant (a vendor library the pair is measured against) is marked: its speedup is no claim.
 
     \b
     Example:
@@ -205,7 +206,8 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
         echo_json(rows)
         return
     click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup", "gate"],
-                      [[r["created_at"], r["run_id"], r["gpu_name"], r["status"], r["variant"],
+                      [[r["created_at"], r["run_id"], r["gpu_name"], r["status"],
+                        f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
                         duration(r["median_ns"]),
                         "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",
