@@ -38,7 +38,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles")     # what a per-variant summary reads
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline")   # what a summary reads
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -91,10 +91,23 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
 
+def verdict_of(run: RunData, summary: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's headline (best optimization, % of the reference) and the verdict rules' findings."""
+    from .analyze.headline import headline
+    from .analyze.verdict_rules import RuleInput, findings
+
+    info = run.info
+    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))
+    return {"headline": headline(summary, bool(info.get("comparison"))), "findings": [f.to_dict() for f in found]}
+
+
 def run_summary(run: RunData) -> dict[str, Any]:
-    """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json."""
-    return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary_records(run),
-            "info": run.info}
+    """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json,
+    the headline and the verdict rules' findings."""
+    run = declared(run)
+    summary = summary_records(run)
+    return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary,
+            "info": run.info, **verdict_of(run, summary)}
 
 
 @dataclass
@@ -105,9 +118,11 @@ class RunResult:
     summary: list[dict[str, Any]]
     data: RunData
     error: AispError | None = None     # set when the run was stored but must fail the command
+    verdict: dict[str, Any] = field(default_factory=dict)    # headline and findings (verdict_of)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "summary": self.summary, "error": str(self.error) if self.error else None}
+        return {"run": self.run, "summary": self.summary, "error": str(self.error) if self.error else None,
+                **self.verdict}
 
 
 @dataclass
@@ -289,7 +304,8 @@ class RunDatabase:
             raise
         summary = run_summary(data)
         return RunResult(summary["run"], summary["summary"], data,
-                         runner.failed_check_error(outcome.run_info, outcome.run_dir))
+                         runner.failed_check_error(outcome.run_info, outcome.run_dir),
+                         {k: summary[k] for k in ("headline", "findings")})
 
 
 VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # where a run names its variants

@@ -1,7 +1,7 @@
 """What a report page shows, computed from one run as plain, JSON-ready data.
 
 `page_data(run, roofline)` takes a stored run (RunData) and its roofline analysis and returns
-one dict: headline, per-variant summary, stalls, speed of light, memory traffic, kernels, one
+one dict: headline, the verdict rules' findings, per-variant summary, stalls, speed of light, memory traffic, kernels, one
 nsys call per variant, launch churn and compile cost, the FLOP check, validity warnings, provenance. A pure function: it opens
 nothing and writes nothing; `render.report` draws and writes what it returns.
 """
@@ -19,6 +19,7 @@ from .ceilings import precision_label
 from .compiled import compile_warnings
 from .generated_code import code_rows
 from .headline import headline as answer
+from .verdict_rules import RuleInput, findings
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -101,6 +102,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
             (h for h in headline if h["role"] == OPTIMIZATION),
             key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
         "answer": answer(summary, bool(info.get("comparison"))),
+        "findings": [f.to_dict() for f in findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))],
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
         # biggest first; equal ones by name (a set's order changes from one process to the next)
@@ -262,11 +264,6 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
             per_call = s.get("kernels_per_call")
             if s.get("gpu_time_source") == "nsys" and per_call and n_ncu and abs(n_ncu - per_call) > 1e-9:
                 out.append(f"{s['variant']}: ncu profiled {n_ncu} kernel(s) but nsys saw {per_call:g} per call")
-    for s in summary:
-        a, b = s.get("speedup_vs_baseline"), s.get("speedup_cuda_events")
-        if s["variant"] != "baseline" and a and b and abs(a - b) / max(a, b) > 0.10:
-            out.append(f"{s['variant']}: speedup by nsys GPU time ({a:.2f}x) and by CUDA events ({b:.2f}x) "
-                       "differ by more than 10%")
     if roof_error:
         out.append(roof_error)
     found = [{"severity": "warning", "code": "report", "message": m} for m in out] + compile_warnings(summary)

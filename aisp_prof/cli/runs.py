@@ -149,7 +149,10 @@ def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
 @db_option
 @json_option
 def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
-    """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls.
+    """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls,
+    the headline (the best optimization; a reference such as cuBLAS is shown as the share of its
+    speed reached, never as the speedup) and what the numbers say (host-bound launches, timers
+    that disagree, a predicted mechanism that did not happen).
 
     RUN is a run id, a unique prefix of one, 'latest', or a pair name (its latest run).
 
@@ -163,23 +166,31 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
 
     result = run_summary(database(db).run(run, tables=SUMMARY_TABLES))
     if as_json:
-        echo_json({"run": result["run"], "summary": result["summary"], "warnings": compile_warnings(result["summary"])})
+        echo_json({"run": result["run"], "headline": result["headline"], "summary": result["summary"],
+                   "findings": result["findings"], "warnings": compile_warnings(result["summary"])})
     else:
         print_summary(result)
 
 
 def print_summary(result: dict[str, Any]) -> None:
-    """A run's header line, its per-variant table, launches and compile cost, compile warnings."""
+    """A run's header line, its headline, per-variant table, launches and compile cost, then what
+    the numbers mean (verdict rules) and compile warnings."""
     from ..analyze.compiled import compile_warnings
     from ..render.table import launch_compile_table, summary_table
 
     info = result["run"]
     click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
+    if result.get("headline"):
+        click.echo(f"headline: {result['headline']['text']}")
     click.echo(summary_table(result["summary"]))
     launches = launch_compile_table(result["summary"])
     if launches:
         click.echo("\nlaunches (nsys, per call) and first call (wall):")
         click.echo(launches)
+    if result.get("findings"):
+        click.echo("\nwhat the numbers say:")
+    for f in result.get("findings") or []:
+        click.echo(f"{f['severity']}: {f['message']}")
     for w in compile_warnings(result["summary"]):
         click.echo(f"{w['severity']}: {w['message']}")
 
