@@ -13,7 +13,6 @@ commands are thin calls into this module.
 """
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import pandas as pd
 
 from .errors import AispError, ExportParseError
-from .pairs.declared import with_declarations
+from .pairs.declared import declared
 from .store import db as store_db
 from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
 from .store.history import pair_history
@@ -38,7 +37,8 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline")   # what a summary reads
+# what a summary reads (metrics: the device attributes the roofline of its verdict needs)
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics")
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -52,15 +52,6 @@ def open_db(path: str | Path | None = None) -> "RunDatabase":
 def sample_runs() -> list[Path]:
     """The real run folders shipped with aisp-prof (chapter 9 on an H200), one per pair."""
     return sample_run_dirs()
-
-
-def declared(run: RunData) -> RunData:
-    """The run with its pair's roles and expected mechanism in its info: as recorded, or for a
-    run recorded before them, read from the pair's module now (pairs.declared)."""
-    info = run.info
-    if "declared_from" not in info:
-        run.run["info_json"] = json.dumps(with_declarations(info))
-    return run
 
 
 def roofline_input(run: RunData) -> RunInput:
@@ -91,23 +82,33 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
 
-def verdict_of(run: RunData, summary: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run's headline (best optimization, % of the reference) and the verdict rules' findings."""
+def verdict_of(run: RunData, summary: list[dict[str, Any]],
+               calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The run's headline (best optimization, % of the reference), the verdict rules' findings and
+    the verdict sentences (bounds from the run's roofline when `calibrations` are given)."""
     from .analyze.headline import headline
     from .analyze.verdict_rules import RuleInput, findings
+    from .analyze.verdict_text import bounds_of, verdict_sentences
 
-    info = run.info
+    info, roof = run.info, None
+    if calibrations is not None and not run.kernels.empty:
+        try:
+            roof = roofline_of([run], calibrations).to_dict()
+        except AispError:
+            roof = None
     found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))
-    return {"headline": headline(summary, bool(info.get("comparison"))), "findings": [f.to_dict() for f in found]}
+    comparison = bool(info.get("comparison"))
+    return {"headline": headline(summary, comparison), "findings": [f.to_dict() for f in found],
+            "verdict": verdict_sentences(summary, bounds_of(roof), comparison)}
 
 
-def run_summary(run: RunData) -> dict[str, Any]:
+def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json,
-    the headline and the verdict rules' findings."""
+    the headline, the verdict rules' findings and the verdict sentences."""
     run = declared(run)
     summary = summary_records(run)
     return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary,
-            "info": run.info, **verdict_of(run, summary)}
+            "info": run.info, **verdict_of(run, summary, calibrations)}
 
 
 @dataclass
@@ -156,6 +157,13 @@ class RunDatabase:
         """Everything one run stored (or the child `tables` asked for), read in one open."""
         with store_db.Database(self.path) as conn:
             return declared(conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables))
+
+    def summary_result(self, run: str = "latest") -> dict[str, Any]:
+        """`run_summary` of a stored run, its verdict judged against the calibrated roofs (one open)."""
+        with store_db.Database(self.path) as conn:
+            data = conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), False, SUMMARY_TABLES)
+            in_db = db_calibrations(conn)
+        return run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
         """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
@@ -302,10 +310,12 @@ class RunDatabase:
         except BaseException:
             shutil.rmtree(outcome.run_dir, ignore_errors=True)
             raise
-        summary = run_summary(data)
+        with store_db.Database(self.path) as conn:
+            in_db = db_calibrations(conn)
+        summary = run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
         return RunResult(summary["run"], summary["summary"], data,
                          runner.failed_check_error(outcome.run_info, outcome.run_dir),
-                         {k: summary[k] for k in ("headline", "findings")})
+                         {k: summary[k] for k in ("headline", "findings", "verdict")})
 
 
 VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # where a run names its variants

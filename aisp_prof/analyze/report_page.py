@@ -20,6 +20,7 @@ from .compiled import compile_warnings
 from .generated_code import code_rows
 from .headline import headline as answer
 from .verdict_rules import RuleInput, findings
+from .verdict_text import LEVEL_NAMES, bound_name, bounds_of, verdict_sentences
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -103,6 +104,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
             key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
         "answer": answer(summary, bool(info.get("comparison"))),
         "findings": [f.to_dict() for f in findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))],
+        "verdict": verdict_sentences(summary, bounds_of(roof_dict), bool(info.get("comparison"))),
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
         # biggest first; equal ones by name (a set's order changes from one process to the next)
@@ -184,25 +186,9 @@ def _strips(run: RunData, variants: list[str]) -> dict[str, dict[str, Any]]:
     return strips
 
 
-LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "compute": "compute"}
-
-
-def _bound_name(point: dict[str, Any]) -> str | None:
-    """'DRAM', 'L2', 'compute (fp32)': the resource whose roof allows the least time."""
-    bound = point.get("bound")
-    if not bound:
-        return None
-    if bound == "compute" and point.get("precision"):
-        return f"compute ({precision_label(point['precision'])})"
-    return LEVEL_NAMES.get(bound, bound)
-
-
 def _bounds(roof: dict[str, Any] | None) -> dict[str, tuple[str, float | None]]:
     """variant -> (what bound its call, % of that roof reached), from its aggregate roofline point."""
-    if not roof:
-        return {}
-    return {p["variant"]: (name, p.get("pct_of_roof")) for p in roof.get("points") or []
-            if p.get("kernel") is None and (name := _bound_name(p))}
+    return {v: (b["bound"], b["pct"]) for v, b in bounds_of(roof).items()}
 
 
 def _roofline_rows(roof: dict[str, Any] | None, variants: list[str]) -> list[dict[str, Any]]:
@@ -220,7 +206,7 @@ def _roofline_rows(roof: dict[str, Any] | None, variants: list[str]) -> list[dic
                     "total": p.get("kernel") is None,
                     "precision_name": precision_label(p["precision"]) if p.get("precision") else None,
                     "short_name": short_kernel_name(p["kernel"]) if p.get("kernel") else "all kernels of the call",
-                    "bound_name": _bound_name(p)})
+                    "bound_name": bound_name(p)})
     return out
 
 

@@ -162,12 +162,12 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
       aisp-prof summary ch09.fused_l2norm --json
     """
     from ..analyze.compiled import compile_warnings
-    from ..api import SUMMARY_TABLES, run_summary
 
-    result = run_summary(database(db).run(run, tables=SUMMARY_TABLES))
+    result = database(db).summary_result(run)
     if as_json:
-        echo_json({"run": result["run"], "headline": result["headline"], "summary": result["summary"],
-                   "findings": result["findings"], "warnings": compile_warnings(result["summary"])})
+        echo_json({"run": result["run"], "headline": result["headline"], "verdict": result["verdict"],
+                   "summary": result["summary"], "findings": result["findings"],
+                   "warnings": compile_warnings(result["summary"])})
     else:
         print_summary(result)
 
@@ -187,8 +187,10 @@ def print_summary(result: dict[str, Any]) -> None:
     if launches:
         click.echo("\nlaunches (nsys, per call) and first call (wall):")
         click.echo(launches)
-    if result.get("findings"):
+    if result.get("verdict") or result.get("findings"):
         click.echo("\nwhat the numbers say:")
+    for sentence in result.get("verdict") or []:
+        click.echo(sentence)
     for f in result.get("findings") or []:
         click.echo(f"{f['severity']}: {f['message']}")
     for w in compile_warnings(result["summary"]):

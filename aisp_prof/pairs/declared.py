@@ -9,11 +9,13 @@ literal arguments included. A keyword that is not a literal is left out (default
 from __future__ import annotations
 
 import ast
+import json
 import logging
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import AispError
+from ..store.run_data import RunData
 from .roles import Mechanism, run_declarations
 from .source import expected_module
 
@@ -72,3 +74,11 @@ def with_declarations(info: Mapping[str, Any]) -> dict[str, Any]:
     out.update(run_declarations(variants, roles, bool(found.get("comparison")), found.get("expect") or ()))
     out["declared_from"] = "pair module now" if found else "defaults"
     return out
+
+
+def declared(run: RunData) -> RunData:
+    """The run with its pair's roles and expected mechanism in its info (`with_declarations`)."""
+    info = run.info
+    if "declared_from" not in info:
+        run.run["info_json"] = json.dumps(with_declarations(info))
+    return run
