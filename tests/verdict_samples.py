@@ -2,7 +2,7 @@
 loaded from their folders, with the pair's declarations read as `aisp-prof summary` reads them."""
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from aisp_prof.analyze.verdict_rules import RuleInput
@@ -13,7 +13,7 @@ from aisp_prof.store.run_data import RunData
 PROFILES = Path(__file__).resolve().parent.parent / "profiles"
 
 
-@lru_cache(maxsize=None)
+@cache
 def sample(folder: str, pair: str) -> RunData:
     """The one run of `pair` in profiles/<folder>/ (e.g. "samples_h100", "ch09.fused_l2norm")."""
     (found,) = [d for d in (PROFILES / folder).iterdir() if d.is_dir() and d.name.split("-", 1)[1].rsplit("-", 1)[0] == pair]

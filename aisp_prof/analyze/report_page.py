@@ -19,8 +19,6 @@ from .ceilings import precision_label
 from .compiled import compile_warnings
 from .generated_code import code_rows
 from .headline import headline as answer
-from .verdict_rules import RuleInput, findings
-from .verdict_text import LEVEL_NAMES, bound_name, bounds_of, verdict_sentences
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -29,6 +27,8 @@ from .page_tables import (correctness, kernel_rows, memory_op_rows, memory_rows,
                           stall_rows)
 from .summary import summarize
 from .timeline_call import representative_call, strip_rows
+from .verdict_rules import RuleInput, findings
+from .verdict_text import LEVEL_NAMES, bound_name, bounds_of, verdict_sentences
 
 _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_event_median_ns", "correct",
                  "rel_err_vs_reference", "ncu_duration_ns", "dram_bytes", "l2_bytes", "l1_bytes", "flops_total",

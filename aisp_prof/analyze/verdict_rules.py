@@ -153,11 +153,8 @@ def timers_disagree(inp: RuleInput) -> list[Finding]:
             continue
         claim, others = next(iter(s)), list(s)[1:]
         x, noise = s[claim]
-
-        def apart(name: str) -> float:
-            return max(x, s[name][0]) / min(x, s[name][0]) - 1
-
-        agree = [o for o in others if apart(o) <= noise + s[o][1] + TIMER_FLOOR]
+        apart = {o: max(x, s[o][0]) / min(x, s[o][0]) - 1 for o in others}
+        agree = [o for o in others if apart[o] <= noise + s[o][1] + TIMER_FLOOR]
         differ = [o for o in others if o not in agree]
         if not differ:
             continue
@@ -165,13 +162,13 @@ def timers_disagree(inp: RuleInput) -> list[Finding]:
         v = r["variant"]
         if agree:
             out.append(Finding("timers_disagree", "info",
-                               f"{v}: {said} against {x:.2f}x by {claim}, {max(apart(o) for o in differ):.0%} apart; "
+                               f"{v}: {said} against {x:.2f}x by {claim}, {max(apart[o] for o in differ):.0%} apart; "
                                f"{' and '.join(agree)} ({', '.join(f'{s[o][0]:.2f}x' for o in agree)}) "
                                f"{'agrees' if len(agree) == 1 else 'agree'} with {claim}", v))
             continue
         out.append(Finding(
             "timers_disagree", "warning",
-            f"{v}: the {x:.2f}x by {claim} rests on that timer alone: {said}, {min(apart(o) for o in differ):.0%} or "
+            f"{v}: the {x:.2f}x by {claim} rests on that timer alone: {said}, {min(apart[o] for o in differ):.0%} or "
             f"more apart, beyond the timers' spread and the {TIMER_FLOOR:.0%} their clocks allow (ncu replays each "
             "kernel alone with flushed caches; CUDA events time the call with its launches in another process)", v))
     return out
@@ -204,7 +201,7 @@ def _ratio(before: float, after: float, change: str) -> float:
 
 
 def _show(metric: str, x: float) -> str:
-    if metric.endswith("_bytes") or metric.endswith("bytes_per_call"):
+    if metric.endswith(("_bytes", "bytes_per_call")):
         return si(x, "B")
     if metric.endswith("_ns"):
         return duration(x)
