@@ -4,6 +4,7 @@ cuBLAS never wins the headline; old runs, recorded before roles, read them from 
 Runs: profiles/samples (H200) and profiles/samples_h100 (H100), real `aisp-prof run` captures."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,11 @@ def test_report_index_and_history_keep_the_reference_apart(tmp_path):
     assert "cublas (reference)" in res.output
     summary = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db)])
     assert "headline: tensorop_sm90: 18.93x over baseline (nsys GPU time), reaches 91% of cublas's speed" in summary.output
+
+
+def test_list_json_shows_roles_and_expected_mechanisms():
+    res = CliRunner().invoke(cli, ["list", "--chapter", "ch09", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    assert rows["ch09.tma_wgmma_pipeline"]["roles"]["cublas"] == "reference"
+    assert rows["ch09.fused_l2norm"]["expect"][0]["metric"] == "dram_bytes"
