@@ -45,3 +45,12 @@ def test_without_counters_or_roofline_the_verdict_says_not_measured():
     assert changed == "What changed from baseline to triton: launches per call 5 -> 1 (5.00x fewer)."
     assert headroom.endswith("not measured (no roofline).")
     assert verdict_sentences([], {}) == []
+
+
+def test_far_below_every_roof_is_not_called_bound_by_it(tmp_path):
+    # ch10.stream_concurrency on the H100: 128 small launches per call, 8% of the measured L2 peak
+    db = tmp_path / "a.db"
+    run_id = store_path(db, next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*")))
+    bound, _, headroom = open_db(db).summary_result(run_id)["verdict"]
+    assert "baseline: below every roof (L2, the nearest, at 8%)" in bound and "L2-bound" not in bound
+    assert headroom.startswith("Headroom of streams32: the roofline does not say")

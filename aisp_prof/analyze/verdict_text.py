@@ -16,6 +16,9 @@ from .headline import best_optimization
 LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "compute": "compute"}
 STALL_MOVED = 0.5        # a stall reason is named when it changed by at least 0.5 cycles per instruction
 SAME_SHARE = 0.02        # counts within 2% of each other are "unchanged"
+# Under a quarter of the nearest roof's peak the roof is not the limit (ch10.stream_concurrency: 128
+# small launches per call at 8% of the measured L2 peak); the verdict says so instead of "L2-bound".
+FAR_BELOW_PCT = 25.0
 
 
 def bound_name(point: Mapping[str, Any]) -> str | None:
@@ -34,9 +37,20 @@ def bounds_of(roof: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
             for p in (roof or {}).get("points") or [] if p.get("kernel") is None and (name := bound_name(p))}
 
 
+def _reached(b: Mapping[str, Any]) -> tuple[float | None, str]:
+    """% of the roof reached, measured peak where calibrated, and which peak that is."""
+    if b.get("pct_measured") is not None:
+        return b["pct_measured"], "measured"
+    return b.get("pct"), "theoretical"
+
+
 def _bound_clause(variant: str, b: Mapping[str, Any] | None) -> str:
     if not b:
         return f"{variant}: bound not measured (no roofline)"
+    reached, _ = _reached(b)
+    if reached is not None and reached < FAR_BELOW_PCT:
+        return (f"{variant}: below every roof ({b['bound']}, the nearest, at {reached:.0f}%): latency, "
+                "launches or too little parallel work bound it, not a roof")
     pct = f" at {b['pct']:.0f}% of its theoretical roof" if b.get("pct") is not None else ""
     measured = f" ({b['pct_measured']:.0f}% of the measured peak)" if b.get("pct_measured") is not None else ""
     return f"{variant}: {b['bound']}-bound{pct}{measured}"
@@ -69,10 +83,12 @@ def _stall_clause(base: Mapping[str, Any], opt: Mapping[str, Any]) -> str | None
 def _headroom(variant: str, b: Mapping[str, Any] | None, opt: Mapping[str, Any]) -> str:
     if not b or b.get("pct") is None:
         return f"Headroom of {variant}: not measured (no roofline)"
-    pct = b["pct_measured"] if b.get("pct_measured") is not None else b["pct"]
-    which = "measured" if b.get("pct_measured") is not None else "theoretical"
+    pct, which = _reached(b)
     limit = (opt.get("top_stalls") or [{}])[0].get("reason")
     now = f"; its top stall now is {limit}" if limit else ""
+    if pct < FAR_BELOW_PCT:
+        return (f"Headroom of {variant}: the roofline does not say; at {pct:.0f}% of the nearest roof what limits "
+                f"it is not bandwidth or math{now}")
     if pct >= 100:
         return f"Headroom of {variant}: none, it is at its {which} {b['bound']} roof{now}"
     return (f"Headroom of {variant}: at {pct:.0f}% of the {which} {b['bound']} roof, at most "
