@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import pandas as pd
 
 from .errors import AispError, ExportParseError
+from .pairs.declared import declared
 from .store import db as store_db
 from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
 from .store.history import pair_history
@@ -36,7 +37,8 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles")     # what a per-variant summary reads
+# what a summary reads (metrics: the device attributes the roofline of its verdict needs)
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics")
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -80,10 +82,33 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
 
-def run_summary(run: RunData) -> dict[str, Any]:
-    """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json."""
-    return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary_records(run),
-            "info": run.info}
+def verdict_of(run: RunData, summary: list[dict[str, Any]],
+               calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The run's headline (best optimization, % of the reference), the verdict rules' findings and
+    the verdict sentences (bounds from the run's roofline when `calibrations` are given)."""
+    from .analyze.headline import headline
+    from .analyze.verdict_rules import RuleInput, findings
+    from .analyze.verdict_text import bounds_of, verdict_sentences
+
+    info, roof = run.info, None
+    if calibrations is not None and not run.kernels.empty:
+        try:
+            roof = roofline_of([run], calibrations).to_dict()
+        except AispError:
+            roof = None
+    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))
+    comparison = bool(info.get("comparison"))
+    return {"headline": headline(summary, comparison), "findings": [f.to_dict() for f in found],
+            "verdict": verdict_sentences(summary, bounds_of(roof), comparison)}
+
+
+def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json,
+    the headline, the verdict rules' findings and the verdict sentences."""
+    run = declared(run)
+    summary = summary_records(run)
+    return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary,
+            "info": run.info, **verdict_of(run, summary, calibrations)}
 
 
 @dataclass
@@ -94,9 +119,11 @@ class RunResult:
     summary: list[dict[str, Any]]
     data: RunData
     error: AispError | None = None     # set when the run was stored but must fail the command
+    verdict: dict[str, Any] = field(default_factory=dict)    # headline and findings (verdict_of)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "summary": self.summary, "error": str(self.error) if self.error else None}
+        return {"run": self.run, "summary": self.summary, "error": str(self.error) if self.error else None,
+                **self.verdict}
 
 
 @dataclass
@@ -129,7 +156,14 @@ class RunDatabase:
             tables: Sequence[str] = store_db.TABLES) -> RunData:
         """Everything one run stored (or the child `tables` asked for), read in one open."""
         with store_db.Database(self.path) as conn:
-            return conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables)
+            return declared(conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables))
+
+    def summary_result(self, run: str = "latest") -> dict[str, Any]:
+        """`run_summary` of a stored run, its verdict judged against the calibrated roofs (one open)."""
+        with store_db.Database(self.path) as conn:
+            data = conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), False, SUMMARY_TABLES)
+            in_db = db_calibrations(conn)
+        return run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
         """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
@@ -238,7 +272,7 @@ class RunDatabase:
         from .render.report import Page
 
         with store_db.Database(self.path) as conn:
-            run, in_db = conn.read_run(run_id), db_calibrations(conn)
+            run, in_db = declared(conn.read_run(run_id)), db_calibrations(conn)
         try:
             roof, error = roofline_of([run], merge_calibrations(in_db, files)), None
         except AispError as exc:
@@ -251,7 +285,7 @@ class RunDatabase:
         with store_db.Database(self.path) as conn:
             listing = conn.list_runs()
             ids = list(dict.fromkeys(resolve_run(listing, t, str(self.path)) for t in targets))
-            runs, in_db = [conn.read_run(r) for r in ids], db_calibrations(conn)
+            runs, in_db = [declared(conn.read_run(r)) for r in ids], db_calibrations(conn)
         return runs, merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
     # ------------------------------------------------------------------ profiling (GPU)
@@ -276,9 +310,12 @@ class RunDatabase:
         except BaseException:
             shutil.rmtree(outcome.run_dir, ignore_errors=True)
             raise
-        summary = run_summary(data)
+        with store_db.Database(self.path) as conn:
+            in_db = db_calibrations(conn)
+        summary = run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
         return RunResult(summary["run"], summary["summary"], data,
-                         runner.failed_check_error(outcome.run_info, outcome.run_dir))
+                         runner.failed_check_error(outcome.run_info, outcome.run_dir),
+                         {k: summary[k] for k in ("headline", "findings", "verdict")})
 
 
 VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # where a run names its variants

@@ -1,7 +1,7 @@
 """What a report page shows, computed from one run as plain, JSON-ready data.
 
 `page_data(run, roofline)` takes a stored run (RunData) and its roofline analysis and returns
-one dict: headline, per-variant summary, stalls, speed of light, memory traffic, kernels, one
+one dict: headline, the verdict rules' findings, per-variant summary, stalls, speed of light, memory traffic, kernels, one
 nsys call per variant, launch churn and compile cost, the FLOP check, validity warnings, provenance. A pure function: it opens
 nothing and writes nothing; `render.report` draws and writes what it returns.
 """
@@ -13,10 +13,12 @@ from typing import Any
 import pandas as pd
 
 from ..naming import chapter_of_pair
+from ..pairs.roles import OPTIMIZATION
 from ..store.run_data import RunData
 from .ceilings import precision_label
 from .compiled import compile_warnings
 from .generated_code import code_rows
+from .headline import headline as answer
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -25,13 +27,16 @@ from .page_tables import (correctness, kernel_rows, memory_op_rows, memory_rows,
                           stall_rows)
 from .summary import summarize
 from .timeline_call import representative_call, strip_rows
+from .verdict_rules import RuleInput, findings
+from .verdict_text import LEVEL_NAMES, bound_name, bounds_of, verdict_sentences
 
 _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_event_median_ns", "correct",
                  "rel_err_vs_reference", "ncu_duration_ns", "dram_bytes", "l2_bytes", "l1_bytes", "flops_total",
                  "flops_fp32", "flops_fp64", "flops_fp16", "flops_tensor", "dram_bytes_per_s", "flops_per_s",
                  "speedup_vs_baseline", "mean_kernel_duration_ns", "gap_per_call_ns", "gap_max_ns", "first_call_ns",
                  "steady_call_wall_ns", "compile_overhead_ns", "warm_process_first_call_ns", "frames_compiled",
-                 "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls")
+                 "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls", "role",
+                 "pct_of_reference", "reference_variant")
 
 
 # ------------------------------------------------------------------------------ gathering data
@@ -92,8 +97,14 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     stalls, selected = stall_rows(kernels_f, variants)
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
-        # the fastest variant whose output passed (or was not checked); a wrong one only if all are
-        "best": max(headline, key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
+        # the fastest optimization whose output passed (or was not checked); a wrong one only if all
+        # are; never a reference (a vendor library), and none for a comparison pair
+        "best": None if info.get("comparison") else max(
+            (h for h in headline if h["role"] == OPTIMIZATION),
+            key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
+        "answer": answer(summary, bool(info.get("comparison"))),
+        "findings": [f.to_dict() for f in findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))],
+        "verdict": verdict_sentences(summary, bounds_of(roof_dict), bool(info.get("comparison"))),
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
         # biggest first; equal ones by name (a set's order changes from one process to the next)
@@ -141,7 +152,8 @@ def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float 
         "rel_err_vs_reference": s.get("rel_err_vs_reference"),
         "bound_before": (base or {}).get("bound"), "bound_after": s.get("bound"),
         "bound_before_pct_of_roof": (base or {}).get("bound_pct_of_roof"),
-        "bound_after_pct_of_roof": s.get("bound_pct_of_roof"),
+        "bound_after_pct_of_roof": s.get("bound_pct_of_roof"), "role": s.get("role") or OPTIMIZATION,
+        "pct_of_reference": s.get("pct_of_reference"), "reference_variant": s.get("reference_variant"),
     } for s in summary if s["variant"] != "baseline"]
 
 
@@ -174,25 +186,9 @@ def _strips(run: RunData, variants: list[str]) -> dict[str, dict[str, Any]]:
     return strips
 
 
-LEVEL_NAMES = {"dram": "DRAM", "l2": "L2", "l1": "L1", "compute": "compute"}
-
-
-def _bound_name(point: dict[str, Any]) -> str | None:
-    """'DRAM', 'L2', 'compute (fp32)': the resource whose roof allows the least time."""
-    bound = point.get("bound")
-    if not bound:
-        return None
-    if bound == "compute" and point.get("precision"):
-        return f"compute ({precision_label(point['precision'])})"
-    return LEVEL_NAMES.get(bound, bound)
-
-
 def _bounds(roof: dict[str, Any] | None) -> dict[str, tuple[str, float | None]]:
     """variant -> (what bound its call, % of that roof reached), from its aggregate roofline point."""
-    if not roof:
-        return {}
-    return {p["variant"]: (name, p.get("pct_of_roof")) for p in roof.get("points") or []
-            if p.get("kernel") is None and (name := _bound_name(p))}
+    return {v: (b["bound"], b["pct"]) for v, b in bounds_of(roof).items()}
 
 
 def _roofline_rows(roof: dict[str, Any] | None, variants: list[str]) -> list[dict[str, Any]]:
@@ -210,7 +206,7 @@ def _roofline_rows(roof: dict[str, Any] | None, variants: list[str]) -> list[dic
                     "total": p.get("kernel") is None,
                     "precision_name": precision_label(p["precision"]) if p.get("precision") else None,
                     "short_name": short_kernel_name(p["kernel"]) if p.get("kernel") else "all kernels of the call",
-                    "bound_name": _bound_name(p)})
+                    "bound_name": bound_name(p)})
     return out
 
 
@@ -254,11 +250,6 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
             per_call = s.get("kernels_per_call")
             if s.get("gpu_time_source") == "nsys" and per_call and n_ncu and abs(n_ncu - per_call) > 1e-9:
                 out.append(f"{s['variant']}: ncu profiled {n_ncu} kernel(s) but nsys saw {per_call:g} per call")
-    for s in summary:
-        a, b = s.get("speedup_vs_baseline"), s.get("speedup_cuda_events")
-        if s["variant"] != "baseline" and a and b and abs(a - b) / max(a, b) > 0.10:
-            out.append(f"{s['variant']}: speedup by nsys GPU time ({a:.2f}x) and by CUDA events ({b:.2f}x) "
-                       "differ by more than 10%")
     if roof_error:
         out.append(roof_error)
     found = [{"severity": "warning", "code": "report", "message": m} for m in out] + compile_warnings(summary)

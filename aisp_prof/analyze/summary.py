@@ -25,9 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from ..pairs.roles import roles_of
 from ..parse.metric_table import STALL_REASONS
 from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
+from .headline import add_role_fields
 
 NOT_STALLS = {"selected"}   # a warp being issued is not a stall
 
@@ -94,7 +96,8 @@ def _launch_churn(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
 def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
               checks: pd.DataFrame, timings: pd.DataFrame,
               compiles: pd.DataFrame | None = None) -> list[dict[str, Any]]:
-    """One dict per variant, baseline first."""
+    """One dict per variant, baseline first, each with its `role` (pairs.roles) and its speed as a
+    percentage of the fastest reference's (`pct_of_reference`, None without one)."""
     kernels = add_flops_and_bytes(kernels) if not kernels.empty else kernels
     rows = []
     for v in _ordered_variants(info, kernels, ranges):
@@ -136,6 +139,7 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
         if base and row.get("gpu_time_ns"):
             row["speedup_vs_baseline"] = base["gpu_time_ns"] / row["gpu_time_ns"]
     _add_break_even(rows)
+    add_role_fields(rows, roles_of(info, [r["variant"] for r in rows]))
     return rows
 
 

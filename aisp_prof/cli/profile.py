@@ -129,13 +129,13 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
         report = runs.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)
         click.echo(f"report: {report.index}")
         return
-    from ..api import SUMMARY_TABLES, run_summary, sample_runs
+    from ..api import sample_runs
 
     samples = sample_runs()
     click.echo(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs", err=True)
     run_ids = [runs.import_path(run_dir, skip_stored=True) for run_dir in samples]
     for run_id in run_ids:
-        print_summary(run_summary(runs.run(run_id, tables=SUMMARY_TABLES)))
+        print_summary(runs.summary_result(run_id))
         click.echo("")
     report = runs.report(runs=run_ids, out=QUICKSTART_REPORT)
     click.echo(f"report: {report.index}")

@@ -149,7 +149,10 @@ def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
 @db_option
 @json_option
 def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
-    """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls.
+    """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls,
+    the headline (the best optimization; a reference such as cuBLAS is shown as the share of its
+    speed reached, never as the speedup) and what the numbers say (host-bound launches, timers
+    that disagree, a predicted mechanism that did not happen).
 
     RUN is a run id, a unique prefix of one, 'latest', or a pair name (its latest run).
 
@@ -159,27 +162,37 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
       aisp-prof summary ch09.fused_l2norm --json
     """
     from ..analyze.compiled import compile_warnings
-    from ..api import SUMMARY_TABLES, run_summary
 
-    result = run_summary(database(db).run(run, tables=SUMMARY_TABLES))
+    result = database(db).summary_result(run)
     if as_json:
-        echo_json({"run": result["run"], "summary": result["summary"], "warnings": compile_warnings(result["summary"])})
+        echo_json({"run": result["run"], "headline": result["headline"], "verdict": result["verdict"],
+                   "summary": result["summary"], "findings": result["findings"],
+                   "warnings": compile_warnings(result["summary"])})
     else:
         print_summary(result)
 
 
 def print_summary(result: dict[str, Any]) -> None:
-    """A run's header line, its per-variant table, launches and compile cost, compile warnings."""
+    """A run's header line, its headline, per-variant table, launches and compile cost, then what
+    the numbers mean (verdict rules) and compile warnings."""
     from ..analyze.compiled import compile_warnings
     from ..render.table import launch_compile_table, summary_table
 
     info = result["run"]
     click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
+    if result.get("headline"):
+        click.echo(f"headline: {result['headline']['text']}")
     click.echo(summary_table(result["summary"]))
     launches = launch_compile_table(result["summary"])
     if launches:
         click.echo("\nlaunches (nsys, per call) and first call (wall):")
         click.echo(launches)
+    if result.get("verdict") or result.get("findings"):
+        click.echo("\nwhat the numbers say:")
+    for sentence in result.get("verdict") or []:
+        click.echo(sentence)
+    for f in result.get("findings") or []:
+        click.echo(f"{f['severity']}: {f['message']}")
     for w in compile_warnings(result["summary"]):
         click.echo(f"{w['severity']}: {w['message']}")
 
@@ -189,7 +202,8 @@ def print_summary(result: dict[str, Any]) -> None:
 @db_option
 @json_option
 def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
-    """A pair's stored runs over time, per variant: median time, spread, speedup.
+    """A pair's stored runs over time, per variant: median time, spread, speedup. A reference
+    variant (a vendor library the pair is measured against) is marked: its speedup is no claim.
 
     \b
     Example:
@@ -205,7 +219,8 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
         echo_json(rows)
         return
     click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup", "gate"],
-                      [[r["created_at"], r["run_id"], r["gpu_name"], r["status"], r["variant"],
+                      [[r["created_at"], r["run_id"], r["gpu_name"], r["status"],
+                        f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
                         duration(r["median_ns"]),
                         "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",

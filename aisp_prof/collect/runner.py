@@ -21,6 +21,7 @@ from ..naming import CHECK_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
+from ..pairs.roles import run_declarations
 from ..pairs.source import source_digest
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
@@ -124,6 +125,8 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
         "variants": the_plan.variants, "sizes": sizes, "status": "running", **provenance(),
         "analytic": {"flops": pair.flops(sizes), "dram_bytes": pair.bytes(sizes)},
         "source": source_digest(Path(pair.source)) if pair.source else {},
+        **run_declarations(the_plan.variants, {v: r for v, r in pair.roles.items() if v in the_plan.variants},
+                           pair.comparison, pair.expect),
         "tools": {}, "commands": {}, "wall_s": {},
     }
     nvcc = tools.nvcc_if_found()

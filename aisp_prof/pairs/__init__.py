@@ -2,6 +2,7 @@
 run on this machine (`capabilities`, imported on its own: it probes tools and torch)."""
 from .discovery import discover, find, parse_sizes, select
 from .model import Factory, Inputs, KernelPair, Launch, Requirements
+from .roles import Mechanism
 
-__all__ = ["KernelPair", "Requirements", "Inputs", "Launch", "Factory", "discover", "find", "select",
+__all__ = ["KernelPair", "Requirements", "Mechanism", "Inputs", "Launch", "Factory", "discover", "find", "select",
            "parse_sizes"]

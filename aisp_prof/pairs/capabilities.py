@@ -157,6 +157,8 @@ def listing(pairs: list[KernelPair], machine: Machine) -> list[dict]:
         rows.append({
             "name": pair.name, "chapter": pair.chapter, "chapter_key": pair.chapter_key,
             "lesson": pair.lesson, "variants": list(pair.variants),
+            "roles": {v: pair.role(v) for v in pair.variants}, "comparison": pair.comparison,
+            "expect": [m.to_dict() for m in pair.expect],
             "requires": {"min_cc": ".".join(map(str, pair.requires.min_cc)),
                          "max_cc": ".".join(map(str, pair.requires.max_cc)) if pair.requires.max_cc else None,
                          "needs": sorted({n for v in pair.variants for n in pair.needs(v)}),

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .roles import Mechanism, check_roles, variant_roles
+
 Inputs = dict[str, Any]
 Launch = Callable[[], Any]            # zero-argument closure that only launches work, returns the output
 Factory = Callable[[Inputs], Launch]  # builds a closure from inputs (allocations happen here)
@@ -28,7 +30,10 @@ class KernelPair:
     """One chapter example: an explicit baseline and one or more optimized variants.
 
     `variants` maps a variant name to its factory; the one named `baseline` is the reference
-    that speedups and correctness are measured against, every other entry is an optimization.
+    that speedups and correctness are measured against, every other entry is an optimization
+    unless `roles` says it is a `reference` (a vendor library or a roof: shown beside the
+    optimization, never its headline). `comparison` pairs claim no speedup, only a side by side.
+    `expect` is what the docstring predicts the profile shows, as data the verdict checks.
     `reference` computes the expected output in float64 so that baseline and optimized are
     both checked against the math, not only against each other.
     """
@@ -50,7 +55,14 @@ class KernelPair:
     # a size small enough for compute-sanitizer (10-100x slower kernels) that still exercises
     # every code path (several tiles, clusters, pipeline stages): `aisp-prof sanitize` uses it
     small_sizes: Mapping[str, int] = field(default_factory=dict)
+    roles: Mapping[str, str] = field(default_factory=dict)   # {"cublas": "reference"}; pairs.roles
+    comparison: bool = False                    # no speed claim: variants shown side by side
+    expect: tuple[Mechanism, ...] = ()          # predicted mechanism: Mechanism("dram_bytes", "decrease", 2.0)
     source: str = ""                            # module path, filled in by discovery
+
+    def __post_init__(self) -> None:
+        # role values only: a pair narrowed by `replace(pair, variants=...)` may drop a reference
+        check_roles(list(self.roles), self.roles)
 
     @property
     def baseline(self) -> Factory:
@@ -59,6 +71,10 @@ class KernelPair:
     @property
     def optimized(self) -> dict[str, Factory]:
         return {k: v for k, v in self.variants.items() if k != "baseline"}
+
+    def role(self, variant: str) -> str:
+        """baseline, optimization or reference (pairs.roles)."""
+        return variant_roles(list(self.variants), self.roles)[variant]
 
     @property
     def chapter_key(self) -> str:

@@ -24,7 +24,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
     """The `aisp-prof run` summary: one line per variant; gpu time and memcpy/memset are per call.
 
     "gpu time" includes the memcpys and memsets a call issued (nsys); the two memory columns
-    show how many, how many bytes and how long, so a copy that costs time is visible.
+    show how many, how many bytes and how long, so a copy that costs time is visible. A
+    reference variant (cuBLAS, ...) is marked: its speedup is the library's, not the lesson's.
     """
     headers = ["variant", "kernels", "gpu time", "memcpy", "memset", "speedup", "correct", "DRAM bytes",
                "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
@@ -34,7 +35,8 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
         stalls = ", ".join(f"{s['reason']} {s['cycles_per_inst']:.1f}" for s in r.get("top_stalls", []))
         kernels = r.get("kernels_per_call")
         body.append([
-            r["variant"], f"{kernels:g}" if kernels is not None else "-", duration(r.get("gpu_time_ns")),
+            f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
+            f"{kernels:g}" if kernels is not None else "-", duration(r.get("gpu_time_ns")),
             memory_ops_cell(r.get("memcpy_per_call"), r.get("memcpy_bytes_per_call"), r.get("memcpy_time_ns")),
             memory_ops_cell(r.get("memset_per_call"), r.get("memset_bytes_per_call"), r.get("memset_time_ns")),
             f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", correct,

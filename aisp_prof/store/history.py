@@ -1,10 +1,14 @@
 """A pair's stored runs over time: when, on what, how fast each variant was, and what the gate
-said of it (`bench run`'s verdict and the interval of its time relative to the baseline)."""
+said of it (`bench run`'s verdict and the interval of its time relative to the baseline), and the
+role each variant plays (a reference's speedup is no claim of the pair's)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from ..pairs.declared import with_declarations
+from ..pairs.roles import roles_of
 from .db import Database
 
 VERDICT_COLUMNS = ("verdict", "cause", "time_change", "ratio_change", "ratio_change_low", "ratio_change_high")
@@ -23,10 +27,19 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
         judged = ", ".join(f"v.{c}" if c in verdict_cols and timing_cols else f"NULL AS {c}" for c in VERDICT_COLUMNS)
         if timing_cols and verdict_cols:
             join += "LEFT JOIN verdicts v ON v.run_id = r.run_id AND v.variant = t.variant "
-        rows = conn.query(f"SELECT r.run_id, r.created_at, r.gpu_name, r.status, r.label, r.git_sha, {pick}, {judged} "
+        rows = conn.query(f"SELECT r.run_id, r.created_at, r.gpu_name, r.status, r.label, r.git_sha, r.info_json, "
+                          f"{pick}, {judged} "
                           f"FROM runs r {join}WHERE r.pair = ? ORDER BY r.created_at, r.run_id", [pair])
     base = {r["run_id"]: r["median_ns"] for r in rows if r["variant"] == "baseline" and r["median_ns"]}
+    roles: dict[str, dict[str, str]] = {}
     for r in rows:
         b = base.get(r["run_id"])
         r["speedup_vs_baseline"] = b / r["median_ns"] if b and r["median_ns"] else None
+        info = r.pop("info_json")
+        if r["run_id"] not in roles:
+            declared = with_declarations(json.loads(info or "{}"))
+            roles[r["run_id"]] = roles_of(declared, declared.get("variants") or [])
+        r["role"] = roles[r["run_id"]].get(r["variant"]) if r["variant"] else None
+        if r["variant"] and r["role"] is None:
+            r["role"] = "baseline" if r["variant"] == "baseline" else "optimization"
     return rows

@@ -199,6 +199,7 @@ PAIR = KernelPair(
            "other operator class, an order of magnitude.",
     make_inputs=make_inputs,
     variants={"baseline": simt, "tensorop_sm90": tensorop_sm90, "cublas": cublas},
+    roles={"cublas": "reference"},   # the library the CUTLASS kernel is measured against, not the lesson
     reference=reference,
     flops=flops,
     bytes=bytes,

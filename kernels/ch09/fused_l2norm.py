@@ -37,7 +37,7 @@ import torch
 from aisp_kernels import triton_helpers
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Inputs, KernelPair, Mechanism, Requirements
 
 try:
     import triton
@@ -191,4 +191,6 @@ PAIR = KernelPair(
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0)),
     variant_needs={"cuda": ("gpu", "nvcc"), "triton": ("triton",)},
+    expect=(Mechanism("dram_bytes", "decrease", factor=2.0, why="~5N -> 2N x 4 bytes: the intermediates never reach DRAM"),
+            Mechanism("kernels_per_call", "decrease", why="5 launches -> 1")),
 )

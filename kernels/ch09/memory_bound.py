@@ -41,7 +41,7 @@ from typing import Callable, Mapping
 import torch
 
 from aisp_kernels import triton_helpers
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Inputs, KernelPair, Mechanism, Requirements
 
 try:
     import triton
@@ -137,4 +137,6 @@ PAIR = KernelPair(
     tolerance=1e-6,      # fp32: one or two roundings per element, ~6e-8 relative
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"triton": ("triton",)},
+    expect=(Mechanism("dram_bytes", "decrease", factor=2.5, why="6n -> 2n x 4 bytes: one pass instead of three"),
+            Mechanism("kernels_per_call", "decrease", why="3 launches -> 1")),
 )

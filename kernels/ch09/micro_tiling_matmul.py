@@ -212,6 +212,7 @@ PAIR = KernelPair(
            "waiting on shared memory and comes close to cuBLAS.",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "optimized": optimized, "cublas": cublas},
+    roles={"cublas": "reference"},   # cuBLAS's fp32 SIMT SGEMM: the roof the micro-tiles aim at
     reference=reference,
     flops=flops,
     bytes=bytes,

@@ -61,7 +61,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Inputs, KernelPair, Mechanism, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("tma_wgmma_pipeline.cu")
 DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
@@ -161,6 +161,7 @@ PAIR = KernelPair(
     make_inputs=make_inputs,
     variants={"baseline": serial, "pipelined": pipelined, "pipelined_cluster": pipelined_cluster,
               "cublas": cublas},
+    roles={"cublas": "reference"},   # how close the hand-written pipeline comes to the library
     reference=reference,
     flops=flops,
     bytes=bytes,
@@ -171,4 +172,8 @@ PAIR = KernelPair(
                                "tcgen05 pair is the one to run"),
     variant_needs={"baseline": ("gpu", "nvcc"), "pipelined": ("gpu", "nvcc"),
                    "pipelined_cluster": ("gpu", "nvcc"), "cublas": ("gpu",)},
+    expect=(Mechanism("tensor_pipe_active_pct", "increase", factor=1.5,
+                      why="the next tile loads while this one multiplies: the tensor cores stop waiting"),
+            Mechanism("stall_long_scoreboard", "decrease", factor=2.0,
+                      why="warps no longer wait on each tile's load")),
 )

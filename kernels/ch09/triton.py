@@ -306,6 +306,7 @@ PAIR = KernelPair(
     make_inputs=make_inputs,
     variants={"baseline": baseline, "torch_softmax": optimized_torch_softmax,
               "triton": optimized_triton},
+    roles={"torch_softmax": "reference"},   # PyTorch's own fused kernel, "for comparison"
     reference=reference,
     flops=flops,
     bytes=bytes,

@@ -209,6 +209,7 @@ PAIR = KernelPair(
            "mbarrier ring whose math warps keep one wgmma group in flight (wait_group 1): same math, fed.",
     make_inputs=make_inputs,
     variants={"baseline": single_stage, "pipelined": pipelined, "cublas": cublas},
+    roles={"cublas": "reference"},
     reference=reference,
     flops=flops,
     bytes=bytes,

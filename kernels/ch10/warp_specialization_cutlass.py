@@ -238,6 +238,7 @@ PAIR = KernelPair(
     variants={"baseline": ws_128x128, "cooperative_256x128_c2": cooperative_256x128_c2,
               "cooperative_256x128_c2_swizzle8": cooperative_256x128_c2_swizzle8,
               "pingpong_128x128": pingpong_128x128, "cublas": cublas},
+    roles={"cublas": "reference"},
     reference=reference,
     flops=flops,
     bytes=bytes,

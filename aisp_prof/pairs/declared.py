@@ -1,0 +1,84 @@
+"""A stored run's roles and expected mechanism, for runs recorded before run.json carried them.
+
+New runs record `roles`, `comparison` and `expect` (pairs.roles). An older run gets them from
+its pair's module as it is now, read without importing it (the module needs torch; reading a
+run must not): the literal keywords of `PAIR = KernelPair(...)`, `Mechanism(...)` calls with
+literal arguments included. A keyword that is not a literal is left out (defaults apply), and
+`declared_from` says where the run's declarations came from.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import AispError
+from ..store.run_data import RunData
+from .roles import Mechanism, run_declarations
+from .source import expected_module
+
+log = logging.getLogger(__name__)
+KEYWORDS = ("roles", "comparison", "expect")
+
+
+def _literal(node: ast.expr) -> Any:
+    """A literal, or a list/tuple of Mechanism(...) calls with literal arguments."""
+    if isinstance(node, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Call) for e in node.elts):
+        return [_mechanism(e) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def _mechanism(node: ast.expr) -> Mechanism:
+    if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Mechanism"):
+        raise ValueError("not a Mechanism(...) call")
+    return Mechanism(*(ast.literal_eval(a) for a in node.args),
+                     **{k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
+
+
+def module_declarations(module: Path) -> dict[str, Any]:
+    """The literal `roles`, `comparison` and `expect` of the module's KernelPair(...) ({} if none)."""
+    try:
+        tree = ast.parse(module.read_text())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KernelPair":
+            out = {}
+            for k in node.keywords:
+                if k.arg in KEYWORDS:
+                    try:
+                        out[k.arg] = _literal(k.value)
+                    except (ValueError, TypeError, SyntaxError) as exc:
+                        log.info("%s: %s= is not a literal (%s); defaults apply", module, k.arg, exc)
+            return out
+    return {}
+
+
+def with_declarations(info: Mapping[str, Any]) -> dict[str, Any]:
+    """run.json with roles, comparison and expect: as recorded, else from the pair's module now,
+    else the defaults; `declared_from` is "run", "pair module now" or "defaults"."""
+    out = dict(info)
+    if "roles" in info:
+        out.setdefault("declared_from", "run")
+        return out
+    variants = list(info.get("variants") or [])
+    found: dict[str, Any] = {}
+    if info.get("pair"):
+        try:
+            found = module_declarations(expected_module(str(info["pair"])))
+        except AispError:             # no kernels root here
+            found = {}
+    roles = {v: r for v, r in (found.get("roles") or {}).items() if v in variants}
+    out.update(run_declarations(variants, roles, bool(found.get("comparison")), found.get("expect") or ()))
+    out["declared_from"] = "pair module now" if found else "defaults"
+    return out
+
+
+def declared(run: RunData) -> RunData:
+    """The run with its pair's roles and expected mechanism in its info (`with_declarations`)."""
+    info = run.info
+    if "declared_from" not in info:
+        run.run["info_json"] = json.dumps(with_declarations(info))
+    return run

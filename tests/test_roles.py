@@ -1,0 +1,123 @@
+"""Roles of variants (aisp_prof.pairs.roles, pairs.declared, analyze.headline): a reference such as
+cuBLAS never wins the headline; old runs, recorded before roles, read them from the pair module.
+
+Runs: profiles/samples (H200) and profiles/samples_h100 (H100), real `aisp-prof run` captures."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof.analyze.headline import headline
+from aisp_prof.api import open_db, summary_records
+from aisp_prof.cli import cli
+from aisp_prof.pairs import KernelPair, Mechanism, discover
+from aisp_prof.pairs.declared import module_declarations, with_declarations
+from aisp_prof.pairs.roles import check_roles, roles_of, run_declarations, variant_roles
+from aisp_prof.store.ingest import store_path
+from verdict_samples import PROFILES, sample
+
+
+def test_roles_default_to_baseline_and_optimizations():
+    assert variant_roles(["baseline", "a", "cublas"]) == {"baseline": "baseline", "a": "optimization",
+                                                         "cublas": "optimization"}
+    assert variant_roles(["baseline", "cublas"], {"cublas": "reference"})["cublas"] == "reference"
+    assert roles_of({}, ["baseline", "x"]) == {"baseline": "baseline", "x": "optimization"}
+    assert roles_of({"roles": {"x": "nonsense"}}, ["baseline", "x"])["x"] == "optimization"
+
+
+def test_bad_roles_and_mechanisms_are_refused():
+    with pytest.raises(ValueError, match="not a variant"):
+        check_roles(["baseline", "fast"], {"cublass": "reference"})
+    with pytest.raises(ValueError, match="a role is one of"):
+        KernelPair("x.y", 1, "", lambda *a: {}, {"baseline": None}, None, len, len, roles={"baseline": "ref"})
+    with pytest.raises(ValueError, match="increase"):
+        Mechanism("dram_bytes", "halve")
+    with pytest.raises(ValueError, match="ratio >= 1"):
+        Mechanism("dram_bytes", "decrease", factor=0.5)
+
+
+def test_run_json_records_every_variants_role_and_the_mechanisms():
+    rec = run_declarations(["baseline", "pipelined", "cublas"], {"cublas": "reference"}, False,
+                           (Mechanism("kernels_per_call", "decrease", why="5 -> 1"),))
+    assert rec["roles"] == {"baseline": "baseline", "pipelined": "optimization", "cublas": "reference"}
+    assert rec["expect"] == [{"metric": "kernels_per_call", "change": "decrease", "factor": 1.0, "variants": [],
+                              "why": "5 -> 1"}]
+    assert with_declarations({"variants": ["baseline"], **rec})["declared_from"] == "run"
+
+
+def test_static_reading_matches_every_shipped_pair():
+    """What an old run gets from the module without importing it is what the module declares."""
+    for pair in discover():
+        found = module_declarations(Path(pair.source))
+        assert dict(found.get("roles") or {}) == dict(pair.roles), pair.name
+        assert tuple(found.get("expect") or ()) == pair.expect, pair.name
+        assert bool(found.get("comparison")) == pair.comparison, pair.name
+        check_roles(list(pair.variants), pair.roles)         # every role names a variant of the pair
+
+
+def test_reference_variants_of_the_shipped_pairs():
+    refs = {p.name: sorted(v for v, r in p.roles.items() if r == "reference") for p in discover() if p.roles}
+    assert refs["ch09.tma_wgmma_pipeline"] == ["cublas"] and refs["ch09.cutlass_gemm"] == ["cublas"]
+    assert refs["ch09.triton"] == ["torch_softmax"]
+
+
+@pytest.mark.parametrize("folder, pct", [("samples", 93), ("samples_h100", 92)])
+def test_tma_wgmma_headline_is_the_pipeline_not_cublas(folder, pct):
+    run = sample(folder, "ch09.tma_wgmma_pipeline")
+    assert run.info["declared_from"] == "pair module now"        # recorded before roles existed
+    rows = summary_records(run)
+    h = headline(rows)
+    assert h["best"] == "pipelined" and h["reference"] == "cublas"
+    cublas, pipelined = (next(r for r in rows if r["variant"] == v) for v in ("cublas", "pipelined"))
+    assert h["pct_of_reference"] == pytest.approx(100 * cublas["gpu_time_ns"] / pipelined["gpu_time_ns"])
+    assert round(h["pct_of_reference"]) == pct
+    assert f"reaches {pct}% of cublas" in h["text"]
+
+
+def test_cutlass_headline_is_the_tensor_op_kernel():
+    h = headline(summary_records(sample("samples", "ch09.cutlass_gemm")))      # was "20.72x cublas"
+    assert h["best"] == "tensorop_sm90" and h["text"].startswith("tensorop_sm90: 18.93x over baseline")
+
+
+def test_comparison_pairs_claim_nothing():
+    rows = summary_records(sample("samples", "ch09.tma_wgmma_pipeline"))
+    h = headline(rows, comparison=True)
+    assert h["best"] is None and h["speedup"] is None
+    assert h["text"] == "comparison pair, no speed claim: fastest is cublas"
+
+
+def test_a_pair_with_only_a_reference_says_how_close_the_baseline_comes():
+    rows = summary_records(sample("samples", "ch09.tma_wgmma_pipeline"))
+    only = [r for r in rows if r["variant"] in ("baseline", "cublas")]
+    from aisp_prof.analyze.headline import add_role_fields
+    add_role_fields(only, {"baseline": "baseline", "cublas": "reference"})
+    assert headline(only)["text"].startswith("no optimization variant: baseline, reaches 46% of cublas")
+
+
+def test_a_run_of_an_unknown_pair_keeps_the_defaults():
+    info = with_declarations({"pair": "ch99.nothing", "variants": ["baseline", "cublas"]})
+    assert info["declared_from"] == "defaults" and info["roles"]["cublas"] == "optimization"
+
+
+def test_report_index_and_history_keep_the_reference_apart(tmp_path):
+    db = tmp_path / "a.db"
+    run_id = store_path(db, next((PROFILES / "samples").glob("*ch09.cutlass_gemm*")))
+    page = open_db(db).page(run_id)
+    assert page["best"]["variant"] == "tensorop_sm90" and page["best"]["reference_variant"] == "cublas"
+    assert {h["variant"]: h["role"] for h in page["headline"]}["cublas"] == "reference"
+    res = CliRunner().invoke(cli, ["history", "ch09.cutlass_gemm", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "cublas (reference)" in res.output
+    summary = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db)])
+    assert "headline: tensorop_sm90: 18.93x over baseline (nsys GPU time), reaches 91% of cublas's speed" in summary.output
+
+
+def test_list_json_shows_roles_and_expected_mechanisms():
+    res = CliRunner().invoke(cli, ["list", "--chapter", "ch09", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    assert rows["ch09.tma_wgmma_pipeline"]["roles"]["cublas"] == "reference"
+    assert rows["ch09.fused_l2norm"]["expect"][0]["metric"] == "dram_bytes"

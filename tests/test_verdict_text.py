@@ -1,0 +1,56 @@
+"""The verdict sentences (aisp_prof.analyze.verdict_text) of real sample runs: every number in them
+is the run's (H200 samples in profiles/samples), and a run without counters says "not measured"."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from click.testing import CliRunner
+
+from aisp_prof.analyze.summary import summarize
+from aisp_prof.analyze.verdict_text import verdict_sentences
+from aisp_prof.api import open_db
+from aisp_prof.cli import cli
+from aisp_prof.store.ingest import store_path
+from verdict_samples import PROFILES, sample
+
+
+def _stored(tmp_path, pair):
+    db = tmp_path / "a.db"
+    return db, store_path(db, next((PROFILES / "samples").glob(f"*{pair}*")))
+
+
+def test_memory_bound_verdict_names_roof_bytes_launches_and_headroom(tmp_path):
+    db, run_id = _stored(tmp_path, "ch09.memory_bound")
+    bound, changed, headroom = open_db(db).summary_result(run_id)["verdict"]
+    assert bound.startswith("Bound: baseline: DRAM-bound at 88% of its theoretical roof")
+    assert "triton: DRAM-bound at 85% of its theoretical roof" in bound
+    assert "DRAM bytes 6.37 GB -> 2.12 GB (3.00x fewer)" in changed and "launches per call 3 -> 1" in changed
+    assert headroom.startswith("Headroom of triton: at 96% of the measured DRAM roof, at most 1.05x")
+
+
+def test_gemm_verdict_says_what_did_not_change(tmp_path):
+    db, run_id = _stored(tmp_path, "ch09.tma_wgmma_pipeline")
+    res = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db), "--json"])
+    bound, changed, _ = json.loads(res.stdout)["verdict"]
+    assert "pipelined: compute (tensor_bf16)-bound at 87%" in bound
+    assert "DRAM bytes unchanged (402 MB)" in changed and "stall long_scoreboard 24.1 cycles/inst" in changed
+
+
+def test_without_counters_or_roofline_the_verdict_says_not_measured():
+    run = sample("samples", "ch09.fused_l2norm")
+    rows = summarize(run.info, pd.DataFrame(), run.ranges, run.checks, run.timings)
+    bound, changed, headroom = verdict_sentences(rows, {})
+    assert "bound not measured (no roofline)" in bound
+    assert changed == "What changed from baseline to triton: launches per call 5 -> 1 (5.00x fewer)."
+    assert headroom.endswith("not measured (no roofline).")
+    assert verdict_sentences([], {}) == []
+
+
+def test_far_below_every_roof_is_not_called_bound_by_it(tmp_path):
+    # ch10.stream_concurrency on the H100: 128 small launches per call, 8% of the measured L2 peak
+    db = tmp_path / "a.db"
+    run_id = store_path(db, next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*")))
+    bound, _, headroom = open_db(db).summary_result(run_id)["verdict"]
+    assert "baseline: below every roof (L2, the nearest, at 8%)" in bound and "L2-bound" not in bound
+    assert headroom.startswith("Headroom of streams32: the roofline does not say")
