@@ -217,6 +217,7 @@ PAIR = KernelPair(
            "4-stage full/empty mbarrier ring, persistent over tiles.",
     make_inputs=make_inputs,
     variants={"baseline": one_issuer, "warp_specialized": warp_specialized, "cublas": cublas},
+    roles={"cublas": "reference"},
     reference=reference,
     flops=flops,
     bytes=bytes,

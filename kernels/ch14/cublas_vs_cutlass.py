@@ -218,6 +218,7 @@ PAIR = KernelPair(
            "unused and loses to cuBLAS here, whatever the B200 ordering; built for Sm90 it draws level.",
     make_inputs=make_inputs,
     variants={"baseline": cublas, "cutlass_sm80": cutlass_sm80, "cutlass_sm90": cutlass_sm90},
+    comparison=True,               # the book's side-by-side: no speed claim, the B200 and Hopper orders differ
     reference=reference,
     flops=flops,
     bytes=bytes,
