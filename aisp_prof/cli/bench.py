@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from ..errors import AispError, CorrectnessError, RegressionError
-from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, profiles_dir_option
+from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, pair_rows,
+                     profiles_dir_option)
 
 
 @click.group("bench")
@@ -34,6 +35,7 @@ def list_targets(chapter: str | None, as_json: bool) -> None:
       aisp-prof bench list-targets --chapter ch09
     """
     rows = pair_rows(chapter)
+    extra_hint(rows)
     if as_json:
         echo_json([{k: r[k] for k in ("name", "chapter_key", "can_run", "reason")} for r in rows])
         return

@@ -115,8 +115,17 @@ def short(name: str, width: int = 70) -> str:
 def pair_rows(chapter: str | None) -> list[dict[str, Any]]:
     """`list` rows (the pairs here, and whether each can run), for one chapter or all."""
     from ..naming import chapter_key
-    from ..pairs import discover
     from ..pairs.capabilities import detect_machine, listing
+    from ..pairs.discovery import discover_here
 
     want = chapter_key(chapter) if chapter else None
-    return [r for r in listing(discover(), detect_machine()) if want is None or r["chapter_key"] == want]
+    pairs, unimportable = discover_here()
+    return [r for r in listing(pairs, detect_machine(), unimportable) if want is None or r["chapter_key"] == want]
+
+
+def extra_hint(rows: list[dict[str, Any]]) -> None:
+    """On stderr, once: how to install what the pairs `list` could not import need."""
+    from ..pairs.discovery import KERNELS_EXTRA_HINT, KERNELS_EXTRA_MISSING
+
+    if any(r["reason"].startswith(KERNELS_EXTRA_MISSING) for r in rows):
+        click.echo(f"aisp-prof: {KERNELS_EXTRA_HINT}", err=True)

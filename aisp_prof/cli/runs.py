@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .common import (chapter_option, database, db_option, echo_json, json_option, pair_rows, record_texts, short,
+from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, pair_rows, record_texts, short,
                      stream_json_texts)
 
 
@@ -21,6 +21,7 @@ def list_cmd(chapter: str | None, as_json: bool) -> None:
       aisp-prof list --chapter ch09 --json
     """
     rows = pair_rows(chapter)
+    extra_hint(rows)
     if as_json:
         echo_json(rows)
         return
@@ -196,11 +197,11 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
       aisp-prof history ch09.fused_l2norm
     """
     from ..analyze.records import frame_records
-    from ..pairs import find
+    from ..pairs.discovery import check_name
     from ..render.table import render
     from ..units import duration
 
-    rows = frame_records(database(db).history(find(target).name))
+    rows = frame_records(database(db).history(check_name(target)))
     if as_json:
         echo_json(rows)
         return
