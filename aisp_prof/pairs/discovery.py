@@ -15,7 +15,6 @@ from typing import Any, Mapping
 
 from ..errors import RequirementError, SizesError, UnknownTargetError
 from ..naming import chapter_key
-from ..paths import kernels_root
 from .model import KernelPair
 from .static import PairInfo, pair_infos, pair_modules, read_pair_info
 
