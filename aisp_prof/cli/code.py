@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .common import database, db_option, echo_json, json_option
+from .common import database, db_option, echo_json, json_option, table_width, wide_option
 
 STAGES = ("summary", "ptx", "sass", "ttgir", "source", "output")
 
@@ -20,6 +20,7 @@ STAGES = ("summary", "ptx", "sass", "ttgir", "source", "output")
                    "Triton's MLIR), or Inductor's output code (the module that defines and launches them).")
 @db_option
 @json_option
+@wide_option
 def code_cmd(run: str, variant: str | None, kernel: str | None, show: str, db: Path | None, as_json: bool) -> None:
     """The code the compilers generated for RUN: each Triton kernel's launch configuration,
     registers, local memory and PTX/SASS instruction mix, and Inductor's output code, kept in
@@ -67,7 +68,9 @@ def _print_summary(found: dict[str, Any]) -> None:
                      _mma(ptx, sass), _spills(k, sass)])
     if rows:
         click.echo(render(["kernel", "hash", "warps", "stages", "shared B", "regs", "local B", "PTX instr",
-                           "global loads", "SASS instr", "matrix", "LDL/STL"], rows))
+                           "global loads", "SASS instr", "matrix", "LDL/STL"], rows, table_width(),
+                           drop=("local B", "stages", "PTX instr", "SASS instr", "shared B"), clip=("kernel",),
+                           wrap=("global loads", "matrix")))
     for m in found["output_code"]:
         launches = ", ".join(f"{d['name']} x{d['launches_per_call']}" for d in m["kernels"]) or "none"
         extern = ", ".join(f"{n} x{c}" for n, c in (m.get("extern_calls") or {}).items())
