@@ -194,7 +194,9 @@ def print_summary(result: dict[str, Any]) -> None:
     from ..render.table import launch_compile_table, summary_table, wrap_lines
 
     info, width = result["run"], table_width()
-    click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
+    for line in wrap_lines([f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})"],
+                           width):
+        click.echo(line)
     click.echo(summary_table(result["summary"], width))
     launches = launch_compile_table(result["summary"], width)
     if launches:
