@@ -53,11 +53,12 @@ def code_cmd(run: str, variant: str | None, kernel: str | None, show: str, db: P
 
 
 def _print_summary(found: dict[str, Any]) -> None:
-    from ..render.table import render
+    from ..render.table import render, wrap_lines
 
+    width = table_width()
     where = f" launched by {found['variant']}" if found.get("variant") else ""
-    click.echo(f"run {found['run_id']}: {len(found['kernels'])} Triton kernel(s){where}; files under "
-               f"{found['generated_dir']}")
+    lines = [f"run {found['run_id']}: {len(found['kernels'])} Triton kernel(s){where}; files under "
+             f"{found['generated_dir']}"]
     rows = []
     for k in found["kernels"]:
         ptx, sass = k.get("ptx") or {}, k.get("sass") or {}
@@ -67,14 +68,17 @@ def _print_summary(found: dict[str, Any]) -> None:
                      ", ".join(f"{b}B x{n}" for b, n in loads.items()) or "-", sass.get("instructions"),
                      _mma(ptx, sass), _spills(k, sass)])
     if rows:
-        click.echo(render(["kernel", "hash", "warps", "stages", "shared B", "regs", "local B", "PTX instr",
-                           "global loads", "SASS instr", "matrix", "LDL/STL"], rows, table_width(),
+        lines.append(render(["kernel", "hash", "warps", "stages", "shared B", "regs", "local B", "PTX instr",
+                           "global loads", "SASS instr", "matrix", "LDL/STL"], rows, width,
                            drop=("local B", "stages", "PTX instr", "SASS instr", "shared B"), clip=("kernel",),
                            wrap=("global loads", "matrix")))
+    out = []
     for m in found["output_code"]:
         launches = ", ".join(f"{d['name']} x{d['launches_per_call']}" for d in m["kernels"]) or "none"
         extern = ", ".join(f"{n} x{c}" for n, c in (m.get("extern_calls") or {}).items())
-        click.echo(f"output code {m['file']}: launches per call: {launches}" + (f"; library calls: {extern}" if extern else ""))
+        out.append(f"output code {m['file']}: launches per call: {launches}" + (f"; library calls: {extern}" if extern else ""))
+    for line in wrap_lines(lines[:1], width) + lines[1:] + wrap_lines(out, width):
+        click.echo(line)
 
 
 def _mma(ptx: dict[str, Any], sass: dict[str, Any]) -> str:
