@@ -105,3 +105,23 @@ def test_static_reader_runs_nothing_and_skips_what_is_not_literal(tmp_path):
     assert info.requires == {"min_cc": (9, 0), "needs": ("nvcc",)}
     (tmp_path / "ch99" / "helper.py").write_text("X = 1\n")
     assert [i.name for i in pair_infos(tmp_path)] == ["ch99.odd"]
+
+
+def test_a_broken_import_of_our_own_code_is_not_blamed_on_the_extra(tmp_path):
+    """Only a package that is not installed makes a pair 'kernels extra not installed'; an
+    import error in aisp-prof's own code still fails where it is found."""
+    from aisp_prof.errors import RequirementError
+    from aisp_prof.pairs.discovery import discover_here
+
+    (tmp_path / "ch99").mkdir()
+    (tmp_path / "ch99" / "odd.py").write_text("from aisp_kernels import no_such_helper\n"
+                                              "PAIR = KernelPair(name='ch99.odd', chapter=99, lesson='x', "
+                                              "variants={'baseline': f})\n")
+    with pytest.raises(RequirementError, match="cannot import"):
+        discover_here(tmp_path)
+    (tmp_path / "ch99" / "odd.py").write_text("import no_such_package_installed\n"
+                                              "PAIR = KernelPair(name='ch99.odd', chapter=99, lesson='x', "
+                                              "variants={'baseline': f})\n")
+    pairs, missing = discover_here(tmp_path)
+    assert pairs == [] and [(i.name, why) for i, why in missing] == [
+        ("ch99.odd", "kernels extra not installed (no module no_such_package_installed)")]

@@ -61,7 +61,7 @@ def discover_here(root: Path | None = None) -> tuple[list[KernelPair], list[tupl
         try:
             pair = _import_pair(path)
         except ImportError as exc:
-            info = read_pair_info(path)
+            info = read_pair_info(path) if _package_missing(exc) else None
             if info is None:
                 raise RequirementError(f"cannot import {path}: {exc}; the kernel pairs need torch "
                                        "(pip install -e '.[kernels]')") from exc
@@ -70,6 +70,12 @@ def discover_here(root: Path | None = None) -> tuple[list[KernelPair], list[tupl
         if pair is not None:
             pairs.append(pair)
     return sorted(pairs, key=lambda p: p.name), sorted(missing, key=lambda m: m[0].name)
+
+
+def _package_missing(exc: ImportError) -> bool:
+    """A package that is not installed (torch, triton...), not a broken import of our own code."""
+    name = getattr(exc, "name", None) or ""
+    return isinstance(exc, ModuleNotFoundError) and name.split(".")[0] not in ("aisp_prof", "aisp_kernels", "")
 
 
 def _missing_module(exc: ImportError) -> str:
