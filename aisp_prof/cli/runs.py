@@ -126,7 +126,7 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
                         si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), r.get("grid_dim"),
                         r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows],
                       table_width(), drop=("cluster", "block", "grid", "FLOPs"), clip=("kernel",),
-                      clip_start=("range",)))
+                      clip_start=("range",), min_width={"kernel": 40, "range": 24}))
 
 
 @click.command("ranges")

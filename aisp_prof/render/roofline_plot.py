@@ -278,7 +278,8 @@ def _f(v: float | None, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}g}"
 
 
-POINTS_FIT = dict(drop=("basis", "AI L1", "AI L2", "% meas. roof", "FLOPs", "precision", "time"), clip=("kernel",))
+POINTS_FIT = dict(drop=("basis", "AI L1", "AI L2", "% meas. roof", "FLOPs", "precision", "time"), clip=("kernel",),
+                  min_width={"kernel": 32})
 
 
 def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = None, width: int | None = None) -> str:
