@@ -122,6 +122,7 @@ def test_shared_options_before_or_after_the_subcommand(db):
     assert json.loads(invoke("--db", db, "kernels", run, "--json")) == as_json
     assert json.loads(invoke("--json", "summary", run, "--db", db))["run"]["run_id"] == run
     assert json.loads(invoke("--json", "list"))[0]["name"].startswith("ch")
+    assert json.loads(invoke("--json", "bench", "list-targets", "--chapter", "ch10"))[0]["chapter_key"] == "ch10"
     assert invoke("--wide", "--db", db, "summary", run) == invoke("summary", run, "--db", db, "--wide")
     other = str(Path(db).with_name("missing.db"))       # after the subcommand wins over before it
     assert invoke("--db", other, "runs", "--db", db) == after
