@@ -105,7 +105,7 @@ def test_bench_failed_check_exits_7_and_names_the_variant(monkeypatch, tmp_path)
 
     monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h100_80gb_hbm3")
     monkeypatch.setattr(runner, "bench_one", fake_bench_one)
-    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.warp_specialization_producer_consumer",
+    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.warp_specialization_producer_consumer", "--wide",
                                    "--db", str(tmp_path / "a.db"), "--profiles-dir", str(tmp_path / "p")])
     assert res.exit_code == 7, res.output
     assert "FAILED_CHECK" in res.stdout and message in res.stdout

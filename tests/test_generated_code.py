@@ -142,6 +142,10 @@ def test_code_command_prints_a_variants_kernels(ch09_run_with_code):
     out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db, "--variant", "triton"])
     assert out.exit_code == 0, out.output
     assert "_softmax_rows" in out.output and "add_relu_kernel" not in out.output
+    fitted = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db], env={"COLUMNS": "120"}).stdout
+    assert max(map(len, fitted.splitlines())) <= 120                   # issue 18: fits a 120-column terminal
+    wide = CliRunner().invoke(cli, ["--wide", "code", CH09_TRITON, "--db", db], env={"COLUMNS": "120"}).stdout
+    assert "global loads  SASS instr  matrix" in wide
     out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db, "--kernel", "softmax", "--show", "ptx"])
     assert ".entry _softmax_rows" in out.output
     out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db, "--show", "output"])

@@ -187,3 +187,42 @@ def test_index_sorts_and_filters_in_the_browser(tmp_path, fixtures_dir):
     assert attrs["desc"].split("|") == ascending[::-1]
     assert [r for r in attrs["filtered"].split("|") if not r.startswith("-")] == ["ch09.fused_l2norm"]
     assert attrs["count"] == "1"
+
+
+FIT_HARNESS = """<script>
+var W = window.innerWidth, bad = [];
+document.querySelectorAll(".table-wrap").forEach(function (w, i) {
+  if (w.scrollWidth > w.clientWidth + 1) bad.push("table " + i + " (" + w.querySelector("th").textContent.trim()
+                                                  + "): " + w.scrollWidth + " px in " + w.clientWidth);
+});
+document.querySelectorAll("img").forEach(function (im, i) {
+  var r = im.getBoundingClientRect();
+  if (r.right > W + 1) bad.push("image " + i + " ends at " + Math.round(r.right) + " px");
+});
+document.body.setAttribute("data-fit", document.documentElement.scrollWidth + "/" + W + (bad.length ? " " : "")
+                           + bad.join("; "));
+</script>
+</body>"""
+# the widest pages of the samples: long kernel names, five variants with long names, many columns
+WIDE_PAIRS = ("ch09.compute_bound", "ch09.structured_sparsity_ffn", "ch10.batch", "ch10.warp_specialization_cutlass")
+
+
+def test_tables_and_thumbnails_fit_at_1280_px(tmp_path):
+    """Issue 18: at 1280 px no table needs sideways scrolling and no thumbnail or chart sticks
+    out (at 400 px the tables scroll inside their own box, checked above by the screenshots)."""
+    from aisp_prof.paths import data_root
+
+    db = tmp_path / "a.db"
+    runs = [d for d in sorted((data_root() / "profiles").glob("samples*/*-*-*")) if d.name.split("-")[1] in WIDE_PAIRS]
+    assert len(runs) >= len(WIDE_PAIRS)
+    for d in runs:
+        store_path(db, d)
+    rep = open_db(db).report(open_db(db).select(), out=tmp_path / "report")
+    for page in [rep.index, *rep.pages]:
+        html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
+        harness = page.with_name("fit-" + page.name)
+        harness.write_text(html.replace("</body>", FIT_HARNESS, 1))
+        res = chromium(tmp_path, harness.resolve().as_uri(), "--dump-dom", "--window-size=1280,900")
+        found = re.search(r'data-fit="([^"]*)"', res.stdout)
+        assert found, res.stderr[-2000:]
+        assert found.group(1) == "1280/1280", (page.name, found.group(1))

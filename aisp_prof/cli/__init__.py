@@ -14,7 +14,7 @@ import click
 from .. import __version__
 from .bench import bench_group
 from .code import code_cmd
-from .common import AispGroup
+from .common import AispGroup, db_option, json_option, wide_option
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
 from .report import report_cmd, roofline_cmd
 from .sanitize import sanitize_cmd
@@ -36,9 +36,16 @@ Examples:
 @click.group(cls=AispGroup, epilog=EXAMPLES)
 @click.version_option(__version__, prog_name="aisp-prof")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the library does (to stderr).")
+@lambda f: db_option(f, expose_value=False)
+@lambda f: json_option(f, expose_value=False)
+@wide_option
 def cli(verbose: bool) -> None:
     """Profile baseline/optimized GPU kernel pairs with Nsight Compute and Nsight Systems,
-    store the runs in SQLite, and read them back anywhere, GPU or not."""
+    store the runs in SQLite, and read them back anywhere, GPU or not.
+
+    --db, --json and --wide may come before the subcommand or after it. Tables fit the
+    terminal (120 columns when output is not a terminal, or $COLUMNS): long cells wrap or are
+    cut and low-priority columns are hidden, with a line saying which; --wide prints all."""
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="aisp-prof: %(levelname)s: %(message)s", stream=sys.stderr)
 

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from ..errors import AispError, CorrectnessError, RegressionError
-from .common import chapter_option, database, db_option, echo_json, json_option, pair_rows, profiles_dir_option
+from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, pair_rows,
+                     profiles_dir_option, table_width, wide_option)
 
 
 @click.group("bench")
@@ -26,6 +27,7 @@ def bench_group() -> None:
 @bench_group.command("list-targets")
 @chapter_option
 @json_option
+@wide_option
 def list_targets(chapter: str | None, as_json: bool) -> None:
     """Pairs `bench run --targets` accepts (a chapter name selects all of its pairs).
 
@@ -34,11 +36,14 @@ def list_targets(chapter: str | None, as_json: bool) -> None:
       aisp-prof bench list-targets --chapter ch09
     """
     rows = pair_rows(chapter)
+    extra_hint(rows)
     if as_json:
         echo_json([{k: r[k] for k in ("name", "chapter_key", "can_run", "reason")} for r in rows])
         return
+    width = table_width()
     for r in rows:
-        click.echo(f"{r['name']}\t{'runs here' if r['can_run'] else 'skipped here: ' + r['reason']}")
+        line = f"{r['name']}\t{'runs here' if r['can_run'] else 'skipped here: ' + r['reason']}"
+        click.echo(line if width is None or len(line.expandtabs()) <= width else line[: width - 11] + "...")
 
 
 @bench_group.command("record")
@@ -91,6 +96,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
 @profiles_dir_option
 @db_option
 @json_option
+@wide_option
 def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **options: Any) -> None:
     """Check every pair of TARGETS, time its variants side by side with two reference kernels,
     and judge each variant against the recorded evidence: FASTER, SLOWER, SAME or AMBIGUOUS.
@@ -120,7 +126,7 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
         from ..render.table import bench_table
 
         click.echo(f"hardware key: {key}")
-        click.echo(bench_table(outcomes))
+        click.echo(bench_table(outcomes, table_width()))
     failed_checks = [o for o in outcomes if o.status == "failed_check"]
     if failed_checks:    # no speed verdict stands on a failed check: exit 7, naming what failed
         raise CorrectnessError("failed the correctness check: "

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .common import database, db_option, echo_json, json_option
+from .common import database, db_option, echo_json, json_option, table_width, wide_option
 
 STAGES = ("summary", "ptx", "sass", "ttgir", "source", "output")
 
@@ -20,6 +20,7 @@ STAGES = ("summary", "ptx", "sass", "ttgir", "source", "output")
                    "Triton's MLIR), or Inductor's output code (the module that defines and launches them).")
 @db_option
 @json_option
+@wide_option
 def code_cmd(run: str, variant: str | None, kernel: str | None, show: str, db: Path | None, as_json: bool) -> None:
     """The code the compilers generated for RUN: each Triton kernel's launch configuration,
     registers, local memory and PTX/SASS instruction mix, and Inductor's output code, kept in
@@ -52,11 +53,12 @@ def code_cmd(run: str, variant: str | None, kernel: str | None, show: str, db: P
 
 
 def _print_summary(found: dict[str, Any]) -> None:
-    from ..render.table import render
+    from ..render.table import render, wrap_lines
 
+    width = table_width()
     where = f" launched by {found['variant']}" if found.get("variant") else ""
-    click.echo(f"run {found['run_id']}: {len(found['kernels'])} Triton kernel(s){where}; files under "
-               f"{found['generated_dir']}")
+    lines = [f"run {found['run_id']}: {len(found['kernels'])} Triton kernel(s){where}; files under "
+             f"{found['generated_dir']}"]
     rows = []
     for k in found["kernels"]:
         ptx, sass = k.get("ptx") or {}, k.get("sass") or {}
@@ -66,12 +68,17 @@ def _print_summary(found: dict[str, Any]) -> None:
                      ", ".join(f"{b}B x{n}" for b, n in loads.items()) or "-", sass.get("instructions"),
                      _mma(ptx, sass), _spills(k, sass)])
     if rows:
-        click.echo(render(["kernel", "hash", "warps", "stages", "shared B", "regs", "local B", "PTX instr",
-                           "global loads", "SASS instr", "matrix", "LDL/STL"], rows))
+        lines.append(render(["kernel", "hash", "warps", "stages", "shared B", "regs", "local B", "PTX instr",
+                           "global loads", "SASS instr", "matrix", "LDL/STL"], rows, width,
+                           drop=("local B", "stages", "PTX instr", "SASS instr", "shared B"), clip=("kernel",),
+                           wrap=("global loads", "matrix")))
+    out = []
     for m in found["output_code"]:
         launches = ", ".join(f"{d['name']} x{d['launches_per_call']}" for d in m["kernels"]) or "none"
         extern = ", ".join(f"{n} x{c}" for n, c in (m.get("extern_calls") or {}).items())
-        click.echo(f"output code {m['file']}: launches per call: {launches}" + (f"; library calls: {extern}" if extern else ""))
+        out.append(f"output code {m['file']}: launches per call: {launches}" + (f"; library calls: {extern}" if extern else ""))
+    for line in wrap_lines(lines[:1], width) + lines[1:] + wrap_lines(out, width):
+        click.echo(line)
 
 
 def _mma(ptx: dict[str, Any], sass: dict[str, Any]) -> str:

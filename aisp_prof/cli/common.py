@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any, Callable
@@ -44,13 +45,48 @@ def fail(ctx: click.Context, message: str, code: int) -> None:
     ctx.exit(code)
 
 
-def db_option(f: Callable) -> Callable:
+# Shared options are accepted before the subcommand (`aisp-prof --db X runs`, kept in the
+# context's meta, which every context of one command line shares) and after it (`aisp-prof runs
+# --db X`, which wins when both are given).
+DB_KEY, JSON_KEY, WIDE_KEY = "aisp_prof.db", "aisp_prof.json", "aisp_prof.wide"
+TABLE_FALLBACK_COLUMNS = 120       # the width tables fit when stdout is not a terminal and $COLUMNS is unset
+
+
+def _shared(key: str) -> Callable:
+    """Option callback: a value given here is kept for the subcommands; one not given here is
+    taken from before the subcommand."""
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None or value is False:
+            return ctx.meta.get(key, value)
+        ctx.meta[key] = value
+        return value
+    return callback
+
+
+def db_option(f: Callable, expose_value: bool = True) -> Callable:
     return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        callback=_shared(DB_KEY), expose_value=expose_value,
                         help="Run database (default: $AISP_PROF_DB or profiles/aisp.db).")(f)
 
 
-def json_option(f: Callable) -> Callable:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(f)
+def json_option(f: Callable, expose_value: bool = True) -> Callable:
+    return click.option("--json", "as_json", is_flag=True, callback=_shared(JSON_KEY), expose_value=expose_value,
+                        help="Print JSON instead of a table.")(f)
+
+
+def wide_option(f: Callable) -> Callable:
+    return click.option("--wide", is_flag=True, callback=_shared(WIDE_KEY), expose_value=False,
+                        help="Print every table column whole, however wide (default: fit the terminal; "
+                             f"{TABLE_FALLBACK_COLUMNS} columns when not a terminal, or $COLUMNS).")(f)
+
+
+def table_width() -> int | None:
+    """How many columns a table may use: None (everything) with --wide; else $COLUMNS, the
+    terminal's width, or 120 when stdout is not a terminal (a pipe, a file)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.meta.get(WIDE_KEY):
+        return None
+    return shutil.get_terminal_size((TABLE_FALLBACK_COLUMNS, 24)).columns
 
 
 def profiles_dir_option(f: Callable) -> Callable:
@@ -115,8 +151,17 @@ def short(name: str, width: int = 70) -> str:
 def pair_rows(chapter: str | None) -> list[dict[str, Any]]:
     """`list` rows (the pairs here, and whether each can run), for one chapter or all."""
     from ..naming import chapter_key
-    from ..pairs import discover
     from ..pairs.capabilities import detect_machine, listing
+    from ..pairs.discovery import discover_here
 
     want = chapter_key(chapter) if chapter else None
-    return [r for r in listing(discover(), detect_machine()) if want is None or r["chapter_key"] == want]
+    pairs, unimportable = discover_here()
+    return [r for r in listing(pairs, detect_machine(), unimportable) if want is None or r["chapter_key"] == want]
+
+
+def extra_hint(rows: list[dict[str, Any]]) -> None:
+    """On stderr, once: how to install what the pairs `list` could not import need."""
+    from ..pairs.discovery import KERNELS_EXTRA_HINT, KERNELS_EXTRA_MISSING
+
+    if any(r["reason"].startswith(KERNELS_EXTRA_MISSING) for r in rows):
+        click.echo(f"aisp-prof: {KERNELS_EXTRA_HINT}", err=True)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..errors import NoGpuError
-from .common import database, db_option, echo_json, json_option, profiles_dir_option
+from .common import database, db_option, echo_json, json_option, profiles_dir_option, table_width, wide_option
 from .runs import print_summary
 
 QUICKSTART_REPORT = Path("reports") / "quickstart"
@@ -65,6 +65,7 @@ class RunRequest:
                    "+8 replay passes), stall_sampled (PC-sampled stall reasons, +2).")
 @db_option
 @json_option
+@wide_option
 def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options: Any) -> None:
     """Check, profile (ncu + nsys), store and summarize pairs. TARGETS are pair names or chapters.
 
@@ -112,6 +113,7 @@ def profile_targets(targets: tuple[str, ...], request: RunRequest, db: Path | No
 @click.command("quickstart")
 @profiles_dir_option
 @db_option
+@wide_option
 def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
     """The README's first command. On a GPU: profile ch09.fused_l2norm. Without one: store
     the real sample runs shipped in profiles/samples/ and summarize them. Either way, write
@@ -153,6 +155,7 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
 @click.option("--show", is_flag=True, help="Print the stored calibrations (database, then profiles/calibration/); no GPU.")
 @db_option
 @json_option
+@wide_option
 def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) -> None:
     """Measure this GPU's ceilings (device copy, L2- and L1-resident streams, FP32 FMA loop, GEMMs
     per precision), timed with CUDA events, and store them per hardware key so `roofline` draws
@@ -168,7 +171,7 @@ def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) ->
     runs = database(db)
     if show:
         rows = runs.calibrations()
-        echo_json(rows) if as_json else click.echo(calibration_table(rows))
+        echo_json(rows) if as_json else click.echo(calibration_table(rows, table_width()))
         return
     from ..calibrate.run import CalibrateOptions, calibrate
 
@@ -178,7 +181,7 @@ def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) ->
     if as_json:
         echo_json(outcome.as_dict())
         return
-    click.echo(calibration_table([outcome.calibration]))
+    click.echo(calibration_table([outcome.calibration], table_width()))
     if outcome.json_path:
         click.echo(f"written: {outcome.json_path}")
     if outcome.profiled_run_id:

@@ -11,7 +11,7 @@ import click
 
 from ..errors import AispError, OutputError, os_error_message, shorten
 from ..naming import PRECISIONS
-from .common import database, db_option, echo_json, json_option
+from .common import database, db_option, echo_json, json_option, table_width, wide_option
 
 
 @click.command("roofline")
@@ -29,6 +29,7 @@ from .common import database, db_option, echo_json, json_option
 @click.option("--kernels/--no-kernels", default=True, show_default=True, help="Draw single kernels beside the variants.")
 @db_option
 @json_option
+@wide_option
 def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db: Path | None, as_json: bool,
                  **chart: Any) -> None:
     """Roofline of stored runs: ceilings (theoretical from the profile's peaks, measured from
@@ -56,7 +57,7 @@ def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db
         return
     from ..render.roofline_plot import roofline_table
 
-    click.echo(roofline_table(result, precisions))
+    click.echo(roofline_table(result, precisions, table_width()))
     if path:
         click.echo(f"\nchart: {path}")
 

@@ -6,13 +6,14 @@ from typing import Any
 
 import click
 
-from .common import (chapter_option, database, db_option, echo_json, json_option, pair_rows, record_texts, short,
-                     stream_json_texts)
+from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, pair_rows, record_texts, short,
+                     stream_json_texts, table_width, wide_option)
 
 
 @click.command("list")
 @chapter_option
 @json_option
+@wide_option
 def list_cmd(chapter: str | None, as_json: bool) -> None:
     """The kernel pairs under kernels/ch*/, with their lesson and whether they can run here.
 
@@ -21,14 +22,25 @@ def list_cmd(chapter: str | None, as_json: bool) -> None:
       aisp-prof list --chapter ch09 --json
     """
     rows = pair_rows(chapter)
+    extra_hint(rows)
     if as_json:
         echo_json(rows)
         return
     from ..render.table import render
 
     click.echo(render(["pair", "variants", "runs here", "lesson"],
-                      [[r["name"], ",".join(r["variants"]), "yes" if r["can_run"] else f"no: {r['reason']}",
-                        r["lesson"]] for r in rows]))
+                      [[r["name"], ", ".join(r["variants"]), _runs_here(r), r["lesson"]] for r in rows], table_width(),
+                      drop=("variants",), wrap=("lesson", "runs here", "variants"),
+                      min_width={"lesson": 40, "runs here": 32}))
+
+
+def _runs_here(row: dict[str, Any]) -> str:
+    """'yes', or 'no: ' and the reason ('--json' has the missing module of the kernels extra)."""
+    from ..pairs.discovery import KERNELS_EXTRA_MISSING
+
+    if row["can_run"]:
+        return "yes"
+    return "no: " + (KERNELS_EXTRA_MISSING if row["reason"].startswith(KERNELS_EXTRA_MISSING) else row["reason"])
 
 
 @click.command("import")
@@ -65,6 +77,7 @@ def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_j
 @click.command("runs")
 @db_option
 @json_option
+@wide_option
 def runs_cmd(db: Path | None, as_json: bool) -> None:
     """The stored runs, oldest first.
 
@@ -79,7 +92,8 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
     from ..render.table import render
 
     cols = ["run_id", "pair", "label", "source", "status", "created_at", "gpu_name"]
-    click.echo(render(cols, [[r[c] for c in cols] for r in rows]))
+    click.echo(render(cols, [[when(r[c]) if c == "created_at" else r[c] for c in cols] for r in rows], table_width(),
+                      drop=("source", "pair", "created_at", "label"), clip=("label", "gpu_name", "pair")))
 
 
 @click.command("kernels")
@@ -87,6 +101,7 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
 @click.option("--variant", help="Only this variant.")
 @db_option
 @json_option
+@wide_option
 def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> None:
     """Kernel launches of RUN (an id, a unique prefix, 'latest', or a pair name: its latest run).
 
@@ -109,13 +124,16 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
     click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"] + ["cluster"] * clusters,
                       [[r["nvtx_range"], short(r["kernel"]), duration(r["duration_ns"]),
                         si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), r.get("grid_dim"),
-                        r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows]))
+                        r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows],
+                      table_width(), drop=("cluster", "block", "grid", "FLOPs"), clip=("kernel",),
+                      clip_start=("range",), min_width={"kernel": 40, "range": 24}))
 
 
 @click.command("ranges")
 @click.argument("run")
 @db_option
 @json_option
+@wide_option
 def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
     """NVTX ranges of RUN from the nsys timeline: kernels, memcpys, memsets, GPU time, gaps.
 
@@ -141,13 +159,15 @@ def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
                         memory_ops_cell(r.get("memcpy_count"), r.get("memcpy_bytes"), r.get("memcpy_time_ns")),
                         memory_ops_cell(r.get("memset_count"), r.get("memset_bytes"), r.get("memset_time_ns")),
                         duration(r["gpu_time_ns"]), duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))]
-                       for r in rows]))
+                       for r in rows], table_width(), drop=("max gap", "memset", "memcpy", "calls"),
+                      clip_start=("range",), wrap=("memcpy", "memset")))
 
 
 @click.command("summary")
 @click.argument("run")
 @db_option
 @json_option
+@wide_option
 def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
     """Per-variant summary of RUN: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls,
     the headline (the best optimization; a reference such as cuBLAS is shown as the share of its
@@ -176,31 +196,34 @@ def print_summary(result: dict[str, Any]) -> None:
     """A run's header line, its headline, per-variant table, launches and compile cost, then what
     the numbers mean (verdict rules) and compile warnings."""
     from ..analyze.compiled import compile_warnings
-    from ..render.table import launch_compile_table, summary_table
+    from ..render.table import launch_compile_table, summary_table, wrap_lines
 
-    info = result["run"]
-    click.echo(f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})")
+    info, width = result["run"], table_width()
+    for line in wrap_lines([f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})"],
+                           width):
+        click.echo(line)
     if result.get("headline"):
-        click.echo(f"headline: {result['headline']['text']}")
-    click.echo(summary_table(result["summary"]))
-    launches = launch_compile_table(result["summary"])
+        for line in wrap_lines([f"headline: {result['headline']['text']}"], width):
+            click.echo(line)
+    click.echo(summary_table(result["summary"], width))
+    launches = launch_compile_table(result["summary"], width)
     if launches:
         click.echo("\nlaunches (nsys, per call) and first call (wall):")
         click.echo(launches)
     if result.get("verdict") or result.get("findings"):
         click.echo("\nwhat the numbers say:")
-    for sentence in result.get("verdict") or []:
-        click.echo(sentence)
-    for f in result.get("findings") or []:
-        click.echo(f"{f['severity']}: {f['message']}")
-    for w in compile_warnings(result["summary"]):
-        click.echo(f"{w['severity']}: {w['message']}")
+    lines = list(result.get("verdict") or [])
+    lines += [f"{f['severity']}: {f['message']}" for f in result.get("findings") or []]
+    lines += [f"{w['severity']}: {w['message']}" for w in compile_warnings(result["summary"])]
+    for line in wrap_lines(lines, width):
+        click.echo(line)
 
 
 @click.command("history")
 @click.argument("target")
 @db_option
 @json_option
+@wide_option
 def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     """A pair's stored runs over time, per variant: median time, spread, speedup. A reference
     variant (a vendor library the pair is measured against) is marked: its speedup is no claim.
@@ -210,21 +233,28 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
       aisp-prof history ch09.fused_l2norm
     """
     from ..analyze.records import frame_records
-    from ..pairs import find
+    from ..pairs.discovery import check_name
     from ..render.table import render
     from ..units import duration
 
-    rows = frame_records(database(db).history(find(target).name))
+    rows = frame_records(database(db).history(check_name(target)))
     if as_json:
         echo_json(rows)
         return
     click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup", "gate"],
-                      [[r["created_at"], r["run_id"], r["gpu_name"], r["status"],
+                      [[when(r["created_at"]), r["run_id"], r["gpu_name"], r["status"],
                         f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
                         duration(r["median_ns"]),
                         "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",
-                        _gate_cell(r)] for r in rows]))
+                        _gate_cell(r)] for r in rows], table_width(),
+                      drop=("status", "created", "spread", "gpu"), wrap=("gate",), clip=("gpu", "variant"),
+                      min_width={"gate": 40}))
+
+
+def when(created_at: str | None) -> str | None:
+    """'2026-11-26 01:15' from '2026-11-26T01:15:57+00:00' (times are stored in UTC); --json keeps it whole."""
+    return created_at[:16].replace("T", " ") if created_at else created_at
 
 
 def _gate_cell(r: dict[str, Any]) -> str:

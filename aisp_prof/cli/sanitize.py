@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from ..errors import CorrectnessError
-from .common import echo_json, json_option
+from .common import echo_json, json_option, table_width, wide_option
 
 
 @click.command("sanitize")
@@ -18,6 +18,7 @@ from .common import echo_json, json_option
 @click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep each tool's full output here.")
 @click.option("--sanitizer", help="compute-sanitizer to use (default: $AISP_SANITIZER, PATH, /usr/local/cuda/bin).")
 @json_option
+@wide_option
 def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str | None, sizes: str | None,
                  log_dir: Path | None, sanitizer: str | None, as_json: bool) -> None:
     """Run each pair's correctness check under compute-sanitizer, once per tool, at a small size:
@@ -49,12 +50,20 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str
         echo_json({"results": [r.to_dict() for r in results],
                    "skipped": [{"pair": p.name, "reason": why} for p, why in skipped]})
     else:
-        for r in results:
-            state = "clean" if r.ok else ("check FAILED" if r.errors == 0 else f"{r.errors} errors")
-            click.echo(f"{r.pair:44s} {r.tool:10s} {state:14s} {r.wall_s:7.1f} s  {'; '.join(r.first_reports[:2])[:120]}")
-        for p, why in skipped:
-            click.echo(f"{p.name:44s} skipped: {why}")
+        click.echo(sanitize_table(results, skipped, table_width()))
     bad = [f"{r.pair} ({r.tool})" for r in results if not r.ok]
     if bad:
         raise CorrectnessError(f"compute-sanitizer found problems in: {', '.join(bad)}"
                                + ("" if log_dir else "; rerun with --log-dir DIR for the full reports"))
+
+
+def sanitize_table(results: list, skipped: list, width: int | None) -> str:
+    """One line per pair and tool: clean, N errors or check FAILED, the wall time and the first
+    reports; then the pairs skipped here with the reason."""
+    from ..render.table import render
+
+    rows = [[r.pair, r.tool, "clean" if r.ok else ("check FAILED" if r.errors == 0 else f"{r.errors} errors"),
+             f"{r.wall_s:.1f} s", "; ".join(r.first_reports[:2])[:240] or "-"] for r in results]
+    rows += [[p.name, "-", f"skipped: {why}", "-", "-"] for p, why in skipped]
+    return render(["pair", "tool", "result", "wall", "first reports"], rows, width,
+                  wrap=("first reports", "result"), clip=("pair",))

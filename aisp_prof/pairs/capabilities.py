@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import AispError, NoGpuError, RequirementError, ToolNotFoundError, UnknownTargetError
 from .model import KernelPair
+from .static import PairInfo
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +56,14 @@ def detect_machine() -> Machine:
 
     have = set()
     cc = name = None
-    torch_ok = importlib.util.find_spec("torch") is not None
+    torch_ok = _installed("torch")
     if torch_ok:
         import torch
 
         if torch.cuda.is_available():
             cc, name = tuple(torch.cuda.get_device_capability(0)), torch.cuda.get_device_name(0)
             have.add("gpu")
-    if importlib.util.find_spec("triton") is not None:
+    if _installed("triton"):
         have.add("triton")
     try:
         find_nvcc()
@@ -72,6 +73,15 @@ def detect_machine() -> Machine:
     if have_cutlass():
         have.add("cutlass")
     return Machine(frozenset(have), cc, name, torch_ok)
+
+
+def _installed(name: str) -> bool:
+    """Whether `name` can be imported here, without importing it (an import hook that refuses
+    the package counts as not installed)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -149,9 +159,11 @@ def runnable(pair: KernelPair, machine: Machine, asked: tuple[str, ...] | list[s
     return Runnable(pair.name, tuple(variants), skipped, reason, error)
 
 
-def listing(pairs: list[KernelPair], machine: Machine) -> list[dict]:
-    """`aisp-prof list` rows: each pair, its lesson, needs, and whether it can run here."""
-    rows = []
+def listing(pairs: list[KernelPair], machine: Machine,
+            unimportable: list[tuple[PairInfo, str]] = ()) -> list[dict]:
+    """`aisp-prof list` rows: each pair, its lesson, needs, and whether it can run here; the
+    pairs in `unimportable` (read from source, `discovery.discover_here`) with the reason."""
+    rows = [_static_row(info, reason) for info, reason in unimportable]
     for pair in pairs:
         answer = runnable(pair, machine)
         rows.append({
@@ -167,4 +179,19 @@ def listing(pairs: list[KernelPair], machine: Machine) -> list[dict]:
             "variants_runnable_here": list(answer.variants) if answer.ok else [],
             "variants_skipped_here": answer.skipped if answer.ok else {},
         })
-    return rows
+    return sorted(rows, key=lambda r: r["name"])
+
+
+def _static_row(info: PairInfo, reason: str) -> dict:
+    """A `listing` row from a pair's source: the same keys; what the source does not state
+    literally (per-variant needs, sizes built in code) is None."""
+    req = info.requires
+    cc = (lambda v: ".".join(map(str, v)) if isinstance(v, tuple) else None)
+    return {
+        "name": info.name, "chapter": info.chapter, "chapter_key": info.chapter_key,
+        "lesson": info.lesson, "variants": list(info.variants),
+        "requires": {"min_cc": cc(req.get("min_cc", (7, 0))), "max_cc": cc(req.get("max_cc")),
+                     "needs": None, "note": req.get("note", "")},
+        "default_sizes": info.sizes, "can_run": False, "reason": reason,
+        "variants_runnable_here": [], "variants_skipped_here": {},
+    }

@@ -1,7 +1,9 @@
 """Finding pairs: scan `kernels/ch*/*.py` for a `PAIR` value, and pick pairs by name or chapter.
 
 Discovery imports the modules and returns their values; nothing registers itself in a global,
-so tests build their own pairs and a broken module fails where it is found.
+so tests build their own pairs and a broken module fails where it is found. Where the kernels
+extra (torch, triton) is not installed, `discover_here` and `pair_names` read what they can
+from the sources instead (`static`), so `list` and `history` work without torch.
 """
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ from typing import Any, Mapping
 
 from ..errors import RequirementError, SizesError, UnknownTargetError
 from ..naming import chapter_key
-from ..paths import kernels_root
 from .model import KernelPair
+from .static import PairInfo, pair_infos, pair_modules, read_pair_info
+
+KERNELS_EXTRA_MISSING = "kernels extra not installed"
+KERNELS_EXTRA_HINT = "pip install -e '.[kernels]' (or pip install 'aisp-prof[kernels]') to run the pairs"
 
 
 def _load_module(path: Path) -> Any:
@@ -28,20 +33,67 @@ def _load_module(path: Path) -> Any:
 
 def discover(root: Path | None = None) -> list[KernelPair]:
     """Import every `kernels/ch*/*.py` that defines `PAIR` and return the pairs, sorted by name."""
-    root = root or kernels_root()
     pairs: list[KernelPair] = []
-    for path in sorted(root.glob("ch*/*.py")):
-        if path.name.startswith("_"):
-            continue
+    for path in pair_modules(root):
         try:
-            module = _load_module(path)
+            pair = _import_pair(path)
         except ImportError as exc:
             raise RequirementError(f"cannot import {path}: {exc}; the kernel pairs need torch "
                                    "(pip install -e '.[kernels]')") from exc
-        pair = getattr(module, "PAIR", None)
-        if isinstance(pair, KernelPair):
-            pairs.append(replace(pair, source=str(path)))
+        if pair is not None:
+            pairs.append(pair)
     return sorted(pairs, key=lambda p: p.name)
+
+
+def _import_pair(path: Path) -> KernelPair | None:
+    pair = getattr(_load_module(path), "PAIR", None)
+    return replace(pair, source=str(path)) if isinstance(pair, KernelPair) else None
+
+
+def discover_here(root: Path | None = None) -> tuple[list[KernelPair], list[tuple[PairInfo, str]]]:
+    """The pairs that import here, and, for each module that needs what is not installed (the
+    kernels extra: torch, triton...), its metadata read from the source with the reason. A
+    module that is not a pair, or fails for another reason than a missing package, is handled
+    as `discover` does."""
+    pairs: list[KernelPair] = []
+    missing: list[tuple[PairInfo, str]] = []
+    for path in pair_modules(root):
+        try:
+            pair = _import_pair(path)
+        except ImportError as exc:
+            info = read_pair_info(path) if _package_missing(exc) else None
+            if info is None:
+                raise RequirementError(f"cannot import {path}: {exc}; the kernel pairs need torch "
+                                       "(pip install -e '.[kernels]')") from exc
+            missing.append((info, f"{KERNELS_EXTRA_MISSING} ({_missing_module(exc)})"))
+            continue
+        if pair is not None:
+            pairs.append(pair)
+    return sorted(pairs, key=lambda p: p.name), sorted(missing, key=lambda m: m[0].name)
+
+
+def _package_missing(exc: ImportError) -> bool:
+    """A package that is not installed (torch, triton...), not a broken import of our own code."""
+    name = getattr(exc, "name", None) or ""
+    return isinstance(exc, ModuleNotFoundError) and name.split(".")[0] not in ("aisp_prof", "aisp_kernels", "")
+
+
+def _missing_module(exc: ImportError) -> str:
+    name = getattr(exc, "name", None)
+    return f"no module {name}" if name else str(exc)
+
+
+def pair_names(root: Path | None = None) -> list[str]:
+    """Every pair's name, read from the sources (no import, no torch)."""
+    return [i.name for i in pair_infos(root)]
+
+
+def check_name(name: str, root: Path | None = None) -> str:
+    """`name` if a pair is called so, else UnknownTargetError with suggestions; no import."""
+    names = pair_names(root)
+    if name in names:
+        return name
+    raise _unknown(name, names, "target", "aisp-prof list")
 
 
 def _unknown(name: str, known: list[str], what: str, listing: str) -> UnknownTargetError:

@@ -278,15 +278,20 @@ def _f(v: float | None, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}g}"
 
 
-def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = None) -> str:
-    """The same numbers as the chart, as text: ceilings, points, comparisons, FLOP check, warnings."""
+POINTS_FIT = dict(drop=("basis", "AI L1", "AI L2", "% meas. roof", "FLOPs", "precision", "time"), clip=("kernel",),
+                  min_width={"kernel": 32})
+
+
+def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = None, width: int | None = None) -> str:
+    """The same numbers as the chart, as text: ceilings, points, comparisons, FLOP check, warnings;
+    fitted to `width` columns when given (`table.render`)."""
     from ..units import duration
-    from .table import render
+    from .table import render, wrap_lines
 
     c = result.ceilings
-    lines = [f"ceilings: {c.gpu_name or c.hardware_key} (hardware key {c.hardware_key}); theoretical = ncu peak x "
-             f"clock (SM {_f((c.clocks_hz.get('sm') or 0) / 1e9)} GHz), measured = "
-             + (c.measured_source or {}).get("source", "not calibrated (aisp-prof calibrate)")]
+    lines = wrap_lines([f"ceilings: {c.gpu_name or c.hardware_key} (hardware key {c.hardware_key}); theoretical = "
+                        f"ncu peak x clock (SM {_f((c.clocks_hz.get('sm') or 0) / 1e9)} GHz), measured = "
+                        + (c.measured_source or {}).get("source", "not calibrated (aisp-prof calibrate)")], width)
     rows = []
     for level in ("dram", "l2", "l1"):
         ce = c.bandwidth.get(level)
@@ -300,7 +305,8 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
             measured = si(ce.measured_per_s, "FLOP/s") + (" (2x dense, derived)" if ce.measured_derived else "")
             rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical_per_s, "FLOP/s"), measured,
                          _f(c.ridge(p, "dram")), _f(c.ridge(p, "dram", "measured"))])
-    lines.append(render(["ceiling", "theoretical", "measured", "ridge DRAM (theo.)", "ridge DRAM (meas.)"], rows))
+    lines.append(render(["ceiling", "theoretical", "measured", "ridge DRAM (theo.)", "ridge DRAM (meas.)"], rows, width,
+                        wrap=("measured",)))
     lines.append("")
     body = []
     for p in result.points:
@@ -311,7 +317,7 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
                      p.bound or "-", _f(p.pct_of_roof, 3) if p.pct_of_roof is not None else "-",
                      _f(p.pct_of_measured_roof, 3) if p.pct_of_measured_roof is not None else "-"])
     lines.append(render(["variant", "kernel", "time", "FLOPs", "basis", "FLOP/s", "AI DRAM", "AI L2", "AI L1",
-                         "precision", "bound", "% roof", "% meas. roof"], body))
+                         "precision", "bound", "% roof", "% meas. roof"], body, width, **POINTS_FIT))
     if any(not p.ai_l1_valid for p in result.points):
         lines.append("* TMA traffic bypasses the L1 counters: L1 intensity overstated")
     if result.comparisons:
@@ -319,28 +325,29 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
         lines.append(render(["baseline", "optimized", "speedup (ncu time)", "AI DRAM x", "DRAM bytes x"],
                             [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
                               _f(cmp.to_dict()["ai_dram_flop_per_byte_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
-                             for cmp in result.comparisons]))
+                             for cmp in result.comparisons], width))
     if result.flop_check:
         lines.append("")
         lines.append(render(["variant", "counted FLOPs/call", "analytic FLOPs/call", "counted/analytic", "flag"],
                             [[f.variant, si(f.counted_flops), si(f.analytic_flops), _f(f.ratio),
-                              "DIFFERS >10%" if f.flagged else "ok"] for f in result.flop_check]))
+                              "DIFFERS >10%" if f.flagged else "ok"] for f in result.flop_check], width))
     if result.warnings:
         lines.append("")
-        lines += [f"{w.severity}: [{w.code}] {w.message}" for w in result.warnings]
+        lines += wrap_lines([f"{w.severity}: [{w.code}] {w.message}" for w in result.warnings], width)
     return "\n".join(lines)
 
 
-def calibration_table(calibrations: Sequence[dict[str, Any]]) -> str:
+def calibration_table(calibrations: Sequence[dict[str, Any]], width: int | None = None) -> str:
     """Measured ceilings per hardware key, each probe with its median time and spread."""
     from ..units import duration
-    from .table import render
+    from .table import render, wrap_lines
 
     out = []
     for cal in calibrations:
         src = cal.get("_source", "")
-        out.append(f"{cal.get('hardware_key')}: {cal.get('gpu_name')}, driver {cal.get('driver_version')}, "
-                   f"torch {cal.get('torch_version')}, {cal.get('created_at')}" + (f" [{src}]" if src else ""))
+        out += wrap_lines([f"{cal.get('hardware_key')}: {cal.get('gpu_name')}, driver {cal.get('driver_version')}, "
+                           f"torch {cal.get('torch_version')}, {cal.get('created_at')}" + (f" [{src}]" if src else "")],
+                          width)
         rows = []
         for name, p in (cal.get("probes") or {}).items():
             if not p.get("ok", True) or "rate" not in p:
@@ -348,6 +355,7 @@ def calibration_table(calibrations: Sequence[dict[str, Any]]) -> str:
                 continue
             rows.append([name, si(p["rate"], p.get("unit", "").replace("byte", "B").replace("flop", "FLOP")),
                          duration(p.get("median_ns")), f"{p.get('spread_pct', 0):.1f}%", p.get("what", "")])
-        out.append(render(["probe", "rate (median)", "median time", "p10-p90 spread", "what"], rows))
+        out.append(render(["probe", "rate (median)", "median time", "p10-p90 spread", "what"], rows, width,
+                          wrap=("what",)))
         out.append("")
     return "\n".join(out).rstrip() or "no calibrations stored (run `aisp-prof calibrate` on a GPU)"

@@ -1,16 +1,111 @@
 """Plain-text tables for the terminal: numbers scaled to readable units, columns aligned."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import re
+import textwrap
+from typing import Any, Mapping, Sequence
 
 from ..units import duration, si
 
-def render(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None, *,
+           drop: Sequence[str] = (), wrap: Sequence[str] = (), clip: Sequence[str] = (),
+           clip_start: Sequence[str] = (), min_width: Mapping[str, int] | None = None) -> str:
+    """Rows under their headers, columns aligned two spaces apart.
+
+    With `width` (a terminal's columns), the table is made to fit: the `wrap` columns wrap onto
+    more lines and the `clip` ones are cut with '...', down to MIN_FLEX characters each (or their
+    `min_width`); if that
+    is not enough, the `drop` columns are hidden, first named first; columns with nothing in
+    them ('-') go before anything is narrowed. A last line says which were hidden
+    (`--wide` prints everything). Without `width`, every cell is printed whole."""
     cells = [[str(h) for h in headers]] + [["-" if c is None else str(c) for c in r] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    natural = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    if width is None or _line_width(natural) <= width:
+        return _lines(cells, list(range(len(headers))), natural, {})
+    modes = {**{h: "clip" for h in clip}, **{h: "start" for h in clip_start}, **{h: "wrap" for h in wrap}}
+    flex = {i: modes[h] for i, h in enumerate(headers) if h in modes}
+    floor = [_min_flex(natural[i], h, (min_width or {}).get(h, MIN_FLEX)) for i, h in enumerate(headers)]
+    empty = [i for i in range(len(headers)) if all(row[i] in ("-", "") for row in cells[1:])]
+    order = empty + [i for h in drop for i, name in enumerate(headers) if name == h and i not in empty]
+    for hidden in range(len(empty), len(order) + 1):    # empty columns go first, unasked
+        visible = [i for i in range(len(headers)) if i not in order[:hidden]]
+        widths = _fit(natural, visible, flex, floor, width)
+        if widths is not None or hidden == len(order):
+            break
+    if widths is None:                           # nothing left to hide: flexible columns at their minimum
+        widths = {i: floor[i] if i in flex else natural[i] for i in visible}
+    text = _lines(cells, visible, [widths.get(i, 0) for i in range(len(headers))], flex)
+    gone = [headers[i] + " (empty)" * (i in empty) for i in order[:hidden]]
+    if gone:
+        text += "\n" + _clip(f"({len(gone)} column{'s' * (len(gone) > 1)} hidden to fit {width}: "
+                                f"{', '.join(gone)}; --wide shows all)", width)
+    return text
+
+
+MIN_FLEX = 16      # a wrapped or clipped column keeps at least this many characters (or its header's)
+
+
+def _line_width(widths: Sequence[int]) -> int:
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def _min_flex(natural: int, header: str, least: int) -> int:
+    return min(natural, max(least, len(header)))
+
+
+def _fit(natural: list[int], visible: list[int], flex: dict[int, str], floor: list[int],
+         width: int) -> dict[int, int] | None:
+    """Widths of the visible columns within `width`, narrowing the widest flexible ones first;
+    None when even their minimum is too wide."""
+    widths = {i: natural[i] for i in visible}
+    shrink = [i for i in visible if i in flex]
+    lowest = {i: floor[i] for i in shrink}
+    excess = _line_width(list(widths.values())) - width
+    if excess > sum(widths[i] - lowest[i] for i in shrink):
+        return None
+    while excess > 0:
+        widest = max(shrink, key=lambda i: widths[i] - lowest[i])
+        widths[widest] -= 1
+        excess -= 1
+    return widths
+
+
+# a number and its unit, a name and its number ("254.1 us", "barrier 4.6") stay on one line
+_KEEP_TOGETHER = re.compile(r"(?<=\d) (?=[A-Za-z%])|(?<=[A-Za-z_]) (?=[\d.+-]?\d)")
+_NBSP = "\u00a0"
+
+
+def _clip(text: str, width: int, start: bool = False) -> str:
+    if len(text) <= width:
+        return text
+    return "..." + text[len(text) - max(width - 3, 1):] if start else text[: max(width - 3, 1)] + "..."
+
+
+def _lines(cells: list[list[str]], visible: list[int], widths: list[int], flex: dict[int, str]) -> str:
+    out = []
+    for n, row in enumerate(cells):
+        parts = []
+        for i in visible:
+            cell, w = row[i], widths[i]
+            if n and len(cell) > w and flex.get(i) == "wrap":
+                parts.append([line.replace(_NBSP, " ") for line in
+                              textwrap.wrap(_KEEP_TOGETHER.sub(_NBSP, cell), w, break_on_hyphens=False)] or [""])
+            else:
+                parts.append([_clip(cell, w, flex.get(i) == "start")])
+        for k in range(max(len(p) for p in parts)):
+            out.append("  ".join((p[k] if k < len(p) else "").ljust(widths[i])
+                                 for p, i in zip(parts, visible)).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * widths[i] for i in visible))
+    return "\n".join(out)
+
+
+def wrap_lines(lines: Sequence[str], width: int | None, indent: str = "  ") -> list[str]:
+    """Long message lines (warnings) wrapped to `width`, continuation lines indented."""
+    if width is None:
+        return list(lines)
+    return [w for line in lines for w in (textwrap.wrap(line, width, subsequent_indent=indent,
+                                                         break_on_hyphens=False) or [""])]
 
 
 def memory_ops_cell(count: float | None, size_bytes: float | None, time_ns: float | None) -> str:
@@ -20,7 +115,16 @@ def memory_ops_cell(count: float | None, size_bytes: float | None, time_ns: floa
     return f"{count:g} x {si(size_bytes, 'B')}, {duration(time_ns)}"
 
 
-def summary_table(rows: list[dict[str, Any]]) -> str:
+# What a narrow terminal loses first (`render`'s drop order) and what wraps, per table; a column
+# named here that a table does not have is ignored.
+SUMMARY_FIT = dict(drop=("DRAM BW", "FLOPs", "kernels", "FLOP/s", "memset", "memcpy", "DRAM bytes"),
+                   wrap=("top stalls (cycles/inst)", "memcpy", "memset"))
+LAUNCH_FIT = dict(drop=("break-even calls", "warm-cache first", "steady call", "recompiles", "graphs", "mean kernel",
+                        "gaps/call"))
+BENCH_FIT = dict(drop=("cycles", "time"), wrap=("why", "time vs baseline", "time", "cycles"), clip=("pair", "variant"))
+
+
+def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
     """The `aisp-prof run` summary: one line per variant; gpu time and memcpy/memset are per call.
 
     "gpu time" includes the memcpys and memsets a call issued (nsys); the two memory columns
@@ -43,10 +147,10 @@ def summary_table(rows: list[dict[str, Any]]) -> str:
             si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), si(r.get("dram_bytes_per_s"), "B/s"),
             si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
         ])
-    return render(headers, body)
+    return render(headers, body, width, **SUMMARY_FIT)
 
 
-def launch_compile_table(rows: list[dict[str, Any]]) -> str | None:
+def launch_compile_table(rows: list[dict[str, Any]], width: int | None = None) -> str | None:
     """Launch churn (nsys, per call) and first-call cost per variant, with torch.compile's graphs,
     breaks and recompiles where a variant compiled; None when the run has none of it."""
     churn = any(r.get("mean_kernel_duration_ns") is not None for r in rows)
@@ -67,13 +171,13 @@ def launch_compile_table(rows: list[dict[str, Any]]) -> str | None:
             line += [duration(r.get("warm_process_first_call_ns")), "-" if even is None else f"{even:.3g}",
                      r.get("graphs"), r.get("graph_breaks"), r.get("recompiles"), r.get("timed_phase_compiles")]
         body.append(line)
-    lines = [render(headers, body)]
+    reasons = []
     for r in rows:
         for b in r.get("graph_break_reasons") or []:
-            lines.append(f"{r['variant']}: graph break x{b['count']}: {b['reason']}")
+            reasons.append(f"{r['variant']}: graph break x{b['count']}: {b['reason']}")
         for c in r.get("recompile_reasons") or []:
-            lines.append(f"{r['variant']}: recompile x{c['count']} of {c['frame']}: {c['reason']}")
-    return "\n".join(lines)
+            reasons.append(f"{r['variant']}: recompile x{c['count']} of {c['frame']}: {c['reason']}")
+    return "\n".join([render(headers, body, width, **LAUNCH_FIT)] + wrap_lines(reasons, width))
 
 
 def _change(m: Any) -> str:
@@ -85,7 +189,7 @@ def _change(m: Any) -> str:
             f"(±{m.margin * 100:.1f}%) {m.verdict}")
 
 
-def bench_table(outcomes: Sequence[Any]) -> str:
+def bench_table(outcomes: Sequence[Any], width: int | None = None) -> str:
     """`aisp-prof bench run`: one line per variant: verdict, each metric's change with its 95%
     interval and margin, and the cause."""
     rows = []
@@ -95,4 +199,4 @@ def bench_table(outcomes: Sequence[Any]) -> str:
         for v in o.verdicts:
             rows.append([v.pair, v.variant, v.verdict, _change(v.metric("time")), _change(v.metric("cycles")),
                          _change(v.metric("ratio")), v.cause or (o.message if v is o.verdicts[0] else "") or "-"])
-    return render(["pair", "variant", "verdict", "time", "cycles", "time vs baseline", "why"], rows)
+    return render(["pair", "variant", "verdict", "time", "cycles", "time vs baseline", "why"], rows, width, **BENCH_FIT)

@@ -1,0 +1,77 @@
+"""Issue 18: the README's quick start as printed. Command 1 is the light install (no torch) where
+there is no GPU and the kernels extra where there is, after a virtual environment (PEP 668);
+command 2 is what .ci/run runs; both install the same torch. The snippet's choice is run
+through bash with stand-ins for nvidia-smi, python3 and aisp-prof."""
+from __future__ import annotations
+
+import configparser
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def quick_start() -> list[str]:
+    """The quick start's bash block, one entry per command line (comments and blanks dropped)."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Quick start"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def numbered(n: int) -> str:
+    """The command under the README's '# n.' comment."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text[text.index("## Quick start"):], re.S).group(1)
+    after = block.split(f"\n# {n}.", 1)[1]
+    return next(line for line in after.splitlines()[1:] if line.strip() and not line.startswith("#"))
+
+
+def test_quick_start_has_a_venv_then_the_two_commands():
+    lines = quick_start()
+    assert lines[0] == "python3 -m venv .venv && . .venv/bin/activate"
+    one, two = numbered(1), numbered(2)
+    assert lines[1:] == [one, two]
+    assert "python3 -m pip install -e .;" in one and "-e '.[kernels]'" in one and one.endswith("aisp-prof quickstart")
+    assert two.endswith("python3 -m pytest -q") and "'.[kernels,rep,test]'" in two
+
+
+def test_command_2_is_what_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert numbered(2) in ci
+    assert ci[-1] == numbered(2)                     # the last thing CI does
+
+
+def test_both_commands_install_the_same_torch_and_the_light_install_needs_none():
+    pins = re.findall(r"torch==([\w.+]+)", numbered(1) + " " + numbered(2) + " " + (ROOT / ".ci" / "run").read_text())
+    assert len(pins) == 3 and len(set(pins)) == 1, pins
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    base = cfg["options"]["install_requires"]
+    assert not re.search(r"^\s*(torch|triton|nvtx|nvidia-)", base, re.M), base
+    kernels = cfg["options.extras_require"]["kernels"]
+    floor = re.search(r"^\s*torch\s*>=\s*([\d.]+)\s*$", kernels, re.M).group(1)
+    version = tuple(int(x) for x in re.match(r"[\d.]+", pins[0]).group(0).split("."))
+    assert version >= tuple(int(x) for x in floor.split("."))       # the extra admits the pinned torch
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_command_1_picks_the_install_by_whether_there_is_a_gpu(tmp_path, gpu):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "log"
+    stubs = {"nvidia-smi": f"exit {0 if gpu else 9}", "python3": f'echo "python3 $*" >> {log}',
+             "aisp-prof": f'echo "aisp-prof $*" >> {log}'}
+    for name, body in stubs.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    proc = subprocess.run(["/bin/bash", "-c", numbered(1)], cwd=tmp_path, capture_output=True, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    ran = log.read_text().splitlines()
+    pin = re.search(r"torch==[\w.+]+", numbered(1)).group(0)
+    install = f"python3 -m pip install {pin} -e .[kernels]" if gpu else "python3 -m pip install -e ."
+    assert ran == [install, "aisp-prof quickstart"]

@@ -1,0 +1,128 @@
+"""Issue 18: every table the CLI prints fits a 120-column terminal (long cells wrap or are cut,
+empty and then low-priority columns are hidden, with a line saying which), and `--wide` prints
+every column whole. On the real sample runs (profiles/samples*/: H200 and H100, chapters 9
+and 10), no GPU. Also: --db, --json and --wide before or after the subcommand."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof.cli import cli
+from aisp_prof.paths import data_root
+from aisp_prof.render.table import bench_table, render
+
+RUN_DIRS = sorted(p for p in (data_root() / "profiles").glob("samples*/*") if (p / "run.json").is_file())
+WIDTH = 120
+
+
+def invoke(*args: str, columns: int = WIDTH):
+    res = CliRunner().invoke(cli, list(args), env={"COLUMNS": str(columns)})
+    assert res.exit_code == 0, (args, res.output, res.exception)
+    return res.stdout
+
+
+def widest(text: str) -> int:
+    return max((len(line) for line in text.splitlines()), default=0)
+
+
+def header_line(text: str, first: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(first + "  "))
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("tables") / "samples.db"
+    assert len(RUN_DIRS) >= 40
+    res = CliRunner().invoke(cli, ["import", "--db", str(path), *map(str, RUN_DIRS)])
+    assert res.exit_code == 0, res.output
+    return str(path)
+
+
+@pytest.mark.parametrize("run", [d.name for d in RUN_DIRS])
+def test_each_runs_tables_fit_120_columns_and_wide_keeps_every_column(db, run):
+    for command, first, columns in (
+            ("summary", "variant", ["kernels", "gpu time", "memcpy", "memset", "speedup", "correct", "DRAM bytes",
+                                    "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]),
+            ("kernels", "range", ["kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"]),
+            ("ranges", "range", ["calls", "kernels", "memcpy", "memset", "GPU time", "gaps", "max gap"]),
+            ("roofline", "variant", ["kernel", "time", "FLOPs", "basis", "FLOP/s", "AI DRAM", "AI L2", "AI L1",
+                                     "precision", "bound", "% roof", "% meas. roof"])):
+        fitted = invoke(command, run, "--db", db)
+        assert widest(fitted) <= WIDTH, (command, run, fitted)
+        wide = invoke(command, run, "--db", db, "--wide")
+        header = header_line(wide, first)
+        assert all(f"  {c}" in header for c in columns), (command, header)
+        assert "hidden to fit" not in wide
+        assert header_line(fitted, first).split()[0] == first
+
+
+def test_run_list_history_list_and_calibrations_fit(db):
+    for args in (["runs", "--db", db], ["history", "ch09.fused_l2norm", "--db", db], ["list"],
+                 ["bench", "list-targets"], ["calibrate", "--show", "--db", db]):
+        text = invoke(*args)
+        assert widest(text) <= WIDTH, (args, text)
+    runs = invoke("runs", "--db", db, "--wide")
+    assert header_line(runs, "run_id").split() == ["run_id", "pair", "label", "source", "status", "created_at",
+                                                    "gpu_name"]
+    assert widest(runs) > WIDTH                          # the longest run id and pair need more than 120
+    history = invoke("history", "ch09.fused_l2norm", "--db", db, "--wide")
+    assert header_line(history, "created").split() == ["created", "run", "gpu", "status", "variant", "median",
+                                                       "spread", "speedup", "gate"]
+    listing = invoke("list", "--wide")
+    assert header_line(listing, "pair").split() == ["pair", "variants", "runs", "here", "lesson"]
+    assert widest(listing) > 200                         # lessons whole, one line each
+
+
+def test_a_narrow_terminal_gets_a_narrower_table(db):
+    """At 80 columns more is hidden and the stalls wrap narrower; what is left (variant names are
+    never cut, the essential columns never hidden) may still need 85."""
+    text = invoke("summary", "ch10.warp_specialization_cutlass", "--db", db, columns=80)
+    assert widest(text) <= 85 < widest(invoke("summary", "ch10.warp_specialization_cutlass", "--db", db))
+    assert "hidden to fit 80" in text and "cooperative_256x128_c2_swizzle8" in text
+    assert header_line(text, "variant").split()[:4] == ["variant", "gpu", "time", "speedup"]
+
+
+def test_bench_and_sanitize_tables_fit():
+    from aisp_prof.bench.runner import PairOutcome
+    from aisp_prof.cli.sanitize import sanitize_table
+
+    why = "variant(s) warp_specialized_tma failed the correctness check (max rel err 1.6e-03 > 1e-05) " * 2
+    text = bench_table([PairOutcome("ch09.warp_specialization_producer_consumer", "run-1", "failed_check", why)], WIDTH)
+    assert widest(text) <= WIDTH and "FAILED_CHECK" in text
+    result = SimpleNamespace(pair="ch10.warp_specialized_cluster_pipeline", tool="racecheck", ok=False, errors=3,
+                             wall_s=12.3, first_reports=["Error: Race reported between Write access at 0x1a0 in "
+                                                         "kernel_fn and Read access at 0x2b0 in kernel_fn"] * 2)
+    pair = SimpleNamespace(name="ch09.nvfp4_gemm")
+    text = sanitize_table([result], [(pair, "needs sm_100 (tcgen05), this GPU is sm_90")], WIDTH)
+    assert widest(text) <= WIDTH and "3 errors" in text and "skipped: needs sm_100" in text
+    wide = sanitize_table([result], [], None)
+    assert "Race reported between Write access at 0x1a0 in kernel_fn and Read access" in wide
+
+
+def test_render_wraps_whole_words_keeps_numbers_with_units_and_says_what_it_hid():
+    rows = [["a", "1 x 537 MB, 254.1 us", "-", "x" * 30, "long_scoreboard 14.5, sleeping 2.5, barrier 1.6"]]
+    text = render(["variant", "memcpy", "empty", "extra", "stalls"], rows, 70, drop=("extra",),
+                  wrap=("memcpy", "stalls"))
+    assert widest(text) <= 70
+    assert "254.1 us" in text and "long_scoreboard 14.5," in text   # a number stays with its unit or name
+    assert text.splitlines()[-1] == "(2 columns hidden to fit 70: empty (empty), extra; --wide shows all)"
+    assert render(["a"], [["y" * 200]], None) == "a\n" + "-" * 200 + "\n" + "y" * 200
+
+
+def test_shared_options_before_or_after_the_subcommand(db):
+    after = invoke("runs", "--db", db)
+    assert invoke("--db", db, "runs") == after
+    run = RUN_DIRS[0].name
+    as_json = json.loads(invoke("kernels", run, "--db", db, "--json"))
+    assert json.loads(invoke("--json", "--db", db, "kernels", run)) == as_json
+    assert json.loads(invoke("--db", db, "kernels", run, "--json")) == as_json
+    assert json.loads(invoke("--json", "summary", run, "--db", db))["run"]["run_id"] == run
+    assert json.loads(invoke("--json", "list"))[0]["name"].startswith("ch")
+    assert json.loads(invoke("--json", "bench", "list-targets", "--chapter", "ch10"))[0]["chapter_key"] == "ch10"
+    assert invoke("--wide", "--db", db, "summary", run) == invoke("summary", run, "--db", db, "--wide")
+    other = str(Path(db).with_name("missing.db"))       # after the subcommand wins over before it
+    assert invoke("--db", other, "runs", "--db", db) == after
