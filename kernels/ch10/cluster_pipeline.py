@@ -19,8 +19,8 @@ double buffer whose single issuing warp waits on the MMA barrier after every k-t
 cluster). The optimized side is ch10/tcgen05_cluster.cu: `__cluster_dims__(2, 1, 1)` launched
 with cudaLaunchKernelEx as 2 x 1 clusters, 4 stages, the two CTAs of a cluster on different M
 tiles and the same N tile, the call captured once into a torch.cuda.CUDAGraph and replayed. Its
-header says the B tiles are multicast, but it issues a per-CTA SM90_TMA_LOAD: **there is no
-multicast** in the book's kernel; its 1.133x mixes the deeper ring, the cluster launch and the
+header says the B tiles are multicast, but it issues a per-CTA SM90_TMA_LOAD: there is no
+multicast in the book's kernel; its 1.133x mixes the deeper ring, the cluster launch and the
 graph. (Both sides write an fp32 buffer and convert it with `.to(float16)`, tcgen05 + TMEM.)
 
 This port (cluster_pipeline.cu), every hand-written variant the same TMA + wgmma kernel as
