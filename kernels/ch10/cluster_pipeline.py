@@ -63,7 +63,8 @@ padding CTA that joins its cluster and stores nothing, the epilogue stores in-ra
 only; make_inputs raises ValueError otherwise.
 
 Predicted profile (H100 SXM, 132 SMs, 50 MB L2; measured numbers belong in kernels/ch10/README.md):
-  - Grid 1152 CTAs = 576 clusters (48 x 24 tiles), 1 CTA per SM (154 registers x 256 threads),
+  - Grid 1152 CTAs = 576 clusters (48 x 24 tiles), 1 CTA per SM (154 registers: two 256-thread
+    CTAs would need more than the SM's 64 K registers, so two_stage's smaller ring buys nothing),
     launch__cluster_dim_x = 2 in every hand-written variant (1 for cuBLAS unless it picks a
     cluster kernel); launch__cluster_max_active ~60-66 (a GPC with an odd SM count strands one),
     ~8.7-9.6 waves of 32 k-tiles per CTA.
