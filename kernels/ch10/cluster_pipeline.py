@@ -81,8 +81,9 @@ Predicted profile (H100 SXM, 132 SMs, 50 MB L2; measured numbers belong in kerne
     ~75-85% active); two_stage pays TMA's L2 round trip (~1 us) on most k-tiles against ~0.6 us
     of wgmma per k-tile: ~1.3-1.6x slower (book: 1.133x for stages + cluster + graph together).
     Without multicast, the 4-stage kernel needs ~7 TB/s from L2 at 0.25 ms, about what an H100's
-    L2 delivers: expect four_stage 1.0-1.15x faster than four_stage_no_multicast (no gain if the
-    L2 keeps up, which the README's cluster_multicast found at a thinner tile).
+    L2 delivers (multicast: ~4.8 TB/s): expect four_stage 1.0-1.3x faster than
+    four_stage_no_multicast (no gain if the L2 keeps up, which the README's cluster_multicast found
+    at a thinner tile; the crossbar still delivers 48 KiB per k-tile to every SM either way).
   - Stalls: two_stage dominated by the mbarrier try-wait on `full` (long_scoreboard); four_stage
     by waiting on its own wgmma group; the multicast variants add a little wait on `empty` in
     thread 0 (the slower CTA of the pair paces both).
