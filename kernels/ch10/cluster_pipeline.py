@@ -78,12 +78,15 @@ Predicted profile (H100 SXM, 132 SMs, 50 MB L2; measured numbers belong in kerne
   - DRAM: ~126 MB compulsory (A and B, 25 MB each, fit the L2 together; C's 75.5 MB written once):
     equal in every variant, far from the DRAM roof.
   - Time: 0.25 ms is 620 TFLOP/s. four_stage should run near cuBLAS (~0.22-0.27 ms, tensor pipe
-    ~75-85% active); two_stage pays TMA's L2 round trip (~1 us) on most k-tiles against ~0.6 us
+    ~75-85% active; 1152 tiles are 8.7 waves of 132, so the last wave is 70% full); two_stage pays TMA's L2 round trip (~1 us) on most k-tiles against ~0.6 us
     of wgmma per k-tile: ~1.3-1.6x slower (book: 1.133x for stages + cluster + graph together).
-    Without multicast, the 4-stage kernel needs ~7 TB/s from L2 at 0.25 ms, about what an H100's
-    L2 delivers (multicast: ~4.8 TB/s): expect four_stage 1.0-1.3x faster than
-    four_stage_no_multicast (no gain if the L2 keeps up, which the README's cluster_multicast found
-    at a thinner tile; the crossbar still delivers 48 KiB per k-tile to every SM either way).
+    Without multicast the 4-stage kernel asks L2 for ~7-8 TB/s at that speed (multicast: ~4.8-5.4),
+    and L2 delivers that: matmul_wgmma_pipelined's 4-stage ring pulls the same 48 KiB per CTA and
+    k-tile and ran at 731 TFLOP/s (94.7% of cuBLAS) on an H100 (kernels/ch10/README.md), ~8.6 TB/s
+    from L2. So expect four_stage_no_multicast within ~5% of four_stage: at this tile the
+    multicast shows in the L2 counters, not in the time (as the README's cluster_multicast found at
+    a thinner tile; the crossbar still delivers 48 KiB per k-tile to every SM either way). It pays
+    where L2 is the bound: smaller tiles, more clusters per GPC, or a GPU with less L2 bandwidth.
   - Stalls: two_stage dominated by the mbarrier try-wait on `full` (long_scoreboard); four_stage
     by waiting on its own wgmma group; the multicast variants add a little wait on `empty` in
     thread 0 (the slower CTA of the pair paces both).
