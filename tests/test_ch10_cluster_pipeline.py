@@ -33,6 +33,7 @@ from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check, tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
+from aisp_prof.pairs.source import source_digest  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "cluster_pipeline.py"
@@ -81,6 +82,18 @@ def test_docstring_states_the_book_the_port_and_the_prediction(mod):
                  "lts__t_sectors_srcunit_tex", "halved", "may NOT halve", "What a CUDA graph changes",
                  "nothing on\nthe GPU", "Sanitizer size", "mapa", "MEMBAR.ALL.GPU", ".reqnctapercluster 2, 1, 1"):
         assert text in doc, text
+
+
+def test_the_pair_digest_covers_the_shared_header():
+    digest = source_digest(PAIR_PATH)
+    assert digest["files"] == ["cluster_pipeline.cu", "cluster_pipeline.py", "../common/wgmma_tma.cuh"]
+    source = CU_PATH.read_text()
+    assert '#include "../common/wgmma_tma.cuh"' in source
+    # the shared wrappers are not repeated here; only the cluster ones the header lacks are
+    for name in ("mbar_init", "mbar_wait", "tma_load_2d", "wgmma_m64n256k16", "smem_descriptor", "encode_fn"):
+        assert not re.search(rf"\b{name}\([^;]*\) \{{", source), name
+    for name in ("tma_load_2d_multicast", "mbar_arrive_cluster", "cluster_ctarank", "cluster_sync"):
+        assert re.search(rf"void {name}\(|uint32_t {name}\(", source), name
 
 
 def test_flops_and_bytes_formulas(mod):

@@ -8,8 +8,10 @@
 //
 // Every kernel: one 128 x 256 tile of C per CTA, BK = 64, 256 threads = two warpgroups each
 // owning 64 rows (128 fp32 accumulators per thread), 4 wgmma m64n256k16 per k-tile, thread 0 also
-// the TMA producer (the non-warp-specialized schedule of matmul_wgmma_pipelined.cu, which this
-// file reuses). Compiled with __cluster_dims__(2, 1, 1): CTAs 2c and 2c + 1 form cluster c, rank r
+// the TMA producer (the non-warp-specialized schedule of matmul_wgmma_pipelined.cu; the TMA,
+// mbarrier and wgmma wrappers, the tensor-map encoder and the sm_90a probe come from
+// kernels/common/wgmma_tma.cuh, shared with it; only the cluster wrappers are this file's own).
+// Compiled with __cluster_dims__(2, 1, 1): CTAs 2c and 2c + 1 form cluster c, rank r
 // takes row tile 2 p + r of row-pair p, both take column tile n. Variants (template arguments):
 //   0 two_stage    kStages = 2, B multicast: the ring loads 1 k-tile ahead.
 //   1 four_stage   kStages = 4, B multicast: the ring loads 3 k-tiles ahead.
@@ -56,7 +58,11 @@
 
 #include <cstdint>
 
+#include "../common/wgmma_tma.cuh"   // mbarrier, TMA, wgmma PTX wrappers; tensor maps; the sm_90a probe
+
 namespace {
+
+using namespace wgmma_tma;
 
 constexpr int kBlockM = 128;
 constexpr int kBlockN = 256;
@@ -75,111 +81,9 @@ constexpr int kMaxDevices = 64;
 constexpr int smem_bytes(int stages) { return stages * kStageBytes + 1024; }   // + room to align to 1 KiB
 
 // ============================================================================================
-// BEGIN PTX wrappers: TMA, mbarrier, wgmma (the same as matmul_wgmma_pipelined.cu's; to be
-// replaced by kernels/common/wgmma_tma.cuh when it lands).
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count) : "memory");
-}
-
-// Make the initialized barriers visible to the async proxy (TMA) and to the cluster.
-__device__ __forceinline__ void mbar_init_fence() {
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
-}
-
-// Spin until the phase with parity `parity` of the barrier has completed (acquire, CTA scope).
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-    const uint32_t addr = smem_u32(bar);
-    uint32_t done = 0;
-    do {
-        asm volatile(
-            "{\n"
-            ".reg .pred p;\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-            "selp.u32 %0, 1, 0, p;\n"
-            "}\n"
-            : "=r"(done)
-            : "r"(addr), "r"(parity)
-            : "memory");
-    } while (!done);
-}
-
-// 2-D TMA load of the box at (inner coordinate x, outer coordinate y) into this CTA's shared
-// memory, its bytes counted against the barrier's transaction count.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, uint64_t* bar, int x, int y) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
-        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y)
-        : "memory");
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
-
-// Keep the compiler from moving accumulator reads/writes across wgmma issue/wait points.
-__device__ __forceinline__ void fence_registers(float (&d)[128]) {
-#pragma unroll
-    for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-// wgmma shared-memory matrix descriptor for a K-major operand laid out by TMA with 128-byte
-// swizzle: start address >> 4 (bits 0-13), leading byte offset (unused for swizzled K-major, 1),
-// stride byte offset 1024 >> 4 between 8-row groups (bits 32-45), swizzle mode 1 = 128B (bits 62-63).
-__device__ __forceinline__ uint64_t smem_descriptor(const void* tile) {
-    const uint64_t addr = smem_u32(tile);
-    return ((addr & 0x3FFFF) >> 4) | (uint64_t{1} << 16) | (uint64_t{1024 >> 4} << 32) | (uint64_t{1} << 62);
-}
-
-// One wgmma.mma_async m64n256k16, fp16 x fp16 -> fp32, both operands from shared memory through
-// matrix descriptors, accumulating into d (128 fp32 registers per thread of the warpgroup).
-// scale_d = 0 ignores d's old contents (the first k-step of a tile), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_a, uint64_t desc_b, int scale_d) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "setp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16\n"
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127},\n"
-        "%128, %129, p, 1, 1, 0, 0;\n"
-        "}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
-}
-
-// END PTX wrappers: TMA, mbarrier, wgmma.
-// ============================================================================================
-// BEGIN cluster wrappers: multicast TMA, remote mbarrier arrive, cluster barrier (candidates for
-// kernels/common/wgmma_tma.cuh; kernels/ch10/cluster_multicast.cu has the first and last too).
+// BEGIN cluster wrappers: multicast TMA, remote mbarrier arrive, cluster barrier (what
+// kernels/common/wgmma_tma.cuh lacks: candidates for it; kernels/ch10/cluster_multicast.cu has
+// the first and last too).
 
 // The 2-D TMA load of tma_load_2d, written to the same offset in every CTA of the cluster named
 // in cta_mask, each completing the transaction bytes on its own barrier at the same offset.
@@ -260,10 +164,6 @@ __device__ __forceinline__ void store_tile(const float (&d)[128], __half* C, int
             if (hi_ok) *reinterpret_cast<__half2*>(row_hi + 8 * j) = __floats2half2_rn(d[4 * j + 2], d[4 * j + 3]);
         }
     }
-}
-
-__device__ __forceinline__ uint8_t* align_1024(uint8_t* p) {
-    return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t{1023});
 }
 
 // Arm stage s's `full` barrier for the whole stage and issue this CTA's loads of k-tile kt into
@@ -378,35 +278,6 @@ cudaError_t configure_kernels() {
     return cudaSuccess;
 }
 
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-    if (!fn) {
-        void* ptr = nullptr;
-        cudaDriverEntryPointQueryResult status{};
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &status) ==
-                cudaSuccess &&
-            status == cudaDriverEntryPointSuccess)
-            fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-    }
-    return fn;
-}
-
-// A rows x cols fp16 row-major matrix, read in 128-row x 64-column boxes with 128-byte swizzle,
-// what sticks out zero-filled. (Two 128-row boxes stacked are exactly one 256-row box: 16 KiB is
-// a whole number of the swizzle's 1 KiB periods.)
-cudaError_t make_map(CUtensorMap* map, const void* base, int rows, int cols) {
-    const PFN_cuTensorMapEncodeTiled_v12000 encode = encode_fn();
-    if (!encode) return cudaErrorNotSupported;
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};   // bytes between rows
-    const cuuint32_t box[2] = {kBlockK, kBlockM};
-    const cuuint32_t element_strides[2] = {1, 1};
-    const CUresult res = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, const_cast<void*>(base), dims, strides, box,
-                                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    return res == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
-
 long long row_pairs(int M) { return ((M + kBlockM - 1LL) / kBlockM + kCluster - 1) / kCluster; }
 long long col_tiles(int N) { return (N + kBlockN - 1LL) / kBlockN; }
 
@@ -425,9 +296,11 @@ extern "C" int aisp_cluster_pipeline(int variant, const void* A, const void* B, 
     if ((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C)) % 16)
         return cudaErrorMisalignedAddress;
     cudaError_t err = configure_kernels();
+    // A in 128 x 64 boxes; B in 128 x 64 boxes too (half a column tile: the multicast unit; two
+    // stacked are exactly one 256-row box, 16 KiB being a whole number of the swizzle's 1 KiB periods)
     CUtensorMap map_a, map_b;
-    if (err == cudaSuccess) err = make_map(&map_a, A, M, K);
-    if (err == cudaSuccess) err = make_map(&map_b, B, N, K);
+    if (err == cudaSuccess) err = make_map_2d_fp16(&map_a, A, M, K, kBlockM, kBlockK);
+    if (err == cudaSuccess) err = make_map_2d_fp16(&map_b, B, N, K, kHalfN, kBlockK);
     if (err != cudaSuccess) return static_cast<int>(err);
     kernel_of(variant)<<<static_cast<unsigned>(clusters * kCluster), kThreads, smem_of(variant), stream>>>(
         map_a, map_b, static_cast<__half*>(C), M, N, K, static_cast<int>(row_pairs(M)), static_cast<int>(col_tiles(N)));
@@ -439,13 +312,13 @@ extern "C" int aisp_cluster_pipeline(int variant, const void* A, const void* B, 
 // (cudaOccupancyMaxActiveClusters >= 1) and the driver exports cuTensorMapEncodeTiled;
 // cudaErrorNotSupported if not; or the error that stopped the question.
 extern "C" int aisp_cluster_pipeline_support() {
-    int device = 0, major = 0, minor = 0, cluster_launch = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    int device = 0, cluster_launch = 0;
+    cudaError_t err = sm90a_tma_support();
+    if (err != cudaSuccess) return static_cast<int>(err);
+    err = cudaGetDevice(&device);
     if (err == cudaSuccess) err = cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, device);
     if (err != cudaSuccess) return static_cast<int>(err);
-    if (major != 9 || minor != 0 || !cluster_launch || encode_fn() == nullptr) return cudaErrorNotSupported;
+    if (!cluster_launch) return cudaErrorNotSupported;
     err = configure_kernels();
     if (err != cudaSuccess) return static_cast<int>(err);
     for (int v = 0; v < kVariants; ++v) {
