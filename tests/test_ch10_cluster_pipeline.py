@@ -70,6 +70,13 @@ def test_pair_is_discovered_with_its_contract():
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "sm_90a" in pair.requires.note
     assert pair.variant_needs == {**{v: ("gpu", "nvcc") for v in HAND_WRITTEN}, "cublas": ("gpu",)}
     assert pair.lesson and "\n" not in pair.lesson
+    assert pair.roles == {"cublas": "reference"} and pair.role("four_stage_no_multicast") == "optimization"
+    expect = {m.metric: m for m in pair.expect}
+    assert set(expect) == {"tensor_pipe_active_pct", "l2_bytes"}
+    assert expect["tensor_pipe_active_pct"].change == "increase" and "baseline" not in expect[
+        "tensor_pipe_active_pct"].variants
+    # the multicast's saving, seen from the multicast baseline: the per-CTA control reads more from L2
+    assert (expect["l2_bytes"].change, expect["l2_bytes"].variants) == ("increase", ("four_stage_no_multicast",))
     assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
     assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
     assert runnable_variants(pair, have_gpu=True, have_nvcc=False, have_triton=False) == []   # the pair needs nvcc

@@ -123,7 +123,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Inputs, KernelPair, Mechanism, Requirements
 
 NAME = "ch10.cluster_pipeline"
 CUDA_SOURCE = Path(__file__).with_name("cluster_pipeline.cu")
@@ -292,4 +292,11 @@ PAIR = KernelPair(
     variant_needs={"baseline": ("gpu", "nvcc"), "four_stage": ("gpu", "nvcc"),
                    "four_stage_no_multicast": ("gpu", "nvcc"), "four_stage_eager": ("gpu", "nvcc"),
                    "cublas": ("gpu",)},
+    roles={"cublas": "reference"},     # what an fp16 GEMM is held to, never the headline
+    expect=(Mechanism("tensor_pipe_active_pct", "increase", factor=1.2,
+                      variants=("four_stage", "four_stage_no_multicast", "four_stage_eager"),
+                      why="3 k-tiles in flight instead of 1: the wgmmas stop waiting on TMA's L2 round trip"),
+            Mechanism("l2_bytes", "increase", factor=1.25, variants=("four_stage_no_multicast",),
+                      why="without the multicast L2 serves each B tile twice per cluster: 1.81 vs 1.21 GB "
+                          "of TMA reads per call")),
 )
