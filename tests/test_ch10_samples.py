@@ -34,7 +34,7 @@ def kernels(db, pair: str):
 
 
 def test_every_pair_of_chapter_10_ran_on_an_h100_and_passed_its_check(db):
-    assert len(RUNS) == 22 and len({pair_of(r) for r in RUNS}) == 22
+    assert len(RUNS) == 23 and len({pair_of(r) for r in RUNS}) == 23
     for run_dir in RUNS:
         result = run_summary(db.run(run_dir.name))
         assert "H100" in result["run"]["gpu_name"] and result["run"]["status"] == "ok", run_dir.name
