@@ -27,20 +27,23 @@ TRITON_STAGES = ("ttir", "ttgir", "llir", "ptx", "source")     # text stages Tri
 
 
 def _call_body(text: str) -> str:
-    """The source of the module's `call` function, where kernels are launched: a top-level
-    `def call(args)` (torch <= 2.9) or `Runner.call(self, args)` (later); '' if none."""
+    """The source of the functions that launch kernels: the module's `call` (a top-level
+    `def call(args)` in torch <= 2.9, `Runner.call(self, args)` later) and, where Inductor
+    splits the graph into partitions (torch 2.11: `call` only runs `self.partitions[i]`), each
+    top-level `def partition_<i>(args)`; '' if none."""
     lines = text.splitlines()
+    bodies = []
     for i, line in enumerate(lines):
-        m = re.match(r"^(\s*)def call\(", line)
-        if not m:
+        m = re.match(r"^(\s*)def (call|partition_\d+)\(", line)
+        if not m or (m.group(2) != "call" and m.group(1)):
             continue
         indent, body = len(m.group(1)), [line]
         for nxt in lines[i + 1:]:
             if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
                 break
             body.append(nxt)
-        return "\n".join(body)
-    return ""
+        bodies.append("\n".join(body))
+    return "\n".join(bodies)
 
 
 def output_code_kernels(text: str) -> list[dict[str, Any]]:
