@@ -93,6 +93,17 @@ def triton_kernel_dirs(root: Path) -> list[tuple[Path, dict[str, Any]]]:
     return sorted(found, key=lambda fm: (fm[1]["name"], str(fm[0])))
 
 
+_LOC = re.compile(r'^#loc\d* = loc\("([^"]+)":\d+:\d+\)', re.M)
+
+
+def kernel_source_file(ttir: str) -> str | None:
+    """The Python file that defined a Triton kernel, from its TTIR (`<name>.source` in the cache
+    starts `#loc = loc("<file>":<line>:<col>)`); None when the text names none. For a kernel
+    Inductor wrote, that file lies in Inductor's cache; for a hand-written one, beside its pair."""
+    m = _LOC.search(ttir[:4000])
+    return m.group(1) if m else None
+
+
 def read_index(run_dir: Path) -> dict[str, Any] | None:
     """A run folder's generated/index.json (`collect.generated`), or None when it has none."""
     path = Path(run_dir) / GENERATED_INDEX
