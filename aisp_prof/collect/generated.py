@@ -38,6 +38,7 @@ import os
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import Any, Mapping
 
@@ -49,6 +50,7 @@ from ..parse.generated_code import (extern_calls, is_output_code, kernel_source_
 log = logging.getLogger(__name__)
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 KEPT_STAGES = ("ttgir", "ptx", "source")          # Triton's text stages worth reading (ttir/llir: in between)
+MAX_CUOBJDUMP_WORKERS = 16   # cuobjdump -sass takes ~0.4 s a cubin, all of it in the child process
 
 
 def cache_env(folder: Path, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -163,8 +165,10 @@ def index_generated(cache: Path, out: Path, cuobjdump: Path | None = None) -> di
     found = triton_kernel_dirs(cache / "triton") if (cache / "triton").is_dir() else []
     drop = [unused_candidate(meta["name"], _source_file(folder, meta["name"]), used, cache / "inductor")
             for folder, meta in found]
-    kernels = [{**_triton_kernel(folder, meta, out, cuobjdump), "kept": True}
-               for (folder, meta), dropped in zip(found, drop) if not dropped]
+    keep = [(folder, meta) for (folder, meta), gone in zip(found, drop) if not gone]
+    # each kernel writes only its own folder; cuobjdump runs in a child, so threads overlap them
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_CUOBJDUMP_WORKERS, os.cpu_count() or 1))) as pool:
+        kernels = [{**k, "kept": True} for k in pool.map(lambda fm: _triton_kernel(*fm, out, cuobjdump), keep)]
     dropped = [_dropped(meta, folder) for (folder, meta), gone in zip(found, drop) if gone]
     for k in kernels:
         k["defined_in"] = [m["file"] for m in modules if any(d["name"] == k["name"] for d in m["kernels"])]
