@@ -74,3 +74,116 @@ def test_hand_written_kernels_and_runs_without_output_code_keep_everything(tmp_p
     assert not unused_candidate("triton_matmul", "/work/kernels/ch14/x.py", {"triton_poi_fused_mul_0"}, inductor)
     assert not unused_candidate("triton_mm", run_cache, set(), inductor)       # no output code found
     assert not unused_candidate("triton_mm", None, {"triton_poi_fused_mul_0"}, inductor)
+
+
+# ------------------------------------------------------------------ joining ncu launches to builds
+from click.testing import CliRunner  # noqa: E402
+
+from aisp_prof.analyze.generated_code import MATCHED, NOT_GENERATED, match_launch, match_launches  # noqa: E402
+from aisp_prof.cli import cli  # noqa: E402
+from aisp_prof.store.ingest import load_run_dir  # noqa: E402
+
+# the build each Triton launch of the run ran, by launch id (ncu's order): name + block threads +
+# registers + dynamic shared memory leave exactly one of the index's 76
+RAN = {1: "96c929d2", 2: "215f0464", 3: "efd75ad1", 4: "f8e51c98", 5: "efd75ad1", 6: "f8e51c98", 7: "cee68c30",
+       9: "53f06d23", 11: "6e4fda78", 13: "61a17a92", 14: "d0af4d10", 16: "92b7976f"}
+# two launches stay ambiguous: ncu reads 16 registers for any kernel of 16 or fewer, and
+# - triton_poi_fused_gelu_1 has two 16-warp builds of 13 and 12 registers, XBLOCK 256 and 512
+#   (their TTGIR): only the grid tells them apart (4096 blocks x 512 = the 2097152 elements the
+#   output code passes: cd539780), which the join does not read;
+# - triton_per_fused_sum_4 has two 2-warp builds with identical TTGIR, 12 registers, 8 B shared:
+#   the same kernel compiled twice, nothing in a launch can tell them apart.
+AMBIGUOUS = {12: ("170ba3a2", "cd539780"), 15: ("3f46aeaa", "5ec91ad9")}
+
+
+@pytest.fixture
+def h100_launches(h100, h100_index):
+    return match_launches(load_run_dir(h100 / H100_RUN).kernels, h100_index)
+
+
+def test_every_triton_launch_matches_one_build_or_says_which_are_ambiguous(h100_launches):
+    triton = h100_launches[h100_launches["kernel"].str.startswith("triton_")]
+    assert len(triton) == 14
+    matched = triton[triton["match"] == MATCHED]
+    assert {int(i): h[:8] for i, h in zip(matched["launch_id"], matched["hash"])} == RAN
+    rest = triton[triton["match"] != MATCHED]
+    assert set(rest["match"]) == {"ambiguous (2 candidates)"} and rest["hash"].isna().all()
+    assert {int(i): tuple(h[:8] for h in c) for i, c in zip(rest["launch_id"], rest["candidates"])} == AMBIGUOUS
+    assert list(h100_launches.columns[:4]) == ["variant", "launch_id", "kernel", "duration_ns"]
+
+
+def test_a_name_collision_is_resolved_by_registers(h100_index):
+    """triton_red_fused_sum_0: 12 builds of one name, 6 of them with 16 warps (512 threads) and
+    64 B shared; the launch's 24 registers leave one."""
+    name = "triton_red_fused_sum_0"
+    status, by_name = match_launch(h100_index, name)
+    assert status == "ambiguous (12 candidates)"
+    status, by_shape = match_launch(h100_index, name, block_threads=512, dynamic_shared_bytes=64)
+    assert status == "ambiguous (5 candidates)" and {k["registers"] for k in by_shape} == {19, 24, 29}
+    status, [one] = match_launch(h100_index, name, block_threads=512, registers=24, dynamic_shared_bytes=64)
+    assert status == MATCHED and one["hash"].startswith("96c929d2")
+    # fewer than 16 registers read as 16: the only 1-warp build of triton_per_fused_lt_sum_1 has 14
+    status, [one] = match_launch(h100_index, "triton_per_fused_lt_sum_1", block_threads=32, registers=16)
+    assert status == MATCHED and one["registers"] == 14
+    status, none = match_launch(h100_index, name, block_threads=512, registers=25, dynamic_shared_bytes=64)
+    assert status == "no build of this shape (12 of this name)" and none == []
+
+
+def test_an_aten_kernel_is_not_generated_here(h100_launches):
+    aten = h100_launches[h100_launches["kernel"] == "multi_tensor_apply_kernel"]
+    assert len(aten) == 3 and set(aten["match"]) == {NOT_GENERATED} and aten["hash"].isna().all()
+
+
+@pytest.fixture
+def h100_db(h100, tmp_path):
+    db = str(tmp_path / "a.db")
+    CliRunner().invoke(cli, ["import", str(h100 / H100_RUN), "--db", db], catch_exceptions=False)
+    return db
+
+
+def test_code_command_lists_the_kernels_that_ran(h100_db):
+    out = CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db])
+    assert out.exit_code == 0, out.output
+    assert "17 ncu launch(es), 14 generated kernel(s) that ran" in out.output
+    assert "45 autotune candidate(s) not kept" in out.output
+    launch_14 = next(line for line in out.output.splitlines() if line.split()[:2] == ["tensor_branch", "14"])
+    assert launch_14.split()[2:4] == ["triton_red_fused_sum_3", "4.29"] and launch_14.endswith("d0af4d10")
+    assert "not generated here" in out.output and "builds 170ba3a2, cd539780 all fit" in out.output
+    # one build of triton_red_fused_sum_3 ran; --all shows its 14
+    assert out.output.count("triton_red_fused_sum_3  ") == 1 + 1
+    out = CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db, "--all", "--kernel", "triton_red_fused_sum_3"])
+    assert "14 kept Triton kernel(s)" in out.output
+
+
+def test_code_command_prints_the_build_that_ran(h100_db):
+    out = CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db, "--kernel", "triton_red_fused_sum_3",
+                                   "--show", "ptx"])
+    assert out.exit_code == 0, out.output
+    assert out.output.count("=== ") == 1 and "=== triton_red_fused_sum_3 (d0af4d10): ptx ===" in out.output
+    assert ".entry triton_red_fused_sum_3" in out.output
+    doc = json.loads(CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db, "--variant", "baseline",
+                                              "--json"]).output)
+    assert len(doc["launches"]) == 10 and {k["name"] for k in doc["kernels"]} == {
+        "triton_red_fused_sum_0", "triton_per_fused_lt_sum_1", "triton_tem_fused_addmm_t_2", "triton_poi_fused_gelu_3",
+        "triton_tem_fused_addmm_gelu_t_4", "triton_poi_fused_mul_neg_0"}
+    assert [m["file"].split("/")[-1][:6] for m in doc["output_code"]] == ["c2m7rp", "ccgbmf"]
+
+
+def test_report_links_each_kernel_row_to_the_build_that_ran(h100_db, tmp_path):
+    from aisp_prof.api import open_db
+
+    db = open_db(h100_db)
+    page = db.page(H100_RUN)
+    rows = {(k["variant"], k["kernel"]): k for k in page["kernels"]}
+    assert rows[("tensor_branch", "triton_red_fused_sum_3")]["generated"] == "d0af4d10"
+    assert rows[("tensor_branch", "triton_per_fused_sum_4")]["generated_match"] == "ambiguous (2 candidates)"
+    aten = next(k for (v, name), k in rows.items() if "multi_tensor_apply_kernel" in name)
+    assert aten["generated"] is None and aten["generated_match"] is None
+    gen = {g["hash"]: g for g in page["generated_code"]}
+    assert gen["d0af4d10"]["variants"] == ["tensor_branch"]
+    assert sum(g["variants"] == ["tensor_branch"] for g in gen.values() if g["name"] == "triton_red_fused_sum_3") == 1
+    assert gen["cd539780"]["variants"] == [] and gen["cd539780"]["maybe_variants"] == ["tensor_branch"]
+    assert [bool(g["variants"]) for g in page["generated_code"][:11]] == [True] * 10 + [False]   # ran: first
+    report = db.report(runs=[H100_RUN], out=tmp_path / "report")
+    html = next(p for p in report.pages if "graph_break" in p.name).read_text()
+    assert '<a href="#gen-d0af4d10"' in html and 'id="gen-d0af4d10"' in html
