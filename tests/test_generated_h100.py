@@ -161,6 +161,10 @@ def test_code_command_prints_the_build_that_ran(h100_db):
     assert out.exit_code == 0, out.output
     assert out.output.count("=== ") == 1 and "=== triton_red_fused_sum_3 (d0af4d10): ptx ===" in out.output
     assert ".entry triton_red_fused_sum_3" in out.output
+    out = CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db, "--kernel", "per_fused_sum_4", "--show", "ptx"])
+    assert out.output.count("(one of 2 builds that fit launch 15) ===") == 2
+    out = CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db, "--kernel", "fused_mul_0", "--show", "ptx"])
+    assert "no launch ncu saw ran a kept build named like 'fused_mul_0'" in out.output     # compiled, never profiled
     doc = json.loads(CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db, "--variant", "baseline",
                                               "--json"]).output)
     assert len(doc["launches"]) == 10 and {k["name"] for k in doc["kernels"]} == {

@@ -45,14 +45,20 @@ def code_cmd(run: str, variant: str | None, kernel: str | None, all_kernels: boo
         _print_summary(found)
         return
     root = Path(found["generated_dir"])
+    if show != "output" and not found["kernels"] and not found["all"]:
+        click.echo("no launch ncu saw ran a kept build" + (f" named like {kernel!r}" if kernel else "")
+                   + ": --all prints every kept kernel", err=True)
     if show == "output":
         for m in found["output_code"]:
             click.echo(f"=== {m['file']} ===")
             click.echo((root / m["file"]).read_text())
         return
+    unsure = {h: r for r in found["launches"] if r["match"].startswith("ambiguous") for h in r["candidates"]}
     for k in found["kernels"]:
         rel = (k.get("files") or {}).get(show)
-        click.echo(f"=== {k['name']} ({k['hash'][:8]}): {show} ===")
+        maybe = (f" (one of {len(unsure[k['hash']]['candidates'])} builds that fit launch "
+                 f"{unsure[k['hash']]['launch_id']})" if k["hash"] in unsure and not found["all"] else "")
+        click.echo(f"=== {k['name']} ({k['hash'][:8]}): {show}{maybe} ===")
         click.echo((root / rel).read_text() if rel else f"(no {show} kept: "
                    + ("cuobjdump was not found when the run was collected)" if show == "sass" else "not in the cache)"))
 
