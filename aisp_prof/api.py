@@ -222,28 +222,47 @@ class RunDatabase:
 
     # ------------------------------------------------------------------ generated code
     def generated_code(self, run: str = "latest", variant: str | None = None,
-                       kernel: str | None = None) -> dict[str, Any]:
-        """What the compilers generated for a run (its folder's generated/index.json): the
-        Triton kernels (launch configuration, registers, PTX/SASS summaries, files) and the
-        Inductor output-code modules, narrowed to `variant`'s launches and names containing
-        `kernel`. ExportParseError when the run's folder has no generated code here."""
-        from .analyze.generated_code import launched_names, select_kernels, select_output_code
+                       kernel: str | None = None, all_kernels: bool = False) -> dict[str, Any]:
+        """What the compilers generated for a run (its folder's generated/index.json): each ncu
+        launch joined to the compiled kernel that ran (`launches`, see
+        `analyze.generated_code.match_launches`), those kernels (launch configuration,
+        registers, PTX/SASS summaries, files) and the Inductor output code that defines them.
+        `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
+        and kernel names containing `kernel`. ExportParseError when the run's folder has no
+        generated code here."""
+        from .analyze.generated_code import (launched_names, match_launches, select_kernels,
+                                             select_output_code)
         from .naming import GENERATED_DIR
         from .parse.generated_code import read_index
 
-        data = self.run(run, tables=("kernels", "timeline") if variant else ())
+        data = self.run(run, tables=("kernels", "timeline"))
         run_dir = data.run.get("run_dir")
         index = read_index(Path(run_dir)) if run_dir else None
         if index is None:
             raise ExportParseError(
                 f"run {data.run_id} has no generated code here: no variant compiled anything (torch.compile, "
                 f"Triton), the run predates generated/, or its folder ({run_dir or 'none'}) is on another machine")
+        launches = match_launches(data.kernels, index)
+        if variant:
+            launches = launches[launches["variant"] == variant]
+        if kernel:
+            launches = launches[launches["kernel"].str.contains(kernel, case=False, regex=False)]
         launched = launched_names(variant, data.kernels, data.timeline) if variant else None
-        kernels = select_kernels(index, kernel, launched)
+        if all_kernels:
+            kernels = select_kernels(index, kernel, launched)
+        else:
+            ran = [h for hashes in launches["candidates"] for h in hashes]
+            by_hash = {k["hash"]: k for k in index.get("kernels") or []}
+            kernels = [by_hash[h] for h in dict.fromkeys(ran)]           # in launch order, once each
+        names = {k["name"] for k in kernels}
         return {"run_id": data.run_id, "generated_dir": str(Path(run_dir) / GENERATED_DIR), "variant": variant,
-                "kernel": kernel, "launched": sorted(launched) if launched is not None else None,
-                "cuobjdump": index.get("cuobjdump"), "kernels": kernels,
-                "output_code": select_output_code(index, kernels, kernel, launched)}
+                "kernel": kernel, "all": all_kernels, "launched": sorted(launched) if launched is not None else None,
+                "cuobjdump": index.get("cuobjdump"), "dropped_kernels": index.get("dropped_kernels", 0),
+                "launches": launches.astype(object).where(launches.notna(), None).to_dict("records"),
+                "kernels": kernels,
+                # no filter: every module (a graph's output code, whichever of its kernels ran)
+                "output_code": select_output_code(index, kernels, kernel, launched if all_kernels or not (variant or kernel)
+                                                  else names)}
 
     # ------------------------------------------------------------------ reports
     def page(self, run: str = "latest") -> dict[str, Any]:

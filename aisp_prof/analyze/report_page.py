@@ -17,7 +17,7 @@ from ..pairs.roles import OPTIMIZATION
 from ..store.run_data import RunData
 from .ceilings import precision_label
 from .compiled import compile_warnings
-from .generated_code import code_rows
+from .generated_code import code_rows, link_kernel_rows, match_launches
 from .headline import headline as answer
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
@@ -95,6 +95,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     headline = _headline(summary, _bounds(roof_dict))
     _add_intervals(headline, run)
     stalls, selected = stall_rows(kernels_f, variants)
+    matches = match_launches(run.kernels, generated) if generated else None     # ncu launch -> the build that ran
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
         # the fastest optimization whose output passed (or was not checked); a wrong one only if all
@@ -113,11 +114,11 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         "sol": sol_rows(kernels_f, variants),
         "memory": memory_rows(kernels_f, variants),
         "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
-        "kernels": kernel_rows(run.kernels, run.timeline, variants),
+        "kernels": link_kernel_rows(kernel_rows(run.kernels, run.timeline, variants), matches),
         "memory_ops": memory_op_rows(run.memory_ops, run.ranges, variants),
         "timeline": _strips(run, variants),
         "compiled_any": any(s.get("compiled") for s in summary),
-        "generated_code": code_rows(generated, variants, run.kernels, run.timeline),
+        "generated_code": code_rows(generated, variants, matches, run.kernels, run.timeline),
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
         "calibrated": any(c.get("measured") for c in ceilings),

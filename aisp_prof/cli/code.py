@@ -13,26 +13,32 @@ STAGES = ("summary", "ptx", "sass", "ttgir", "source", "output")
 
 @click.command("code")
 @click.argument("run")
-@click.option("--variant", help="Only the kernels this variant launched (names from the ncu/nsys tables).")
+@click.option("--variant", help="Only this variant's launches (and, with --all, the kernels of those names).")
 @click.option("--kernel", help="Only kernels whose name contains this text.")
+@click.option("--all", "all_kernels", is_flag=True,
+              help="Every kept kernel, ran or not (one name may have been compiled in several configurations), "
+                   "instead of the ones ncu saw run.")
 @click.option("--show", type=click.Choice(STAGES), default="summary", show_default=True,
               help="What to print: the summary table, a listing of each kernel (ptx, sass, ttgir, source: "
                    "Triton's MLIR), or Inductor's output code (the module that defines and launches them).")
 @db_option
 @json_option
 @wide_option
-def code_cmd(run: str, variant: str | None, kernel: str | None, show: str, db: Path | None, as_json: bool) -> None:
-    """The code the compilers generated for RUN: each Triton kernel's launch configuration,
-    registers, local memory and PTX/SASS instruction mix, and Inductor's output code, kept in
-    the run folder (generated/) by `aisp-prof run`.
+def code_cmd(run: str, variant: str | None, kernel: str | None, all_kernels: bool, show: str, db: Path | None,
+             as_json: bool) -> None:
+    """The code the compilers generated for RUN, kept in the run folder (generated/) by
+    `aisp-prof run`: each ncu launch joined to the compiled kernel that ran (by name, block
+    threads, registers and dynamic shared memory), those kernels' launch configuration,
+    registers, local memory and PTX/SASS instruction mix, and Inductor's output code.
 
     \b
     Examples:
       aisp-prof code latest
       aisp-prof code ch14.regional_triton --variant compiled --show sass
-      aisp-prof code latest --kernel triton_poi_fused --show output
+      aisp-prof code latest --kernel triton_red_fused_sum_3 --show ptx
+      aisp-prof code latest --all --kernel triton_poi_fused --show output
     """
-    found = database(db).generated_code(run, variant, kernel)
+    found = database(db).generated_code(run, variant, kernel, all_kernels)
     if as_json:
         echo_json(found)
         return
@@ -40,16 +46,46 @@ def code_cmd(run: str, variant: str | None, kernel: str | None, show: str, db: P
         _print_summary(found)
         return
     root = Path(found["generated_dir"])
+    if show != "output" and not found["kernels"] and not found["all"]:
+        click.echo("no launch ncu saw ran a kept build" + (f" named like {kernel!r}" if kernel else "")
+                   + ": --all prints every kept kernel", err=True)
     if show == "output":
         for m in found["output_code"]:
             click.echo(f"=== {m['file']} ===")
             click.echo((root / m["file"]).read_text())
         return
+    unsure = {h: r for r in found["launches"] if r["match"].startswith("ambiguous") for h in r["candidates"]}
     for k in found["kernels"]:
         rel = (k.get("files") or {}).get(show)
-        click.echo(f"=== {k['name']} ({k['hash'][:8]}): {show} ===")
+        maybe = (f" (one of {len(unsure[k['hash']]['candidates'])} builds that fit launch "
+                 f"{unsure[k['hash']]['launch_id']})" if k["hash"] in unsure and not found["all"] else "")
+        click.echo(f"=== {k['name']} ({k['hash'][:8]}): {show}{maybe} ===")
         click.echo((root / rel).read_text() if rel else f"(no {show} kept: "
                    + ("cuobjdump was not found when the run was collected)" if show == "sass" else "not in the cache)"))
+
+
+def _print_launches(found: dict[str, Any]) -> None:
+    from ..render.table import render
+
+    rows = [[r["variant"], r["launch_id"], r["kernel"], _us(r["duration_ns"]), _int(r["block_size"]),
+             _int(r["registers_per_thread"]), _int(r["dynamic_shared_bytes"]),
+             r["hash"][:8] if r["hash"] else r["match"]] for r in found["launches"]]
+    if rows:
+        click.echo(render(["variant", "launch", "kernel", "duration us", "threads", "regs", "dyn shared B",
+                           "generated"], rows, table_width(), clip=("kernel",),
+                           drop=("dyn shared B", "threads", "regs")))
+        ambiguous = [r for r in found["launches"] if r["match"].startswith("ambiguous")]
+        for r in ambiguous:
+            click.echo(f"launch {r['launch_id']} ({r['kernel']}): builds {', '.join(h[:8] for h in r['candidates'])} "
+                       "all fit its launch shape")
+
+
+def _us(ns: Any) -> str:
+    return "-" if ns is None else f"{float(ns) / 1e3:.2f}"
+
+
+def _int(x: Any) -> Any:
+    return "-" if x is None else int(x)
 
 
 def _print_summary(found: dict[str, Any]) -> None:
@@ -57,8 +93,17 @@ def _print_summary(found: dict[str, Any]) -> None:
 
     width = table_width()
     where = f" launched by {found['variant']}" if found.get("variant") else ""
-    lines = [f"run {found['run_id']}: {len(found['kernels'])} Triton kernel(s){where}; files under "
-             f"{found['generated_dir']}"]
+    if found.get("all"):
+        head = f"{len(found['kernels'])} kept Triton kernel(s){where}"
+    else:
+        head = (f"{len(found['launches'])} ncu launch(es){where}, {len(found['kernels'])} generated kernel(s) "
+                "that ran (--all: every kept one)")
+    dropped = f", {found['dropped_kernels']} autotune candidate(s) not kept" if found.get("dropped_kernels") else ""
+    for line in wrap_lines([f"run {found['run_id']}: {head}{dropped}; files under {found['generated_dir']}"], width):
+        click.echo(line)
+    if not found.get("all"):
+        _print_launches(found)
+    lines: list[str] = []
     rows = []
     for k in found["kernels"]:
         ptx, sass = k.get("ptx") or {}, k.get("sass") or {}
@@ -77,7 +122,7 @@ def _print_summary(found: dict[str, Any]) -> None:
         launches = ", ".join(f"{d['name']} x{d['launches_per_call']}" for d in m["kernels"]) or "none"
         extern = ", ".join(f"{n} x{c}" for n, c in (m.get("extern_calls") or {}).items())
         out.append(f"output code {m['file']}: launches per call: {launches}" + (f"; library calls: {extern}" if extern else ""))
-    for line in wrap_lines(lines[:1], width) + lines[1:] + wrap_lines(out, width):
+    for line in lines + wrap_lines(out, width):
         click.echo(line)
 
 

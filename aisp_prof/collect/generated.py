@@ -6,10 +6,22 @@ nothing (its wall time is the honest compile cost) while the later children (tim
 find the caches warm. When the children are done, `keep_generated` copies out what a reader
 needs and drops the rest (shared objects, cubins, pickled graphs):
 
-    generated/index.json                 every Triton kernel and output-code module (below)
+    generated/index.json                 the kept Triton kernels, the dropped ones (one line each)
+                                         and the output-code modules (below)
     generated/output_code/<module>.py    Inductor's output code: the kernels it defines and launches
     generated/triton/<name>-<hash8>/     <name>.ttgir, .ptx, .source, .json (metadata) and, where
                                          cuobjdump is found, .sass and .res_usage.txt
+
+Only what a profile can link to is kept. Under max-autotune Inductor compiles benchmark
+candidates (`triton_mm`, `triton_` ...) that no output code launches: on an H100 run of
+ch14.graph_break_control_flow 45 of 121 kernels, whose SASS listings made up much of 26 MB and
+whose cuobjdump calls most of a minute. A kernel whose TTIR says it was written into Inductor's
+cache and whose name no output-code module defines is such a candidate: the index keeps one line
+for it (name, hash, warps, stages, `kept: false`), no files, no cuobjdump. Hand-written Triton
+kernels (their source is a pair's file) are always kept, and nothing is dropped where no output
+code was found. Same-named kernels compiled in several configurations (Inductor's runtime
+autotuning of pointwise and reduction kernels) are all kept: which one ran is told by its launch
+shape (`analyze.generated_code.match_launches`).
 
 Each kernel's entry holds its launch configuration (warps, stages, shared memory), registers and
 local memory (cuobjdump -res-usage), PTX and SASS summaries (`analyze.ptx.kernel_code_summary`)
@@ -25,16 +37,20 @@ import logging
 import os
 import shutil
 import subprocess
-from pathlib import Path
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path, PurePath
 from typing import Any, Mapping
 
 from ..analyze.ptx import kernel_code_summary
 from ..naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
-from ..parse.generated_code import extern_calls, is_output_code, output_code_kernels, triton_kernel_dirs
+from ..parse.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
+                                    triton_kernel_dirs)
 
 log = logging.getLogger(__name__)
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 KEPT_STAGES = ("ttgir", "ptx", "source")          # Triton's text stages worth reading (ttir/llir: in between)
+MAX_CUOBJDUMP_WORKERS = 16   # cuobjdump -sass takes ~0.4 s a cubin, all of it in the child process
 
 
 def cache_env(folder: Path, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -107,28 +123,70 @@ def _output_code(root: Path, out: Path) -> list[dict[str, Any]]:
     return modules
 
 
+def in_inductor_cache(source_file: str | None, inductor_dir: Path) -> bool:
+    """Whether a kernel's defining file lies in Inductor's cache: under `inductor_dir`, or under
+    any run folder's `compile_cache/inductor/` (the TTIR keeps the path the child compiled in)."""
+    if not source_file:
+        return False
+    path = PurePath(source_file)
+    if path.is_relative_to(inductor_dir):
+        return True
+    parts = path.parts
+    return any(parts[i:i + 2] == (COMPILE_CACHE_DIR, "inductor") for i in range(len(parts) - 1))
+
+
+def unused_candidate(name: str, source_file: str | None, used: set[str], inductor_dir: Path) -> bool:
+    """An Inductor-written kernel that no output-code module defines (an autotuning benchmark
+    candidate): dropped. False for every kernel when `used` is empty (no output code found)."""
+    return bool(used) and name not in used and in_inductor_cache(source_file, inductor_dir)
+
+
+def _source_file(folder: Path, name: str) -> str | None:
+    try:
+        with open(folder / f"{name}.source", errors="replace") as f:
+            return kernel_source_file(f.read(4000))
+    except OSError:
+        return None
+
+
+def _dropped(meta: dict[str, Any], folder: Path) -> dict[str, Any]:
+    return {"name": meta["name"], "hash": str(meta.get("hash") or folder.name), "num_warps": meta.get("num_warps"),
+            "num_stages": meta.get("num_stages"), "kept": False}
+
+
 def index_generated(cache: Path, out: Path, cuobjdump: Path | None = None) -> dict[str, Any]:
     """Copy and summarize a compile cache (`cache`/inductor, `cache`/triton) into `out`; write
-    and return the index: {"kernels": [...], "output_code": [...], "cuobjdump": path or None}."""
+    and return the index: {"kernels": [...kept...], "dropped": [...one line each...],
+    "dropped_kernels": n, "output_code": [...], "cuobjdump": path or None}. Kernels are sorted
+    out before any file is copied or cuobjdump runs."""
     out.mkdir(parents=True, exist_ok=True)
-    kernels = [_triton_kernel(folder, meta, out, cuobjdump)
-               for folder, meta in triton_kernel_dirs(cache / "triton")] if (cache / "triton").is_dir() else []
     modules = _output_code(cache / "inductor", out) if (cache / "inductor").is_dir() else []
+    used = {d["name"] for m in modules for d in m["kernels"]}
+    found = triton_kernel_dirs(cache / "triton") if (cache / "triton").is_dir() else []
+    drop = [unused_candidate(meta["name"], _source_file(folder, meta["name"]), used, cache / "inductor")
+            for folder, meta in found]
+    keep = [(folder, meta) for (folder, meta), gone in zip(found, drop) if not gone]
+    # each kernel writes only its own folder; cuobjdump runs in a child, so threads overlap them
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_CUOBJDUMP_WORKERS, os.cpu_count() or 1))) as pool:
+        kernels = [{**k, "kept": True} for k in pool.map(lambda fm: _triton_kernel(*fm, out, cuobjdump), keep)]
+    dropped = [_dropped(meta, folder) for (folder, meta), gone in zip(found, drop) if gone]
     for k in kernels:
         k["defined_in"] = [m["file"] for m in modules if any(d["name"] == k["name"] for d in m["kernels"])]
-    text = json.dumps({"kernels": kernels, "output_code": modules, "cuobjdump": str(cuobjdump) if cuobjdump else None},
-                      indent=1, sort_keys=True)
+    text = json.dumps({"kernels": kernels, "dropped": dropped, "dropped_kernels": len(dropped), "output_code": modules,
+                       "cuobjdump": str(cuobjdump) if cuobjdump else None}, indent=1, sort_keys=True)
     (out / "index.json").write_text(text)
     return json.loads(text)        # as a reader of the file sees it (byte-width keys are strings)
 
 
 def keep_generated(folder: Path, env: Mapping[str, str]) -> dict[str, Any] | None:
     """After the children: index the run's own compile cache into generated/, then remove the
-    cache. Returns what run.json records (counts and where), or None when nothing was generated."""
+    cache. Returns what run.json records (kept and dropped counts, where, seconds spent indexing),
+    or None when nothing was generated."""
     cache = folder / COMPILE_CACHE_DIR
     ours = {sub for var, sub in CACHE_VARS.items() if env.get(var) == str(cache / sub)}
     if not ours or not cache.is_dir():
         return None
+    start = time.perf_counter()
     try:
         index = index_generated(cache, folder / GENERATED_DIR, find_cuobjdump())
     finally:
@@ -137,4 +195,5 @@ def keep_generated(folder: Path, env: Mapping[str, str]) -> dict[str, Any] | Non
         shutil.rmtree(folder / GENERATED_DIR, ignore_errors=True)
         return None
     return {"index": GENERATED_INDEX, "triton_kernels": len(index["kernels"]),
-            "output_code_modules": len(index["output_code"]), "sass": index["cuobjdump"] is not None}
+            "dropped_kernels": index["dropped_kernels"], "output_code_modules": len(index["output_code"]),
+            "sass": index["cuobjdump"] is not None, "index_wall_s": round(time.perf_counter() - start, 2)}

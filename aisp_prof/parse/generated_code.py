@@ -27,20 +27,23 @@ TRITON_STAGES = ("ttir", "ttgir", "llir", "ptx", "source")     # text stages Tri
 
 
 def _call_body(text: str) -> str:
-    """The source of the module's `call` function, where kernels are launched: a top-level
-    `def call(args)` (torch <= 2.9) or `Runner.call(self, args)` (later); '' if none."""
+    """The source of the functions that launch kernels: the module's `call` (a top-level
+    `def call(args)` in torch <= 2.9, `Runner.call(self, args)` later) and, where Inductor
+    splits the graph into partitions (torch 2.11: `call` only runs `self.partitions[i]`), each
+    top-level `def partition_<i>(args)`; '' if none."""
     lines = text.splitlines()
+    bodies = []
     for i, line in enumerate(lines):
-        m = re.match(r"^(\s*)def call\(", line)
-        if not m:
+        m = re.match(r"^(\s*)def (call|partition_\d+)\(", line)
+        if not m or (m.group(2) != "call" and m.group(1)):
             continue
         indent, body = len(m.group(1)), [line]
         for nxt in lines[i + 1:]:
             if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
                 break
             body.append(nxt)
-        return "\n".join(body)
-    return ""
+        bodies.append("\n".join(body))
+    return "\n".join(bodies)
 
 
 def output_code_kernels(text: str) -> list[dict[str, Any]]:
@@ -88,6 +91,17 @@ def triton_kernel_dirs(root: Path) -> list[tuple[Path, dict[str, Any]]]:
         if isinstance(meta, dict) and meta.get("name") == meta_path.stem:
             found.append((meta_path.parent, meta))
     return sorted(found, key=lambda fm: (fm[1]["name"], str(fm[0])))
+
+
+_LOC = re.compile(r'^#loc\d* = loc\("([^"]+)":\d+:\d+\)', re.M)
+
+
+def kernel_source_file(ttir: str) -> str | None:
+    """The Python file that defined a Triton kernel, from its TTIR (`<name>.source` in the cache
+    starts `#loc = loc("<file>":<line>:<col>)`); None when the text names none. For a kernel
+    Inductor wrote, that file lies in Inductor's cache; for a hand-written one, beside its pair."""
+    m = _LOC.search(ttir[:4000])
+    return m.group(1) if m else None
 
 
 def read_index(run_dir: Path) -> dict[str, Any] | None:
