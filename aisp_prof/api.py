@@ -35,7 +35,8 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 
 Progress = Callable[[str], None]
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
-                 "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
+                 "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread",
+                 "derived_from_rates")     # the counts ncu gave only as rates (`parse.rate_counts`), else null
 SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles")     # what a per-variant summary reads
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
