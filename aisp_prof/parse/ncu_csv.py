@@ -40,6 +40,7 @@ from aisp_prof.parse.ncu_csv_text import (
     read_text,
 )
 from aisp_prof.parse.ncu_units import base_unit, number_text
+from aisp_prof.parse.ncu_whole import check_launches_whole
 from aisp_prof.parse.rate_counts import DERIVED_COLUMN, derive_counts, derived_labels
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,7 @@ def build_parse(
         if key not in checked:
             checked.add(key)
             _check_dimension(BY_RAW[key[0]], key[1], path)
+    check_launches_whole(path, launches, metrics)
     present = set(present_raw)
     derived = derive_counts(metrics, present)
     columns = {}
