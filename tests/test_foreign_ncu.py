@@ -144,7 +144,8 @@ def test_cli_shows_derived_flops(tmp_path):
     gemm = next(r for r in rows if r["nvtx_range"] == GEMM)
     assert gemm["flops"]["fp32"] > 2e9 and "inst_ffma" in gemm["derived_from_rates"].split(",")
     text = invoke("summary", "latest", "--db", db).stdout
-    assert "FLOPs (derived from rates)" in text
+    assert "FLOPs (derived from rates)" in text and "2.15 G*" in text
+    assert "FLOPs (derived from rates)" in invoke("kernels", "latest", "--db", db).stdout
     roofline = json.loads(invoke("roofline", "latest", "--db", db, "--json").stdout)
     assert any(p["nvtx_range"] == GEMM and p["flops"] > 2e9 for p in roofline["points"])
     assert any(w["code"] == "counts_from_rates" for w in roofline["warnings"])
@@ -158,6 +159,7 @@ def test_sum_export_is_not_marked(tmp_path):
     summary = json.loads(invoke("summary", "latest", "--db", db, "--json").stdout)["summary"]
     assert all("derived_from_rates" not in s for s in summary)
     assert "derived from rates" not in invoke("summary", "latest", "--db", db).stdout
+    assert "derived from rates" not in invoke("kernels", "latest", "--db", db).stdout
 
 
 def test_derived_values_are_finite_where_rates_are(full):

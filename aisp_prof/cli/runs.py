@@ -108,8 +108,11 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
     clusters = any(r.get("cluster_dim") for r in rows)      # the column only where a launch had one
     click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"] + ["cluster"] * clusters,
                       [[r["nvtx_range"], short(r["kernel"]), duration(r["duration_ns"]),
-                        si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), r.get("grid_dim"),
-                        r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows]))
+                        si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if r.get("derived_from_rates") else ""),
+                        r.get("grid_dim"), r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows]))
+    if any(r.get("derived_from_rates") for r in rows):
+        click.echo("* FLOPs (derived from rates): the export holds these counters only as rates (ncu --set full); "
+                   "rate x elapsed cycles, as ncu's roofline computes them")
 
 
 @click.command("ranges")
