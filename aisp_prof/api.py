@@ -14,12 +14,15 @@ commands are thin calls into this module.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from .analyze.kernel_table import (  # noqa: F401 (the API's names since before the split)
+    KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_columns, kernel_records, kernel_sources)
 from .errors import AispError, ExportParseError
 from .pairs.declared import declared
 from .store import db as store_db
@@ -35,16 +38,13 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
     from .render.report import Page, Report
 
 Progress = Callable[[str], None]
-KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
-                 "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread")
 # what a summary reads (metrics: the device attributes the roofline of its verdict needs)
 SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics")
-KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
 
 
-def open_db(path: str | Path | None = None) -> "RunDatabase":
+def open_db(path: str | Path | None = None) -> RunDatabase:
     """The run database at `path` (default: $AISP_PROF_DB, else profiles/aisp.db)."""
     return RunDatabase(store_db.db_path(path))
 
@@ -178,7 +178,7 @@ class RunDatabase:
         """Per kernel launch: range, variant, kernel, duration, bytes per level, FLOPs by precision.
         From ncu when the run has counters, else the nsys timeline (bytes and FLOPs then null)."""
         chunks = list(self.iter_kernels(run, variant))
-        return pd.concat(chunks, ignore_index=True) if chunks else _kernel_columns(pd.DataFrame())
+        return pd.concat(chunks, ignore_index=True) if chunks else kernel_columns(pd.DataFrame())
 
     def iter_kernels(self, run: str = "latest", variant: str | None = None,
                      chunk_rows: int = 100_000) -> Iterator[pd.DataFrame]:
@@ -190,9 +190,9 @@ class RunDatabase:
                 _check_variant(conn, run_id, variant)
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
             where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
-            read = _kernel_sources(conn.table_columns(table))
+            read = kernel_sources(conn.table_columns(table))
             for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read):
-                yield _kernel_columns(chunk)
+                yield kernel_columns(chunk)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
         """Per NVTX range: calls, kernels, memcpys/memsets, GPU time and gaps (nsys)."""
@@ -230,8 +230,12 @@ class RunDatabase:
         `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
         and kernel names containing `kernel`. ExportParseError when the run's folder has no
         generated code here."""
-        from .analyze.generated_code import (launched_names, match_launches, select_kernels,
-                                             select_output_code)
+        from .analyze.generated_code import (
+            launched_names,
+            match_launches,
+            select_kernels,
+            select_output_code,
+        )
         from .naming import GENERATED_DIR
         from .parse.generated_code import read_index
 
@@ -366,45 +370,3 @@ def _generated_index(run: RunData) -> dict[str, Any] | None:
 
     run_dir = run.run.get("run_dir")
     return read_index(Path(run_dir)) if run_dir else None
-
-
-def _kernel_columns(rows: pd.DataFrame) -> pd.DataFrame:
-    """ncu kernel rows or nsys timeline rows as `kernels()` columns, FLOPs and bytes added."""
-    from .analyze.flops import add_flops_and_bytes
-    from .analyze.launch_shape import cluster_dim
-
-    if rows.empty:
-        return pd.DataFrame(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS])
-    rows = add_flops_and_bytes(rows.rename(columns={"correlation_id": "launch_id", "grid": "grid_dim",
-                                                     "block": "block_dim"}) if "launch_id" not in rows else rows)
-    rows["cluster_dim"] = cluster_dim(rows)
-    return rows.reindex(columns=[*KERNEL_FIELDS, *KERNEL_FLOPS]).reset_index(drop=True)
-
-
-# the fields of a `kernel_records` record, in order: (key, column) or (key, [(key, column), ...])
-KERNEL_RECORD_LAYOUT = ([(f, f) for f in KERNEL_FIELDS]
-                        + [("flops", [(p, f"flops_{p}") for p in ("fp64", "fp32", "fp16", "tensor")]),
-                           ("flops_total", "flops_total")])
-
-
-def _kernel_sources(stored: list[str]) -> list[str]:
-    """The stored columns `_kernel_columns` reads, in table order: the fields (or the timeline's
-    names for them) and the counters FLOPs and DRAM bytes are made of. The others (a timeline
-    row has 24) would only be read to be dropped: two thirds of a 1M-kernel `kernels --json`."""
-    from .analyze.flops import SCALAR_FLOP_WEIGHTS, TENSOR_PREFIX
-    from .analyze.launch_shape import CLUSTER_DIM_COLUMNS
-
-    wanted = {*KERNEL_FIELDS, *KERNEL_FLOPS, *CLUSTER_DIM_COLUMNS, "correlation_id", "grid", "block", "dram_read_bytes",
-              "dram_write_bytes", *(c for weights in SCALAR_FLOP_WEIGHTS.values() for c, _ in weights)}
-    return [c for c in stored if c in wanted or c.startswith(TENSOR_PREFIX)]
-
-
-def kernel_records(frame: pd.DataFrame) -> Iterator[dict[str, Any]]:
-    """`aisp-prof kernels --json` records: the fields, `flops` {fp64, fp32, fp16, tensor}, `flops_total`."""
-    from .analyze.records import frame_records
-
-    for rec in frame_records(frame):
-        out = {f: rec.get(f) for f in KERNEL_FIELDS}
-        out["flops"] = {p: rec.get(f"flops_{p}") for p in ("fp64", "fp32", "fp16", "tensor")}
-        out["flops_total"] = rec.get("flops_total")
-        yield out

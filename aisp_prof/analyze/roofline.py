@@ -21,7 +21,7 @@ from .ceilings import Ceilings, theoretical_ceilings, with_measured
 from .ncu_command import ncu_iterations, ncu_settings
 from .roofline_points import Point, analytic_for, json_ready, points_for_run, variant_order
 from .roofline_warnings import (RooflineWarning, comparison_warnings, flop_warnings, hfma_move_warnings,
-                                l2_fit_warnings, point_warnings)
+                                l2_fit_warnings, point_warnings, rate_count_warnings)
 
 FLOP_MISMATCH = 0.10        # |counted / analytic - 1| above this is flagged (issue 3)
 
@@ -176,7 +176,7 @@ def build_roofline(runs: Sequence[RunInput], calibration: tuple[Mapping[str, Any
         pts = points_for_run(run, ceilings, flop_basis)
         points += pts
         checks += flop_checks(run, pts)
-        warnings += l2_fit_warnings(run, pts) + hfma_move_warnings(run)
+        warnings += l2_fit_warnings(run, pts) + hfma_move_warnings(run) + rate_count_warnings(run)
     comparisons = comparisons_for(runs, points)
     warnings = (point_warnings(points) + warnings + comparison_warnings(comparisons, {r.run_id: r for r in runs})
                 + flop_warnings(checks))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..parse.rate_counts import DERIVED_COLUMN
 from .ncu_command import NCU_DEFAULT_SETTINGS, ncu_settings
 from .roofline_points import Point, analytic_for, flops_by_precision
 
@@ -31,7 +32,7 @@ class RooflineWarning:
     """One reason a roofline number may mislead, with the run, range and kernel it is about."""
 
     code: str          # above_roof | tma_l1 | fits_in_l2 | settings_differ | clock_differs | flop_mismatch
-                       # | no_flops | hfma_moves | other_gpu
+                       # | no_flops | hfma_moves | other_gpu | counts_from_rates
     message: str
     run_id: str | None = None
     nvtx_range: str | None = None
@@ -102,6 +103,22 @@ def hfma_move_warnings(run: RunInput) -> list[RooflineWarning]:
             f"they add {4 * h:.4g} 'fp16' FLOPs to the counted total",
             run.run_id, nvtx, str(kernel), "info"))
     return out
+
+
+def rate_count_warnings(run: RunInput) -> list[RooflineWarning]:
+    """One note per run whose export held counters only as rates (`ncu --set full`): its FLOPs
+    and bytes are rate x elapsed cycles (`parse.rate_counts`), as ncu's own roofline computes
+    them, within the export's rounding of the true counts."""
+    from .summary import derived_columns
+
+    derived = derived_columns(run.kernels) if not run.kernels.empty else []
+    if not derived:
+        return []
+    n = int(run.kernels[DERIVED_COLUMN].notna().sum())
+    return [RooflineWarning(
+        "counts_from_rates", f"{run.run_id}: {n} kernel(s) have FLOP/byte counters derived from rates "
+        f"(rate x elapsed cycles, as ncu's roofline does; the export has no .sum counts): {', '.join(derived)}",
+        run.run_id, None, None, "info")]
 
 
 def _or_zero(col: pd.Series) -> np.ndarray:

@@ -18,6 +18,9 @@ between the operations of one call, summed, per call) and `gap_max_ns` (the larg
 Compile cost and torch.compile's graphs, breaks and recompiles come from the run's `compiles`
 rows (`analyze.compiled`); `compile_break_even_calls` is how many calls repay the first call's
 extra wall time from the time each call saves against the baseline.
+
+`derived_from_rates` (only where it applies) lists the counter columns that the export held as
+rates only (`ncu --set full`), so their FLOPs and bytes are rate x elapsed cycles, not counts.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import pandas as pd
 
 from ..pairs.roles import roles_of
 from ..parse.metric_table import STALL_REASONS
+from ..parse.rate_counts import DERIVED_COLUMN
 from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
 from .headline import add_role_fields
@@ -93,6 +97,15 @@ def _launch_churn(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
     return out
 
 
+def derived_columns(kernels: pd.DataFrame) -> list[str]:
+    """The tidy counter columns some of these launches have only as rates x elapsed cycles
+    (`parse.rate_counts`), sorted; empty where every count was counted."""
+    if DERIVED_COLUMN not in kernels:
+        return []
+    labels = kernels[DERIVED_COLUMN].dropna().unique()
+    return sorted({c for text in labels for c in str(text).split(",") if c})
+
+
 def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
               checks: pd.DataFrame, timings: pd.DataFrame,
               compiles: pd.DataFrame | None = None) -> list[dict[str, Any]]:
@@ -131,6 +144,9 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
                 row["dram_bytes_per_s"] = row["dram_bytes"] / ncu_ns * 1e9
             if row["flops_total"] is not None:
                 row["flops_per_s"] = row["flops_total"] / ncu_ns * 1e9
+        derived = derived_columns(k)
+        if derived:                   # the key only where it applies: other summaries stay as they were
+            row["derived_from_rates"] = derived
         row["top_stalls"] = top_stalls(k)
         row.update(variant_compiles(compiles, v))
         rows.append(row)

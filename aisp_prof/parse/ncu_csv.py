@@ -40,6 +40,8 @@ from aisp_prof.parse.ncu_csv_text import (
     read_text,
 )
 from aisp_prof.parse.ncu_units import base_unit, number_text
+from aisp_prof.parse.ncu_whole import check_launches_whole
+from aisp_prof.parse.rate_counts import DERIVED_COLUMN, derive_counts, derived_labels
 
 log = logging.getLogger(__name__)
 
@@ -158,13 +160,21 @@ def build_parse(
         if key not in checked:
             checked.add(key)
             _check_dimension(BY_RAW[key[0]], key[1], path)
+    check_launches_whole(path, launches, metrics)
     present = set(present_raw)
+    derived = derive_counts(metrics, present)
     columns = {}
     for m in METRICS:
         if m.raw in present:
             values = metrics.column_values(m.raw)
             columns[m.column] = values if values is not None else float("nan")
+        elif m.column in derived:
+            columns[m.column] = derived[m.column]
     wide = pd.DataFrame(columns, index=pd.Index(metrics.launch_ids, name="launch_id"), dtype="float64")
+    if derived:       # only then: exports with the counts themselves keep their columns as they were
+        wide[DERIVED_COLUMN] = pd.Series(derived_labels(derived, len(wide)), index=wide.index, dtype=object)
+        log.info("%s: counts derived from rates (rate x elapsed cycles, as ncu's roofline): %s",
+                 path, ", ".join(derived))
     launches = launches.join(wide, on="launch_id")
     return NcuParse(launches=launches.reset_index(drop=True), launch_metrics=metrics)
 

@@ -26,6 +26,7 @@ from typing import Any
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.launch_metrics import LaunchMetrics
 from aisp_prof.parse.ncu_csv import NcuParse, build_parse, nvtx_columns
+from aisp_prof.parse.ncu_whole import check_report_frame
 from aisp_prof.parse.ncu_units import base_unit, scale_value
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ def _identity(action: Any, launch_id: int) -> dict:
 
 
 def _load(ncu_report: Any, path: Path, source: Path) -> NcuParse:
+    check_report_frame(path, source)          # ncu_report reads a cut report without a word
     try:
         context = ncu_report.load_report(str(path))
     except Exception as exc:

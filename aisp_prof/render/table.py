@@ -144,10 +144,16 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
             memory_ops_cell(r.get("memcpy_per_call"), r.get("memcpy_bytes_per_call"), r.get("memcpy_time_ns")),
             memory_ops_cell(r.get("memset_per_call"), r.get("memset_bytes_per_call"), r.get("memset_time_ns")),
             f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", correct,
-            si(r.get("dram_bytes"), "B"), si(r.get("flops_total")), si(r.get("dram_bytes_per_s"), "B/s"),
-            si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
+            si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if r.get("derived_from_rates") else ""),
+            si(r.get("dram_bytes_per_s"), "B/s"), si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
         ])
-    return render(headers, body, width, **SUMMARY_FIT)
+    table = render(headers, body, width, **SUMMARY_FIT)
+    derived = sorted({c for r in rows for c in r.get("derived_from_rates") or ()})
+    if derived:
+        note = ("* FLOPs (derived from rates): the export holds these counters only as rates (ncu --set full), "
+                f"so they are rate x elapsed cycles, as ncu's roofline computes them: {', '.join(derived)}")
+        table += "\n" + "\n".join(wrap_lines([note], width))
+    return table
 
 
 def launch_compile_table(rows: list[dict[str, Any]], width: int | None = None) -> str | None:
