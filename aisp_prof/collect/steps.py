@@ -131,16 +131,32 @@ def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges
     return child_report
 
 
-def nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path) -> dict[str, Any]:
-    """Trace `child` under nsys and export the timeline to SQLite. Returns the child's report."""
+def check_nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path,
+                    capture_report: Path) -> dict[str, Any]:
+    """The check child under nsys (`commands.nsys_command`, capture range = the child's
+    cudaProfilerStart/Stop): the check and the timing, then the timeline's iterations, in one
+    process; the timeline exported to SQLite. Returns the check's report.
+
+    run.json's wall_s splits the process at the capture's start: `check` (start-up, check,
+    timing), `nsys_capture` (the captured iterations and nsys writing its report), and
+    `nsys_export`. A failed check opens no capture: its report is returned, nothing exported."""
     ctx.info.setdefault("tools", {})["nsys"] = {"path": str(nsys), "version": tools.tool_version(nsys)}
     cmd = commands.nsys_command(nsys, child, ctx.folder / NSYS_REP)
-    rc, text, wall = run_logged(cmd, ctx.folder / "nsys.log", ctx.env)
-    ctx.record("nsys", cmd, wall)
-    raise_for_profiler("nsys", rc, text, ctx.folder / "nsys.log")
-    child_report = read_child(report, "nsys")
+    log_path = ctx.folder / "check.log"
+    began = time.time()
+    rc, text, wall = run_logged(cmd, log_path, ctx.env)
+    ctx.record("check", cmd, wall)
+    if rc != 0 and not report.exists():
+        raise_for_profiler("nsys", rc, text, log_path)
+    check = read_child(report, "the check (under nsys)")
+    if not check["check"]["passed"]:
+        return check
+    raise_for_profiler("nsys", rc, text, log_path)
+    capture = read_child(capture_report, "the nsys capture")
+    split = min(max(float(capture.get("capture_started_at", began)) - began, 0.0), wall)
+    ctx.info["wall_s"].update(check=round(split, 2), nsys_capture=round(wall - split, 2))
     export = commands.nsys_export_command(nsys, ctx.folder / NSYS_REP, ctx.folder / NSYS_SQLITE)
-    rc, text, _ = run_logged(export, ctx.folder / "nsys_export.log", ctx.env)
-    ctx.info["commands"]["nsys_export"] = export
+    rc, text, export_wall = run_logged(export, ctx.folder / "nsys_export.log", ctx.env)
+    ctx.record("nsys_export", export, export_wall)
     raise_for_profiler("nsys export", rc, text, ctx.folder / "nsys_export.log")
-    return child_report
+    return check
