@@ -188,3 +188,46 @@ def test_a_failed_check_under_nsys_exports_nothing(tmp_path, monkeypatch):
 def test_nsys_that_cannot_start_the_child_is_a_profiler_error(tmp_path, monkeypatch):
     with pytest.raises(ProfilerFailedError, match="nsys exited 1"):
         _collect(tmp_path, monkeypatch, with_nsys=True, module="no_such_module_here")
+
+
+# ------------------------------------------------------------------------ the benchmark
+
+
+def _benchmark():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import profile_cost
+
+    return profile_cost
+
+
+def test_benchmark_swaps_the_metric_list_for_the_full_set(tmp_path):
+    bench = _benchmark()
+    ncu_cmd = ["/opt/ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "aisp/p/baseline/",
+               "--metrics", "a,b", "-o", "/gone/.partial-x/ncu", "-f", "/py", "-m", "aisp_prof.collect.child",
+               "--pair", "p", "--mode", "profile", "--out", "/gone/.partial-x/ncu_child.json"]
+    cmd = bench.full_set_command(ncu_cmd, tmp_path / "full", tmp_path / "child.json")
+    assert cmd[cmd.index("--set") + 1] == "full" and "--metrics" not in cmd and "a,b" not in cmd
+    assert cmd[cmd.index("-o") + 1] == str(tmp_path / "full") and cmd[-1] == str(tmp_path / "child.json")
+    assert cmd[:6] == ncu_cmd[:6] and cmd[cmd.index("/py"):-1] == ncu_cmd[ncu_cmd.index("/py"):-1]
+
+
+def test_benchmark_table_gives_the_ratio_and_the_verdict():
+    bench = _benchmark()
+    row = {"pair": "ch09.fused_l2norm", "repeat": 1, "label": "after", "git_sha": "abc", "gpu_name": "NVIDIA H100",
+           "driver_version": "580", "versions": {"ncu": "2025.3.1.0"}, "command_wall_s": 20.0,
+           "run_wall_s": {"check": 9.0, "nsys_capture": 2.0, "nsys_export": 1.0, "ncu": 4.0, "total": 16.0},
+           "ncu_passes_per_kernel": 14, "ncu_full": [{"phase": "cold", "wall_s": 25.0, "passes_per_kernel": 38}],
+           "timing_median_ns": {"baseline": 101.0}, "bare_timing_median_ns": {"baseline": 100.0}}
+    text = bench.markdown([row])
+    assert "| 0.64x | 0.80x | baseline +1.0% |" in text and "meets the 0.8x target" in text
+    assert "check 9.0, nsys_capture 2.0, nsys_export 1.0, ncu 4.0" in text
+
+
+def test_benchmark_without_a_gpu_stops_with_one_line(tmp_path):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_cost.py"
+    proc = subprocess.run([sys.executable, str(script), "--out-dir", str(tmp_path)], capture_output=True, text=True,
+                          env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("profile_cost: ")
+    assert not list(tmp_path.iterdir())
