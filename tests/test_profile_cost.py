@@ -111,7 +111,7 @@ case "$1" in
     while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2; break;; *) shift;; esac; done
     "$@"; rc=$?; echo "fake nsys report" > "$out.nsys-rep"; exit $rc;;
   export) while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2;; *) shift;; esac; done
-    echo "fake sqlite" > "$out"; exit 0;;
+    sleep "${FAKE_EXPORT_S:-0}"; echo "fake sqlite" > "$out"; exit 0;;
 esac
 exit 9
 """
@@ -138,7 +138,8 @@ if args.nsys_iterations and passed:
 """
 
 
-def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module: str = "fake_child") -> dict:
+def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module: str = "fake_child",
+             ncu: Path | None = None, export_s: float = 0) -> dict:
     tools_dir = tmp_path / "tools"
     tools_dir.mkdir(exist_ok=True)
     nsys = tools_dir / "nsys"
@@ -152,8 +153,8 @@ def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module
     folder.mkdir()
     pair = find("ch09.fused_l2norm")
     ctx = StepContext(folder, {"gpu": {}, "wall_s": {}, "commands": {}, "tools": {}},
-                      env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tools_dir)})
-    plan = runner._Plan(pair, ["baseline"], dict(pair.sizes), None, nsys if with_nsys else None)
+                      env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tools_dir), "FAKE_EXPORT_S": str(export_s)})
+    plan = runner._Plan(pair, ["baseline"], dict(pair.sizes), ncu, nsys if with_nsys else None)
     runner.collect_into(ctx, plan, runner.RunOptions(pair=pair, nsys_iterations=4))
     return json.loads((folder / RUN_JSON).read_text())
 
@@ -231,3 +232,27 @@ def test_benchmark_without_a_gpu_stops_with_one_line(tmp_path):
                           env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("profile_cost: ")
     assert not list(tmp_path.iterdir())
+
+
+def test_the_nsys_export_runs_beside_the_ncu_step(tmp_path, monkeypatch):
+    seen = {}
+
+    def ncu_step(ctx, ncu, child, report, ranges, metrics):
+        seen["sqlite_during_ncu"] = (ctx.folder / NSYS_SQLITE).exists()
+        seen["export_pending"] = "nsys_export" not in ctx.info["wall_s"]
+        return {}
+
+    monkeypatch.setattr(runner, "ncu_step", ncu_step)
+    info = _collect(tmp_path, monkeypatch, with_nsys=True, ncu=Path("ncu"), export_s=0.5)
+    assert seen == {"sqlite_during_ncu": False, "export_pending": True}
+    assert (tmp_path / "run" / NSYS_SQLITE).is_file() and info["wall_s"]["nsys_export"] >= 0.4
+
+
+def test_a_failing_ncu_step_stops_the_background_export(tmp_path, monkeypatch):
+    def ncu_step(*args, **kwargs):
+        raise ProfilerFailedError("ncu exited 1")
+
+    monkeypatch.setattr(runner, "ncu_step", ncu_step)
+    with pytest.raises(ProfilerFailedError, match="ncu exited 1"):
+        _collect(tmp_path, monkeypatch, with_nsys=True, ncu=Path("ncu"), export_s=30)
+    assert not (tmp_path / "run" / NSYS_SQLITE).exists()

@@ -29,7 +29,7 @@ from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
-from .steps import Progress, StepContext, check_nsys_step, check_step, ncu_step, python_module, timing_step
+from .steps import Background, Progress, StepContext, check_nsys_step, check_step, ncu_step, python_module, timing_step
 
 log = logging.getLogger(__name__)
 CHILD_MODULE = "aisp_prof.collect.child"
@@ -137,10 +137,9 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
 
 def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     """The steps into the partial folder; run.json last, with the status."""
-    pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
-    started = time.time()
+    folder, started = ctx.folder, time.time()
     ctx.env.update(cache_env(folder))     # compile caches in the run folder: cold for the check, then kept
-    check = _check(ctx, the_plan, opts)
+    check, nsys_export = _check(ctx, the_plan, opts)
     ctx.info["env"] = check.get("env", {})
     ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
     ctx.info["timing_cuda_events"] = check.get("timing", {})
@@ -150,29 +149,41 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
         ctx.info["generated"] = keep_generated(folder, ctx.env)
         write_json(folder / RUN_JSON, ctx.info)
         return
-    ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, list(check.get("samples", [])))
-    if the_plan.ncu is not None:
-        names = metric_names(opts.metric_groups)
-        ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
-        child = child_command(pair.name, variants, sizes, "profile", folder / "ncu_child.json")
-        ncu_step(ctx, the_plan.ncu, child, folder / "ncu_child.json", [nvtx_path(pair.name, v) for v in variants],
-                 names)
+    try:                                  # the nsys export runs on the CPU beside the GPU's work
+        _profile(ctx, the_plan, opts, list(check.get("samples", [])))
+        if nsys_export is not None:
+            nsys_export.finish(ctx)
+    finally:
+        if nsys_export is not None:
+            nsys_export.cancel()
     ctx.info["generated"] = keep_generated(folder, ctx.env)
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
     write_json(folder / RUN_JSON, ctx.info)
 
 
-def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
+def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[dict[str, Any]]) -> None:
+    """After a passed check: the further timing processes, then ncu."""
+    pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
+    ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
+    if the_plan.ncu is not None:
+        names = metric_names(opts.metric_groups)
+        ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
+        child = child_command(pair.name, variants, sizes, "profile", folder / "ncu_child.json")
+        ncu_step(ctx, the_plan.ncu, child, folder / "ncu_child.json", [nvtx_path(pair.name, v) for v in variants],
+                 names)
+
+
+def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> tuple[dict[str, Any], Background | None]:
     """The first child: check and time; under nsys (then the timeline's capture) when nsys is
-    used. Returns the check's report."""
+    used. Returns the check's report and the nsys export running in the background (or None)."""
     pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
     what = f"checking {', '.join(variants)} against a float64 reference, then timing them interleaved"
     args = timing_args(opts.timing)
     if the_plan.nsys is None:
         ctx.progress(f"[1/2] {what}")
         return check_step(ctx, child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON, *args),
-                          folder / CHECK_JSON)
+                          folder / CHECK_JSON), None
     ctx.progress(f"[1/2] {what}; then nsys: timeline of {opts.nsys_iterations} iterations per variant")
     ctx.info["nsys_capture"] = "cudaProfilerApi, in the check process after the timing"
     child = child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON, *args,
