@@ -75,9 +75,12 @@ def child_env(code: Path, cache: Path | None = None) -> dict[str, str]:
 
 
 def timed(cmd: list[str], env: dict[str, str], log: Path) -> tuple[int, float, str]:
+    """Run in the log's folder: `python -m` puts the working folder first on sys.path, and a
+    checkout there would shadow --code."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     with open(log, "w") as fh:
-        rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env).returncode
+        rc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=log.parent).returncode
     return rc, time.monotonic() - began, log.read_text(errors="replace")
 
 
