@@ -165,12 +165,14 @@ def capture_for_nsys(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants
     Called only after the check and the timing are done, never around them: nsys traces every
     CUDA API call it collects, and that host-side cost would land inside the CUDA-event times
     of a launch-bound variant (tens of microseconds of Python and driver per launch). With
-    `--capture-range=cudaProfilerApi` nsys collects nothing until cudaProfilerStart ("profiling
-    will start only when the appropriate start API is invoked"; Nsight Systems User Guide, CLI
-    profile switches --capture-range / --capture-range-end,
-    https://docs.nvidia.com/nsight-systems/UserGuide/index.html; cudaProfilerStart "enables
-    profile collection by the active profiling tool for the current context",
-    https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html).
+    `--capture-range=cudaProfilerApi` nsys starts collecting only when the application calls
+    cudaProfilerStart, and with `--capture-range-end=stop` it stops at cudaProfilerStop while the
+    application runs on (Nsight Systems User Guide, CLI profile switches --capture-range and
+    --capture-range-end, https://docs.nvidia.com/nsight-systems/UserGuide/index.html);
+    cudaProfilerStart "enables profile collection by the active profiling tool for the current
+    context" (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html).
+    Its injection library is loaded from the start, idle: benchmarks/profile_cost.py
+    --compare-bare checks that the timings agree with a process under no profiler.
 
     Before the capture, what the check and the timing left behind is dropped, so the capture
     sees what a fresh nsys process saw: Dynamo's compiled frames (a variant compiles again, from
