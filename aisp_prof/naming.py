@@ -15,6 +15,7 @@ NCU_CSV = "ncu_raw.csv"
 NCU_REP = "ncu.ncu-rep"          # gzipped to ncu.ncu-rep.gz once exported (about 10x smaller)
 NSYS_SQLITE = "nsys.sqlite"
 NSYS_REP = "nsys.nsys-rep"
+NSYS_CHILD_JSON = "nsys_child.json"   # the report of the nsys capture (variants, iterations, warm-up)
 COMPILE_CACHE_DIR = "compile_cache"   # Inductor's and Triton's caches while the children run (then removed)
 GENERATED_DIR = "generated"           # what the compilers generated, kept: output code, TTGIR/PTX/SASS
 GENERATED_INDEX = "generated/index.json"

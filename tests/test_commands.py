@@ -35,6 +35,7 @@ def test_nsys_command_traces_graph_nodes(tmp_path):
     cmd = commands.nsys_command(Path("nsys"), ["python3", "x.py"], tmp_path / "n.nsys-rep")
     assert cmd[:2] == ["nsys", "profile"]
     assert "--trace=cuda,nvtx" in cmd and "--cuda-graph-trace=node" in cmd
+    assert "--capture-range=cudaProfilerApi" in cmd      # collects only the child's capture range
     assert cmd[-2:] == ["python3", "x.py"]
     export = commands.nsys_export_command(Path("nsys"), tmp_path / "n.nsys-rep", tmp_path / "n.sqlite")
     assert export[:4] == ["nsys", "export", "--type", "sqlite"]

@@ -4,17 +4,25 @@ It builds inputs, warms every variant up (compilation and autotuning stay outsid
 measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
 `--mode check` instead runs the correctness check and then times the variants interleaved with
 CUDA events (aisp_prof.collect.timing: L2 flushed, inputs rotated, the GPU's clocks beside each
-sample), with no profiler attached; `--mode bench` only times them (one of the bench's repeat
-processes, with the reference kernels); `--mode sanitize` only checks (under compute-sanitizer). It reports through a JSON file, never through stdout,
-because profilers interleave their own output there.
+sample), with no profiler collecting; `--mode bench` only times them (one of the bench's repeat
+processes, with the reference kernels); `--mode sanitize` only checks (under compute-sanitizer).
+`--mode check --nsys-iterations N` then also runs the nsys timeline's iterations inside a
+cudaProfilerStart/Stop capture range (`capture_for_nsys`): one process under nsys does what a
+check process and an nsys process did, so start-up, imports and compilation are paid once.
+It reports through JSON files, never through stdout, because profilers interleave their own
+output there.
 
     python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode profile --out /tmp/child.json
+    nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop ... \
+        python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
+        --mode check --out check.json --nsys-iterations 5 --nsys-out nsys_child.json
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import sys
 import time
@@ -23,7 +31,7 @@ from typing import Any, Callable
 
 from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError
-from ..naming import nvtx_path
+from ..naming import NSYS_CHILD_JSON, nvtx_path
 from .timing import SamplingPlan
 
 
@@ -139,6 +147,56 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
     return {"variants": variants, "iterations": iterations, "warmup": warmup}
 
 
+def _profiler() -> tuple[Callable[[], Any], Callable[[], Any]]:
+    """cudaProfilerStart and cudaProfilerStop (errors raised by torch)."""
+    import torch.cuda.profiler
+
+    return torch.cuda.profiler.start, torch.cuda.profiler.stop
+
+
+def capture_for_nsys(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[str],
+                     warmup: int, iterations: int) -> dict[str, Any]:
+    """The nsys timeline's part of a check process: `run_profile` (inputs, warm-up, the
+    iterations in their NVTX ranges, as the separate nsys process ran them) between
+    cudaProfilerStart and cudaProfilerStop. Returns run_profile's report and the wall-clock
+    time the capture began (`capture_started_at`, seconds since the epoch), which splits the
+    process's wall time into the check's part and the capture's.
+
+    Called only after the check and the timing are done, never around them: nsys traces every
+    CUDA API call it collects, and that host-side cost would land inside the CUDA-event times
+    of a launch-bound variant (tens of microseconds of Python and driver per launch). With
+    `--capture-range=cudaProfilerApi` nsys starts collecting only when the application calls
+    cudaProfilerStart, and with `--capture-range-end=stop` it stops at cudaProfilerStop while the
+    application runs on (Nsight Systems User Guide, CLI profile switches --capture-range and
+    --capture-range-end, https://docs.nvidia.com/nsight-systems/UserGuide/index.html);
+    cudaProfilerStart "enables profile collection by the active profiling tool for the current
+    context" (https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__PROFILER.html).
+    Its injection library is loaded from the start, idle: benchmarks/profile_cost.py
+    --compare-bare checks that the timings agree with a process under no profiler.
+
+    Before the capture, what the check and the timing left behind is dropped, so the capture
+    sees what a fresh nsys process saw: Dynamo's compiled frames (a variant compiles again, from
+    Inductor's and Triton's warm on-disk caches, as a new process did; it also keeps the factory
+    calls of one process under Dynamo's recompile limit) and the allocator's cached blocks (the
+    inputs are allocated again)."""
+    import torch
+
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    start, stop = _profiler()
+    began = time.time()
+    start()
+    try:
+        report = run_profile(pair, sizes, variants, warmup, iterations)
+    finally:
+        torch.cuda.synchronize()
+        stop()
+    return {**report, "sizes": sizes, "capture_started_at": began}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.child")
     ap.add_argument("--pair", required=True)
@@ -152,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
     ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
     ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
+    ap.add_argument("--nsys-iterations", type=int, default=0,
+                    help="check: then run this many iterations per variant inside a cudaProfilerStart/Stop "
+                         "capture range, for nsys --capture-range=cudaProfilerApi (0: none)")
+    ap.add_argument("--nsys-out", type=Path, help="check: where the capture's report goes "
+                                                  "(default: nsys_child.json beside --out)")
     args = ap.parse_args(argv)
     started = time.time()
     try:
@@ -179,7 +242,29 @@ def main(argv: list[str] | None = None) -> int:
     except AispError as exc:
         report = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
         code = exc.exit_code
-    args.out.write_text(json.dumps(report, indent=2, default=str))
+    _write(args.out, report)      # before any capture: the check's report is complete on its own
+    if code == 0 and args.mode == "check" and args.nsys_iterations > 0 and report["check"]["passed"]:
+        code = _capture_report(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON),
+                               lambda: capture_for_nsys(pair, sizes, variants, args.warmup, args.nsys_iterations))
+    return code
+
+
+def _write(path: Path, report: dict[str, Any]) -> None:
+    path.write_text(json.dumps(report, indent=2, default=str))
+
+
+def _capture_report(path: Path, capture: Callable[[], dict[str, Any]]) -> int:
+    """Run the capture and write its report (as the nsys child's was: variants, iterations,
+    warmup, ok, sizes, wall_s) to `path`; the exit code."""
+    started = time.time()
+    try:
+        report = capture()
+        report.update(ok=True, wall_s=time.time() - started)
+        code = 0
+    except AispError as exc:
+        report = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
+        code = exc.exit_code
+    _write(path, report)
     return code
 
 

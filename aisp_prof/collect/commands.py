@@ -3,7 +3,8 @@
 ncu gets a curated metric list (aisp_prof.parse.metric_table) instead of `--set full`, so a
 profile costs about half the replay passes; it never touches the clocks (`--clock-control
 none`) and profiles only the pair's NVTX ranges. nsys traces CUDA and NVTX with per-node
-records for CUDA graphs.
+records for CUDA graphs, only between the child's cudaProfilerStart and cudaProfilerStop, so the
+check and the timing run in the same process before the capture (`collect.child`).
 """
 from __future__ import annotations
 
@@ -31,9 +32,18 @@ def ncu_export_command(ncu: Path, report: Path) -> list[str]:
 
 
 def nsys_command(nsys: Path, child: Sequence[str], report: Path) -> list[str]:
+    """`nsys profile ... child...`: CUDA and NVTX, graph nodes one by one, no CPU sampling.
+
+    `--capture-range=cudaProfilerApi` collects nothing until the child calls cudaProfilerStart;
+    `--capture-range-end=stop` ends the collection at its cudaProfilerStop and lets the child run
+    on to its end (it still writes its report). So the check child runs under nsys: it checks
+    and times with the collection off, then opens the capture for the timeline's iterations
+    (Nsight Systems User Guide, "CLI Profile Command Switch Options": --capture-range,
+    --capture-range-end; https://docs.nvidia.com/nsight-systems/UserGuide/index.html).
+    """
     return [str(nsys), "profile", "--trace=cuda,nvtx", "--cuda-graph-trace=node", "--sample=none",
-            "--cpuctxsw=none", "--force-overwrite=true", "-o", str(report.with_suffix("")),
-            *child]
+            "--cpuctxsw=none", "--capture-range=cudaProfilerApi", "--capture-range-end=stop",
+            "--force-overwrite=true", "-o", str(report.with_suffix("")), *child]
 
 
 def nsys_export_command(nsys: Path, report: Path, sqlite: Path) -> list[str]:

@@ -1,7 +1,10 @@
 """`aisp-prof run`'s collection: check, then profile a pair under ncu and nsys, into profiles/<run-id>/.
 
-Three child processes, one per job, so a profiler never sees another's work: a bare one that
-checks correctness and times with CUDA events, one under ncu, one under nsys. The folder is
+Two child processes: one under nsys that checks correctness and times with CUDA events while
+nsys collects nothing, then runs the timeline's iterations inside a cudaProfilerStart/Stop
+capture range (`collect.child.capture_for_nsys`); one under ncu. Without nsys the first runs
+bare. One process per profiler, so ncu's replays never see nsys's tracing, and start-up, imports
+and compilation are paid twice, not three times. The folder is
 written atomically (`run_folder.atomic_folder`): profiles/ never holds half a run. What can run
 is decided once, by `pairs.capabilities.runnable`, before anything starts. The children share
 Inductor's and Triton's caches inside the run folder; what they generated is kept in
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CorrectnessError
-from ..naming import CHECK_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
+from ..naming import CHECK_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
@@ -27,7 +30,7 @@ from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
-from .steps import Progress, StepContext, check_step, ncu_step, nsys_step, python_module, timing_step
+from .steps import Background, Progress, StepContext, check_nsys_step, check_step, ncu_step, python_module, timing_step
 
 log = logging.getLogger(__name__)
 CHILD_MODULE = "aisp_prof.collect.child"
@@ -136,13 +139,10 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
 
 
 def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
-    """The three steps into the partial folder; run.json last, with the status."""
-    pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
-    started = time.time()
+    """The steps into the partial folder; run.json last, with the status."""
+    folder, started = ctx.folder, time.time()
     ctx.env.update(cache_env(folder))     # compile caches in the run folder: cold for the check, then kept
-    ctx.progress(f"[1/3] checking {', '.join(variants)} against a float64 reference, then timing them interleaved")
-    check = check_step(ctx, child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON,
-                                          *timing_args(opts.timing)), folder / CHECK_JSON)
+    check, nsys_export = _check(ctx, the_plan, opts)
     ctx.info["env"] = check.get("env", {})
     ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
     ctx.info["timing_cuda_events"] = check.get("timing", {})
@@ -152,22 +152,46 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
         ctx.info["generated"] = keep_generated(folder, ctx.env)
         write_json(folder / RUN_JSON, ctx.info)
         return
-    ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, list(check.get("samples", [])))
-    if the_plan.ncu is not None:
-        names = metric_names(opts.metric_groups)
-        ctx.progress(f"[2/3] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
-        child = child_command(pair.name, variants, sizes, "profile", folder / "ncu_child.json")
-        ncu_step(ctx, the_plan.ncu, child, folder / "ncu_child.json", [nvtx_path(pair.name, v) for v in variants],
-                 names)
-    if the_plan.nsys is not None:
-        ctx.progress(f"[3/3] nsys: timeline of {opts.nsys_iterations} iterations per variant")
-        child = child_command(pair.name, variants, sizes, "profile", folder / "nsys_child.json",
-                              "--iterations", str(opts.nsys_iterations))
-        nsys_step(ctx, the_plan.nsys, child, folder / "nsys_child.json")
+    try:                                  # the nsys export runs on the CPU beside the GPU's work
+        _profile(ctx, the_plan, opts, list(check.get("samples", [])))
+        if nsys_export is not None:
+            nsys_export.finish(ctx)
+    finally:
+        if nsys_export is not None:
+            nsys_export.cancel()
     ctx.info["generated"] = keep_generated(folder, ctx.env)
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
     write_json(folder / RUN_JSON, ctx.info)
+
+
+def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[dict[str, Any]]) -> None:
+    """After a passed check: the further timing processes, then ncu."""
+    pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
+    ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
+    if the_plan.ncu is not None:
+        names = metric_names(opts.metric_groups)
+        ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
+        child = child_command(pair.name, variants, sizes, "profile", folder / "ncu_child.json")
+        ncu_step(ctx, the_plan.ncu, child, folder / "ncu_child.json", [nvtx_path(pair.name, v) for v in variants],
+                 names)
+
+
+def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> tuple[dict[str, Any], Background | None]:
+    """The first child: check and time; under nsys (then the timeline's capture) when nsys is
+    used. Returns the check's report and the nsys export running in the background (or None)."""
+    pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
+    what = f"checking {', '.join(variants)} against a float64 reference, then timing them interleaved"
+    args = timing_args(opts.timing)
+    if the_plan.nsys is None:
+        ctx.progress(f"[1/2] {what}")
+        return check_step(ctx, child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON, *args),
+                          folder / CHECK_JSON), None
+    ctx.progress(f"[1/2] {what}; then nsys: timeline of {opts.nsys_iterations} iterations per variant")
+    ctx.info["nsys_capture"] = "cudaProfilerApi, in the check process after the timing"
+    child = child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON, *args,
+                          "--nsys-iterations", str(opts.nsys_iterations), "--nsys-out", str(folder / NSYS_CHILD_JSON))
+    return check_nsys_step(ctx, the_plan.nsys, child, folder / CHECK_JSON, folder / NSYS_CHILD_JSON)
 
 
 def more_timing(ctx: StepContext, the_plan: _Plan, timing: TimingOptions, samples: list[dict[str, Any]]) -> int:

@@ -7,9 +7,11 @@ runner and `aisp-prof calibrate --profile` share these steps; only the child dif
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -131,16 +133,65 @@ def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges
     return child_report
 
 
-def nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path) -> dict[str, Any]:
-    """Trace `child` under nsys and export the timeline to SQLite. Returns the child's report."""
+@dataclass
+class Background:
+    """A logged command running beside the next step (the nsys export beside the ncu profile:
+    one reads a file on the CPU, the other replays kernels on the GPU)."""
+
+    tool: str
+    name: str
+    cmd: list[str]
+    log_path: Path
+    proc: subprocess.Popen
+    started: float
+
+    @classmethod
+    def start(cls, tool: str, name: str, cmd: list[str], log_path: Path, env: dict[str, str]) -> "Background":
+        with open(log_path, "w") as fh:
+            fh.write("$ " + " ".join(map(str, cmd)) + "\n")
+            fh.flush()
+            # its own process group, so that cancel() also stops what it started
+            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return cls(tool, name, cmd, log_path, proc, time.time())
+
+    def finish(self, ctx: StepContext) -> None:
+        """Wait for it; record its command and wall time; its failure as a one-line error."""
+        rc = self.proc.wait()
+        ctx.record(self.name, self.cmd, time.time() - self.started)
+        raise_for_profiler(self.tool, rc, self.log_path.read_text(errors="replace"), self.log_path)
+
+    def cancel(self) -> None:
+        """Stop it (and its children) if it still runs: the run is failing, its folder goes."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+def check_nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path,
+                    capture_report: Path) -> tuple[dict[str, Any], Background | None]:
+    """The check child under nsys (`commands.nsys_command`, capture range = the child's
+    cudaProfilerStart/Stop): the check and the timing, then the timeline's iterations, in one
+    process. Returns the check's report and the export of the timeline to SQLite, started in
+    the background (`Background.finish` waits for it).
+
+    run.json's wall_s splits the process at the capture's start: `check` (start-up, check,
+    timing), `nsys_capture` (the captured iterations and nsys writing its report), and
+    `nsys_export`. A failed check opens no capture: its report is returned, nothing exported."""
     ctx.info.setdefault("tools", {})["nsys"] = {"path": str(nsys), "version": tools.tool_version(nsys)}
     cmd = commands.nsys_command(nsys, child, ctx.folder / NSYS_REP)
-    rc, text, wall = run_logged(cmd, ctx.folder / "nsys.log", ctx.env)
-    ctx.record("nsys", cmd, wall)
-    raise_for_profiler("nsys", rc, text, ctx.folder / "nsys.log")
-    child_report = read_child(report, "nsys")
+    log_path = ctx.folder / "check.log"
+    began = time.time()
+    rc, text, wall = run_logged(cmd, log_path, ctx.env)
+    ctx.record("check", cmd, wall)
+    if rc != 0 and not report.exists():
+        raise_for_profiler("nsys", rc, text, log_path)
+    check = read_child(report, "the check (under nsys)")
+    if not check["check"]["passed"]:
+        return check, None
+    raise_for_profiler("nsys", rc, text, log_path)
+    capture = read_child(capture_report, "the nsys capture")
+    split = min(max(float(capture.get("capture_started_at", began)) - began, 0.0), wall)
+    ctx.info["wall_s"].update(check=round(split, 2), nsys_capture=round(wall - split, 2))
     export = commands.nsys_export_command(nsys, ctx.folder / NSYS_REP, ctx.folder / NSYS_SQLITE)
-    rc, text, _ = run_logged(export, ctx.folder / "nsys_export.log", ctx.env)
-    ctx.info["commands"]["nsys_export"] = export
-    raise_for_profiler("nsys export", rc, text, ctx.folder / "nsys_export.log")
-    return child_report
+    return check, Background.start("nsys export", "nsys_export", export, ctx.folder / "nsys_export.log", ctx.env)

@@ -1,0 +1,258 @@
+"""One check process under nsys (issue 18, "a profile that costs less than ncu --set full"):
+the command lines, the child's order (check and timing before cudaProfilerStart), and the
+runner with fake nsys and a fake child, with and without nsys. No GPU."""
+from __future__ import annotations
+
+import json
+import stat
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from aisp_prof.collect import child, commands, runner
+from aisp_prof.collect.steps import StepContext
+from aisp_prof.errors import ProfilerFailedError
+from aisp_prof.naming import CHECK_JSON, NSYS_CHILD_JSON, NSYS_SQLITE, RUN_JSON
+from aisp_prof.pairs import find
+
+
+def test_nsys_command_captures_only_the_profiler_api_range(tmp_path):
+    child_cmd = ["python3", "-m", "aisp_prof.collect.child", "--mode", "check"]
+    cmd = commands.nsys_command(Path("/opt/nsys"), child_cmd, tmp_path / "nsys.nsys-rep")
+    assert cmd[:2] == ["/opt/nsys", "profile"]
+    assert "--capture-range=cudaProfilerApi" in cmd and "--capture-range-end=stop" in cmd   # not stop-shutdown
+    assert {"--trace=cuda,nvtx", "--cuda-graph-trace=node", "--sample=none", "--cpuctxsw=none"} <= set(cmd)
+    assert cmd[cmd.index("-o") + 1] == str(tmp_path / "nsys")
+    assert cmd[-len(child_cmd):] == child_cmd
+
+
+def test_the_check_child_asks_for_the_capture_only_under_nsys(tmp_path):
+    bare = runner.child_command("ch09.x", ["baseline"], {"n": 1}, "check", tmp_path / CHECK_JSON)
+    assert "--nsys-iterations" not in bare
+    folded = runner.child_command("ch09.x", ["baseline"], {"n": 1}, "check", tmp_path / CHECK_JSON,
+                                  "--nsys-iterations", "5", "--nsys-out", str(tmp_path / NSYS_CHILD_JSON))
+    assert folded[folded.index("--nsys-iterations") + 1] == "5" and folded[folded.index("--mode") + 1] == "check"
+
+
+# --------------------------------------------------------------------------- the child's order
+
+
+@pytest.fixture
+def recorded(monkeypatch, tmp_path):
+    """The child's main() with the GPU parts replaced by recorders: returns the list of what ran."""
+    import torch
+
+    from aisp_prof.collect import check, timing
+
+    calls: list[str] = []
+    passed = {"value": True}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for name in ("synchronize", "empty_cache"):
+        monkeypatch.setattr(torch.cuda, name, lambda *a, **k: None)
+    monkeypatch.setattr(timing, "l2_flush_bytes", lambda: 0)
+    monkeypatch.setattr(child, "_env", lambda: {})
+
+    def fake_check(pair, sizes, device, variants):
+        calls.append("check")
+        ok = passed["value"]
+        return SimpleNamespace(passed=ok, to_dict=lambda: {"passed": ok, "checks": []})
+
+    def fake_timing(*args, **kwargs):
+        calls.append("timing")
+        return {"timing": {"baseline": {"median_ns": 1.0}}, "samples": []}
+
+    def start():
+        assert (tmp_path / CHECK_JSON).is_file(), "the check's report is written before the capture opens"
+        calls.append("cudaProfilerStart")
+
+    monkeypatch.setattr(check, "check_pair", fake_check)
+    monkeypatch.setattr(child, "run_timing", fake_timing)
+    monkeypatch.setattr(child, "run_profile", lambda pair, sizes, variants, warmup, iterations: calls.append(
+        "profile") or {"variants": variants, "iterations": iterations, "warmup": warmup})
+    monkeypatch.setattr(child, "_profiler", lambda: (start, lambda: calls.append("cudaProfilerStop")))
+    return SimpleNamespace(calls=calls, passed=passed)
+
+
+def _main(tmp_path, *extra):
+    return child.main(["--pair", "ch09.fused_l2norm", "--variants", "baseline", "--mode", "check",
+                       "--out", str(tmp_path / CHECK_JSON), *extra])
+
+
+def test_check_and_timing_run_before_the_capture_opens(recorded, tmp_path):
+    assert _main(tmp_path, "--nsys-iterations", "5", "--nsys-out", str(tmp_path / NSYS_CHILD_JSON)) == 0
+    assert recorded.calls == ["check", "timing", "cudaProfilerStart", "profile", "cudaProfilerStop"]
+    check = json.loads((tmp_path / CHECK_JSON).read_text())
+    assert check["ok"] and check["check"]["passed"] and "capture_started_at" not in check   # as before
+    capture = json.loads((tmp_path / NSYS_CHILD_JSON).read_text())
+    assert capture["ok"] and capture["iterations"] == 5 and capture["warmup"] == 3
+    assert capture["capture_started_at"] > 0 and capture["variants"] == ["baseline"]
+
+
+def test_no_capture_without_nsys_iterations_or_after_a_failed_check(recorded, tmp_path):
+    assert _main(tmp_path) == 0
+    assert recorded.calls == ["check", "timing"] and not (tmp_path / NSYS_CHILD_JSON).exists()
+    recorded.calls.clear()
+    recorded.passed["value"] = False
+    assert _main(tmp_path, "--nsys-iterations", "5") == 0
+    assert recorded.calls == ["check"] and not (tmp_path / NSYS_CHILD_JSON).exists()
+
+
+# --------------------------------------------------------------------- the runner, fake tools
+
+FAKE_NSYS = """#!/bin/sh
+# a stand-in for nsys: --version; profile ... -o OUT CHILD... runs CHILD, then writes OUT.nsys-rep;
+# export ... -o SQLITE REP writes SQLITE
+case "$1" in
+  --version) echo "NVIDIA Nsight Systems version 2025.3.1.90-253135822126v0"; exit 0;;
+  profile) shift; out=""
+    while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2; break;; *) shift;; esac; done
+    "$@"; rc=$?; echo "fake nsys report" > "$out.nsys-rep"; exit $rc;;
+  export) while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2;; *) shift;; esac; done
+    sleep "${FAKE_EXPORT_S:-0}"; echo "fake sqlite" > "$out"; exit 0;;
+esac
+exit 9
+"""
+
+FAKE_CHILD = """
+import argparse, json, time
+from pathlib import Path
+ap = argparse.ArgumentParser()
+for flag in ("--pair", "--variants", "--sizes", "--mode", "--repeats", "--budget-s", "--process", "--nsys-out"):
+    ap.add_argument(flag)
+ap.add_argument("--out", type=Path)
+ap.add_argument("--nsys-iterations", type=int, default=0)
+ap.add_argument("--references", action="store_true")
+args = ap.parse_args()
+passed = "{passed}" == "True"
+args.out.write_text(json.dumps({{"ok": True, "check": {{"passed": passed, "checks": []}}, "env": {{}},
+                                 "timing": {{}}, "samples": []}}))
+if args.nsys_iterations and passed:
+    time.sleep(0.05)
+    began = time.time()
+    time.sleep(0.05)
+    Path(args.nsys_out).write_text(json.dumps({{"ok": True, "iterations": args.nsys_iterations,
+                                                "capture_started_at": began}}))
+"""
+
+
+def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module: str = "fake_child",
+             ncu: Path | None = None, export_s: float = 0) -> dict:
+    tools_dir = tmp_path / "tools"
+    tools_dir.mkdir(exist_ok=True)
+    nsys = tools_dir / "nsys"
+    nsys.write_text(FAKE_NSYS)
+    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
+    (tools_dir / "fake_child.py").write_text(textwrap.dedent(FAKE_CHILD.format(passed=passed)))
+    monkeypatch.setattr(runner, "CHILD_MODULE", module)
+    for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    pair = find("ch09.fused_l2norm")
+    ctx = StepContext(folder, {"gpu": {}, "wall_s": {}, "commands": {}, "tools": {}},
+                      env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tools_dir), "FAKE_EXPORT_S": str(export_s)})
+    plan = runner._Plan(pair, ["baseline"], dict(pair.sizes), ncu, nsys if with_nsys else None)
+    runner.collect_into(ctx, plan, runner.RunOptions(pair=pair, nsys_iterations=4))
+    return json.loads((folder / RUN_JSON).read_text())
+
+
+def test_with_nsys_one_process_checks_then_captures_and_run_json_splits_its_time(tmp_path, monkeypatch):
+    info = _collect(tmp_path, monkeypatch, with_nsys=True)
+    cmd = info["commands"]["check"]
+    assert Path(cmd[0]).name == "nsys" and "--capture-range=cudaProfilerApi" in cmd
+    assert cmd[cmd.index("--nsys-iterations") + 1] == "4" and sys.executable in cmd
+    assert {"check", "nsys_capture", "nsys_export", "total"} <= set(info["wall_s"]) and "nsys" not in info["wall_s"]
+    assert info["wall_s"]["nsys_capture"] >= 0.04 and info["status"] == "ok"
+    assert info["tools"]["nsys"]["version"] == "2025.3.1.90"
+    folder = tmp_path / "run"
+    assert (folder / NSYS_SQLITE).is_file() and (folder / CHECK_JSON).is_file()
+    assert json.loads((folder / NSYS_CHILD_JSON).read_text())["iterations"] == 4
+
+
+def test_without_nsys_the_check_runs_bare_as_before(tmp_path, monkeypatch):
+    info = _collect(tmp_path, monkeypatch, with_nsys=False)
+    cmd = info["commands"]["check"]
+    assert cmd[0] == sys.executable and "--nsys-iterations" not in cmd
+    assert set(info["wall_s"]) == {"check", "total"} and "nsys" not in info["tools"]
+    assert not (tmp_path / "run" / NSYS_SQLITE).exists() and info["status"] == "ok"
+
+
+def test_a_failed_check_under_nsys_exports_nothing(tmp_path, monkeypatch):
+    info = _collect(tmp_path, monkeypatch, with_nsys=True, passed=False)
+    assert info["status"] == "failed_check" and not (tmp_path / "run" / NSYS_SQLITE).exists()
+    assert "nsys_export" not in info["commands"]
+
+
+def test_nsys_that_cannot_start_the_child_is_a_profiler_error(tmp_path, monkeypatch):
+    with pytest.raises(ProfilerFailedError, match="nsys exited 1"):
+        _collect(tmp_path, monkeypatch, with_nsys=True, module="no_such_module_here")
+
+
+# ------------------------------------------------------------------------ the benchmark
+
+
+def _benchmark():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import profile_cost
+
+    return profile_cost
+
+
+def test_benchmark_swaps_the_metric_list_for_the_full_set(tmp_path):
+    bench = _benchmark()
+    ncu_cmd = ["/opt/ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "aisp/p/baseline/",
+               "--metrics", "a,b", "-o", "/gone/.partial-x/ncu", "-f", "/py", "-m", "aisp_prof.collect.child",
+               "--pair", "p", "--mode", "profile", "--out", "/gone/.partial-x/ncu_child.json"]
+    cmd = bench.full_set_command(ncu_cmd, tmp_path / "full", tmp_path / "child.json")
+    assert cmd[cmd.index("--set") + 1] == "full" and "--metrics" not in cmd and "a,b" not in cmd
+    assert cmd[cmd.index("-o") + 1] == str(tmp_path / "full") and cmd[-1] == str(tmp_path / "child.json")
+    assert cmd[:6] == ncu_cmd[:6] and cmd[cmd.index("/py"):-1] == ncu_cmd[ncu_cmd.index("/py"):-1]
+
+
+def test_benchmark_table_gives_the_ratio_and_the_verdict():
+    bench = _benchmark()
+    row = {"pair": "ch09.fused_l2norm", "repeat": 1, "label": "after", "git_sha": "abc", "gpu_name": "NVIDIA H100",
+           "driver_version": "580", "versions": {"ncu": "2025.3.1.0"}, "command_wall_s": 20.0,
+           "run_wall_s": {"check": 9.0, "nsys_capture": 2.0, "nsys_export": 1.0, "ncu": 4.0, "total": 16.0},
+           "ncu_passes_per_kernel": 14, "ncu_full": [{"phase": "cold", "wall_s": 25.0, "passes_per_kernel": 38}],
+           "timing_median_ns": {"baseline": 101.0}, "bare_timing_median_ns": {"baseline": 100.0}}
+    text = bench.markdown([row])
+    assert "| 0.64x | 0.80x | baseline +1.0% |" in text and "meets the 0.8x target" in text
+    assert "check 9.0, nsys_capture 2.0, nsys_export 1.0, ncu 4.0" in text
+
+
+def test_benchmark_without_a_gpu_stops_with_one_line(tmp_path):
+    import subprocess
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_cost.py"
+    proc = subprocess.run([sys.executable, str(script), "--out-dir", str(tmp_path)], capture_output=True, text=True,
+                          env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("profile_cost: ")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_nsys_export_runs_beside_the_ncu_step(tmp_path, monkeypatch):
+    seen = {}
+
+    def ncu_step(ctx, ncu, child, report, ranges, metrics):
+        seen["sqlite_during_ncu"] = (ctx.folder / NSYS_SQLITE).exists()
+        seen["export_pending"] = "nsys_export" not in ctx.info["wall_s"]
+        return {}
+
+    monkeypatch.setattr(runner, "ncu_step", ncu_step)
+    info = _collect(tmp_path, monkeypatch, with_nsys=True, ncu=Path("ncu"), export_s=0.5)
+    assert seen == {"sqlite_during_ncu": False, "export_pending": True}
+    assert (tmp_path / "run" / NSYS_SQLITE).is_file() and info["wall_s"]["nsys_export"] >= 0.4
+
+
+def test_a_failing_ncu_step_stops_the_background_export(tmp_path, monkeypatch):
+    def ncu_step(*args, **kwargs):
+        raise ProfilerFailedError("ncu exited 1")
+
+    monkeypatch.setattr(runner, "ncu_step", ncu_step)
+    with pytest.raises(ProfilerFailedError, match="ncu exited 1"):
+        _collect(tmp_path, monkeypatch, with_nsys=True, ncu=Path("ncu"), export_s=30)
+    assert not (tmp_path / "run" / NSYS_SQLITE).exists()
