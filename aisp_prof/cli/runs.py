@@ -38,13 +38,16 @@ def list_cmd(chapter: str | None, as_json: bool) -> None:
 @json_option
 def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_json: bool) -> None:
     """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
-    .ncu-rep, or an nsys SQLite export. Prints each run id; a run folder already stored is
-    not stored again (its id is printed, and stderr says it was already there).
+    .ncu-rep, an nsys SQLite export, or an nsys .nsys-rep (exported to SQLite on the fly by
+    nsys from $AISP_NSYS or PATH; without nsys it exits 4 and says the `nsys export` command to
+    run). Prints each run id; a run folder already stored is not stored again (its id is
+    printed, and stderr says it was already there).
 
     \b
     Example:
       aisp-prof import profiles/samples/*/
       aisp-prof import my_kernel.ncu-rep --label before
+      aisp-prof import timeline.nsys-rep
     """
     from ..errors import RunExistsError
 
