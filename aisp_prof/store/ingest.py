@@ -38,7 +38,7 @@ def _ncu(path: Path, pair: str | None, data: RunData) -> None:
 
 
 def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
-    """Fill data's timeline, memory_ops, ranges (innermost, with the variant), range_levels (every
+    """Fill data's timeline, memory_ops, ranges (innermost), range_levels (every
     level of every thread) and graph_launches from an nsys export; return the GPU it describes."""
     from ..parse.nsys_sqlite import parse_nsys_sqlite
 
@@ -46,7 +46,7 @@ def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
     data.timeline = _with_variant(parsed.kernels, pair)
     data.memory_ops = _with_variant(parsed.memory_ops, pair)
     data.ranges = _with_variant(parsed.ranges, pair)
-    data.range_levels = parsed.range_levels
+    data.range_levels = _with_variant(parsed.range_levels, pair)
     data.graph_launches = parsed.graph_launches
     return parsed.gpu
 
