@@ -53,7 +53,6 @@ GRAPH_LAUNCH_COLUMNS = (
     "correlation_id", "graph_id", "graph_exec_id", "start_ns", "end_ns", "duration_ns", "device_id", "stream_id",
     "launch_api", "launch_start_ns", "process_id", "thread_id", "nvtx_range", "nvtx_domain", "range_instance",
 )
-GRAPH_NODE_HINT = "per-node kernel detail of CUDA graphs needs `nsys profile --cuda-graph-trace=node`"
 
 
 def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
