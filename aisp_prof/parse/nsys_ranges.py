@@ -87,11 +87,16 @@ def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     items = items.astype({k: np.int64 for k in keys}).merge(open_ranges, on=keys)
     if items.empty:
         return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
-    ranges = _level_keys(nvtx)
-    items = pd.concat([items.reset_index(drop=True),
-                       ranges.iloc[items["range_pos"].to_numpy()].reset_index(drop=True)], axis=1)
     items = items.sort_values(["range_pos", "start_ns", "end_ns"], kind="stable")
-    out = _gpu_totals(_with_busy_time_and_gaps(items, ["range_pos"]), _LEVEL_KEYS)
+    per_push = _gpu_totals(_with_busy_time_and_gaps(items, ["range_pos"]), ["range_pos"])   # one row per call
+    del items
+    ranges = _level_keys(nvtx)
+    per_push = pd.concat([per_push.reset_index(drop=True),
+                          ranges.iloc[per_push.index.to_numpy()].reset_index(drop=True)], axis=1)
+    sums = {c: "sum" for c in per_push.columns if c.endswith(("_count", "_ns", "_bytes"))}
+    out = per_push.groupby(_LEVEL_KEYS, sort=True).agg(
+        {**sums, "first_start_ns": "min", "last_end_ns": "max", "gap_max_ns": "max"})
+    out["span_ns"] = out["last_end_ns"] - out["first_start_ns"]
     closed = ranges.loc[nvtx["end"].to_numpy() != OPEN_END]
     wall = (closed["end"] - closed["start"]).groupby([closed[k] for k in _LEVEL_KEYS]).sum()
     pushes = ranges.groupby(_LEVEL_KEYS).size()
