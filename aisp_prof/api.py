@@ -195,8 +195,21 @@ class RunDatabase:
                 yield kernel_columns(chunk)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
-        """Per NVTX range: calls, kernels, memcpys/memsets, GPU time and gaps (nsys)."""
+        """Per innermost NVTX range (threads together): calls, kernels, memcpys/memsets, graph
+        launches, GPU time and gaps (nsys). What the pair summary reads; `range_levels` has
+        every level."""
         return self.run(run, tables=("ranges",)).ranges
+
+    def range_levels(self, run: str = "latest", depth: int | None = None, max_depth: int | None = None,
+                     name: str | None = None) -> pd.DataFrame:
+        """Every NVTX level of every thread (a range's work includes its children's, as nsys's
+        nvtx_kern_sum), chosen by depth (1: outermost), maximum depth and name (a substring of
+        the path, or a glob of the path or the range's own name). Runs stored before levels
+        were kept show their innermost ranges."""
+        from .analyze.range_levels import filter_levels, levels_of
+
+        data = self.run(run, tables=("range_levels", "ranges"))
+        return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, name)
 
     def summary(self, run: str = "latest") -> pd.DataFrame:
         """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""

@@ -48,7 +48,9 @@ def test_each_runs_tables_fit_120_columns_and_wide_keeps_every_column(db, run):
             ("summary", "variant", ["kernels", "gpu time", "memcpy", "memset", "speedup", "correct", "DRAM bytes",
                                     "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]),
             ("kernels", "range", ["kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"]),
-            ("ranges", "range", ["calls", "kernels", "memcpy", "memset", "GPU time", "gaps", "max gap"]),
+            # every NVTX level per thread (issue 16): the thread and depth lead
+            ("ranges", "thread", ["depth", "range", "calls", "kernels", "memcpy", "memset", "GPU time", "gaps",
+                                  "max gap"]),
             ("roofline", "variant", ["kernel", "time", "FLOPs", "basis", "FLOP/s", "AI DRAM", "AI L2", "AI L1",
                                      "precision", "bound", "% roof", "% meas. roof"])):
         fitted = invoke(command, run, "--db", db)

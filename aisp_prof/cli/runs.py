@@ -50,13 +50,16 @@ def _runs_here(row: dict[str, Any]) -> str:
 @json_option
 def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_json: bool) -> None:
     """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
-    .ncu-rep, or an nsys SQLite export. Prints each run id; a run folder already stored is
-    not stored again (its id is printed, and stderr says it was already there).
+    .ncu-rep, an nsys SQLite export, or an nsys .nsys-rep (exported to SQLite on the fly by
+    nsys from $AISP_NSYS or PATH; without nsys it exits 4 and says the `nsys export` command to
+    run). Prints each run id; a run folder already stored is not stored again (its id is
+    printed, and stderr says it was already there).
 
     \b
     Example:
       aisp-prof import profiles/samples/*/
       aisp-prof import my_kernel.ncu-rep --label before
+      aisp-prof import timeline.nsys-rep
     """
     from ..errors import RunExistsError
 
@@ -136,36 +139,66 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
 
 @click.command("ranges")
 @click.argument("run")
+@click.option("--depth", type=click.IntRange(min=1), help="Only ranges at this depth (1: outermost).")
+@click.option("--max-depth", type=click.IntRange(min=1), help="Only ranges at most this deep.")
+@click.option("--name", help="Only ranges whose path contains this text, or matches this glob "
+                             "(`*`, `?`, `[...]`: the whole path or the range's own name).")
 @db_option
 @json_option
 @wide_option
-def ranges_cmd(run: str, db: Path | None, as_json: bool) -> None:
-    """NVTX ranges of RUN from the nsys timeline: kernels, memcpys, memsets, GPU time, gaps.
+def ranges_cmd(run: str, depth: int | None, max_depth: int | None, name: str | None, db: Path | None,
+               as_json: bool) -> None:
+    """NVTX ranges of RUN from the nsys timeline, every level of every thread: kernels, CUDA
+    graph launches, memcpys, memsets, GPU time, gaps.
 
-    GPU time is the range's busy time summed over its calls: kernels, memcpys and memsets
-    launched in it (attributed by their API call, like kernels); gaps are idle GPU time
-    between them within a call.
+    As Nsight Systems' nvtx_kern_sum: a range's work includes its children's (step0 counts the
+    kernels of step0/forward/layer1), and a range on two threads is two rows. GPU time is the
+    range's busy time summed over its calls: work launched in it (attributed by its API call);
+    gaps are idle GPU time between its operations within a call. A CUDA graph traced as a whole
+    (nsys's default) counts as one launch with its GPU time; its kernels need
+    --cuda-graph-trace=node.
 
     \b
-    Example:
-      aisp-prof ranges latest --json
+    Examples:
+      aisp-prof ranges latest --depth 1
+      aisp-prof ranges latest --name 'layer*' --json
+      aisp-prof ranges latest --name forward --max-depth 2
     """
+    from ..analyze.range_levels import GRAPH_NODE_HINT, has_whole_graphs
     from ..analyze.records import frame_records
 
-    rows = frame_records(database(db).ranges(run))
+    levels = database(db).range_levels(run, depth, max_depth, name)
+    graphs = has_whole_graphs(levels)
     if as_json:
-        echo_json(rows)
+        echo_json(frame_records(levels))
+        if graphs:
+            click.echo(f"note: {GRAPH_NODE_HINT}", err=True)
         return
     from ..render.table import memory_ops_cell, render
     from ..units import duration
 
-    click.echo(render(["range", "calls", "kernels", "memcpy", "memset", "GPU time", "gaps", "max gap"],
-                      [[r["nvtx_range"], r.get("occurrences"), r["kernel_count"],
-                        memory_ops_cell(r.get("memcpy_count"), r.get("memcpy_bytes"), r.get("memcpy_time_ns")),
-                        memory_ops_cell(r.get("memset_count"), r.get("memset_bytes"), r.get("memset_time_ns")),
-                        duration(r["gpu_time_ns"]), duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))]
-                       for r in rows], table_width(), drop=("max gap", "memset", "memcpy", "calls"),
-                      clip_start=("range",), wrap=("memcpy", "memset")))
+    rows = frame_records(levels)
+    threads = any(r.get("thread_id") is not None for r in rows)
+    head = ["thread"] * threads + ["depth", "range", "calls", "kernels"] + ["graphs"] * graphs + [
+        "memcpy", "memset", "GPU time", "gaps", "max gap"]
+    click.echo(render(head, [
+        [r.get("thread_id")] * threads + [r.get("depth"), r["nvtx_range"], r.get("occurrences"), r["kernel_count"]]
+        + [_graph_cell(r)] * graphs
+        + [memory_ops_cell(r.get("memcpy_count"), r.get("memcpy_bytes"), r.get("memcpy_time_ns")),
+           memory_ops_cell(r.get("memset_count"), r.get("memset_bytes"), r.get("memset_time_ns")),
+           duration(r["gpu_time_ns"]), duration(r.get("gap_total_ns")), duration(r.get("gap_max_ns"))]
+        for r in rows], table_width(), drop=("max gap", "memset", "memcpy", "calls", "depth"),
+        clip_start=("range",), wrap=("memcpy", "memset")))
+    if graphs:
+        click.echo(f"note: {GRAPH_NODE_HINT}")
+
+
+def _graph_cell(row: dict[str, Any]) -> str:
+    """Whole-graph launches of a range: '3, 49.4 us'; none -> '-'."""
+    from ..units import duration
+
+    count = row.get("graph_launch_count")
+    return f"{count:g}, {duration(row.get('graph_time_ns'))}" if count else "-"
 
 
 @click.command("summary")

@@ -26,21 +26,36 @@ import pandas as pd
 _POP_OLDER, _PUSH, _LAUNCH, _POP_ZERO = 0, 1, 2, 3
 
 
-def attribute_all(kernels: pd.DataFrame, memory_ops: pd.DataFrame,
-                  nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Kernels and memory ops attributed in one sweep: both are found through their API call."""
+class Attributed(NamedTuple):
+    """`attribute_all`'s answer: the GPU work frames with their innermost range, the ranges with
+    their own path and depth, and every range open at each API call (for every-level totals)."""
+    kernels: pd.DataFrame
+    memory_ops: pd.DataFrame
+    graphs: pd.DataFrame
+    nvtx: pd.DataFrame
+    open_ranges: pd.DataFrame     # global_tid, launch_start_ns, range_pos: one row per (call, open range)
+
+
+def attribute_all(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame,
+                  graphs: pd.DataFrame | None = None) -> Attributed:
+    """Kernels, memory ops and whole-graph launches attributed in one sweep: all are found
+    through their API call."""
     keys = ["global_tid", "launch_start_ns"]
-    calls = pd.concat([kernels.loc[:, keys], memory_ops.loc[:, keys]], ignore_index=True).astype("Int64")
-    calls, nvtx = attribute(calls.drop_duplicates().reset_index(drop=True), nvtx)
+    graphs = graphs if graphs is not None else pd.DataFrame({k: pd.Series(dtype="Int64") for k in keys})
+    calls = pd.concat([f.loc[:, keys] for f in (kernels, memory_ops, graphs)], ignore_index=True).astype("Int64")
+    calls, nvtx, open_ranges = attribute(calls.drop_duplicates().reset_index(drop=True), nvtx, every_level=True)
     found = ["nvtx_range", "nvtx_domain", "range_instance"]
     kernels = kernels.merge(calls.loc[:, keys + found], on=keys, how="left")
     memory_ops = memory_ops.astype({k: "Int64" for k in keys}).merge(calls.loc[:, keys + found], on=keys, how="left")
-    return kernels, memory_ops, nvtx
+    graphs = graphs.astype({k: "Int64" for k in keys}).merge(calls.loc[:, keys + found], on=keys, how="left")
+    return Attributed(kernels, memory_ops, graphs, nvtx, open_ranges)
 
 
-def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame, every_level: bool = False) -> tuple[pd.DataFrame, ...]:
     """Give each API call (global_tid, launch_start_ns) the range path open on its thread when it
-    started, and each range (one row of `nvtx` per push) its own full path."""
+    started, and each range (one row of `nvtx` per push) its own full path and its depth (1: no
+    range open around it on its thread). With `every_level`, also every range open at each call
+    (global_tid, launch_start_ns, range_pos: the range's row position in `nvtx`)."""
     launches = (
         calls.loc[:, ["global_tid", "launch_start_ns"]].dropna().drop_duplicates()
         .astype(np.int64).reset_index(drop=True)
@@ -50,8 +65,9 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd
     launch_ids, push_ids = (q["query_id"].to_numpy().copy() for q in (launch_q, push_q))   # no view
     queries = pd.concat([launch_q, push_q], ignore_index=True)
     del launch_q, push_q                        # only the concatenated queries are needed now
-    paths = paths_at(nvtx, queries).set_index("query_id")
+    walk = _walk(nvtx, queries)
     del queries
+    paths = _paths(nvtx, walk).set_index("query_id")
     found = paths.reindex(launch_ids)
     launches[["nvtx_range", "nvtx_domain"]] = found[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     # which push of the innermost range: gaps are measured within one call, not between calls
@@ -63,7 +79,19 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame) -> tuple[pd.DataFrame, pd
     calls[["nvtx_range", "nvtx_domain"]] = calls[["nvtx_range", "nvtx_domain"]].fillna("")
     nvtx = nvtx.copy()
     nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_ids)[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
-    return calls, nvtx
+    enclosing = _enclosing(walk)
+    depth = enclosing.groupby("query_id").size()         # a push query sees itself and every range around it
+    nvtx["depth"] = depth.reindex(push_ids).fillna(1).astype(np.int64).to_numpy()
+    if not every_level:
+        return calls, nvtx
+    at_launch = enclosing.loc[enclosing["query_id"] < len(launches)]
+    qid = at_launch["query_id"].to_numpy(dtype=np.int64)
+    open_ranges = pd.DataFrame({
+        "global_tid": launches["global_tid"].to_numpy(dtype=np.int64)[qid],
+        "launch_start_ns": launches["launch_start_ns"].to_numpy(dtype=np.int64)[qid],
+        "range_pos": at_launch["range_pos"].to_numpy(dtype=np.int64),
+    })
+    return calls, nvtx, open_ranges
 
 
 def launch_queries(global_tid: pd.Series, t: pd.Series) -> pd.DataFrame:
@@ -95,7 +123,11 @@ def paths_at(nvtx: pd.DataFrame, queries: pd.DataFrame) -> pd.DataFrame:
     Each range's own path is built once, parent first; a query inside ranges of one stack takes the
     path of its innermost range. Only a query inside ranges of several stacks (NVTX domains of one
     thread) has its ranges merged by start time."""
-    walk = _walk(nvtx, queries)
+    return _paths(nvtx, _walk(nvtx, queries))
+
+
+def _paths(nvtx: pd.DataFrame, walk: "_Walk | None") -> pd.DataFrame:
+    """`paths_at` of a sweep already made."""
     if walk is None or walk.hits.empty:
         return pd.DataFrame({"query_id": pd.Series(dtype=np.int64), "nvtx_range": pd.Series(dtype=str),
                              "nvtx_domain": pd.Series(dtype=str), "range_instance": pd.Series(dtype=float)})
@@ -221,6 +253,19 @@ def _runs(sorted_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start and stop indices of the runs of equal values in a sorted array."""
     first = np.flatnonzero(np.r_[True, sorted_values[1:] != sorted_values[:-1]])
     return first, np.r_[first[1:], len(sorted_values)]
+
+
+def _enclosing(walk: "_Walk | None") -> pd.DataFrame:
+    """Every range open at each query (query_id, range_pos): its innermost range in each stack of
+    its thread, and their parents up to the top of each stack."""
+    if walk is None or walk.hits.empty:
+        return pd.DataFrame({"query_id": pd.Series(dtype=np.int64), "range_pos": pd.Series(dtype=np.int64)})
+    frontier = walk.hits.loc[:, ["query_id", "range_pos"]]
+    chains = [frontier]
+    while len(frontier := frontier.assign(range_pos=walk.parent[frontier["range_pos"].to_numpy()])
+                             .loc[lambda f: f["range_pos"] >= 0]):
+        chains.append(frontier)
+    return pd.concat(chains, ignore_index=True)
 
 
 def _merged_paths(nvtx: pd.DataFrame, walk: _Walk, hits: pd.DataFrame) -> pd.DataFrame:

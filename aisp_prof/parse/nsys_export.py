@@ -1,8 +1,8 @@
 """Read the tables of an Nsight Systems SQLite export into raw frames, one function per table.
 
-Kernels, GPU memcpy/memset operations, the CUDA runtime/driver calls that launched them, NVTX
-push/pop ranges are each read here (the GPU in `nsys_gpu`), with names resolved through the export's own
-string and enum tables and nothing attributed or aggregated yet (`nsys_attribution` and
+Kernels, GPU memcpy/memset operations, whole-graph launches, the CUDA runtime/driver calls that
+launched them, NVTX push/pop ranges are each read here (the GPU in `nsys_gpu`), with names resolved
+through the export's own string and enum tables and nothing attributed or aggregated yet (`nsys_attribution` and
 `nsys_ranges` do that). Keeping the schema facts here (and the GPU tables' in `nsys_gpu`) means
 a new nsys schema version is a change here only.
 
@@ -12,7 +12,9 @@ Schema facts this relies on (checked against the real exports in tests/fixtures/
   bits above 48 identify the host/VM. A kernel's globalPid is its process's globalTid with the
   tid bits zeroed, so `id >> 24` is the process key on both sides of the join.
 * Kernels launched from a CUDA graph recorded with --cuda-graph-trace=node carry the
-  correlationId of the cudaGraphLaunch call, and a non-null graphNodeId.
+  correlationId of the cudaGraphLaunch call, and a non-null graphNodeId. With the default
+  --cuda-graph-trace=graph the graph's kernels are absent; each launch is one row of
+  CUPTI_ACTIVITY_KIND_GRAPH_TRACE with that same correlationId (`read_graph_launches`).
 * Push/pop ranges are NVTX_EVENTS rows of eventType NvtxPushPopRange (59 in schema 3.20); their
   name is `text`, or `textId` -> StringIds for registered strings. Ranges in a named domain carry
   a domainId that a NvtxDomainCreate event (75) maps to the domain's name; 0 is the default.
@@ -43,6 +45,7 @@ _DOMAIN_CREATE = "NvtxDomainCreate"
 _DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
 _API_VERSION_SUFFIX = re.compile(r"_v\d+$")
 _UNNAMED_RANGE = "(unnamed)"
+GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"      # whole-graph launches (default --cuda-graph-trace)
 
 # CUPTI memory operation tables -> the memory_ops frame's `operation`
 _MEMORY_TABLES = {"memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY", "memset": "CUPTI_ACTIVITY_KIND_MEMSET"}
@@ -153,16 +156,6 @@ def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
     return out
 
 
-def warn_whole_graphs(conn: sqlite3.Connection, tables: set[str]) -> None:
-    """With the default --cuda-graph-trace=graph, graph kernels are missing from the kernel table."""
-    if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in tables:
-        return
-    (count,) = conn.execute("SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE").fetchone()
-    if count:
-        log.warning("%d CUDA graph launches were traced as whole graphs, so their kernels are not in "
-                    "the kernel table; profile with `nsys profile --cuda-graph-trace=node`", count)
-
-
 def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
     """"(x, y, z)" strings, the form launch configurations are usually written in: made once per
     distinct configuration, every row pointing at its one string."""
@@ -184,6 +177,43 @@ def _factorize_ints(columns: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[i
         codes = pd.factorize(codes * len(col_uniques) + col_codes)[0]    # never overflows: codes < rows
     firsts = np.unique(codes, return_index=True)[1]                        # a row of each code, by code
     return codes, [tuple(int(c[i]) for c in columns) for i in firsts]
+
+
+# -------------------------------------------------------------------------------- whole graphs
+
+
+def read_graph_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """Whole-graph executions: one row per cudaGraphLaunch that nsys traced as one graph.
+
+    nsys's default `--cuda-graph-trace=graph` writes a graph launch's GPU execution into
+    CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start, end, deviceId, streamId, correlationId, globalPid,
+    graphId, graphExecId: nsys 2025.3, schema of tests/fixtures/foreign_h100) and none of the
+    graph's kernels into the kernel table. Its correlationId is the cudaGraphLaunch call's, so it
+    is attributed to NVTX ranges the way kernels are. Per-node kernels need
+    `--cuda-graph-trace=node`, which writes no such table."""
+    columns = ["correlation_id", "graph_id", "graph_exec_id", "start_ns", "end_ns", "duration_ns", "device_id",
+               "stream_id", "process_key", "process_id"]
+    if GRAPH_TABLE not in tables:
+        return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
+    cols = _columns(conn, GRAPH_TABLE)
+    opt = {c: f"g.{c}" if c in cols else "NULL" for c in ("correlationId", "globalPid", "graphId", "graphExecId")}
+    df = _query(conn, f"""
+        SELECT {opt['correlationId']} AS correlation_id, {opt['graphId']} AS graph_id,
+               {opt['graphExecId']} AS graph_exec_id, g.start AS start_ns, g."end" AS end_ns,
+               g.deviceId AS device_id, g.streamId AS stream_id, {opt['globalPid']} AS global_pid
+        FROM {GRAPH_TABLE} AS g ORDER BY g.start, g."end"
+    """)
+    for col in ("correlation_id", "graph_id", "graph_exec_id", "start_ns", "end_ns", "device_id", "stream_id",
+                "global_pid"):
+        df[col] = df[col].astype("Int64")
+    df["duration_ns"] = df["end_ns"] - df["start_ns"]
+    df["process_key"] = df["global_pid"] // (1 << _ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    if len(df):
+        log.warning("%d CUDA graph launches were traced as whole graphs (nsys's default --cuda-graph-trace=graph): "
+                    "each is counted with its GPU time in the range of its cudaGraphLaunch; per-node kernel "
+                    "detail needs `nsys profile --cuda-graph-trace=node`", len(df))
+    return df.loc[:, columns]
 
 
 # ------------------------------------------------------------------------------------ memory ops
@@ -249,7 +279,7 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
         log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
-    gpu_work = ["CUPTI_ACTIVITY_KIND_KERNEL"] + [t for t in _MEMORY_TABLES.values() if t in tables]
+    gpu_work = ["CUPTI_ACTIVITY_KIND_KERNEL"] + [t for t in (*_MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
     correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
     df = _query(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,

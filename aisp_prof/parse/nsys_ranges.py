@@ -1,6 +1,17 @@
 """Per-NVTX-range statistics of attributed GPU work: counts, GPU busy time, idle gaps, CPU wall time.
 
-One row per (range path, domain) that holds GPU work. GPU memcpy and memset operations count
+Two tables of the same statistics:
+
+* `range_table`: one row per (innermost range path, domain) that holds GPU work, every thread
+  together; a kernel counts in the innermost range open at its launch only. The pair summary
+  reads it (a variant's range `aisp/<pair>/<variant>` is innermost there).
+* `level_table`: every level, as Nsight Systems' own `nvtx_kern_sum` reports: one row per
+  (process, thread, domain, range path), and a range's work includes its children's (a kernel
+  launched in step0/forward/layer1 counts in step0, step0/forward and step0/forward/layer1).
+  The thread is part of a range's identity: `forward` on two threads is two rows. `depth` is 1
+  for a range with no other range open around it on its thread.
+
+ GPU memcpy and memset operations count
 towards a range's GPU time as kernels do: `x.copy_(y)` of two contiguous device tensors is a
 cudaMemcpyAsync, not a kernel, and leaving it out would make a variant look faster than it is.
 
@@ -11,6 +22,11 @@ overlaps, so there it equals the sum of the durations. `kernel_time_ns`, `memcpy
 `memset_time_ns` are plain sums of durations of each kind (kernel-only time, as before memory ops
 were counted, is `kernel_time_ns`). Gaps are idle GPU time between two operations of one call.
 `range_wall_ns` is the CPU time between push and pop, summed over the calls that were popped.
+
+Whole-graph launches (nsys's default `--cuda-graph-trace=graph`, `nsys_export.read_graph_launches`)
+are GPU work of their range like kernels: `graph_launch_count` and `graph_time_ns` (each launch's
+GPU start to end), counted in `gpu_time_ns` and the gaps. Both are null where the export has no
+whole-graph records (no graph, or graphs traced per node, whose kernels are then counted as kernels).
 """
 from __future__ import annotations
 
@@ -23,36 +39,119 @@ RANGE_COLUMNS = (
     "nvtx_range", "nvtx_domain", "kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes",
     "memcpy_time_ns", "memset_count", "memset_bytes", "memset_time_ns", "gpu_time_ns",
     "first_start_ns", "last_end_ns", "span_ns", "gap_total_ns", "gap_max_ns", "range_wall_ns",
-    "occurrences",
+    "occurrences", "graph_launch_count", "graph_time_ns",
 )
+LEVEL_COLUMNS = ("process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth", "name") + tuple(
+    c for c in RANGE_COLUMNS if c not in ("nvtx_range", "nvtx_domain"))
 _KEYS = ["nvtx_range", "nvtx_domain"]
-_OPERATIONS = ("kernel", "memcpy", "memset")
+_LEVEL_KEYS = ["process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth", "name"]
+_OPERATIONS = ("kernel", "memcpy", "memset", "graph")
+_GRAPH_COLUMNS = ("graph_launch_count", "graph_time_ns")
+_ID_BITS = 24
 
 
-def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame) -> pd.DataFrame:
-    """Per (range path, domain): GPU time, its kernel/memcpy/memset parts, idle gaps, CPU wall time.
+def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame,
+                graphs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (innermost range path, domain): GPU time, its kernel/memcpy/memset/graph parts, idle
+    gaps, CPU wall time.
 
-    `kernels` and `memory_ops` carry nvtx_range, nvtx_domain and range_instance (the push they
-    were launched in) from `nsys_attribution`; `nvtx` is one row per push with its own path.
+    `kernels`, `memory_ops` and `graphs` (whole-graph launches) carry nvtx_range, nvtx_domain and
+    range_instance (the push they were launched in) from `nsys_attribution`; `nvtx` is one row
+    per push with its own path.
     """
-    work = _attributed_work(kernels, memory_ops)
+    work = _attributed_work(kernels, memory_ops, graphs)
     if work.empty:
-        return pd.DataFrame({c: pd.Series(dtype=object if c in _KEYS else np.int64) for c in RANGE_COLUMNS})
-    out = _gpu_totals(_with_busy_time_and_gaps(work))
+        return _empty(RANGE_COLUMNS, _KEYS)
+    out = _gpu_totals(_with_busy_time_and_gaps(work, _KEYS + ["range_instance"]), _KEYS)
     closed = nvtx.loc[nvtx["end"] != OPEN_END]
     wall = (closed["end"] - closed["start"]).groupby([closed["nvtx_range"], closed["nvtx_domain"]]).sum()
     pushes = nvtx.groupby(["nvtx_range", "nvtx_domain"]).size()
     out["range_wall_ns"] = wall.reindex(out.index).fillna(0).astype(np.int64)
     out["occurrences"] = pushes.reindex(out.index).fillna(0).astype(np.int64)
-    return out.reset_index().loc[:, list(RANGE_COLUMNS)]
+    return _graph_columns(out.reset_index(), graphs).loc[:, list(RANGE_COLUMNS)]
 
 
-def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame) -> pd.DataFrame:
-    """Kernels and memory ops inside some range, as one frame sorted by range and start."""
+def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame, open_ranges: pd.DataFrame,
+                graphs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every level of every thread's ranges, a range's work including its children's (LEVEL_COLUMNS).
+
+    `open_ranges` holds every range open at each API call (global_tid, launch_start_ns,
+    range_pos: the range's row in `nvtx`), from `nsys_attribution.attribute(every_level=True)`;
+    `nvtx` carries each push's own path and depth. Each push is one call of its range: busy time
+    and gaps are taken per push, then summed per (process, thread, domain, path)."""
+    keys = ["global_tid", "launch_start_ns"]
+    frames = [f for f in (kernels, memory_ops, graphs) if f is not None and len(f)]
+    if not frames or open_ranges.empty:
+        return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
+    items = pd.concat([_work_items(f) for f in frames], ignore_index=True).dropna(subset=keys)
+    items = items.astype({k: np.int64 for k in keys}).merge(open_ranges, on=keys)
+    if items.empty:
+        return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
+    items = items.sort_values(["range_pos", "start_ns", "end_ns"], kind="stable")
+    per_push = _gpu_totals(_with_busy_time_and_gaps(items, ["range_pos"]), ["range_pos"])   # one row per call
+    del items
+    ranges = _level_keys(nvtx)
+    per_push = pd.concat([per_push.reset_index(drop=True),
+                          ranges.iloc[per_push.index.to_numpy()].reset_index(drop=True)], axis=1)
+    sums = {c: "sum" for c in per_push.columns if c.endswith(("_count", "_ns", "_bytes"))}
+    out = per_push.groupby(_LEVEL_KEYS, sort=True).agg(
+        {**sums, "first_start_ns": "min", "last_end_ns": "max", "gap_max_ns": "max"})
+    out["span_ns"] = out["last_end_ns"] - out["first_start_ns"]
+    closed = ranges.loc[nvtx["end"].to_numpy() != OPEN_END]
+    wall = (closed["end"] - closed["start"]).groupby([closed[k] for k in _LEVEL_KEYS]).sum()
+    pushes = ranges.groupby(_LEVEL_KEYS).size()
+    out["range_wall_ns"] = wall.reindex(out.index).fillna(0).astype(np.int64)
+    out["occurrences"] = pushes.reindex(out.index).fillna(0).astype(np.int64)
+    out = _graph_columns(out.reset_index(), graphs)
+    return out.sort_values(["process_id", "thread_id", "nvtx_domain", "nvtx_range"], kind="stable").loc[
+        :, list(LEVEL_COLUMNS)].reset_index(drop=True)
+
+
+def _level_keys(nvtx: pd.DataFrame) -> pd.DataFrame:
+    """Per push: process id, thread id, domain, own path, depth, own name, start, end."""
+    tid = nvtx["global_tid"].to_numpy(dtype=np.int64)
+    return pd.DataFrame({
+        "process_id": (tid >> _ID_BITS) & ((1 << _ID_BITS) - 1), "thread_id": tid & ((1 << _ID_BITS) - 1),
+        "nvtx_domain": nvtx["nvtx_domain"].to_numpy(dtype=object),
+        "nvtx_range": nvtx["nvtx_range"].to_numpy(dtype=object),
+        "depth": nvtx["depth"].to_numpy(dtype=np.int64), "name": nvtx["name"].to_numpy(dtype=object),
+        "start": nvtx["start"].to_numpy(dtype=np.int64), "end": nvtx["end"].to_numpy(dtype=np.int64),
+    })
+
+
+def _work_items(frame: pd.DataFrame) -> pd.DataFrame:
+    """A kernel, memory-op or graph frame as operations: launch key, GPU interval, kind, bytes."""
+    operation = frame["operation"] if "operation" in frame else ("graph" if "graph_exec_id" in frame else "kernel")
+    size = frame["size_bytes"] if "size_bytes" in frame else 0
+    return pd.DataFrame({
+        "global_tid": frame["global_tid"], "launch_start_ns": frame["launch_start_ns"],
+        "start_ns": frame["start_ns"].astype(np.int64), "end_ns": frame["end_ns"].astype(np.int64),
+        "duration_ns": frame["duration_ns"].astype(np.int64), "operation": operation,
+        "size_bytes": pd.Series(size, index=frame.index).fillna(0).astype(np.int64),
+    })
+
+
+def _graph_columns(out: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
+    """Null graph columns where the export has no whole-graph records (see the module's doc)."""
+    if graphs is None or graphs.empty:
+        for col in _GRAPH_COLUMNS:
+            out[col] = np.nan
+    return out
+
+
+def _empty(columns: tuple[str, ...], text: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object if c in text else np.int64) for c in columns})
+
+
+def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
+    """Kernels, memory ops and graph launches inside some range, as one frame sorted by range and start."""
     cols = _KEYS + ["range_instance", "start_ns", "end_ns", "duration_ns"]
     k = kernels.loc[kernels["nvtx_range"] != "", cols].assign(operation="kernel", size_bytes=0)
     m = memory_ops.loc[memory_ops["nvtx_range"] != "", cols + ["operation", "size_bytes"]]
-    work = pd.concat([k, m], ignore_index=True) if not m.empty else k
+    g = (graphs.loc[graphs["nvtx_range"] != "", cols].assign(operation="graph", size_bytes=0)
+         if graphs is not None and len(graphs) else m.iloc[0:0])
+    parts = [f for f in (k, m, g) if not f.empty]
+    work = pd.concat(parts, ignore_index=True) if len(parts) > 1 else (parts[0] if parts else k)
     if work.empty:
         return work
     work = work.astype({"start_ns": np.int64, "end_ns": np.int64, "duration_ns": np.int64})
@@ -60,10 +159,11 @@ def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame) -> pd.Data
     return work.sort_values(_KEYS + ["start_ns", "end_ns"], kind="stable")
 
 
-def _with_busy_time_and_gaps(work: pd.DataFrame) -> pd.DataFrame:
+def _with_busy_time_and_gaps(work: pd.DataFrame, call: list[str]) -> pd.DataFrame:
     """Add gap_ns (idle time before each operation) and busy_ns (its part not yet covered),
-    both within one call of the range, and per-operation count/time/bytes columns to sum."""
-    group = [work[c] for c in _KEYS + ["range_instance"]]   # busy time and gaps inside one call of the range
+    both within one call of the range (the columns `call`; `work` sorted by them, then start),
+    and per-operation count/time/bytes columns to sum."""
+    group = [work[c] for c in call]   # busy time and gaps inside one call of the range
     busy_until = work.groupby(group)["end_ns"].cummax().groupby(group).shift()
     work["gap_ns"] = (work["start_ns"] - busy_until).clip(lower=0).fillna(0).astype(np.int64)
     # the part of each operation not already covered by an earlier one of the same call
@@ -77,9 +177,9 @@ def _with_busy_time_and_gaps(work: pd.DataFrame) -> pd.DataFrame:
     return work
 
 
-def _gpu_totals(work: pd.DataFrame) -> pd.DataFrame:
-    """Sum the per-operation columns per (range path, domain), indexed by those two."""
-    out = work.groupby(_KEYS, sort=True).agg(
+def _gpu_totals(work: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Sum the per-operation columns per `keys`, indexed by them."""
+    out = work.groupby(keys, sort=True).agg(
         kernel_count=("kernel_count", "sum"),
         kernel_time_ns=("kernel_ns", "sum"),
         memcpy_count=("memcpy_count", "sum"),
@@ -88,6 +188,8 @@ def _gpu_totals(work: pd.DataFrame) -> pd.DataFrame:
         memset_count=("memset_count", "sum"),
         memset_bytes=("memset_bytes", "sum"),
         memset_time_ns=("memset_ns", "sum"),
+        graph_launch_count=("graph_count", "sum"),
+        graph_time_ns=("graph_ns", "sum"),
         gpu_time_ns=("busy_ns", "sum"),
         first_start_ns=("start_ns", "min"),
         last_end_ns=("end_ns", "max"),

@@ -9,8 +9,9 @@ on its own:
 * `nsys_attribution` gives each kernel and memory operation the NVTX range path that was open on
   its launching thread when its API call started (found through the correlationId, because the
   GPU usually runs the work after the CPU popped the range).
-* `nsys_ranges` aggregates per range: counts, GPU busy time (kernels and memory operations),
-  idle gaps, CPU wall time.
+* `nsys_ranges` aggregates per range: counts, GPU busy time (kernels, memory operations and
+  whole-graph launches), idle gaps, CPU wall time; per innermost range (`ranges`) and at every
+  level of every thread (`range_levels`).
 
 The NVTX range path is the column `nvtx_range` in every frame, as in the ncu parser's frames.
 """
@@ -27,9 +28,10 @@ from aisp_prof.errors import ExportParseError
 from aisp_prof.parse import nsys_export as export
 from aisp_prof.parse.nsys_attribution import attribute_all
 from aisp_prof.parse.nsys_gpu import read_gpu
-from aisp_prof.parse.nsys_ranges import RANGE_COLUMNS, range_table
+from aisp_prof.parse.nsys_ranges import LEVEL_COLUMNS, RANGE_COLUMNS, level_table, range_table
 
-__all__ = ["KERNEL_COLUMNS", "MEMORY_OP_COLUMNS", "RANGE_COLUMNS", "NsysParse", "parse_nsys_sqlite"]
+__all__ = ["GRAPH_LAUNCH_COLUMNS", "KERNEL_COLUMNS", "LEVEL_COLUMNS", "MEMORY_OP_COLUMNS", "RANGE_COLUMNS",
+           "NsysParse", "parse_nsys_sqlite"]
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +49,18 @@ MEMORY_OP_COLUMNS = (
     "launch_api", "launch_start_ns", "process_id", "thread_id", "nvtx_range", "nvtx_domain",
     "range_instance",
 )
+GRAPH_LAUNCH_COLUMNS = (
+    "correlation_id", "graph_id", "graph_exec_id", "start_ns", "end_ns", "duration_ns", "device_id", "stream_id",
+    "launch_api", "launch_start_ns", "process_id", "thread_id", "nvtx_range", "nvtx_domain", "range_instance",
+)
+
+
+def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
 
 
 def _empty_memory_ops() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in MEMORY_OP_COLUMNS})
+    return _empty(MEMORY_OP_COLUMNS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +73,10 @@ class NsysParse:
     gpu: dict[str, object]    # the GPU that ran the kernels (most kernels if several)
     memory_ops: pd.DataFrame = field(default_factory=lambda: _empty_memory_ops())
     # one row per GPU memcpy/memset, MEMORY_OP_COLUMNS
+    range_levels: pd.DataFrame = field(default_factory=lambda: _empty(LEVEL_COLUMNS))
+    # one row per (process, thread, domain, range path) at every level, children's work included
+    graph_launches: pd.DataFrame = field(default_factory=lambda: _empty(GRAPH_LAUNCH_COLUMNS))
+    # one row per CUDA graph launch traced as a whole graph (nsys's default), GRAPH_LAUNCH_COLUMNS
 
 
 def parse_nsys_sqlite(path: str | Path) -> NsysParse:
@@ -71,16 +85,16 @@ def parse_nsys_sqlite(path: str | Path) -> NsysParse:
     _check_file(path)
     conn = _connect(path)
     try:
-        kernels, memory_ops, ranges, gpu = _parse(conn, path)
+        parsed = _parse(conn, path)
     except sqlite3.DatabaseError as exc:
         raise ExportParseError(
             f"{path}: unreadable SQLite export ({exc}); re-run `nsys export --type sqlite` on the .nsys-rep"
         ) from exc
     finally:
         conn.close()
-    log.info("%s: %d kernels, %d memcpy/memset operations in %d NVTX ranges", path, len(kernels),
-             len(memory_ops), len(ranges))
-    return NsysParse(source=path, kernels=kernels, ranges=ranges, gpu=gpu, memory_ops=memory_ops)
+    log.info("%s: %d kernels, %d memcpy/memset operations, %d whole-graph launches in %d NVTX ranges", path,
+             len(parsed.kernels), len(parsed.memory_ops), len(parsed.graph_launches), len(parsed.ranges))
+    return parsed
 
 
 # --------------------------------------------------------------------------------------- opening
@@ -131,8 +145,9 @@ def _connect(path: Path) -> sqlite3.Connection:
 # --------------------------------------------------------------------------------------- parsing
 
 
-def _parse(conn: sqlite3.Connection, path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict[str, object]]:
-    """kernels and memory ops -> their API calls -> the ranges open at each call -> per-range totals."""
+def _parse(conn: sqlite3.Connection, path: Path) -> NsysParse:
+    """kernels, memory ops and graph launches -> their API calls -> the ranges open at each call
+    -> per-range totals (innermost, and every level)."""
     tables = export.table_names(conn)
     if "StringIds" not in tables:
         raise ExportParseError(f"{path}: SQLite file is not an Nsight Systems export (no StringIds table)")
@@ -141,14 +156,20 @@ def _parse(conn: sqlite3.Connection, path: Path) -> tuple[pd.DataFrame, pd.DataF
     kernels = export.read_kernels(conn)
     if kernels.empty:
         raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
-    export.warn_whole_graphs(conn, tables)
+    graphs = export.read_graph_launches(conn, tables)
     memory_ops = export.read_memory_ops(conn, tables)
     launches = export.read_launches(conn, tables)
-    kernels = kernels.merge(launches, on=["process_key", "correlation_id"], how="left")
-    memory_ops = memory_ops.merge(launches, on=["process_key", "correlation_id"], how="left")
+    on = ["process_key", "correlation_id"]
+    kernels = kernels.merge(launches, on=on, how="left")
+    memory_ops = memory_ops.merge(launches, on=on, how="left")
+    graphs = graphs.astype({c: "Int64" for c in on}).merge(launches, on=on, how="left")
     nvtx = export.read_push_pop_ranges(conn, tables)
-    kernels, memory_ops, nvtx = attribute_all(kernels, memory_ops, nvtx)
-    ranges = range_table(kernels, memory_ops, nvtx)
-    gpu = read_gpu(conn, tables, kernels)
-    return (kernels.loc[:, list(KERNEL_COLUMNS)].reset_index(drop=True),
-            memory_ops.loc[:, list(MEMORY_OP_COLUMNS)].reset_index(drop=True), ranges, gpu)
+    done = attribute_all(kernels, memory_ops, nvtx, graphs)
+    graphs = done.graphs if len(done.graphs) else None
+    ranges = range_table(done.kernels, done.memory_ops, done.nvtx, graphs)
+    levels = level_table(done.kernels, done.memory_ops, done.nvtx, done.open_ranges, graphs)
+    gpu = read_gpu(conn, tables, done.kernels)
+    return NsysParse(
+        source=path, kernels=done.kernels.loc[:, list(KERNEL_COLUMNS)].reset_index(drop=True), ranges=ranges,
+        gpu=gpu, memory_ops=done.memory_ops.loc[:, list(MEMORY_OP_COLUMNS)].reset_index(drop=True),
+        range_levels=levels, graph_launches=done.graphs.loc[:, list(GRAPH_LAUNCH_COLUMNS)].reset_index(drop=True))

@@ -3,7 +3,8 @@
 Tables: runs, kernels (one row per ncu-profiled launch, tidy columns), metric_columns and
 metric_rows (every raw ncu metric, so nothing measured is lost: a row per metric column, a row
 per launch, see `metric_rows`), timeline (one row per kernel nsys saw),
-memory_ops (one row per GPU memcpy/memset nsys saw), ranges (per NVTX range), checks and
+memory_ops (one row per GPU memcpy/memset nsys saw), ranges (per innermost NVTX range),
+range_levels (every NVTX level of every thread), graph_launches (whole-graph launches), checks and
 timings, and ceilings (measured calibrations, see `calibrations`). A run is written in one
 transaction: if anything fails half-way, no row of it remains.
 

@@ -38,13 +38,16 @@ def _ncu(path: Path, pair: str | None, data: RunData) -> None:
 
 
 def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
-    """Fill data's timeline, memory_ops and ranges from an nsys export; return the GPU it describes."""
+    """Fill data's timeline, memory_ops, ranges (innermost), range_levels (every
+    level of every thread) and graph_launches from an nsys export; return the GPU it describes."""
     from ..parse.nsys_sqlite import parse_nsys_sqlite
 
     parsed = parse_nsys_sqlite(path)
     data.timeline = _with_variant(parsed.kernels, pair)
     data.memory_ops = _with_variant(parsed.memory_ops, pair)
     data.ranges = _with_variant(parsed.ranges, pair)
+    data.range_levels = _with_variant(parsed.range_levels, pair)
+    data.graph_launches = parsed.graph_launches
     return parsed.gpu
 
 
@@ -147,7 +150,10 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_export(path: Path, label: str | None = None) -> RunData:
-    """Parse one ncu CSV / .ncu-rep / nsys SQLite export made by anyone into a run."""
+    """Parse one ncu CSV / .ncu-rep / nsys SQLite export / .nsys-rep made by anyone into a run
+    (a .nsys-rep is exported to SQLite on the fly: `collect.rep_export`)."""
+    from ..collect.rep_export import exported_sqlite, is_nsys_report
+
     name = path.name.lower()
     info: dict[str, Any] = {
         "run_id": new_run_id("import"), "pair": None, "label": label or path.name,
@@ -162,8 +168,14 @@ def load_export(path: Path, label: str | None = None) -> RunData:
         info["gpu"] = _gpu_from_metrics(data.launch_metrics)
     elif name.endswith(".sqlite") or name.endswith(".db"):
         info["gpu"] = _nsys(path, None, data)
+    elif is_nsys_report(path):
+        if not path.is_file():
+            raise ExportParseError(f"{path}: not a file")
+        with exported_sqlite(path) as (sqlite, command):
+            info["gpu"] = _nsys(sqlite, None, data)
+        info["nsys_export_command"] = command
     else:
-        raise ExportParseError(f"{path}: not an ncu .csv/.ncu-rep or an nsys .sqlite export "
+        raise ExportParseError(f"{path}: not an ncu .csv/.ncu-rep or an nsys .sqlite/.nsys-rep export "
                                "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")
     data.run = _run_row(info, "import", None)
     return data

@@ -18,7 +18,7 @@ import pandas as pd
 from ..parse.launch_metrics import LaunchMetrics
 
 TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts",
-          "compiles")
+          "compiles", "range_levels", "graph_launches")
 
 
 @dataclass
@@ -29,7 +29,9 @@ class RunData:
     kernels: pd.DataFrame = field(default_factory=pd.DataFrame)      # one row per ncu-profiled launch
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)     # one row per kernel nsys saw
     memory_ops: pd.DataFrame = field(default_factory=pd.DataFrame)   # one row per memcpy/memset nsys saw
-    ranges: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per NVTX range
+    ranges: pd.DataFrame = field(default_factory=pd.DataFrame)       # one row per innermost NVTX range
+    range_levels: pd.DataFrame = field(default_factory=pd.DataFrame)  # every level per thread, children included
+    graph_launches: pd.DataFrame = field(default_factory=pd.DataFrame)  # whole-graph launches (nsys default)
     checks: pd.DataFrame = field(default_factory=pd.DataFrame)       # correctness, per variant and trial
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)      # CUDA-event timing summary, per variant
     samples: pd.DataFrame = field(default_factory=pd.DataFrame)      # every timed call, with the GPU's clocks
