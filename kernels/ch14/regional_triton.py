@@ -267,6 +267,7 @@ PAIR = KernelPair(
            "a few % faster in steady state; regional compilation's win is compile time.",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "regional": optimized_regional, "eager": optimized_eager},
+    roles={"eager": "reference"},      # no compiler at all: the yardstick, not the lesson (it wins on an H100)
     reference=reference,
     flops=flops,
     bytes=bytes,
