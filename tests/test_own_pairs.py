@@ -150,6 +150,5 @@ def test_generated_template_imports_and_passes_its_own_test(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert " passed" in proc.stdout
     # the module imports on its own, with no side effects required of it
-    proc = subprocess.run([sys.executable, "-c", "import runpy; g = runpy.run_path('fused_relu.py'); "
-                           "print(g['PAIR'].name)"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path('fused_relu.py')['PAIR'].name)"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "mine.fused_relu", proc.stderr
