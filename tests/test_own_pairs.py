@@ -152,3 +152,19 @@ def test_generated_template_imports_and_passes_its_own_test(tmp_path):
     # the module imports on its own, with no side effects required of it
     proc = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path('fused_relu.py')['PAIR'].name)"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip() == "mine.fused_relu", proc.stderr
+
+
+@torch_missing
+def test_readme_loop_runs_on_a_cpu(tmp_path):
+    """The README's 'Your own pairs' loop, up to the step that needs a GPU: new, test, list."""
+    text = (REPO_ROOT / "README.md").read_text().split("## Your own pairs", 1)[1].split("```bash", 1)[1]
+    lines = [line.split("  #", 1)[0].strip() for line in text.split("```", 1)[0].splitlines()]
+    cpu = [line for line in lines if line.startswith(("aisp-prof new", "TRITON_INTERPRET=1", "aisp-prof list"))]
+    assert len(cpu) == 3, lines
+    env = {**_env(), "TRITON_INTERPRET": "1"}
+    for line in cpu:
+        cmd = line.replace("TRITON_INTERPRET=1 python", f"{sys.executable}").replace(
+            "aisp-prof", f"{sys.executable} -m aisp_prof")
+        proc = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
+    assert "mine.fused_relu" in proc.stdout

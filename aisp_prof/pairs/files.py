@@ -63,7 +63,7 @@ def load_file(path: str | Path) -> KernelPair:
         del sys.modules[name]
         raise RequirementError(f"cannot import {path}: {exc}; install it (the kernels extra: "
                                "pip install -e '.[kernels]')") from exc
-    except Exception as exc:
+    except Exception as exc:  # a user's module may raise anything on import: one line says what
         del sys.modules[name]
         raise UnknownTargetError(f"cannot import {path}: {type(exc).__name__}: {exc}") from exc
     pair = getattr(module, "PAIR", None)
