@@ -168,3 +168,38 @@ def test_readme_loop_runs_on_a_cpu(tmp_path):
         proc = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
     assert "mine.fused_relu" in proc.stdout
+
+
+RECORDING_CHILD = """
+import json, sys
+from pathlib import Path
+argv = sys.argv[1:]
+out = Path(argv[argv.index("--out") + 1])
+out.write_text(json.dumps({"ok": True, "check": {"passed": True, "checks": []}, "env": {}, "timing": {},
+                           "samples": [], "argv": argv}))
+"""
+
+
+@torch_missing
+def test_a_collection_passes_the_pair_file_to_every_child(own, tmp_path, monkeypatch):
+    """runner.collect_into with a stand-in child (no GPU): the check's recorded command line
+    carries --pair-file, and the child it started received it."""
+    from aisp_prof.collect import runner
+    from aisp_prof.collect.steps import StepContext
+    from aisp_prof.naming import CHECK_JSON, RUN_JSON
+
+    (tmp_path / "recording_child.py").write_text(RECORDING_CHILD)
+    monkeypatch.setattr(runner, "CHILD_MODULE", "recording_child")
+    for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    pair = files.load_file(own / "fused_relu.py")
+    folder = tmp_path / "run"
+    folder.mkdir()
+    ctx = StepContext(folder, {"gpu": {}, "wall_s": {}, "commands": {}, "tools": {}},
+                      env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)})
+    plan = runner._Plan(pair, ["baseline", "triton"], dict(pair.small_sizes), None, None)
+    runner.collect_into(ctx, plan, runner.RunOptions(pair=pair))
+    cmd = json.loads((folder / RUN_JSON).read_text())["commands"]["check"]
+    assert cmd[cmd.index("--pair-file") + 1] == pair.source
+    argv = json.loads((folder / CHECK_JSON).read_text())["argv"]
+    assert argv[argv.index("--pair-file") + 1] == pair.source and argv[argv.index("--pair") + 1] == "mine.fused_relu"
