@@ -6,7 +6,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Sequence, Callable
+from typing import Any, Callable, Sequence
 
 import click
 
