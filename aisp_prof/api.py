@@ -165,6 +165,21 @@ class RunDatabase:
             in_db = db_calibrations(conn)
         return run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
 
+    def diff(self, run_a: str, run_b: str) -> dict[str, Any]:
+        """Two runs of one pair compared per variant, with the gate's verdict (analyze.run_diff)."""
+        from .analyze.run_diff import RunSide, compare
+
+        sides = []
+        for run in (run_a, run_b):
+            result = self.summary_result(run)
+            run_id = result["run"]["run_id"]
+            try:
+                points = self.roofline_points(run_id)
+            except AispError:             # no counters (a timeline-only run): no roofline position
+                points = pd.DataFrame()
+            sides.append(RunSide(result, points, self.run(run_id, tables=("samples",)).samples))
+        return compare(*sides)
+
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
         """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
         return store_path(self.path, Path(path), label, skip_stored)

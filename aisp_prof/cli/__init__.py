@@ -15,6 +15,7 @@ from .. import __version__
 from .bench import bench_group
 from .code import code_cmd
 from .common import AispGroup, db_option, json_option, wide_option
+from .own import diff_cmd, new_cmd
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
 from .report import report_cmd, roofline_cmd
 from .sanitize import sanitize_cmd
@@ -30,6 +31,8 @@ Examples:
   aisp-prof kernels latest --json         # one record per profiled kernel launch
   aisp-prof report latest --open          # HTML report (offline, one page per pair)
   aisp-prof code latest --show sass       # what torch.compile / Triton generated, per kernel
+  aisp-prof diff RUN_A RUN_B              # two runs of one pair: what moved, with a verdict
+  aisp-prof new mine.fused_relu           # a template pair of your own (then: run mine/fused_relu.py)
 """
 
 
@@ -51,7 +54,8 @@ def cli(verbose: bool) -> None:
 
 
 for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, summary_cmd, quickstart_cmd,
-                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd):
+                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd,
+                 new_cmd, diff_cmd):
     cli.add_command(_command)
 
 

@@ -67,9 +67,11 @@ class RunRequest:
 @json_option
 @wide_option
 def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options: Any) -> None:
-    """Check, profile (ncu + nsys), store and summarize pairs. TARGETS are pair names or chapters.
+    """Check, profile (ncu + nsys), store and summarize pairs. TARGETS are pair names, chapters,
+    or pair files (and folders of them) outside the repository: your own pairs.
 
-    Exit codes: 0 ok, 2 unknown target, 3 no GPU, 4 profiler or nvcc missing, 5 counter
+    Exit codes: 0 ok, 2 unknown target (or a pair file that is missing, does not parse, fails
+    on import or has no PAIR), 3 no GPU, 4 profiler or nvcc missing, 5 counter
     permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
     8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes,
     13 run database unusable (read-only, disk full, locked), 14 run folder not writable,
@@ -79,6 +81,7 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
     Example:
       aisp-prof run ch09.fused_l2norm
       aisp-prof run ch09.fused_l2norm --variants cuda --sizes rows=4096,cols=4096 --json
+      aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
     """
     results = profile_targets(targets, RunRequest(**options), db, as_json)
     if as_json:

@@ -11,17 +11,21 @@ from .common import (chapter_option, database, db_option, echo_json, extra_hint,
 
 
 @click.command("list")
+@click.argument("paths", nargs=-1)
 @chapter_option
 @json_option
 @wide_option
-def list_cmd(chapter: str | None, as_json: bool) -> None:
+def list_cmd(paths: tuple[str, ...], chapter: str | None, as_json: bool) -> None:
     """The kernel pairs under kernels/ch*/, with their lesson and whether they can run here.
+    PATHS (optional): pair files or folders of them outside the repository, listed instead
+    (exit 2 for a missing file, a syntax error or a module without PAIR).
 
     \b
     Example:
       aisp-prof list --chapter ch09 --json
+      aisp-prof list my_pair.py
     """
-    rows = pair_rows(chapter)
+    rows = pair_rows(chapter, paths)
     extra_hint(rows)
     if as_json:
         echo_json(rows)

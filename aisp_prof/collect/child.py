@@ -14,6 +14,7 @@ output there.
 
     python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode profile --out /tmp/child.json
+    python -m aisp_prof.collect.child --pair mine.fused_add --pair-file /home/me/fused_add.py ...
     nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop ... \
         python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode check --out check.json --nsys-iterations 5 --nsys-out nsys_child.json
@@ -200,6 +201,7 @@ def capture_for_nsys(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.child")
     ap.add_argument("--pair", required=True)
+    ap.add_argument("--pair-file", type=Path, help="the module of a pair outside the kernels folder (pairs.files)")
     ap.add_argument("--variants", required=True, help="comma-separated, baseline first")
     ap.add_argument("--sizes", default="")
     ap.add_argument("--mode", choices=("check", "profile", "bench", "sanitize"), required=True)
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if not torch.cuda.is_available():
             raise NoGpuError("no CUDA GPU visible to torch in the profiled process")
-        pair = pairs_mod.find(args.pair)
+        pair = _pair(args.pair, args.pair_file)
         sizes = pairs_mod.parse_sizes(args.sizes, pair.sizes)
         variants = args.variants.split(",")
         if args.mode == "profile":
@@ -247,6 +249,19 @@ def main(argv: list[str] | None = None) -> int:
         code = _capture_report(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON),
                                lambda: capture_for_nsys(pair, sizes, variants, args.warmup, args.nsys_iterations))
     return code
+
+
+def _pair(name: str, pair_file: Path | None) -> pairs_mod.KernelPair:
+    """The pair called `name`: from the kernels folder, or from `pair_file` when given."""
+    if pair_file is None:
+        return pairs_mod.find(name)
+    from ..errors import UnknownTargetError
+    from ..pairs.files import load_file
+
+    pair = load_file(pair_file)
+    if pair.name != name:
+        raise UnknownTargetError(f"{pair_file} defines pair {pair.name!r}, not {name!r} (was it edited meanwhile?)")
+    return pair
 
 
 def _write(path: Path, report: dict[str, Any]) -> None:

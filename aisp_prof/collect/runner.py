@@ -24,6 +24,7 @@ from ..naming import CHECK_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
+from ..pairs.files import pair_file_args
 from ..pairs.roles import run_declarations
 from ..pairs.source import source_digest
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
@@ -87,12 +88,15 @@ class _Plan:
     nsys: Path | None
 
 
-def child_command(pair: str, variants: list[str], sizes: dict[str, int], mode: str, out: Path,
+def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, int], mode: str, out: Path,
                   *extra: str) -> list[str]:
-    """The profiled child's command line (python -m aisp_prof.collect.child ...)."""
+    """The profiled child's command line (python -m aisp_prof.collect.child ...). A pair from a
+    file outside the kernels folder adds `--pair-file PATH` (the child loads it from there);
+    a shipped pair's command line is the same whether given by name or by value."""
     size_text = ",".join(f"{k}={v}" for k, v in sizes.items())
-    return python_module(CHILD_MODULE, "--pair", pair, "--variants", ",".join(variants), "--sizes", size_text,
-                         "--mode", mode, "--out", str(out), *extra)
+    name, file_args = (pair, []) if isinstance(pair, str) else (pair.name, pair_file_args(pair))
+    return python_module(CHILD_MODULE, "--pair", name, *file_args, "--variants", ",".join(variants),
+                         "--sizes", size_text, "--mode", mode, "--out", str(out), *extra)
 
 
 def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
@@ -172,7 +176,7 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
     if the_plan.ncu is not None:
         names = metric_names(opts.metric_groups)
         ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
-        child = child_command(pair.name, variants, sizes, "profile", folder / "ncu_child.json")
+        child = child_command(pair, variants, sizes, "profile", folder / "ncu_child.json")
         ncu_step(ctx, the_plan.ncu, child, folder / "ncu_child.json", [nvtx_path(pair.name, v) for v in variants],
                  names)
 
@@ -185,11 +189,11 @@ def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> tuple[dict[st
     args = timing_args(opts.timing)
     if the_plan.nsys is None:
         ctx.progress(f"[1/2] {what}")
-        return check_step(ctx, child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON, *args),
+        return check_step(ctx, child_command(pair, variants, sizes, "check", folder / CHECK_JSON, *args),
                           folder / CHECK_JSON), None
     ctx.progress(f"[1/2] {what}; then nsys: timeline of {opts.nsys_iterations} iterations per variant")
     ctx.info["nsys_capture"] = "cudaProfilerApi, in the check process after the timing"
-    child = child_command(pair.name, variants, sizes, "check", folder / CHECK_JSON, *args,
+    child = child_command(pair, variants, sizes, "check", folder / CHECK_JSON, *args,
                           "--nsys-iterations", str(opts.nsys_iterations), "--nsys-out", str(folder / NSYS_CHILD_JSON))
     return check_nsys_step(ctx, the_plan.nsys, child, folder / CHECK_JSON, folder / NSYS_CHILD_JSON)
 
@@ -203,7 +207,7 @@ def more_timing(ctx: StepContext, the_plan: _Plan, timing: TimingOptions, sample
             break
         ctx.progress(f"      timing process {p + 1}")
         out = ctx.folder / TIMING_JSON.format(process=p)
-        cmd = child_command(pair.name, the_plan.variants, the_plan.sizes, "bench", out, *timing_args(timing, p))
+        cmd = child_command(pair, the_plan.variants, the_plan.sizes, "bench", out, *timing_args(timing, p))
         samples += timing_step(ctx, cmd, out, p).get("samples", [])
         extra += 1
     return extra

@@ -96,7 +96,7 @@ def sanitize_one(sanitizer: Path, pair: KernelPair, tool: str, sizes: dict[str, 
     """Run the pair's check under one tool; the child's JSON says whether the check passed."""
     with tempfile.TemporaryDirectory(prefix="aisp-sanitize-") as tmp:
         out = Path(tmp) / "check.json"
-        cmd = sanitizer_command(sanitizer, tool, child_command(pair.name, variants, sizes, "sanitize", out))
+        cmd = sanitizer_command(sanitizer, tool, child_command(pair, variants, sizes, "sanitize", out))
         started = time.time()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         text = proc.stdout + proc.stderr

@@ -178,6 +178,7 @@ def listing(pairs: list[KernelPair], machine: Machine,
             "default_sizes": dict(pair.sizes), "can_run": answer.ok, "reason": answer.reason,
             "variants_runnable_here": list(answer.variants) if answer.ok else [],
             "variants_skipped_here": answer.skipped if answer.ok else {},
+            "source": pair.source,
         })
     return sorted(rows, key=lambda r: r["name"])
 

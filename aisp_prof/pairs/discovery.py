@@ -111,11 +111,18 @@ def find(name: str, root: Path | None = None) -> KernelPair:
 
 
 def select(targets: list[str], root: Path | None = None) -> list[KernelPair]:
-    """Pairs named exactly, or whole chapters ("ch09", "ch9"), in the order asked."""
-    all_pairs = discover(root)
-    by_name = {p.name: p for p in all_pairs}
+    """Pairs named exactly, whole chapters ("ch09", "ch9"), or pair files and folders of them
+    outside the repository ("my_pair.py", "mine/": `pairs.files`), in the order asked."""
+    from .files import is_pair_path, load_target
+
     chosen: list[KernelPair] = []
+    named = [t for t in targets if not is_pair_path(t)]
+    all_pairs = discover(root) if named else []
+    by_name = {p.name: p for p in all_pairs}
     for t in targets:
+        if is_pair_path(t):
+            chosen.extend(load_target(t))
+            continue
         chapter = chapter_key(t)
         in_chapter = [p for p in all_pairs if chapter and p.chapter_key == chapter]
         if in_chapter:

@@ -1,0 +1,56 @@
+"""The diff of two runs (`analyze.run_diff.compare`) in words: the lines above its table and
+the table's rows, shared by the terminal and the HTML page. Nothing is computed here."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..units import si
+
+
+def table_rows(diff: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The diff as a terminal table: header and rows (one per variant)."""
+    header = ["variant", "time A", "time B", "B/A", "DRAM A", "DRAM B", "FLOPs B/A", "roof A", "roof B",
+              "stalls A", "stalls B", "verdict"]
+    rows = []
+    for r in diff["variants"]:
+        a, b = r["a"] or {}, r["b"] or {}
+        rows.append([r["variant"], _time(a), _time(b), _x(r["time_ratio_b_over_a"]), _bytes(a.get("dram_bytes")),
+                     _bytes(b.get("dram_bytes")), _x(r["flops_ratio_b_over_a"]), _roof(a.get("roofline")),
+                     _roof(b.get("roofline")), ", ".join(a.get("top_stalls") or []) or "-",
+                     ", ".join(b.get("top_stalls") or []) or "-",
+                     f"{r['verdict']}: {r['reason']}" if r["verdict"] and r["reason"] else r["verdict"] or r["reason"]])
+    return header, rows
+
+
+def _time(side: Mapping[str, Any]) -> str:
+    t = side.get("time_ns")
+    return "-" if t is None else f"{t / 1e3:.1f} us ({side.get('time_source')})"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _bytes(v: float | None) -> str:
+    return "-" if v is None else si(v, "B")
+
+
+def _roof(pos: Mapping[str, Any] | None) -> str:
+    if not pos or not pos.get("bound"):
+        return "-"
+    pct = pos.get("pct_of_roof")
+    return f"{pos['bound']} {pct:.0f}%" if pct is not None else str(pos["bound"])
+
+
+def headline(diff: Mapping[str, Any]) -> list[str]:
+    """Lines above the table: what is compared, and whether a verdict was possible."""
+    a, b = diff["a"], diff["b"]
+    lines = [f"{diff['pair']}: A {a['run_id']} ({a.get('gpu_name') or '?'}) vs B {b['run_id']} ({b.get('gpu_name') or '?'})"]
+    if a.get("gpu_name") != b.get("gpu_name"):
+        lines.append("A and B ran on different GPUs: their times compare the machines as much as the code")
+    if not diff["judged"]:
+        lines.append(f"verdict: {diff['not_judged']} (a run without the timed samples of interleaved CUDA-event timing)")
+    else:
+        lines.append("verdict: B judged against A's samples by the gate's rule (FASTER/SLOWER: B moved, beyond "
+                     "the A/A margin of A's processes)")
+    return lines
