@@ -57,8 +57,15 @@ def sample_runs() -> list[Path]:
 def roofline_input(run: RunData) -> RunInput:
     """What the roofline needs of a stored run."""
     from .analyze.roofline import RunInput
+    from .analyze.speedup import run_times
 
-    return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name)
+    variants = sorted({*_variants(run.kernels), *_variants(run.ranges), *_variants(run.timings)})
+    return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name,
+                    run_times(variants, run.kernels, run.ranges, run.timings))
+
+
+def _variants(frame: pd.DataFrame) -> list[str]:
+    return [str(v) for v in frame["variant"].dropna().unique()] if "variant" in frame else []
 
 
 def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
@@ -170,8 +177,23 @@ class RunDatabase:
         return store_path(self.path, Path(path), label, skip_stored)
 
     def history(self, pair: str) -> pd.DataFrame:
-        """One row per (run, variant) of `pair`, oldest first: median time, spread, speedup."""
-        return pd.DataFrame(pair_history(self.path, pair))
+        """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
+        the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
+        secondary figures by the other timers."""
+        from .analyze.speedup import run_speedups
+
+        rows = pair_history(self.path, pair)
+        speedups: dict[str, dict[str, Any]] = {}
+        with store_db.Database(self.path) as conn:
+            for rid in dict.fromkeys(r["run_id"] for r in rows):
+                data = conn.read_run(rid, False, ("kernels", "ranges", "timings"))
+                variants = [str(r["variant"]) for r in rows if r["run_id"] == rid and r["variant"]]
+                speedups[rid] = run_speedups(variants, data.kernels, data.ranges, data.timings)
+        for r in rows:
+            s = speedups[r["run_id"]].get(r["variant"]) if r["variant"] else None
+            r.update(s.fields() if s else {"speedup_vs_baseline": None, "speedup_timer": None,
+                                           "speedup_by_timer": None})
+        return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ one run as frames
     def kernels(self, run: str = "latest", variant: str | None = None) -> pd.DataFrame:
