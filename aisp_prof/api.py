@@ -59,13 +59,8 @@ def roofline_input(run: RunData) -> RunInput:
     from .analyze.roofline import RunInput
     from .analyze.speedup import run_times
 
-    variants = sorted({*_variants(run.kernels), *_variants(run.ranges), *_variants(run.timings)})
     return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name,
-                    run_times(variants, run.kernels, run.ranges, run.timings))
-
-
-def _variants(frame: pd.DataFrame) -> list[str]:
-    return [str(v) for v in frame["variant"].dropna().unique()] if "variant" in frame else []
+                    run_times(None, run.kernels, run.ranges, run.timings))
 
 
 def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
@@ -180,19 +175,11 @@ class RunDatabase:
         """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
         the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
         secondary figures by the other timers."""
-        from .analyze.speedup import run_speedups
+        from .analyze.speedup import add_history_speedups
 
         rows = pair_history(self.path, pair)
-        speedups: dict[str, dict[str, Any]] = {}
         with store_db.Database(self.path) as conn:
-            for rid in dict.fromkeys(r["run_id"] for r in rows):
-                data = conn.read_run(rid, False, ("kernels", "ranges", "timings"))
-                variants = [str(r["variant"]) for r in rows if r["run_id"] == rid and r["variant"]]
-                speedups[rid] = run_speedups(variants, data.kernels, data.ranges, data.timings)
-        for r in rows:
-            s = speedups[r["run_id"]].get(r["variant"]) if r["variant"] else None
-            r.update(s.fields() if s else {"speedup_vs_baseline": None, "speedup_timer": None,
-                                           "speedup_by_timer": None})
+            add_history_speedups(rows, lambda rid: conn.read_run(rid, False, ("kernels", "ranges", "timings")))
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ one run as frames

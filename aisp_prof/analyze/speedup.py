@@ -24,7 +24,7 @@ bands); those rules, not this definition, are the place to change.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,10 +85,15 @@ def variant_times(variant: str, kernels: pd.DataFrame, ranges: pd.DataFrame,
     return out
 
 
-def run_times(variants: list[str], kernels: pd.DataFrame, ranges: pd.DataFrame,
+def _variants(*frames: pd.DataFrame) -> list[str]:
+    return sorted({str(v) for f in frames if "variant" in f for v in f["variant"].dropna().unique()})
+
+
+def run_times(variants: Sequence[str] | None, kernels: pd.DataFrame, ranges: pd.DataFrame,
               timings: pd.DataFrame) -> dict[str, dict[str, float | None]]:
-    """{variant: {timer: ns per call}} of a run."""
-    return {v: variant_times(v, kernels, ranges, timings) for v in variants}
+    """{variant: {timer: ns per call}} of a run (every variant the frames name, without `variants`)."""
+    names = _variants(kernels, ranges, timings) if variants is None else variants
+    return {v: variant_times(v, kernels, ranges, timings) for v in names}
 
 
 def run_speedups(variants: list[str], kernels: pd.DataFrame, ranges: pd.DataFrame,
@@ -99,3 +104,17 @@ def run_speedups(variants: list[str], kernels: pd.DataFrame, ranges: pd.DataFram
     if not any(times["baseline"].values()):
         return {}
     return {v: speedup(times["baseline"], times[v]) for v in variants}
+
+
+def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any]) -> None:
+    """Fill `history`'s rows (one per run and variant) with the summary's speedup fields;
+    `read(run_id)` gives the run's kernels, ranges and timings (a RunData)."""
+    cache: dict[str, dict[str, Speedup]] = {}
+    for r in rows:
+        rid = r["run_id"]
+        if rid not in cache:
+            data = read(rid)
+            names = [str(x["variant"]) for x in rows if x["run_id"] == rid and x["variant"]]
+            cache[rid] = run_speedups(names, data.kernels, data.ranges, data.timings)
+        s = cache[rid].get(r["variant"]) if r["variant"] else None
+        r.update(s.fields() if s else {"speedup_vs_baseline": None, "speedup_timer": None, "speedup_by_timer": None})

@@ -282,7 +282,7 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    click.echo(render(["created", "run", "gpu", "status", "variant", "median (events)", "spread", "speedup",
+    click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup",
                        "timer", "gate"],
                       [[when(r["created_at"]), r["run_id"], r["gpu_name"], r["status"],
                         f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
@@ -291,7 +291,7 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",
                         TIMER_LABELS.get(r.get("speedup_timer") or "", "-"),
                         _gate_cell(r)] for r in rows], table_width(),
-                      drop=("status", "created", "spread", "gpu", "timer"), wrap=("gate",), clip=("gpu", "variant"),
+                      drop=("status", "created", "timer", "spread", "gpu"), wrap=("gate",), clip=("gpu", "variant"),
                       min_width={"gate": 40}))
 
 

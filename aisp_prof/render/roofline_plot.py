@@ -331,7 +331,8 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
                             [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
                               cmp.time_source if cmp.speedup else "-", _secondary(cmp),
                               _f(cmp.to_dict()["ai_dram_flop_per_byte_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
-                             for cmp in result.comparisons], width))
+                             for cmp in result.comparisons], width, drop=("other timers", "timer"),
+                            wrap=("other timers",)))
     if result.flop_check:
         lines.append("")
         lines.append(render(["variant", "counted FLOPs/call", "analytic FLOPs/call", "counted/analytic", "flag"],
