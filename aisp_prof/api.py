@@ -57,8 +57,10 @@ def sample_runs() -> list[Path]:
 def roofline_input(run: RunData) -> RunInput:
     """What the roofline needs of a stored run."""
     from .analyze.roofline import RunInput
+    from .analyze.speedup import run_times
 
-    return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name)
+    return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name,
+                    run_times(None, run.kernels, run.ranges, run.timings))
 
 
 def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
@@ -185,8 +187,15 @@ class RunDatabase:
         return store_path(self.path, Path(path), label, skip_stored)
 
     def history(self, pair: str) -> pd.DataFrame:
-        """One row per (run, variant) of `pair`, oldest first: median time, spread, speedup."""
-        return pd.DataFrame(pair_history(self.path, pair))
+        """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
+        the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
+        secondary figures by the other timers."""
+        from .analyze.speedup import add_history_speedups
+
+        rows = pair_history(self.path, pair)
+        with store_db.Database(self.path) as conn:
+            add_history_speedups(rows, lambda rid: conn.read_run(rid, False, ("kernels", "ranges", "timings")))
+        return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ one run as frames
     def kernels(self, run: str = "latest", variant: str | None = None) -> pd.DataFrame:

@@ -18,6 +18,10 @@ NSYS_REP = "nsys.nsys-rep"
 NSYS_CHILD_JSON = "nsys_child.json"   # the report of the nsys capture (variants, iterations, warm-up)
 COMPILE_CACHE_DIR = "compile_cache"   # Inductor's and Triton's caches while the children run (then removed)
 GENERATED_DIR = "generated"           # what the compilers generated, kept: output code, TTGIR/PTX/SASS
+
+# the timers a speedup can use, primary first (analyze.speedup says why), and how each is shown
+SPEEDUP_TIMERS = ("nsys_gpu_time", "cuda_events", "ncu_duration")
+TIMER_LABELS = {"nsys_gpu_time": "nsys GPU time", "cuda_events": "CUDA events", "ncu_duration": "ncu duration"}
 GENERATED_INDEX = "generated/index.json"
 
 NVTX_ROOT = "aisp"

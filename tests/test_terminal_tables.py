@@ -73,7 +73,7 @@ def test_run_list_history_list_and_calibrations_fit(db):
     assert widest(runs) > WIDTH                          # the longest run id and pair need more than 120
     history = invoke("history", "ch09.fused_l2norm", "--db", db, "--wide")
     assert header_line(history, "created").split() == ["created", "run", "gpu", "status", "variant", "median",
-                                                       "spread", "speedup", "gate"]
+                                                       "spread", "speedup", "timer", "gate"]
     listing = invoke("list", "--wide")
     assert header_line(listing, "pair").split() == ["pair", "variants", "runs", "here", "lesson"]
     assert widest(listing) > 200                         # lessons whole, one line each

@@ -3,13 +3,15 @@ to the references (a vendor library, a roof), from summary rows that carry their
 
 A reference never wins the headline: "pipelined 1.99x over baseline, reaches 93% of cublas", not
 "cublas 2.15x". A comparison pair claims nothing: its line says so and names the fastest variant.
-Speed is nsys GPU time per call (the summary's `gpu_time_ns`), as everywhere in the summary.
+The speedup is the summary's primary `speedup_vs_baseline` (`analyze.speedup`: nsys GPU time per
+call where the run has it), named with its timer; the pct of a reference is by `gpu_time_ns`.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
 from ..pairs.roles import BASELINE, OPTIMIZATION, REFERENCE
+from .speedup import TIMER_LABELS
 
 
 def add_role_fields(rows: list[dict[str, Any]], roles: Mapping[str, str]) -> None:
@@ -33,12 +35,13 @@ def best_optimization(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | 
 
 
 def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False) -> dict[str, Any]:
-    """{best, speedup, correct, reference, pct_of_reference, comparison, text}: JSON-ready."""
+    """{best, speedup, speedup_timer, correct, reference, pct_of_reference, comparison, text}: JSON-ready."""
     best = None if comparison else best_optimization(rows)
     base = next((r for r in rows if r.get("role") == BASELINE), None)
     subject = best or base
     out = {"comparison": comparison, "best": best["variant"] if best else None,
            "speedup": best.get("speedup_vs_baseline") if best else None,
+           "speedup_timer": best.get("speedup_timer") if best else None,
            "correct": best.get("correct") if best else None,
            "reference": subject.get("reference_variant") if subject else None,
            "pct_of_reference": subject.get("pct_of_reference") if subject else None}
@@ -59,4 +62,5 @@ def _text(h: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], subject: Mapp
             return "no baseline and no optimization to compare"
         return f"no optimization variant: {subject['variant']}{ref}" if ref else "no optimization variant timed"
     wrong = " (its output FAILED the correctness check)" if h["correct"] is False else ""
-    return f"{h['best']}: {h['speedup']:.2f}x over baseline (nsys GPU time){ref}{wrong}"
+    timer = TIMER_LABELS.get(h.get("speedup_timer") or "nsys_gpu_time", "nsys GPU time")
+    return f"{h['best']}: {h['speedup']:.2f}x over baseline ({timer}){ref}{wrong}"

@@ -25,6 +25,7 @@ from .ncu_command import ncu_settings
 from .records import clean_value, frame_records
 from .page_tables import (correctness, kernel_rows, memory_op_rows, memory_rows, short_kernel_name, sol_rows,
                           stall_rows)
+from .speedup import TIMER_LABELS
 from .summary import summarize
 from .timeline_call import representative_call, strip_rows
 from .verdict_rules import RuleInput, findings
@@ -33,7 +34,7 @@ from .verdict_text import LEVEL_NAMES, bound_name, bounds_of, verdict_sentences
 _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_event_median_ns", "correct",
                  "rel_err_vs_reference", "ncu_duration_ns", "dram_bytes", "l2_bytes", "l1_bytes", "flops_total",
                  "flops_fp32", "flops_fp64", "flops_fp16", "flops_tensor", "dram_bytes_per_s", "flops_per_s",
-                 "speedup_vs_baseline", "mean_kernel_duration_ns", "gap_per_call_ns", "gap_max_ns", "first_call_ns",
+                 "speedup_vs_baseline", "speedup_timer", "mean_kernel_duration_ns", "gap_per_call_ns", "gap_max_ns", "first_call_ns",
                  "steady_call_wall_ns", "compile_overhead_ns", "warm_process_first_call_ns", "frames_compiled",
                  "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls", "role",
                  "pct_of_reference", "reference_variant")
@@ -139,16 +140,20 @@ def _identity(row: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
 
 
 def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float | None]]) -> list[dict[str, Any]]:
-    """Per optimized variant: speedup (nsys and CUDA events), correctness, what bound it before/after.
+    """Per optimized variant: the summary's primary speedup with its timer (`analyze.speedup`), the
+    secondary figures by CUDA events and ncu duration, correctness, what bound it before/after.
     Fills each summary row's `bound`, `bound_pct_of_roof` and `speedup_cuda_events` on the way."""
     base = next((s for s in summary if s["variant"] == "baseline"), None)
     for s in summary:
         s["bound"], s["bound_pct_of_roof"] = bounds.get(s["variant"], (None, None))
-        ev, bev = s.get("cuda_event_median_ns"), (base or {}).get("cuda_event_median_ns")
-        s["speedup_cuda_events"] = bev / ev if ev and bev else None
+        s["speedup_cuda_events"] = (s.get("speedup_by_timer") or {}).get("cuda_events")
     return [{
         "variant": s["variant"], "speedup": s.get("speedup_vs_baseline"),
-        "speedup_cuda_events": s.get("speedup_cuda_events"), "gpu_time_ns": s.get("gpu_time_ns"),
+        "speedup_timer": s.get("speedup_timer"), "speedup_label": TIMER_LABELS.get(s.get("speedup_timer") or ""),
+        "speedup_by_timer": s.get("speedup_by_timer") or {},
+        "speedup_cuda_events": s.get("speedup_cuda_events"),
+        "speedup_ncu_duration": (s.get("speedup_by_timer") or {}).get("ncu_duration"),
+        "gpu_time_ns": s.get("gpu_time_ns"),
         "baseline_gpu_time_ns": (base or {}).get("gpu_time_ns"), "correct": s.get("correct"),
         "rel_err_vs_reference": s.get("rel_err_vs_reference"),
         "bound_before": (base or {}).get("bound"), "bound_after": s.get("bound"),

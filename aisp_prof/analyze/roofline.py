@@ -22,6 +22,7 @@ from .ncu_command import ncu_iterations, ncu_settings
 from .roofline_points import Point, analytic_for, json_ready, points_for_run, variant_order
 from .roofline_warnings import (RooflineWarning, comparison_warnings, flop_warnings, hfma_move_warnings,
                                 l2_fit_warnings, point_warnings, rate_count_warnings)
+from .speedup import TIMER_LABELS, speedup
 
 FLOP_MISMATCH = 0.10        # |counted / analytic - 1| above this is flagged (issue 3)
 
@@ -36,6 +37,7 @@ class RunInput:
     kernels: pd.DataFrame                 # tidy ncu rows (one per launch), with `variant`
     device: dict[str, float] = field(default_factory=dict)   # device__attribute_* of the profile
     gpu_name: str | None = None
+    times: dict[str, dict[str, float | None]] = field(default_factory=dict)   # analyze.speedup.run_times
 
     @property
     def label(self) -> str:
@@ -64,21 +66,45 @@ class FlopCheck:
 
 @dataclass
 class Comparison:
-    """Baseline -> optimized, as the chart's arrow: both aggregates and the speedup (ncu time)."""
+    """Baseline -> optimized, as the chart's arrow: both aggregates and the speedup, the one primary
+    speedup of `analyze.speedup` (the summary's and history's number); `speedup_by_timer` holds the
+    secondary figures, each under its timer's name."""
 
     baseline: Point
     optimized: Point
     speedup: float | None
-    time_source: str = "ncu gpu__time_duration, summed over the variant's kernels"
+    timer: str | None = "ncu_duration"
+    speedup_by_timer: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def time_source(self) -> str:
+        return TIMER_LABELS.get(self.timer or "", "no timer")
+
+    @property
+    def secondary(self) -> dict[str, float]:
+        """{timer label: speedup} by the timers other than the primary one, where both variants have it."""
+        return {TIMER_LABELS[t]: x for t, x in self.speedup_by_timer.items() if x is not None and t != self.timer}
 
     def to_dict(self) -> dict[str, Any]:
         b, o = self.baseline, self.optimized
         return {"baseline": {"run_id": b.run_id, "nvtx_range": b.nvtx_range, "variant": b.variant},
                 "optimized": {"run_id": o.run_id, "nvtx_range": o.nvtx_range, "variant": o.variant},
                 "speedup": json_ready(self.speedup), "time_source": self.time_source,
+                "speedup_timer": self.timer,
+                "speedup_by_timer": {k: json_ready(v) for k, v in self.speedup_by_timer.items()},
                 **{f"{k}_change": _ratio(getattr(o, k), getattr(b, k))
                    for k in ("ai_dram_flop_per_byte", "ai_l2_flop_per_byte", "ai_l1_flop_per_byte", "flops_per_s",
                              "dram_bytes")}}
+
+
+def _compare(b: Point, o: Point, b_times: Mapping[str, float | None] | None,
+             o_times: Mapping[str, float | None] | None) -> Comparison:
+    """The arrow b -> o with the primary speedup of the two variants' times (`analyze.speedup`);
+    the aggregates' ncu durations where the run handed in no times."""
+    if b_times is None or o_times is None:
+        b_times, o_times = {"ncu_duration": b.duration_ns}, {"ncu_duration": o.duration_ns}
+    s = speedup(b_times, o_times)
+    return Comparison(b, o, s.value, s.timer, s.by_timer)
 
 
 @dataclass
@@ -142,7 +168,7 @@ def comparisons_for(runs: Sequence[RunInput], points: Sequence[Point]) -> list[C
     for run in runs:
         va = aggs.get(run.run_id, {})
         if "baseline" in va:
-            out += [Comparison(va["baseline"], p, _ratio(va["baseline"].duration_ns, p.duration_ns))
+            out += [_compare(va["baseline"], p, run.times.get("baseline"), run.times.get(v))
                     for v, p in va.items() if v != "baseline"]
     first = aggs.get(runs[0].run_id, {}) if runs else {}
     for run in runs[1:]:
@@ -152,7 +178,8 @@ def comparisons_for(runs: Sequence[RunInput], points: Sequence[Point]) -> list[C
             pairs = [(next(iter(first.values())), next(iter(later.values())))]
         else:
             pairs = [(first[v], later[v]) for v in common]
-        out += [Comparison(b, o, _ratio(b.duration_ns, o.duration_ns)) for b, o in pairs]
+        first_times = runs[0].times
+        out += [_compare(b, o, first_times.get(b.variant), run.times.get(o.variant)) for b, o in pairs]
     return out
 
 

@@ -19,6 +19,10 @@ Compile cost and torch.compile's graphs, breaks and recompiles come from the run
 rows (`analyze.compiled`); `compile_break_even_calls` is how many calls repay the first call's
 extra wall time from the time each call saves against the baseline.
 
+`speedup_vs_baseline` is the one primary speedup (`analyze.speedup`: nsys GPU time where both
+variants have it, else CUDA events, else ncu duration), `speedup_timer` names its timer and
+`speedup_by_timer` holds every timer's ratio, the secondary figures under their timer's name.
+
 `derived_from_rates` (only where it applies) lists the counter columns that the export held as
 rates only (`ncu --set full`), so their FLOPs and bytes are rate x elapsed cycles, not counts.
 """
@@ -34,6 +38,7 @@ from ..parse.rate_counts import DERIVED_COLUMN
 from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
 from .headline import add_role_fields
+from .speedup import run_speedups
 
 NOT_STALLS = {"selected"}   # a warp being issued is not a stall
 
@@ -150,10 +155,11 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
         row["top_stalls"] = top_stalls(k)
         row.update(variant_compiles(compiles, v))
         rows.append(row)
-    base = next((r for r in rows if r["variant"] == "baseline" and r.get("gpu_time_ns")), None)
-    for row in rows:
-        if base and row.get("gpu_time_ns"):
-            row["speedup_vs_baseline"] = base["gpu_time_ns"] / row["gpu_time_ns"]
+    if any(r["variant"] == "baseline" for r in rows):
+        speedups = run_speedups([r["variant"] for r in rows], kernels, ranges, timings)
+        for row in rows:
+            if row["variant"] in speedups:
+                row.update(speedups[row["variant"]].fields())
     _add_break_even(rows)
     add_role_fields(rows, roles_of(info, [r["variant"] for r in rows]))
     return rows

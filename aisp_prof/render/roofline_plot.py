@@ -197,6 +197,11 @@ def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level
     return labels
 
 
+def _secondary(cmp: Any) -> str:
+    """The arrow's speedup by the timers other than its primary one, each named."""
+    return ", ".join(f"{label} {x:.2f}x" for label, x in cmp.secondary.items()) or "-"
+
+
 def _panels(fig: Figure, count: int) -> list[Any]:
     """`count` charts stacked top down, each in a PANEL_IN slot with MARGINS_IN around its axes:
     a fixed layout, so the chart is drawn once (a constrained layout measures every text first)."""
@@ -322,10 +327,12 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
         lines.append("* TMA traffic bypasses the L1 counters: L1 intensity overstated")
     if result.comparisons:
         lines.append("")
-        lines.append(render(["baseline", "optimized", "speedup (ncu time)", "AI DRAM x", "DRAM bytes x"],
+        lines.append(render(["baseline", "optimized", "speedup", "timer", "other timers", "AI DRAM x", "DRAM bytes x"],
                             [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
+                              cmp.time_source if cmp.speedup else "-", _secondary(cmp),
                               _f(cmp.to_dict()["ai_dram_flop_per_byte_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
-                             for cmp in result.comparisons], width))
+                             for cmp in result.comparisons], width, drop=("other timers", "timer"),
+                            wrap=("other timers",)))
     if result.flop_check:
         lines.append("")
         lines.append(render(["variant", "counted FLOPs/call", "analytic FLOPs/call", "counted/analytic", "flag"],

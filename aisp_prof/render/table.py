@@ -5,6 +5,7 @@ import re
 import textwrap
 from typing import Any, Mapping, Sequence
 
+from ..naming import TIMER_LABELS
 from ..units import duration, si
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None, *,
@@ -148,12 +149,31 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
             si(r.get("dram_bytes_per_s"), "B/s"), si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
         ])
     table = render(headers, body, width, **SUMMARY_FIT)
+    timers = speedup_note(rows)
+    if timers:
+        table += "\n" + "\n".join(wrap_lines([timers], width))
     derived = sorted({c for r in rows for c in r.get("derived_from_rates") or ()})
     if derived:
         note = ("* FLOPs (derived from rates): the export holds these counters only as rates (ncu --set full), "
                 f"so they are rate x elapsed cycles, as ncu's roofline computes them: {', '.join(derived)}")
         table += "\n" + "\n".join(wrap_lines([note], width))
     return table
+
+
+def speedup_note(rows: list[dict[str, Any]]) -> str | None:
+    """'speedup: by nsys GPU time; by other timers: cuda CUDA events 3.03x, ncu duration 3.16x; ...':
+    which timer the speedup column used (analyze.speedup) and the secondary figures, each named."""
+    timed = [r for r in rows if r.get("speedup_timer") and r["variant"] != "baseline"]
+    if not timed:
+        return None
+    used = ", ".join(dict.fromkeys(TIMER_LABELS[r["speedup_timer"]] for r in timed))
+    others = []
+    for r in timed:
+        figs = [f"{TIMER_LABELS[t]} {x:.2f}x" for t, x in (r.get("speedup_by_timer") or {}).items()
+                if x is not None and t != r["speedup_timer"]]
+        if figs:
+            others.append(f"{r['variant']} {', '.join(figs)}")
+    return f"speedup: by {used}" + (f"; by other timers: {'; '.join(others)}" if others else "")
 
 
 def launch_compile_table(rows: list[dict[str, Any]], width: int | None = None) -> str | None:

@@ -15,7 +15,8 @@ VERDICT_COLUMNS = ("verdict", "cause", "time_change", "ratio_change", "ratio_cha
 
 
 def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
-    """One row per (run, variant), oldest first, with CUDA-event medians where the run timed."""
+    """One row per (run, variant), oldest first, with CUDA-event medians where the run timed. The
+    speedup is no business of the store: `api.RunDatabase.history` adds the summary's."""
     with Database(db) as conn:
         if not conn.has("runs"):
             return []
@@ -30,11 +31,8 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
         rows = conn.query(f"SELECT r.run_id, r.created_at, r.gpu_name, r.status, r.label, r.git_sha, r.info_json, "
                           f"{pick}, {judged} "
                           f"FROM runs r {join}WHERE r.pair = ? ORDER BY r.created_at, r.run_id", [pair])
-    base = {r["run_id"]: r["median_ns"] for r in rows if r["variant"] == "baseline" and r["median_ns"]}
     roles: dict[str, dict[str, str]] = {}
     for r in rows:
-        b = base.get(r["run_id"])
-        r["speedup_vs_baseline"] = b / r["median_ns"] if b and r["median_ns"] else None
         info = r.pop("info_json")
         if r["run_id"] not in roles:
             declared = with_declarations(json.loads(info or "{}"))

@@ -1,0 +1,120 @@
+"""One speedup per comparison (issue 16): which time a speedup uses, in one place.
+
+A run can time a variant three ways, and they differ by a few percent for the same launches:
+
+- `nsys_gpu_time`: GPU busy time per call of the variant's NVTX range on the nsys timeline (kernels,
+  memcpys and memsets, real launches, no replay): the summary's `gpu_time_ns` where it came from nsys;
+- `cuda_events`: the median of the CUDA-event timer (`timings.median_ns`, per call, measured in the
+  check child; includes launch gaps the GPU sat idle in);
+- `ncu_duration`: ncu's `gpu__time_duration` summed over the variant's replayed kernels (cache
+  flushed and clocks locked between replays, no memory ops).
+
+The primary speedup of a variant is baseline time / variant time, both by the SAME timer: the first
+of `TIMERS` that both have. nsys comes first because it measures the real launches of exactly the
+profiled call, memory ops included, and is what the summary's `gpu_time_ns` and the headline show;
+CUDA events next (real launches, but wall time between two events); ncu last (replayed kernels in
+isolation: only when nothing else timed the pair). The other timers' ratios are secondary figures,
+always shown with their timer's name (`speedup_by_timer`). Every place that prints a speedup (summary,
+headline, roofline arrow, history, report page) takes it from here.
+
+A GPU timer says nothing of host work: a pair whose baseline runs on the CPU (ch14.gpu_quantization)
+gets an honest GPU-time ratio that is no end-to-end speedup. The verdict rules flag that
+(`analyze.verdict_rules`, rules `host_bound` and `timers_disagree`, the latter with its noise
+bands); those rules, not this definition, are the place to change.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..naming import SPEEDUP_TIMERS as TIMERS
+from ..naming import TIMER_LABELS
+
+Times = Mapping[str, "float | None"]
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """baseline time / variant time by `timer`, and every timer's ratio (None where one lacks it)."""
+
+    value: float | None
+    timer: str | None
+    by_timer: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return TIMER_LABELS.get(self.timer or "", "no timer")
+
+    def fields(self) -> dict[str, Any]:
+        """The summary's fields: `speedup_vs_baseline`, `speedup_timer`, `speedup_by_timer`."""
+        return {"speedup_vs_baseline": self.value, "speedup_timer": self.timer,
+                "speedup_by_timer": dict(self.by_timer)}
+
+
+def _ratio(b: float | None, v: float | None) -> float | None:
+    return b / v if b and v else None
+
+
+def speedup(baseline: Times, variant: Times) -> Speedup:
+    """The primary speedup of `variant` over `baseline` (both {timer: ns per call})."""
+    by = {t: _ratio(baseline.get(t), variant.get(t)) for t in TIMERS}
+    timer = next((t for t in TIMERS if by[t] is not None), None)
+    return Speedup(by[timer] if timer else None, timer, by)
+
+
+def _frame_of(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
+    return frame[frame["variant"] == variant] if "variant" in frame else frame.iloc[0:0]
+
+
+def variant_times(variant: str, kernels: pd.DataFrame, ranges: pd.DataFrame,
+                  timings: pd.DataFrame) -> dict[str, float | None]:
+    """{timer: ns per call} of one variant of a run, from its stored frames (as the summary reads them)."""
+    r, k = _frame_of(ranges, variant), _frame_of(kernels, variant)
+    out: dict[str, float | None] = dict.fromkeys(TIMERS)
+    if not r.empty and "gpu_time_ns" in r:
+        occ = float(r["occurrences"].sum()) or 1.0
+        out["nsys_gpu_time"] = float(r["gpu_time_ns"].sum()) / occ
+    t = _frame_of(timings, variant)
+    if not t.empty and "median_ns" in t and pd.notna(t["median_ns"].iloc[0]):
+        out["cuda_events"] = float(t["median_ns"].iloc[0])
+    if not k.empty and "duration_ns" in k and k["duration_ns"].notna().any():
+        out["ncu_duration"] = float(k["duration_ns"].astype(float).sum())
+    return out
+
+
+def _variants(*frames: pd.DataFrame) -> list[str]:
+    return sorted({str(v) for f in frames if "variant" in f for v in f["variant"].dropna().unique()})
+
+
+def run_times(variants: Sequence[str] | None, kernels: pd.DataFrame, ranges: pd.DataFrame,
+              timings: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """{variant: {timer: ns per call}} of a run (every variant the frames name, without `variants`)."""
+    names = _variants(kernels, ranges, timings) if variants is None else variants
+    return {v: variant_times(v, kernels, ranges, timings) for v in names}
+
+
+def run_speedups(variants: list[str], kernels: pd.DataFrame, ranges: pd.DataFrame,
+                 timings: pd.DataFrame) -> dict[str, Speedup]:
+    """{variant: its Speedup over the run's baseline}; empty where the run has no baseline. What
+    the summary, the roofline's arrows and `history` all print."""
+    times = run_times(sorted({*variants, "baseline"}), kernels, ranges, timings)
+    if not any(times["baseline"].values()):
+        return {}
+    return {v: speedup(times["baseline"], times[v]) for v in variants}
+
+
+def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any]) -> None:
+    """Fill `history`'s rows (one per run and variant) with the summary's speedup fields;
+    `read(run_id)` gives the run's kernels, ranges and timings (a RunData)."""
+    cache: dict[str, dict[str, Speedup]] = {}
+    for r in rows:
+        rid = r["run_id"]
+        if rid not in cache:
+            data = read(rid)
+            names = [str(x["variant"]) for x in rows if x["run_id"] == rid and x["variant"]]
+            cache[rid] = run_speedups(names, data.kernels, data.ranges, data.timings)
+        s = cache[rid].get(r["variant"]) if r["variant"] else None
+        r.update(s.fields() if s else {"speedup_vs_baseline": None, "speedup_timer": None, "speedup_by_timer": None})

@@ -1,0 +1,160 @@
+"""Issue 16, "one speedup per comparison": the summary, the roofline's arrow, `history` and the
+report page say the same primary speedup for the same run, on every shipped sample (real GPU
+captures), and the figures by the other timers are present under their timer's name.
+
+Before: the fused_l2norm sample 90df said 3.13x in the summary (nsys GPU time), 3.16x on the
+roofline arrow (ncu summed duration) and 3.03x in `history` (CUDA events)."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from aisp_prof.analyze.speedup import TIMER_LABELS, TIMERS, speedup
+from aisp_prof.api import open_db
+from aisp_prof.cli import cli
+from aisp_prof.paths import data_root
+
+L2NORM = "20261126T011557Z-ch09.fused_l2norm-90df"
+
+
+def _sample_dirs():
+    return sorted(p for d in sorted((data_root() / "profiles").glob("samples*"))
+                  for p in d.iterdir() if (p / "run.json").exists())
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    database = open_db(tmp_path_factory.mktemp("one_speedup") / "a.db")
+    for p in _sample_dirs():
+        database.import_path(p)
+    return database
+
+
+def _summary(db, rid):
+    return {r["variant"]: r for r in db.summary_result(rid)["summary"] if r.get("speedup_vs_baseline")}
+
+
+# ---------------------------------------------------------------------- the definition, alone
+
+def test_the_primary_timer_is_the_first_both_variants_have():
+    base = {"nsys_gpu_time": 300.0, "cuda_events": 330.0, "ncu_duration": 270.0}
+    s = speedup(base, {"nsys_gpu_time": 100.0, "cuda_events": 100.0, "ncu_duration": 90.0})
+    assert (s.value, s.timer) == (3.0, "nsys_gpu_time")
+    assert s.by_timer == {"nsys_gpu_time": 3.0, "cuda_events": 3.3, "ncu_duration": 3.0}
+    # a variant without nsys: both sides by CUDA events, never nsys over events
+    s = speedup(base, {"nsys_gpu_time": None, "cuda_events": 110.0, "ncu_duration": 90.0})
+    assert (s.value, s.timer) == (3.0, "cuda_events")
+    s = speedup({"ncu_duration": 50.0}, {"ncu_duration": 25.0})
+    assert (s.value, s.timer, s.label) == (2.0, "ncu_duration", "ncu duration")
+    s = speedup({}, {"cuda_events": 1.0})
+    assert (s.value, s.timer) == (None, None)
+
+
+# ---------------------------------------------------------------------- every shipped sample
+
+def test_every_sample_says_one_speedup_everywhere(db):
+    runs = db.runs()
+    assert len(runs) >= 40                               # samples, samples_h100, _ch10, _ch14
+    checked = 0
+    for rid, pair in zip(runs["run_id"], runs["pair"]):
+        summary = _summary(db, rid)
+        if not summary:
+            continue
+        primary = {v: (r["speedup_vs_baseline"], r["speedup_timer"]) for v, r in summary.items()}
+        # roofline (--json): every within-run arrow from the baseline
+        try:
+            roof = db.roofline(rid).to_dict()
+        except Exception:                                # noqa: BLE001 (a run without ncu counters)
+            roof = {"comparisons": []}
+        for c in roof["comparisons"]:
+            if c["baseline"]["variant"] == "baseline" and c["speedup"] is not None:
+                v = c["optimized"]["variant"]
+                assert (c["speedup"], c["speedup_timer"]) == primary[v], (rid, v)
+                assert c["time_source"] == TIMER_LABELS[c["speedup_timer"]]
+                checked += 1
+        # history (--json rows)
+        hist = db.history(pair)
+        for h in hist[hist["run_id"] == rid].to_dict("records"):
+            if h["variant"] in primary:
+                assert (h["speedup_vs_baseline"], h["speedup_timer"]) == primary[h["variant"]], (rid, h["variant"])
+                checked += 1
+        # summary's headline: the best optimization's number and timer
+        result = db.summary_result(rid)
+        head = result["headline"]
+        if head["best"]:
+            assert (head["speedup"], head["speedup_timer"]) == primary[head["best"]]
+            assert f"{head['speedup']:.2f}x over baseline ({TIMER_LABELS[head['speedup_timer']]})" in head["text"]
+        # labelled secondary figures: every timer named, the primary one among them
+        for v, r in summary.items():
+            assert set(r["speedup_by_timer"]) == set(TIMERS)
+            assert r["speedup_by_timer"][r["speedup_timer"]] == r["speedup_vs_baseline"]
+    assert checked > 100
+
+
+@pytest.mark.parametrize("rid", [L2NORM, "20261126T045251Z-ch09.fused_l2norm-ba93",
+                                 "20261126T123743Z-ch10.flash_attention-932c"])
+def test_the_report_page_says_the_summary_s_speedup(db, rid):
+    page = db.page(rid)
+    summary = _summary(db, rid)
+    assert page["headline"]
+    for h in page["headline"]:
+        s = summary[h["variant"]]
+        assert (h["speedup"], h["speedup_timer"]) == (s["speedup_vs_baseline"], s["speedup_timer"])
+        assert h["speedup_label"] == TIMER_LABELS[s["speedup_timer"]]
+        assert h["speedup_cuda_events"] == s["speedup_by_timer"]["cuda_events"]
+        assert h["speedup_ncu_duration"] == s["speedup_by_timer"]["ncu_duration"]
+    best = page["best"]
+    assert best["speedup"] == max(summary[h["variant"]]["speedup_vs_baseline"] for h in page["headline"]
+                                  if h["role"] == "optimization" and h["correct"] is not False)
+
+
+# ---------------------------------------------------------------------- the issue's example
+
+def test_fused_l2norm_says_3_13x_everywhere_with_the_others_labelled(db):
+    """3.13x (nsys GPU time) in the summary, on the arrow, in history and on the page; 3.03x
+    (CUDA events) and 3.16x (ncu duration) only as labelled secondary figures."""
+    cuda = _summary(db, L2NORM)["cuda"]
+    assert cuda["speedup_timer"] == "nsys_gpu_time"
+    by = cuda["speedup_by_timer"]
+    assert f"{cuda['speedup_vs_baseline']:.2f}" == "3.13"
+    assert (f"{by['cuda_events']:.2f}", f"{by['ncu_duration']:.2f}") == ("3.03", "3.16")
+
+    runner, path = CliRunner(), str(db.path)
+    out = json.loads(runner.invoke(cli, ["summary", L2NORM, "--db", path, "--json"]).stdout)
+    row = next(r for r in out["summary"] if r["variant"] == "cuda")
+    assert row["speedup_vs_baseline"] == cuda["speedup_vs_baseline"] and row["speedup_timer"] == "nsys_gpu_time"
+    assert set(row["speedup_by_timer"]) == set(TIMERS)
+
+    text = runner.invoke(cli, ["summary", L2NORM, "--db", path, "--wide"]).stdout
+    assert "3.13x" in text and "(nsys GPU time)" in text
+    assert "speedup: by nsys GPU time" in text
+    assert "cuda CUDA events 3.03x, ncu duration 3.16x" in text
+
+    roof = runner.invoke(cli, ["roofline", L2NORM, "--db", path, "--json", "--compare"])
+    assert roof.exit_code == 0, roof.output
+    arrow = next(c for c in json.loads(roof.stdout)["comparisons"] if c["optimized"]["variant"] == "cuda")
+    assert arrow["speedup"] == cuda["speedup_vs_baseline"] and arrow["time_source"] == "nsys GPU time"
+    assert math.isclose(arrow["speedup_by_timer"]["ncu_duration"], by["ncu_duration"])
+    table = runner.invoke(cli, ["roofline", L2NORM, "--db", path, "--wide"]).stdout
+    assert "3.13x" in table and "CUDA events 3.03x, ncu duration 3.16x" in table
+
+    hist = runner.invoke(cli, ["history", "ch09.fused_l2norm", "--db", path, "--json"])
+    h = next(r for r in json.loads(hist.stdout) if r["run_id"] == L2NORM and r["variant"] == "cuda")
+    assert h["speedup_vs_baseline"] == cuda["speedup_vs_baseline"] and h["speedup_timer"] == "nsys_gpu_time"
+    assert f"{h['speedup_by_timer']['cuda_events']:.2f}" == "3.03"
+    wide = runner.invoke(cli, ["history", "ch09.fused_l2norm", "--db", path, "--wide"]).stdout
+    line = next(ln for ln in wide.splitlines() if L2NORM in ln and " cuda " in ln)
+    assert "3.13x" in line and "nsys GPU time" in line and "3.03x" not in line
+
+
+def test_the_arrow_label_is_the_summary_s_number(db):
+    """The chart's speedup label (the drawn text, not only the JSON)."""
+    from aisp_prof.render.roofline_plot import SPEEDUP_GID, figure
+
+    fig = figure(db.roofline(L2NORM), level="dram", compare=True)
+    labels = {t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid() == SPEEDUP_GID}
+    cuda = _summary(db, L2NORM)["cuda"]["speedup_vs_baseline"]
+    assert f"cuda {cuda:.2f}x" in labels and "cuda 3.13x" in labels, labels
