@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from .analyze.kernel_table import (  # noqa: F401 (the API's names since before the split)
-    KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_columns, kernel_records, kernel_sources)
+    KERNEL_FIELDS,
+    KERNEL_FLOPS,
+    KERNEL_RECORD_LAYOUT,
+    kernel_columns,
+    kernel_records,
+    kernel_sources,
+)
 from .errors import AispError, ExportParseError
 from .pairs.declared import declared
 from .store import db as store_db
@@ -31,6 +37,7 @@ from .store.history import pair_history
 from .store.ingest import load_run_dir, sample_run_dirs, store_path
 from .store.run_data import RunData
 from .store.select import resolve_run, select_runs
+from .store.variants import check_variant
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
     from .analyze.roofline import RooflineResult, RunInput
@@ -211,7 +218,7 @@ class RunDatabase:
         with store_db.Database(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
             if variant:
-                _check_variant(conn, run_id, variant)
+                check_variant(conn, run_id, variant)
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
             where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
             read = kernel_sources(conn.table_columns(table))
@@ -376,29 +383,6 @@ class RunDatabase:
         return RunResult(summary["run"], summary["summary"], data,
                          runner.failed_check_error(outcome.run_info, outcome.run_dir),
                          {k: summary[k] for k in ("headline", "findings", "verdict")})
-
-
-VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # where a run names its variants
-
-
-def _check_variant(conn: store_db.Database, run_id: str, variant: str) -> None:
-    """UnknownTargetError (with close names) unless the run knows `variant`: a typo is said,
-    while a variant the run has but with no kernel launches is an empty answer, not an error."""
-    import difflib
-
-    from .errors import UnknownTargetError
-
-    known: set[str] = set()
-    for table in VARIANT_TABLES:
-        if "variant" in conn.columns(table):
-            known |= {r["variant"] for r in conn.query(f"SELECT DISTINCT variant FROM [{table}] WHERE run_id = ? "
-                                                       "AND variant IS NOT NULL AND variant != ''", [run_id])}
-    if variant in known:
-        return
-    close = difflib.get_close_matches(variant, sorted(known), n=3, cutoff=0.4)
-    hint = (f"did you mean {', '.join(close)}?" if close else
-            f"it has {', '.join(sorted(known))}" if known else "it names no variants")
-    raise UnknownTargetError(f"run {run_id} has no variant {variant!r}; {hint}")
 
 
 def _generated_index(run: RunData) -> dict[str, Any] | None:
