@@ -131,3 +131,31 @@ def fake_library(query: str, code: int, error_text: bytes = b"fake CUDA error") 
     lib = CudaLibrary(Path("fake.cu"), {query: ((), ctypes.c_int)})
     object.__setattr__(lib, "_lib", SimpleNamespace(**{query: lambda: code, lib.error_string: lambda err: error_text}))
     return lib
+
+
+def assert_support_probe(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, query: str, variant: str,
+                         unsupported: str = "needs an sm_90 GPU") -> None:
+    """A pair's capability probe `query` through `mod._require_support(variant)`: not supported is a
+    RequirementError saying `unsupported` (a skip), 0 passes, any other CUDA error
+    (cudaErrorNoDevice, 100) is a failure, not a skip."""
+    from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED
+    from aisp_prof.errors import RequirementError
+
+    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, CUDA_ERROR_NOT_SUPPORTED))
+    with pytest.raises(RequirementError, match=unsupported):
+        mod._require_support(variant)
+    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 0))
+    mod._require_support(variant)                             # supported: no error
+    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))
+    with pytest.raises(RuntimeError, match="cudaError 100"):
+        mod._require_support(variant)
+
+
+def sass_by_kernel(library: Path, kernel_of) -> dict[str, str]:
+    """`sass_functions` keyed by `kernel_of(mangled name)` (a test's short kernel name)."""
+    return {kernel_of(name): body for name, body in sass_functions(library).items()}
+
+
+def opcodes_by_kernel(library: Path, kernel_of) -> dict[str, "collections.Counter[str]"]:
+    """`sass_opcodes` keyed by `kernel_of(mangled name)`."""
+    return {kernel_of(name): counts for name, counts in sass_opcodes(library).items()}

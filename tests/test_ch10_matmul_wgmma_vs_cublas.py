@@ -16,12 +16,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pair_testing import (build_with_report, fake_library, forbid_build, forbid_import_side_effects, have_nvcc,
-                          import_fresh, requires_nvcc, runnable_variants, sass_functions, sass_opcodes)
+from pair_testing import (assert_support_probe, build_with_report, forbid_build, forbid_import_side_effects,
+                          have_nvcc, import_fresh, requires_nvcc, runnable_variants, sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
@@ -126,15 +125,7 @@ def test_library_is_declared_for_sm90a(mod):
 
 
 def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
-    query = f"{ENTRY}_support"
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match="needs an sm_90 GPU"):
-        mod._require_support("baseline")
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 0))
-    mod._require_support("baseline")                          # supported: no error
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))   # cudaErrorNoDevice: a failure, not a skip
-    with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_support("baseline")
+    assert_support_probe(monkeypatch, mod, f"{ENTRY}_support", "baseline")
 
 
 # --- the CUDA source ------------------------------------------------------------------------
