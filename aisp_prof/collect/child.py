@@ -33,6 +33,7 @@ from typing import Any, Callable
 from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError
 from ..naming import NSYS_CHILD_JSON, nvtx_path
+from . import ranks
 from .timing import SamplingPlan
 
 
@@ -50,7 +51,7 @@ def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
 def _env() -> dict[str, Any]:
     import torch
 
-    props = torch.cuda.get_device_properties(0)
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
     env: dict[str, Any] = {
         "gpu_name": props.name,
         "compute_capability": f"{props.major}.{props.minor}",
@@ -90,7 +91,7 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
     from .sensors import open_sensor
     from .timing import pair_launches, reference_launches, summarize_times, time_rounds
 
-    sensor = open_sensor(0)
+    sensor = open_sensor(_gpu_index())
     launches, input_sets = pair_launches(pair, variants, sizes, seed=process)
     compiles = first_calls(launches, variants, process) if process > 0 else []
     if references:
@@ -219,11 +220,17 @@ def main(argv: list[str] | None = None) -> int:
                                                   "(default: nsys_child.json beside --out)")
     args = ap.parse_args(argv)
     started = time.time()
+    rank = ranks.from_env()
+    if rank is not None:          # one rank of a torchrun job: its own reports
+        args.out = ranks.rank_path(args.out, rank.rank)
+        args.nsys_out = ranks.rank_path(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON), rank.rank)
     try:
         import torch
 
         if not torch.cuda.is_available():
             raise NoGpuError("no CUDA GPU visible to torch in the profiled process")
+        if rank is not None:
+            ranks.join(rank)
         pair = _pair(args.pair, args.pair_file)
         sizes = pairs_mod.parse_sizes(args.sizes, pair.sizes)
         variants = args.variants.split(",")
@@ -248,7 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     if code == 0 and args.mode == "check" and args.nsys_iterations > 0 and report["check"]["passed"]:
         code = _capture_report(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON),
                                lambda: capture_for_nsys(pair, sizes, variants, args.warmup, args.nsys_iterations))
+    if rank is not None:
+        ranks.leave()
     return code
+
+
+def _gpu_index() -> int:
+    """The GPU this process uses (a rank's own under torchrun), for NVML."""
+    import torch
+
+    return torch.cuda.current_device()
 
 
 def _pair(name: str, pair_file: Path | None) -> pairs_mod.KernelPair:

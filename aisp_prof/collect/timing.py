@@ -111,8 +111,11 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     block, so the GPU is busy while the host queues the first timed one. The sensor is read after
     each block (clocks move over milliseconds, a block lasts a few). `observer`, when given, is
     called after every call with (variant, timed): it sees a recompile inside the timed phase
-    (timed: False for the warm-up calls)."""
+    (timed: False for the warm-up calls). The ranks of a torchrun job stop at the same round:
+    rank 0's stop decision is everyone's (`ranks.agree`)."""
     import torch
+
+    from .ranks import agree
 
     names = list(launches)
     flush = torch.empty(plan.flush_bytes // 4, dtype=torch.int32, device="cuda") if plan.flush_bytes else None
@@ -132,7 +135,7 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
         for row in rows:
             times[row["variant"]].append(row["time_ns"])
         out += rows
-        if plan.interleaved and rounds[-1] + 1 >= plan.min_rounds and (time.monotonic() - began > plan.budget_s or all(
+        if plan.interleaved and rounds[-1] + 1 >= plan.min_rounds and agree(time.monotonic() - began > plan.budget_s or all(
                 median_rel_halfwidth(t) <= plan.target_rel_ci for t in times.values())):
             break
     return out

@@ -38,16 +38,21 @@ class Machine:
     cc: tuple[int, int] | None = None
     gpu_name: str | None = None
     torch: bool = True
+    gpu_count: int = 0                          # CUDA devices visible: a rank per GPU
+
 
     @property
     def gpu(self) -> bool:
         return self.cc is not None
 
     @classmethod
-    def of(cls, *have: str, cc: tuple[int, int] | None = None, gpu_name: str | None = None) -> "Machine":
-        """A machine with these needs met; `cc` defaults to Hopper when "gpu" is among them."""
+    def of(cls, *have: str, cc: tuple[int, int] | None = None, gpu_name: str | None = None,
+           gpu_count: int | None = None) -> "Machine":
+        """A machine with these needs met; `cc` defaults to Hopper when "gpu" is among them,
+        `gpu_count` to 1 GPU when there is one."""
         cc = cc if cc is not None else ((9, 0) if "gpu" in have else None)
-        return cls(frozenset(have) | ({"gpu"} if cc else set()), cc, gpu_name)
+        count = gpu_count if gpu_count is not None else (1 if cc else 0)
+        return cls(frozenset(have) | ({"gpu"} if cc else set()), cc, gpu_name, True, count)
 
 
 def detect_machine() -> Machine:
@@ -56,12 +61,14 @@ def detect_machine() -> Machine:
 
     have = set()
     cc = name = None
+    count = 0
     torch_ok = _installed("torch")
     if torch_ok:
         import torch
 
         if torch.cuda.is_available():
             cc, name = tuple(torch.cuda.get_device_capability(0)), torch.cuda.get_device_name(0)
+            count = torch.cuda.device_count()
             have.add("gpu")
     if _installed("triton"):
         have.add("triton")
@@ -72,7 +79,7 @@ def detect_machine() -> Machine:
         pass
     if have_cutlass():
         have.add("cutlass")
-    return Machine(frozenset(have), cc, name, torch_ok)
+    return Machine(frozenset(have), cc, name, torch_ok, count)
 
 
 def _installed(name: str) -> bool:
@@ -150,6 +157,10 @@ def runnable(pair: KernelPair, machine: Machine, asked: tuple[str, ...] | list[s
         reason, error = "no CUDA GPU", NoGpuError
     elif _cc_reason(pair, machine.cc):
         reason, error = _cc_reason(pair, machine.cc), RequirementError
+    elif pair.min_world_size > 1 and machine.gpu_count < pair.min_world_size:
+        reason = (f"needs {pair.min_world_size} GPUs (a rank each, through torchrun and NCCL), "
+                  f"this machine has {machine.gpu_count}")
+        error = RequirementError
     elif blocking:
         first = blocking[0]
         reason = f"{'the baseline' if first == 'baseline' else 'variant ' + first} {skipped[first]}"
@@ -175,7 +186,8 @@ def listing(pairs: list[KernelPair], machine: Machine,
                          "max_cc": ".".join(map(str, pair.requires.max_cc)) if pair.requires.max_cc else None,
                          "needs": sorted({n for v in pair.variants for n in pair.needs(v)}),
                          "note": pair.requires.note},
-            "default_sizes": dict(pair.sizes), "can_run": answer.ok, "reason": answer.reason,
+            "default_sizes": dict(pair.sizes), "world_size": pair.world_size,
+            "min_world_size": pair.min_world_size, "can_run": answer.ok, "reason": answer.reason,
             "variants_runnable_here": list(answer.variants) if answer.ok else [],
             "variants_skipped_here": answer.skipped if answer.ok else {},
             "source": pair.source,
@@ -193,6 +205,6 @@ def _static_row(info: PairInfo, reason: str) -> dict:
         "lesson": info.lesson, "variants": list(info.variants),
         "requires": {"min_cc": cc(req.get("min_cc", (7, 0))), "max_cc": cc(req.get("max_cc")),
                      "needs": None, "note": req.get("note", "")},
-        "default_sizes": info.sizes, "can_run": False, "reason": reason,
+        "default_sizes": info.sizes, "world_size": None, "min_world_size": None, "can_run": False, "reason": reason,
         "variants_runnable_here": [], "variants_skipped_here": {},
     }

@@ -58,11 +58,23 @@ class KernelPair:
     roles: Mapping[str, str] = field(default_factory=dict)   # {"cublas": "reference"}; pairs.roles
     comparison: bool = False                    # no speed claim: variants shown side by side
     expect: tuple[Mechanism, ...] = ()          # predicted mechanism: Mechanism("dram_bytes", "decrease", 2.0)
+    # ranks of a torchrun job, one GPU each: `run` launches a pair with world_size > 1 through
+    # torchrun (--nproc-per-node overrides, down to min_world_size); 1: a plain process
+    world_size: int = 1
+    min_world_size: int = 1
     source: str = ""                            # module path, filled in by discovery
 
     def __post_init__(self) -> None:
         # role values only: a pair narrowed by `replace(pair, variants=...)` may drop a reference
         check_roles(list(self.roles), self.roles)
+        if not 1 <= self.min_world_size <= self.world_size:
+            raise ValueError(f"{self.name}: need 1 <= min_world_size ({self.min_world_size}) <= "
+                             f"world_size ({self.world_size})")
+
+    @property
+    def distributed(self) -> bool:
+        """Whether the pair runs as several ranks (torchrun), not one process."""
+        return self.world_size > 1
 
     @property
     def baseline(self) -> Factory:

@@ -1,0 +1,81 @@
+"""The profiled child as one rank of a torchrun job (pairs with world_size > 1).
+
+torchrun starts one child per GPU with RANK, WORLD_SIZE and LOCAL_RANK in its environment; the
+child then joins the NCCL process group before it builds inputs, so that a pair's factories can
+call `torch.distributed`. Every rank runs the same calls in the same order (the check, the
+timing, the nsys capture): a collective on one rank waits for the others. Two things would break
+that order, and this module holds both answers:
+  - reports: each rank writes its own (rank 0 the file the single-process runner reads, rank r
+    `<name>.rank<r>.<ext>` beside it: `rank_path`);
+  - the timing's stop rule (a time budget, a confidence target) reads each rank's own clock and
+    samples: `agree` makes rank 0's decision everyone's, or the ranks would leave the timing loop
+    at different rounds and the next collective would hang.
+torch is imported inside the functions: importing this module needs no torch.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+TIMEOUT_S = 300       # a rank that waits longer for the others fails instead of hanging the run
+
+
+@dataclass(frozen=True)
+class RankEnv:
+    """Where this process sits in the job (torchrun's environment variables)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def from_env(environ: Mapping[str, str] = os.environ) -> RankEnv | None:
+    """This process's rank, or None when it is not one of several (no WORLD_SIZE, or 1)."""
+    world = int(environ.get("WORLD_SIZE", "1") or 1)
+    if world <= 1:
+        return None
+    rank = int(environ.get("RANK", "0"))
+    return RankEnv(rank, world, int(environ.get("LOCAL_RANK", str(rank))))
+
+
+def rank_path(path: Path, rank: int) -> Path:
+    """Rank 0 keeps `path`; rank r writes `stem.rank<r>.suffix` beside it."""
+    return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
+def join(env: RankEnv, device: str = "cuda") -> None:
+    """Select this rank's GPU and join the process group (NCCL on GPUs, gloo on the CPU)."""
+    import torch
+    import torch.distributed as dist
+
+    timeout = datetime.timedelta(seconds=TIMEOUT_S)
+    if device == "cuda":
+        torch.cuda.set_device(env.local_rank)
+        dist.init_process_group("nccl", rank=env.rank, world_size=env.world_size, timeout=timeout,
+                                device_id=torch.device("cuda", env.local_rank))
+    else:
+        dist.init_process_group("gloo", rank=env.rank, world_size=env.world_size, timeout=timeout)
+
+
+def leave() -> None:
+    """Leave the process group (NCCL warns at exit otherwise)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def agree(stop: bool) -> bool:
+    """Rank 0's `stop`, on every rank; `stop` itself outside a process group."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return stop
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    flag = torch.tensor([1 if stop else 0], dtype=torch.int32, device=device)
+    dist.broadcast(flag, src=0)
+    return bool(flag.item())
