@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import datetime, timezone
+from pathlib import Path
 
 # files of a run folder (profiles/<run-id>/)
 RUN_JSON = "run.json"
@@ -41,11 +42,19 @@ def nvtx_path(pair: str, variant: str) -> str:
 
 
 def variant_of(nvtx_range: str, pair: str | None) -> str:
-    """'aisp/<pair>/<variant>' -> '<variant>'; any other range is its own variant name."""
+    """'aisp/<pair>/<variant>' -> '<variant>', also for ranges a library opened inside the
+    variant's ('aisp/<pair>/<variant>/ncclAllReduce': NCCL's own); any other range is its own
+    variant name."""
     parts = nvtx_range.split("/") if nvtx_range else []
-    if len(parts) == 3 and parts[0] == NVTX_ROOT and (pair is None or parts[1] == pair):
+    if len(parts) >= 3 and parts[0] == NVTX_ROOT and (pair is None or parts[1] == pair):
         return parts[2]
     return nvtx_range
+
+
+def rank_path(path: Path, rank: int) -> Path:
+    """A rank's own file of a multi-rank run: rank 0 keeps `path` (what a one-process run
+    writes), rank r writes `<stem>.rank<r><suffix>` beside it (check.rank1.json, nsys.rank1.sqlite)."""
+    return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
 
 def new_run_id(pair_name: str) -> str:

@@ -30,6 +30,8 @@ class RunRequest:
     nsys_iterations: int = 5
     extra_metrics: tuple[str, ...] = ()
     timing_processes: int = 1
+    nproc_per_node: int | None = None
+    ncu_rank: int = 0
 
     def options(self, pair: Any) -> Any:
         """The collection options for one pair (its --sizes parsed against its own sizes)."""
@@ -43,6 +45,7 @@ class RunRequest:
             label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
             nsys_iterations=self.nsys_iterations,
             timing=TimingOptions(processes=self.timing_processes, max_processes=self.timing_processes),
+            nproc_per_node=self.nproc_per_node, ncu_rank=self.ncu_rank,
             metric_groups=DEFAULT_GROUPS + tuple(g for g in self.extra_metrics if g not in DEFAULT_GROUPS))
 
 
@@ -63,6 +66,11 @@ class RunRequest:
 @click.option("--extra-metrics", multiple=True, type=click.Choice(["sol_breakdown", "stall_sampled"]),
               help="More ncu metric groups: sol_breakdown (ncu's headline SM/memory throughput, "
                    "+8 replay passes), stall_sampled (PC-sampled stall reasons, +2).")
+@click.option("--nproc-per-node", type=click.IntRange(1, 64), default=None,
+              help="Ranks of a multi-GPU pair (default: the pair's world_size), one GPU each, "
+                   "started through torchrun; nsys records every rank.")
+@click.option("--ncu-rank", type=click.IntRange(0, 63), default=0, show_default=True,
+              help="The one rank of a multi-GPU pair that ncu profiles (its NCCL kernels left out).")
 @db_option
 @json_option
 @wide_option
@@ -82,6 +90,7 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
       aisp-prof run ch09.fused_l2norm
       aisp-prof run ch09.fused_l2norm --variants cuda --sizes rows=4096,cols=4096 --json
       aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
+      aisp-prof run ch14.quantized_allreduce --nproc-per-node 2   # torchrun, nsys on every rank
     """
     results = profile_targets(targets, RunRequest(**options), db, as_json)
     if as_json:

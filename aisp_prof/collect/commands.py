@@ -12,16 +12,26 @@ from pathlib import Path
 from typing import Sequence
 
 
+# NCCL's kernels (ncclDevKernel_*, older ncclKernel_*): ncu never replays them, see ncu_command
+COLLECTIVE_KERNELS = "nccl"
+
+
 def ncu_command(ncu: Path, child: Sequence[str], ranges: Sequence[str], metrics: Sequence[str],
-                report: Path) -> list[str]:
+                report: Path, exclude_kernels: str | None = None) -> list[str]:
     """`ncu ... -o report child...`; each range is an NVTX path such as aisp/ch09.x/baseline.
 
     ncu matches nested push/pop ranges as "a/b/c/" (the trailing slash means push/pop), which is
     why the variants run inside nested ranges rather than one range with slashes in its name.
+    `exclude_kernels` leaves out kernels whose name starts with it (`-k regex:^(?!...)`): on one
+    rank of a multi-rank job the NCCL kernels, because ncu replays a kernel several times to read
+    its counters and a collective replayed on one rank waits forever for peers that moved on;
+    their times come from nsys, which watches every rank.
     """
     cmd = [str(ncu), "--clock-control", "none", "--target-processes", "all", "--nvtx"]
     for r in ranges:
         cmd += ["--nvtx-include", f"{r}/"]
+    if exclude_kernels:
+        cmd += ["--kernel-name", f"regex:^(?!{exclude_kernels})"]
     cmd += ["--metrics", ",".join(metrics), "-o", str(report.with_suffix("")), "-f"]
     return cmd + list(child)
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import datetime
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Mapping
+
+from ..naming import rank_path  # noqa: F401 - the child's name for it
 
 TIMEOUT_S = 300       # a rank that waits longer for the others fails instead of hanging the run
 
@@ -39,11 +40,6 @@ def from_env(environ: Mapping[str, str] = os.environ) -> RankEnv | None:
         return None
     rank = int(environ.get("RANK", "0"))
     return RankEnv(rank, world, int(environ.get("LOCAL_RANK", str(rank))))
-
-
-def rank_path(path: Path, rank: int) -> Path:
-    """Rank 0 keeps `path`; rank r writes `stem.rank<r>.suffix` beside it."""
-    return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
 
 
 def join(env: RankEnv, device: str = "cuda") -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import CorrectnessError
+from ..errors import CorrectnessError, RequirementError
 from ..naming import CHECK_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
@@ -68,6 +68,8 @@ class RunOptions:
     with_ncu: bool = True
     with_nsys: bool = True
     metric_groups: tuple[str, ...] = DEFAULT_GROUPS   # add "sol_breakdown" / "stall_sampled" for more
+    nproc_per_node: int | None = None     # ranks of a multi-rank pair (default: the pair's world_size)
+    ncu_rank: int = 0                     # the rank ncu watches (nsys watches every rank)
 
 
 @dataclass
@@ -86,6 +88,7 @@ class _Plan:
     sizes: dict[str, int]
     ncu: Path | None
     nsys: Path | None
+    world_size: int = 1
 
 
 def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, int], mode: str, out: Path,
@@ -106,12 +109,33 @@ def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
 
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
-    """Decide variants, sizes and profilers; every 'cannot run here' error is raised here."""
-    variants = runnable(opts.pair, machine or capabilities.detect_machine(), opts.variants).require()
+    """Decide variants, sizes, ranks and profilers; every 'cannot run here' error is raised here."""
+    machine = machine or capabilities.detect_machine()
+    variants = runnable(opts.pair, machine, opts.variants).require()
+    world = world_size(opts.pair, opts.nproc_per_node, machine.gpu_count, opts.ncu_rank)
     ncu = tools.find_ncu(opts.ncu) if opts.with_ncu else None
     nsys = tools.find_nsys(opts.nsys, ncu) if opts.with_nsys else None
     sizes = parse_sizes(None, {**opts.pair.sizes, **opts.sizes})
-    return _Plan(opts.pair, variants, sizes, ncu, nsys)
+    return _Plan(opts.pair, variants, sizes, ncu, nsys, world)
+
+
+def world_size(pair: KernelPair, asked: int | None, gpus: int, ncu_rank: int = 0) -> int:
+    """How many ranks run `pair`: `asked` (--nproc-per-node) or the pair's own, at least its
+    minimum, at most one per GPU here; 1 for a one-process pair."""
+    if not pair.distributed:
+        if asked not in (None, 1):
+            raise RequirementError(f"{pair.name} runs as one process; --nproc-per-node is for "
+                                   "pairs that declare world_size > 1")
+        return 1
+    world = asked or pair.world_size
+    if world < pair.min_world_size:
+        raise RequirementError(f"{pair.name} needs at least {pair.min_world_size} ranks, asked for {world}")
+    if world > gpus:
+        raise RequirementError(f"{pair.name}: {world} ranks need {world} GPUs (one each), this machine "
+                               f"has {gpus}; pass --nproc-per-node {max(gpus, pair.min_world_size)}")
+    if not 0 <= ncu_rank < world:
+        raise RequirementError(f"--ncu-rank {ncu_rank} is not a rank of this job (0..{world - 1})")
+    return world
 
 
 def collect(opts: RunOptions, progress: Progress = lambda msg: None, machine: Machine | None = None) -> RunOutcome:
@@ -120,7 +144,8 @@ def collect(opts: RunOptions, progress: Progress = lambda msg: None, machine: Ma
     run_id = new_run_id(opts.pair.name)
     with atomic_folder(opts.profiles_dir, run_id) as folder:
         info = _new_info(run_id, the_plan, opts)
-        ctx = StepContext(folder.path, info, progress=progress)
+        ctx = StepContext(folder.path, info, progress=progress, world_size=the_plan.world_size,
+                          ncu_rank=opts.ncu_rank)
         collect_into(ctx, the_plan, opts)
     return RunOutcome(run_id, folder.final, info)
 
@@ -134,7 +159,7 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
         "source": source_digest(Path(pair.source)) if pair.source else {},
         **run_declarations(the_plan.variants, {v: r for v, r in pair.roles.items() if v in the_plan.variants},
                            pair.comparison, pair.expect),
-        "tools": {}, "commands": {}, "wall_s": {},
+        "tools": {}, "commands": {}, "wall_s": {}, "world_size": the_plan.world_size,
     }
     nvcc = tools.nvcc_if_found()
     if nvcc is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import CounterPermissionError, NoGpuError, ProfilerFailedError
-from ..naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE
+from ..naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE, rank_path
 from ..paths import checkout_root, kernels_root
 from . import commands, tools
 from .run_folder import gzip_file
@@ -38,10 +38,35 @@ class StepContext:
     info: dict[str, Any]
     env: dict[str, str] = field(default_factory=lambda: child_env())
     progress: Progress = lambda message: None
+    world_size: int = 1          # ranks of a torchrun job, one GPU each (pairs with world_size > 1)
+    ncu_rank: int = 0            # the one rank ncu watches
 
     def record(self, name: str, cmd: list[str], wall_s: float) -> None:
         self.info.setdefault("commands", {})[name] = cmd
         self.info.setdefault("wall_s", {})[name] = round(wall_s, 2)
+
+    def launch(self, name: str, command_of: Callable[[int], list[str]]) -> list[str]:
+        """The command line of a step: one process's own, or torchrun starting each rank's
+        (`rank_exec`; each rank's line kept in <name>.ranks.json and in run.json)."""
+        if self.world_size == 1:
+            return command_of(0)
+        from .rank_exec import torchrun_command, write_rank_commands
+
+        path = self.folder / f"{name}.ranks.json"
+        per_rank = write_rank_commands(path, self.world_size, command_of)
+        self.info.setdefault("rank_commands", {})[name] = {str(r): c for r, c in per_rank.items()}
+        return torchrun_command(self.world_size, path)
+
+    def read(self, report: Path, what: str) -> dict[str, Any]:
+        """The child's report; of a multi-rank step, rank 0's with every rank's check merged in
+        (`merge_rank_checks`) and written back, so what reads check.json sees every rank."""
+        if self.world_size == 1:
+            return read_child(report, what)
+        reports = [read_child(rank_path(report, r), f"{what}, rank {r}") for r in range(self.world_size)]
+        merged = merge_rank_checks(reports)
+        if "check" in merged:
+            report.write_text(json.dumps(merged, indent=2, default=str))
+        return merged
 
 
 def child_env() -> dict[str, str]:
@@ -94,18 +119,35 @@ def read_child(path: Path, what: str) -> dict[str, Any]:
     return report
 
 
+def merge_rank_checks(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rank 0's report, its check failed when any rank's failed, and every rank's check rows
+    (each with its `rank`): a collective is right only if it is right on every rank. Timing and
+    samples stay rank 0's (every rank times the same collectives; each rank's own are in its file)."""
+    merged = dict(reports[0])
+    if "check" not in merged:
+        return merged
+    check = dict(merged["check"])
+    check["checks"] = [{**c, "rank": r} for r, rep in enumerate(reports) for c in rep["check"]["checks"]]
+    check["passed"] = all(rep["check"]["passed"] for rep in reports)
+    check["failed_variants"] = list(dict.fromkeys(v for rep in reports for v in rep["check"].get("failed_variants", [])))
+    merged["check"] = check
+    return merged
+
+
 def check_step(ctx: StepContext, child: list[str], report: Path) -> dict[str, Any]:
     """Run the bare (unprofiled) child; its report holds the check and the CUDA-event timings."""
-    rc, text, wall = run_logged(child, ctx.folder / "check.log", ctx.env)
-    ctx.record("check", child, wall)
-    return read_child(report, "the check")
+    cmd = ctx.launch("check", lambda rank: child)
+    rc, text, wall = run_logged(cmd, ctx.folder / "check.log", ctx.env)
+    ctx.record("check", cmd, wall)
+    return ctx.read(report, "the check")
 
 
 def timing_step(ctx: StepContext, child: list[str], report: Path, process: int) -> dict[str, Any]:
     """One more timing process (the bench's repeats): interleaved samples, no profiler."""
-    rc, text, wall = run_logged(child, ctx.folder / f"timing_p{process}.log", ctx.env)
-    ctx.record(f"timing_p{process}", child, wall)
-    return read_child(report, f"timing process {process}")
+    cmd = ctx.launch(f"timing_p{process}", lambda rank: child)
+    rc, text, wall = run_logged(cmd, ctx.folder / f"timing_p{process}.log", ctx.env)
+    ctx.record(f"timing_p{process}", cmd, wall)
+    return ctx.read(report, f"timing process {process}")
 
 
 def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges: Sequence[str],
@@ -113,11 +155,15 @@ def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges
     """Profile `child` under ncu (only `ranges`, only `metrics`), export the raw page as CSV,
     gzip the report. Returns the child's report."""
     ctx.info.setdefault("tools", {})["ncu"] = {"path": str(ncu), "version": tools.tool_version(ncu)}
-    cmd = commands.ncu_command(ncu, child, ranges, metrics, ctx.folder / NCU_REP)
+    skip = commands.COLLECTIVE_KERNELS if ctx.world_size > 1 else None
+    profiled = commands.ncu_command(ncu, child, ranges, metrics, ctx.folder / NCU_REP, exclude_kernels=skip)
+    cmd = ctx.launch("ncu", lambda rank: profiled if rank == ctx.ncu_rank else child)
+    if ctx.world_size > 1:
+        ctx.info["ncu_rank"] = ctx.ncu_rank
     rc, text, wall = run_logged(cmd, ctx.folder / "ncu.log", ctx.env)
     ctx.record("ncu", cmd, wall)
     raise_for_profiler("ncu", rc, text, ctx.folder / "ncu.log")
-    child_report = read_child(report, "ncu")
+    child_report = read_child(rank_path(report, ctx.ncu_rank), "ncu")
     if "No kernels were profiled" in text:
         raise ProfilerFailedError(f"ncu profiled no kernels in {', '.join(ranges)}; see {ctx.folder / 'ncu.log'}")
     passes = [int(p) for p in _PASSES.findall(text)]
@@ -135,37 +181,49 @@ def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges
 
 @dataclass
 class Background:
-    """A logged command running beside the next step (the nsys export beside the ncu profile:
-    one reads a file on the CPU, the other replays kernels on the GPU)."""
+    """Logged commands running beside the next step (the nsys export beside the ncu profile:
+    one reads a file on the CPU, the other replays kernels on the GPU); one per rank of a
+    multi-rank run, all at once (each reads its own report)."""
 
     tool: str
     name: str
-    cmd: list[str]
+    cmds: list[list[str]]
     log_path: Path
-    proc: subprocess.Popen
+    procs: list[subprocess.Popen]
     started: float
 
     @classmethod
     def start(cls, tool: str, name: str, cmd: list[str], log_path: Path, env: dict[str, str]) -> "Background":
+        return cls.start_all(tool, name, [cmd], log_path, env)
+
+    @classmethod
+    def start_all(cls, tool: str, name: str, cmds: list[list[str]], log_path: Path,
+                  env: dict[str, str]) -> "Background":
+        procs = []
         with open(log_path, "w") as fh:
-            fh.write("$ " + " ".join(map(str, cmd)) + "\n")
-            fh.flush()
-            # its own process group, so that cancel() also stops what it started
-            proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        return cls(tool, name, cmd, log_path, proc, time.time())
+            for cmd in cmds:
+                fh.write("$ " + " ".join(map(str, cmd)) + "\n")
+                fh.flush()
+                # its own process group, so that cancel() also stops what it started
+                procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                              start_new_session=True))
+        return cls(tool, name, cmds, log_path, procs, time.time())
 
     def finish(self, ctx: StepContext) -> None:
-        """Wait for it; record its command and wall time; its failure as a one-line error."""
-        rc = self.proc.wait()
-        ctx.record(self.name, self.cmd, time.time() - self.started)
-        raise_for_profiler(self.tool, rc, self.log_path.read_text(errors="replace"), self.log_path)
+        """Wait for them; record each command and the wall time; a failure as a one-line error."""
+        codes = [proc.wait() for proc in self.procs]
+        for i, cmd in enumerate(self.cmds):
+            ctx.record(self.name if i == 0 else f"{self.name}_rank{i}", cmd, time.time() - self.started)
+        for rc in codes:
+            raise_for_profiler(self.tool, rc, self.log_path.read_text(errors="replace"), self.log_path)
 
     def cancel(self) -> None:
-        """Stop it (and its children) if it still runs: the run is failing, its folder goes."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        """Stop them (and their children) if they still run: the run is failing, its folder goes."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
 
 
 def check_nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path,
@@ -179,19 +237,20 @@ def check_nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path
     timing), `nsys_capture` (the captured iterations and nsys writing its report), and
     `nsys_export`. A failed check opens no capture: its report is returned, nothing exported."""
     ctx.info.setdefault("tools", {})["nsys"] = {"path": str(nsys), "version": tools.tool_version(nsys)}
-    cmd = commands.nsys_command(nsys, child, ctx.folder / NSYS_REP)
+    cmd = ctx.launch("check", lambda rank: commands.nsys_command(nsys, child, rank_path(ctx.folder / NSYS_REP, rank)))
     log_path = ctx.folder / "check.log"
     began = time.time()
     rc, text, wall = run_logged(cmd, log_path, ctx.env)
     ctx.record("check", cmd, wall)
     if rc != 0 and not report.exists():
         raise_for_profiler("nsys", rc, text, log_path)
-    check = read_child(report, "the check (under nsys)")
+    check = ctx.read(report, "the check (under nsys)")
     if not check["check"]["passed"]:
         return check, None
     raise_for_profiler("nsys", rc, text, log_path)
     capture = read_child(capture_report, "the nsys capture")
     split = min(max(float(capture.get("capture_started_at", began)) - began, 0.0), wall)
     ctx.info["wall_s"].update(check=round(split, 2), nsys_capture=round(wall - split, 2))
-    export = commands.nsys_export_command(nsys, ctx.folder / NSYS_REP, ctx.folder / NSYS_SQLITE)
-    return check, Background.start("nsys export", "nsys_export", export, ctx.folder / "nsys_export.log", ctx.env)
+    exports = [commands.nsys_export_command(nsys, rank_path(ctx.folder / NSYS_REP, r), rank_path(ctx.folder / NSYS_SQLITE, r))
+               for r in range(ctx.world_size)]
+    return check, Background.start_all("nsys export", "nsys_export", exports, ctx.folder / "nsys_export.log", ctx.env)
