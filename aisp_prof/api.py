@@ -86,8 +86,10 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     """Per variant, baseline first: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls."""
     from .analyze.records import clean_value
     from .analyze.summary import summarize
+    from .analyze.variant_ranges import variant_ranges
 
-    rows = summarize(run.info, run.kernels, run.ranges, run.checks, run.timings, run.compiles)
+    rows = summarize(run.info, run.kernels, variant_ranges(run.ranges, run.range_levels, run.run.get("pair")),
+                     run.checks, run.timings, run.compiles)
     return [{k: clean_value(v) for k, v in s.items()} for s in rows]
 
 

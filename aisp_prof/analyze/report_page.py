@@ -27,6 +27,7 @@ from .page_tables import (correctness, kernel_rows, memory_op_rows, memory_rows,
                           stall_rows)
 from .speedup import TIMER_LABELS
 from .summary import summarize
+from .variant_ranges import variant_ranges
 from .timeline_call import representative_call, strip_rows
 from .verdict_rules import RuleInput, findings
 from .verdict_text import LEVEL_NAMES, bound_name, bounds_of, verdict_sentences
@@ -88,7 +89,8 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     row = {k: v for k, v in run.run.items() if k != "info_json"}
     info = run.info
     summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
-               for s in summarize(info, run.kernels, run.ranges, run.checks, run.timings, run.compiles)]
+               for s in summarize(info, run.kernels, variant_ranges(run.ranges, run.range_levels, row.get("pair")),
+                                  run.checks, run.timings, run.compiles)]
     variants = [s["variant"] for s in summary]
     kernels_f = add_flops_and_bytes(run.kernels) if not run.kernels.empty else run.kernels
     roof_dict = roof.to_dict() if roof is not None else None

@@ -13,9 +13,11 @@ The primary speedup of a variant is baseline time / variant time, both by the SA
 of `TIMERS` that both have. nsys comes first because it measures the real launches of exactly the
 profiled call, memory ops included, and is what the summary's `gpu_time_ns` and the headline show;
 CUDA events next (real launches, but wall time between two events); ncu last (replayed kernels in
-isolation: only when nothing else timed the pair). The other timers' ratios are secondary figures,
-always shown with their timer's name (`speedup_by_timer`). Every place that prints a speedup (summary,
-headline, roofline arrow, history, report page) takes it from here.
+isolation: only when nothing else timed the pair). A run of several ranks puts CUDA events first
+(`timer_order`): there a collective's kernel time includes waiting for the other ranks. The other
+timers' ratios are secondary figures, always shown with their timer's name (`speedup_by_timer`).
+Every place that prints a speedup (summary, headline, roofline arrow, history, report page) takes
+it from here.
 
 A GPU timer says nothing of host work: a pair whose baseline runs on the CPU (ch14.gpu_quantization)
 gets an honest GPU-time ratio that is no end-to-end speedup. The verdict rules flag that
@@ -32,6 +34,7 @@ import pandas as pd
 
 from ..naming import SPEEDUP_TIMERS as TIMERS
 from ..naming import TIMER_LABELS
+from .variant_ranges import variant_ranges
 
 Times = Mapping[str, "float | None"]
 
@@ -58,10 +61,23 @@ def _ratio(b: float | None, v: float | None) -> float | None:
     return b / v if b and v else None
 
 
-def speedup(baseline: Times, variant: Times) -> Speedup:
-    """The primary speedup of `variant` over `baseline` (both {timer: ns per call})."""
+# a multi-rank run's order: a collective's kernel spins while it waits for the other ranks, and on
+# a second stream it runs beside the variant's own kernels, so GPU busy time counts waiting (and a
+# pipelined variant's waiting most); the CUDA events around each call time what the caller waits for
+MULTI_RANK_TIMERS = ("cuda_events", "nsys_gpu_time", "ncu_duration")
+
+
+def timer_order(info: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """Which timer a run's speedups use first: `TIMERS`, or `MULTI_RANK_TIMERS` for a run of
+    several ranks (run.json's world_size)."""
+    return MULTI_RANK_TIMERS if int((info or {}).get("world_size") or 1) > 1 else TIMERS
+
+
+def speedup(baseline: Times, variant: Times, timers: Sequence[str] = TIMERS) -> Speedup:
+    """The primary speedup of `variant` over `baseline` (both {timer: ns per call}), by the first
+    of `timers` that both have."""
     by = {t: _ratio(baseline.get(t), variant.get(t)) for t in TIMERS}
-    timer = next((t for t in TIMERS if by[t] is not None), None)
+    timer = next((t for t in timers if by[t] is not None), None)
     return Speedup(by[timer] if timer else None, timer, by)
 
 
@@ -97,13 +113,13 @@ def run_times(variants: Sequence[str] | None, kernels: pd.DataFrame, ranges: pd.
 
 
 def run_speedups(variants: list[str], kernels: pd.DataFrame, ranges: pd.DataFrame,
-                 timings: pd.DataFrame) -> dict[str, Speedup]:
+                 timings: pd.DataFrame, timers: Sequence[str] = TIMERS) -> dict[str, Speedup]:
     """{variant: its Speedup over the run's baseline}; empty where the run has no baseline. What
     the summary, the roofline's arrows and `history` all print."""
     times = run_times(sorted({*variants, "baseline"}), kernels, ranges, timings)
     if not any(times["baseline"].values()):
         return {}
-    return {v: speedup(times["baseline"], times[v]) for v in variants}
+    return {v: speedup(times["baseline"], times[v], timers) for v in variants}
 
 
 def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any]) -> None:
@@ -115,6 +131,7 @@ def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any])
         if rid not in cache:
             data = read(rid)
             names = [str(x["variant"]) for x in rows if x["run_id"] == rid and x["variant"]]
-            cache[rid] = run_speedups(names, data.kernels, data.ranges, data.timings)
+            ranges = variant_ranges(data.ranges, data.range_levels, data.run.get("pair"))
+            cache[rid] = run_speedups(names, data.kernels, ranges, data.timings, timer_order(data.info))
         s = cache[rid].get(r["variant"]) if r["variant"] else None
         r.update(s.fields() if s else {"speedup_vs_baseline": None, "speedup_timer": None, "speedup_by_timer": None})

@@ -38,7 +38,7 @@ from ..parse.rate_counts import DERIVED_COLUMN
 from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
 from .headline import add_role_fields
-from .speedup import run_speedups
+from .speedup import run_speedups, timer_order
 
 NOT_STALLS = {"selected"}   # a warp being issued is not a stall
 
@@ -156,7 +156,7 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
         row.update(variant_compiles(compiles, v))
         rows.append(row)
     if any(r["variant"] == "baseline" for r in rows):
-        speedups = run_speedups([r["variant"] for r in rows], kernels, ranges, timings)
+        speedups = run_speedups([r["variant"] for r in rows], kernels, ranges, timings, timer_order(info))
         for row in rows:
             if row["variant"] in speedups:
                 row.update(speedups[row["variant"]].fields())

@@ -137,6 +137,7 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
         for _ in range(warmup):
             launch()
     torch.cuda.synchronize()
+    ranks.barrier()                  # the ranks of a job start the iterations together
     for _ in range(iterations):
         for v, launch in launches.items():
             # nested ranges, so ncu's --nvtx-include "aisp/<pair>/<variant>/" matches them

@@ -75,3 +75,14 @@ def agree(stop: bool) -> bool:
     flag = torch.tensor([1 if stop else 0], dtype=torch.int32, device=device)
     dist.broadcast(flag, src=0)
     return bool(flag.item())
+
+
+def barrier() -> None:
+    """Wait for every rank (nothing outside a process group). Before the profiled iterations:
+    ranks leave the warm-up at different moments (each built its own inputs and closures), and
+    the first collective would otherwise spin, on the early rank, for as long as the late one
+    took (13.9 ms on the first 2-rank capture, tests/fixtures/multigpu_h100x2)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()

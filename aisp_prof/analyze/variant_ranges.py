@@ -1,0 +1,44 @@
+"""One `ranges` row per variant's call, also where the variant's work sits in nested ranges.
+
+The summary and the speedup read a variant's GPU time per call from `ranges` (one row per
+innermost NVTX range): its rows' work summed, divided by their occurrences. That holds while a
+variant's kernels launch straight inside aisp/<pair>/<variant>. When a library opens ranges of
+its own inside it (NCCL's ncclAllReduce, ncclAlltoAll around each collective), the variant has
+several rows: their occurrences add up to more than its calls (an all-to-all in 4 pieces occurs
+4 times a call), and summing their busy times counts twice the time a collective overlaps a
+kernel of the variant's own. The variant-level row of `range_levels` (children included, busy
+time a union of intervals) has neither fault; for such variants it replaces their rows here.
+Of a multi-rank run only rank 0's rows count (the rank whose CUDA events time the variants).
+Ranges outside the pair's (NCCL's around the warm-up's collectives, which run before the timed
+iterations open their ranges) are no variant: a pair's run drops them.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from ..naming import NVTX_ROOT, nvtx_path
+
+
+def variant_ranges(ranges: pd.DataFrame, range_levels: pd.DataFrame, pair: str | None) -> pd.DataFrame:
+    """`ranges`, with the rows of each variant that has nested ranges replaced by its own level row."""
+    ranges, range_levels = _rank_zero(ranges), _rank_zero(range_levels)
+    if ranges.empty or "variant" not in ranges or not pair:
+        return ranges
+    mine = ranges["nvtx_range"].astype(str).str.startswith(f"{NVTX_ROOT}/{pair}/")
+    if mine.any():
+        ranges = ranges[mine]
+    if range_levels.empty:
+        return ranges
+    nested = ranges.groupby("variant")["nvtx_range"].nunique()
+    nested = [v for v in nested[nested > 1].index if v]
+    if not nested:
+        return ranges
+    paths = {nvtx_path(pair, v): v for v in nested}
+    levels = range_levels[range_levels["nvtx_range"].isin(list(paths))]
+    keep = ranges[~ranges["variant"].isin(levels["nvtx_range"].map(paths))]
+    columns = [c for c in ranges.columns if c in levels.columns]
+    return pd.concat([keep, levels[columns]], ignore_index=True)
+
+
+def _rank_zero(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["rank"] == 0] if "rank" in frame and not frame.empty else frame
