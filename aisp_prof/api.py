@@ -195,6 +195,11 @@ class RunDatabase:
         """Store a run folder, an ncu CSV/.ncu-rep or an nsys SQLite export; the new run id."""
         return store_path(self.path, Path(path), label, skip_stored)
 
+    def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None) -> str:
+        """Store the nsys SQLite exports of one multi-rank job's ranks (or folders of them) as
+        one run with a `rank` column (`store.ingest_job`); the new run id."""
+        return store_job(self.path, [Path(p) for p in paths], job, label)
+
     def history(self, pair: str) -> pd.DataFrame:
         """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
         the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
@@ -203,7 +208,7 @@ class RunDatabase:
 
         rows = pair_history(self.path, pair)
         with store_db.Database(self.path) as conn:
-            add_history_speedups(rows, lambda rid: conn.read_run(rid, False, ("kernels", "ranges", "timings")))
+            add_history_speedups(rows, lambda rid: conn.read_run(rid, False, ("kernels", "ranges", "range_levels", "timings")))
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ one run as frames

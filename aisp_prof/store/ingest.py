@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,6 +18,7 @@ from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, ne
 from ..parse.launch_metrics import LaunchMetrics
 from ..paths import samples_dir
 from .db import write_run
+from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
 from .run_data import RunData
 
 
@@ -74,9 +76,16 @@ def load_run_dir(run_dir: Path) -> RunData:
     pair = info.get("pair")
     with _wrong_shape(run_dir / RUN_JSON):
         data = RunData(run=_run_row(info, "run", run_dir))
+        world = int(info.get("world_size") or 1)
     if (run_dir / NCU_CSV).exists():
         _ncu(run_dir / NCU_CSV, pair, data)
-    if (run_dir / NSYS_SQLITE).exists():
+        if world > 1:                    # ncu watched one rank
+            data.kernels.insert(0, "rank", int(info.get("ncu_rank") or 0))
+    if world > 1 and (run_dir / NSYS_SQLITE).exists():
+        warnings = fill_from_job(run_dir_exports(run_dir, world), pair, data, _with_variant)["warnings"]
+        if warnings:
+            data.run = _run_row({**info, "rank_warnings": warnings}, "run", run_dir)
+    elif (run_dir / NSYS_SQLITE).exists():
         _nsys(run_dir / NSYS_SQLITE, pair, data)
     if (run_dir / CHECK_JSON).exists():
         check = _json_object(run_dir / CHECK_JSON, f"{run_dir} holds a broken {CHECK_JSON}")
@@ -184,6 +193,22 @@ def load_export(path: Path, label: str | None = None) -> RunData:
 def _gpu_from_metrics(metrics: LaunchMetrics) -> dict[str, Any]:
     sm_count = metrics.first_value("device__attribute_multiprocessor_count")
     return {} if sm_count is None else {"sm_count": int(sm_count)}
+
+
+def store_job(db: Path, paths: list[Path], job: str, label: str | None = None) -> str:
+    """`aisp-prof import --job NAME PATHS`: the nsys exports of one job's ranks as one run; its id.
+    A folder among the paths stands for the nsys SQLite exports in it (natural order)."""
+    files: list[Path] = []
+    for p in paths:
+        if not p.exists():
+            raise ExportParseError(f"{p}: no such file or folder")
+        files += sorted(p.glob("*.sqlite"), key=_natural) if p.is_dir() else [p]
+    return write_run(db, load_job_exports(files, job, label, _with_variant, _run_row))
+
+
+def _natural(path: Path) -> list[Any]:
+    """rank2 before rank10."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
 
 
 def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool = False) -> str:
