@@ -34,7 +34,7 @@ from .pairs.declared import declared
 from .store import db as store_db
 from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
 from .store.history import pair_history
-from .store.ingest import load_run_dir, sample_run_dirs, store_path
+from .store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from .store.run_data import RunData
 from .store.select import resolve_run, select_runs
 from .store.variants import check_variant
@@ -249,6 +249,22 @@ class RunDatabase:
         data = self.run(run, tables=("range_levels", "ranges"))
         return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, name)
 
+    def ranks(self, run: str = "latest") -> dict[str, pd.DataFrame]:
+        """A multi-rank run's analysis (`analyze.rank_report`): `ranks`, `per_rank` (per variant
+        and rank: busy, collective, compute, hidden communication %, idle, finish), `bandwidth`
+        (per variant and collective: transfer time, bus bandwidth) and `stragglers`."""
+        from .analyze.calibration import find_calibration
+        from .analyze.rank_report import rank_report
+        from .naming import hardware_key
+
+        data = self.run(run, tables=("timeline", "ranks"))
+        if data.ranks.empty:
+            raise ExportParseError(f"run {data.run_id} has one rank: `ranks` analyses runs of several "
+                                   "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
+        link = find_calibration(self.calibrations(), hardware_key(data.gpu_name, len(data.ranks)))
+        link_bw = (link[0].get("ceilings") or {}).get("link_busbw_gb_per_s") if link else None
+        return rank_report(data.timeline, data.ranks, data.info, link_bw).frames()
+
     def summary(self, run: str = "latest") -> pd.DataFrame:
         """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""
         return pd.DataFrame(summary_records(self.run(run, tables=SUMMARY_TABLES)))
@@ -281,13 +297,7 @@ class RunDatabase:
         `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
         and kernel names containing `kernel`. ExportParseError when the run's folder has no
         generated code here."""
-        from .analyze.generated_code import (
-            launched_names,
-            match_launches,
-            select_kernels,
-            select_output_code,
-        )
-        from .naming import GENERATED_DIR
+        from .analyze.generated_code import generated_code_view
         from .parse.generated_code import read_index
 
         data = self.run(run, tables=("kernels", "timeline"))
@@ -297,27 +307,8 @@ class RunDatabase:
             raise ExportParseError(
                 f"run {data.run_id} has no generated code here: no variant compiled anything (torch.compile, "
                 f"Triton), the run predates generated/, or its folder ({run_dir or 'none'}) is on another machine")
-        launches = match_launches(data.kernels, index)
-        if variant:
-            launches = launches[launches["variant"] == variant]
-        if kernel:
-            launches = launches[launches["kernel"].str.contains(kernel, case=False, regex=False)]
-        launched = launched_names(variant, data.kernels, data.timeline) if variant else None
-        if all_kernels:
-            kernels = select_kernels(index, kernel, launched)
-        else:
-            ran = [h for hashes in launches["candidates"] for h in hashes]
-            by_hash = {k["hash"]: k for k in index.get("kernels") or []}
-            kernels = [by_hash[h] for h in dict.fromkeys(ran)]           # in launch order, once each
-        names = {k["name"] for k in kernels}
-        return {"run_id": data.run_id, "generated_dir": str(Path(run_dir) / GENERATED_DIR), "variant": variant,
-                "kernel": kernel, "all": all_kernels, "launched": sorted(launched) if launched is not None else None,
-                "cuobjdump": index.get("cuobjdump"), "dropped_kernels": index.get("dropped_kernels", 0),
-                "launches": launches.astype(object).where(launches.notna(), None).to_dict("records"),
-                "kernels": kernels,
-                # no filter: every module (a graph's output code, whichever of its kernels ran)
-                "output_code": select_output_code(index, kernels, kernel, launched if all_kernels or not (variant or kernel)
-                                                  else names)}
+        return generated_code_view(data.run_id, Path(run_dir), index, data.kernels, data.timeline,
+                                   variant, kernel, all_kernels)
 
     # ------------------------------------------------------------------ reports
     def page(self, run: str = "latest") -> dict[str, Any]:

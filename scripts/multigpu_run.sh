@@ -14,7 +14,11 @@ for p in ${RUNS:-ch14.quantized_allreduce}; do
   $AISP run $p --profiles-dir $P --db $P/aisp.db --label multigpu ${RUN_ARGS:-} --json > $OUT/run_$p.json 2> $OUT/run_$p.err
   echo "run $p rc $? $(t)"; tail -5 $OUT/run_$p.err
 done
-ls -la $P/*/ | head -60
+ls -la $P/*/ | head -40
 (cd $P && tar czf $OUT/runs.tgz --exclude="*.nsys-rep" --exclude="*.ncu-rep.gz" --exclude="*/generated/triton" .)
 $AISP runs --db $P/aisp.db 2>&1 | tail -5
+if [ "${LINK:-1}" = 1 ]; then
+  $AISP calibrate --link 2 --db $P/aisp.db --write-json $OUT > $OUT/link.txt 2>&1; echo "link rc $? $(t)"; cat $OUT/link.txt
+fi
+COLUMNS=140 $AISP ranks latest --db $P/aisp.db; echo "ranks rc $? $(t)"
 } 2>&1 | tee $OUT/session.log

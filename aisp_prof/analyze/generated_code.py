@@ -11,6 +11,7 @@ launch is joined to the configuration that ran by its shape (`match_launches`): 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
@@ -194,3 +195,35 @@ def match_launches(kernels: pd.DataFrame, index: dict[str, Any] | None) -> pd.Da
                      "hash": found[0]["hash"] if status == MATCHED else None,
                      "candidates": [k["hash"] for k in found]})
     return pd.DataFrame(rows, columns=cols)
+
+
+def generated_code_view(run_id: str, run_dir: Path, index: dict[str, Any], kernels: pd.DataFrame,
+                        timeline: pd.DataFrame, variant: str | None = None, kernel: str | None = None,
+                        all_kernels: bool = False) -> dict[str, Any]:
+    """`RunDatabase.generated_code`'s answer from a run's frames and its generated/index.json:
+    each ncu launch joined to the compiled kernel that ran, those kernels (or, `all_kernels`,
+    every kept one), and the output code that defines them; narrowed to `variant` and to kernel
+    names containing `kernel`."""
+    from ..naming import GENERATED_DIR
+
+    launches = match_launches(kernels, index)
+    if variant:
+        launches = launches[launches["variant"] == variant]
+    if kernel:
+        launches = launches[launches["kernel"].str.contains(kernel, case=False, regex=False)]
+    launched = launched_names(variant, kernels, timeline) if variant else None
+    if all_kernels:
+        chosen = select_kernels(index, kernel, launched)
+    else:
+        ran = [h for hashes in launches["candidates"] for h in hashes]
+        by_hash = {k["hash"]: k for k in index.get("kernels") or []}
+        chosen = [by_hash[h] for h in dict.fromkeys(ran)]           # in launch order, once each
+    names = {k["name"] for k in chosen}
+    return {"run_id": run_id, "generated_dir": str(run_dir / GENERATED_DIR), "variant": variant,
+            "kernel": kernel, "all": all_kernels, "launched": sorted(launched) if launched is not None else None,
+            "cuobjdump": index.get("cuobjdump"), "dropped_kernels": index.get("dropped_kernels", 0),
+            "launches": launches.astype(object).where(launches.notna(), None).to_dict("records"),
+            "kernels": chosen,
+            # no filter: every module (a graph's output code, whichever of its kernels ran)
+            "output_code": select_output_code(index, chosen, kernel, launched if all_kernels or not (variant or kernel)
+                                              else names)}

@@ -136,6 +136,23 @@ def calibrate(opts: CalibrateOptions, progress: Progress = lambda m: None) -> Ca
     return outcome
 
 
+def calibrate_link(db: Path, gpus: int, write_json: Path | None = None) -> tuple[dict[str, Any], Path | None]:
+    """Measure `gpus` GPUs' link (`calibrate.link`), store it (and its JSON file); (record, file)."""
+    from .link import calibration_of, run_link
+
+    try:
+        import torch
+
+        have = torch.cuda.device_count()
+    except ImportError:
+        have = 0
+    if have < gpus:
+        raise NoGpuError(f"--link {gpus} needs {gpus} CUDA GPUs, this machine has {have}")
+    calibration = calibration_of(run_link(gpus), nvidia_smi(), git_sha())
+    save_calibration(db, calibration)
+    return calibration, write_calibration_file(calibration, write_json) if write_json else None
+
+
 def profile_probes(opts: CalibrateOptions, names: list[str], progress: Progress = lambda m: None) -> str:
     """Profile the probes under ncu (project metric list) into a run folder; store it; its run id."""
     from ..store.ingest import store_path

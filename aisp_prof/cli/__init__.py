@@ -17,6 +17,7 @@ from .code import code_cmd
 from .common import AispGroup, db_option, json_option, wide_option
 from .own import diff_cmd, new_cmd
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
+from .ranks import ranks_cmd
 from .report import report_cmd, roofline_cmd
 from .sanitize import sanitize_cmd
 from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, runs_cmd, summary_cmd
@@ -53,7 +54,7 @@ def cli(verbose: bool) -> None:
                         format="aisp-prof: %(levelname)s: %(message)s", stream=sys.stderr)
 
 
-for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, summary_cmd, quickstart_cmd,
+for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd, summary_cmd, quickstart_cmd,
                  roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd,
                  new_cmd, diff_cmd):
     cli.add_command(_command)

@@ -165,10 +165,13 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
 @profiles_dir_option
 @click.option("--ncu", help="Path to ncu (default: $AISP_NCU, PATH, standard installs).")
 @click.option("--show", is_flag=True, help="Print the stored calibrations (database, then profiles/calibration/); no GPU.")
+@click.option("--link", "link_gpus", type=click.IntRange(2, 64), metavar="N",
+              help="Instead: the bus bandwidth of N GPUs' link per collective (torchrun, NCCL, nccl-tests' "
+                   "convention), stored under '<N>x_<gpu>' for `aisp-prof ranks`.")
 @db_option
 @json_option
 @wide_option
-def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) -> None:
+def calibrate_cmd(show: bool, link_gpus: int | None, db: Path | None, as_json: bool, **options: Any) -> None:
     """Measure this GPU's ceilings (device copy, L2- and L1-resident streams, FP32 FMA loop, GEMMs
     per precision), timed with CUDA events, and store them per hardware key so `roofline` draws
     them beside the theoretical ones. Exit code 3 without a GPU.
@@ -176,6 +179,7 @@ def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) ->
     \b
     Example:
       aisp-prof calibrate --write-json profiles/calibration
+      aisp-prof calibrate --link 2 --write-json profiles/calibration   # 2 GPUs' NVLink, per collective
       aisp-prof calibrate --show --json
     """
     from ..render.roofline_plot import calibration_table
@@ -184,6 +188,14 @@ def calibrate_cmd(show: bool, db: Path | None, as_json: bool, **options: Any) ->
     if show:
         rows = runs.calibrations()
         echo_json(rows) if as_json else click.echo(calibration_table(rows, table_width()))
+        return
+    if link_gpus:
+        from ..calibrate.run import calibrate_link
+
+        cal, path = calibrate_link(runs.path, link_gpus, options.get("write_json"))
+        echo_json(cal) if as_json else click.echo(calibration_table([cal], table_width()))
+        if path and not as_json:
+            click.echo(f"written: {path}")
         return
     from ..calibrate.run import CalibrateOptions, calibrate
 

@@ -50,9 +50,12 @@ def _runs_here(row: dict[str, Any]) -> str:
 @click.command("import")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--label", help="A label stored with the run (default: the file name).")
+@click.option("--job", help="The PATHS are the nsys SQLite exports of one multi-rank job's ranks (or folders of "
+                            "them): store them as ONE run called NAME, with a rank column (see `aisp-prof ranks`).",
+              metavar="NAME")
 @db_option
 @json_option
-def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_json: bool) -> None:
+def import_cmd(paths: tuple[Path, ...], label: str | None, job: str | None, db: Path | None, as_json: bool) -> None:
     """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
     .ncu-rep, an nsys SQLite export, or an nsys .nsys-rep (exported to SQLite on the fly by
     nsys from $AISP_NSYS or PATH; without nsys it exits 4 and says the `nsys export` command to
@@ -60,14 +63,25 @@ def import_cmd(paths: tuple[Path, ...], label: str | None, db: Path | None, as_j
     printed, and stderr says it was already there).
 
     \b
+    With --job, the exports of a job's ranks become one run: ranks from each export's environment
+    (torchrun's RANK, Slurm's, Open MPI's; else the order given), timelines on one clock. Exports
+    of different jobs, a rank missing or given twice: exit 6, nothing stored.
+
+    \b
     Example:
       aisp-prof import profiles/samples/*/
       aisp-prof import my_kernel.ncu-rep --label before
       aisp-prof import timeline.nsys-rep
+      aisp-prof import --job step42 rank0.sqlite rank1.sqlite    # or a folder of them
     """
     from ..errors import RunExistsError
 
     runs, done = database(db), []
+    if job:
+        run_id = runs.import_job(paths, job, label)
+        echo_json([{"paths": [str(p) for p in paths], "run_id": run_id, "status": "stored"}]) if as_json \
+            else click.echo(run_id)
+        return
     for p in paths:
         try:
             done.append((p, runs.import_path(p, label), "stored"))

@@ -155,7 +155,9 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
     info: dict[str, Any] = {
         "run_id": run_id, "pair": pair.name, "chapter": pair.chapter, "label": opts.label,
         "variants": the_plan.variants, "sizes": sizes, "status": "running", **provenance(),
-        "analytic": {"flops": pair.flops(sizes), "dram_bytes": pair.bytes(sizes)},
+        "analytic": {"flops": pair.flops(sizes), "dram_bytes": pair.bytes(sizes),
+                     **({"collective_bytes": dict(pair.collective_bytes(sizes, the_plan.world_size))}
+                        if pair.collective_bytes else {})},
         "source": source_digest(Path(pair.source)) if pair.source else {},
         **run_declarations(the_plan.variants, {v: r for v, r in pair.roles.items() if v in the_plan.variants},
                            pair.comparison, pair.expect),

@@ -62,6 +62,9 @@ class KernelPair:
     # torchrun (--nproc-per-node overrides, down to min_world_size); 1: a plain process
     world_size: int = 1
     min_world_size: int = 1
+    # (sizes, world_size) -> {"variant/Op": bytes}: each collective's message size S as nccl-tests
+    # defines it (analyze.collectives), for bus bandwidths; nsys exports carry no message sizes
+    collective_bytes: Callable[[Mapping[str, int], int], Mapping[str, int]] | None = None
     source: str = ""                            # module path, filled in by discovery
 
     def __post_init__(self) -> None:

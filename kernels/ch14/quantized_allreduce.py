@@ -235,6 +235,17 @@ def wire_bytes(numel: int, world: int, dtype: str) -> int:
     return 2 * (world - 1) * payload // world
 
 
+def collective_bytes(sizes: Mapping[str, int], world: int) -> dict[str, int]:
+    """Each collective's message size S as nccl-tests defines it (whole buffer of an all-reduce,
+    whole output of an all-gather, whole input of a reduce-scatter, a rank's whole send buffer of
+    an all-to-all), for the bus bandwidths; int8's carry the payload and the scales."""
+    n = sizes["numel"]
+    packed = n + 4 * (n // BLOCK)
+    return {"baseline/AllReduce": 4 * n, "fp32_rs_ag/ReduceScatter": 4 * n, "fp32_rs_ag/AllGather": 4 * n,
+            "int8/AlltoAll": packed, "int8/AllGather": packed,
+            "int8_overlap/AlltoAll": packed // PIECES, "int8_overlap/AllGather": packed // PIECES}
+
+
 def flops(sizes: Mapping[str, int]) -> int:
     """(W - 1) adds per element."""
     return (WORLD_SIZE - 1) * sizes["numel"]
@@ -265,4 +276,5 @@ PAIR = KernelPair(
     roles={"fp32_rs_ag": "reference"},
     world_size=WORLD_SIZE,
     min_world_size=2,
+    collective_bytes=collective_bytes,
 )

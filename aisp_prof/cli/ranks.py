@@ -1,0 +1,74 @@
+"""`aisp-prof ranks`: a multi-rank run, rank by rank (no GPU needed)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .common import database, db_option, echo_json, json_option, table_width, wide_option
+
+
+@click.command("ranks")
+@click.argument("run", default="latest")
+@click.option("--variant", help="Only this variant.")
+@db_option
+@json_option
+@wide_option
+def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> None:
+    """A run of several ranks (a multi-GPU pair, or `import --job`), rank by rank: per call of each
+    variant, GPU busy time, collective (NCCL) and compute time, how much of the communication ran
+    hidden behind compute, idle time, and how much later each rank finished; per collective, the
+    transfer time once every rank had arrived and its bus bandwidth (nccl-tests' convention; the
+    message sizes come from the pair, nsys exports carry none); which rank the others waited for.
+
+    Exit codes: 0 ok, 2 no such run, 6 the run has one rank, 13 run database unusable.
+
+    \b
+    Examples:
+      aisp-prof ranks latest
+      aisp-prof ranks latest --variant int8_overlap --json
+    """
+    from ..analyze.records import frame_records
+
+    frames = database(db).ranks(run)
+    if variant:
+        frames = {k: (f[f["variant"] == variant] if "variant" in f else f) for k, f in frames.items()}
+    if as_json:
+        echo_json({k: frame_records(f) for k, f in frames.items()})
+        return
+    from ..render.table import render
+    from ..units import duration
+
+    width = table_width()
+    ranks = frame_records(frames["ranks"])
+    click.echo(render(["rank", "host", "local rank", "clock offset", "residual", "matched"], [
+        [r["rank"], r.get("hostname"), r.get("local_rank"), duration(r.get("clock_offset_ns")),
+         duration(r.get("clock_residual_ns")), r.get("matched_collectives")] for r in ranks], width))
+    click.echo("\nper call (median over iterations)")
+    click.echo(render(["variant", "rank", "busy", "collective", "compute", "hidden comm", "idle", "finishes later"], [
+        [r["variant"], r["rank"], duration(r["gpu_busy_ns"]), duration(r["collective_ns"]), duration(r["compute_ns"]),
+         _pct(r["hidden_comm_pct"]), duration(r["idle_ns"]), duration(r["finish_ns"])]
+        for r in frame_records(frames["per_rank"])], width))
+    click.echo("\ncollectives (transfer after the last rank arrived; bus bandwidth as nccl-tests)")
+    click.echo(render(["variant", "op", "calls", "transfer", "message", "busbw GB/s", "of link"], [
+        [r["variant"], r["op"], r["collectives"], duration(r["collective_ns"]), _bytes(r.get("message_bytes")),
+         _num(r.get("busbw_gb_per_s")), _pct(r.get("pct_of_link"))] for r in frame_records(frames["bandwidth"])],
+        width))
+    findings = dict.fromkeys(f"{r['variant']}: {r['finding']}" for r in frame_records(frames["stragglers"])
+                             if r.get("variant"))
+    if findings:
+        click.echo("\nstragglers\n" + "\n".join(f"  {f}" for f in findings))
+    for w in frame_records(frames["warnings"]):
+        click.echo(f"warning: {w['warning']}", err=True)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}%"
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def _bytes(v: float | None) -> str:
+    return "-" if v is None else f"{v / 2**20:.1f} MiB"
