@@ -46,7 +46,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 
 Progress = Callable[[str], None]
 # what a summary reads (metrics: the device attributes the roofline of its verdict needs)
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics")
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics", "range_levels", "ranks")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
 
@@ -109,8 +109,15 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
             roof = None
     found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))
     comparison = bool(info.get("comparison"))
+    sentences = verdict_sentences(summary, bounds_of(roof), comparison)
+    if not run.ranks.empty and not run.timeline.empty:
+        from .analyze.rank_report import link_busbw, rank_report, rank_sentences
+
+        link = link_busbw(calibrations or [], run.gpu_name, len(run.ranks))
+        sentences += rank_sentences(rank_report(run.timeline, run.ranks, info, link))
     return {"headline": headline(summary, comparison), "findings": [f.to_dict() for f in found],
-            "verdict": verdict_sentences(summary, bounds_of(roof), comparison)}
+            "verdict": sentences}
+
 
 
 def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -253,17 +260,14 @@ class RunDatabase:
         """A multi-rank run's analysis (`analyze.rank_report`): `ranks`, `per_rank` (per variant
         and rank: busy, collective, compute, hidden communication %, idle, finish), `bandwidth`
         (per variant and collective: transfer time, bus bandwidth) and `stragglers`."""
-        from .analyze.calibration import find_calibration
-        from .analyze.rank_report import rank_report
-        from .naming import hardware_key
+        from .analyze.rank_report import link_busbw, rank_report
 
         data = self.run(run, tables=("timeline", "ranks"))
         if data.ranks.empty:
             raise ExportParseError(f"run {data.run_id} has one rank: `ranks` analyses runs of several "
                                    "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
-        link = find_calibration(self.calibrations(), hardware_key(data.gpu_name, len(data.ranks)))
-        link_bw = (link[0].get("ceilings") or {}).get("link_busbw_gb_per_s") if link else None
-        return rank_report(data.timeline, data.ranks, data.info, link_bw).frames()
+        link = link_busbw(self.calibrations(), data.gpu_name, len(data.ranks))
+        return rank_report(data.timeline, data.ranks, data.info, link).frames()
 
     def summary(self, run: str = "latest") -> pd.DataFrame:
         """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""

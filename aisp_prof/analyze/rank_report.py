@@ -10,10 +10,12 @@ others waited for. Pure: frames and run.json in, frames out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ..naming import hardware_key
+from .calibration import find_calibration
 from .collectives import bus_bandwidth, collectives, stragglers
 from .ranks import rank_summary
 
@@ -31,6 +33,14 @@ class RankReport:
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"ranks": self.ranks, "per_rank": self.per_rank, "bandwidth": self.bandwidth,
                 "stragglers": self.stragglers, "warnings": pd.DataFrame({"warning": self.warnings}, dtype=object)}
+
+
+def link_busbw(calibrations: Sequence[Mapping[str, Any]], gpu_name: str | None,
+               world_size: int) -> dict[str, float] | None:
+    """The measured bus bandwidth per collective of `world_size` such GPUs' link (`aisp-prof
+    calibrate --link`), from the calibrations at hand; None where none was measured."""
+    found = find_calibration(calibrations, hardware_key(gpu_name, world_size))
+    return (found[0].get("ceilings") or {}).get("link_busbw_gb_per_s") if found else None
 
 
 def rank_report(timeline: pd.DataFrame, ranks: pd.DataFrame, info: Mapping[str, Any],
@@ -54,3 +64,48 @@ def rank_report(timeline: pd.DataFrame, ranks: pd.DataFrame, info: Mapping[str, 
     table["pct_of_link"] = 100.0 * table["busbw_gb_per_s"] / table["link_busbw_gb_per_s"]
     warnings = list(per_collective.attrs.get("warnings", [])) + list(info.get("rank_warnings") or [])
     return RankReport(ranks, rank_summary(timeline), table, stragglers(per_collective), warnings)
+
+
+def transfer_per_call_ns(report: RankReport) -> dict[str, float]:
+    """Each variant's collective transfer time per call: its collectives' median transfer times,
+    each times how many run per call (rank 0's iterations)."""
+    iters = report.per_rank[report.per_rank["rank"] == 0].set_index("variant")["iterations"]
+    bw = report.bandwidth
+    out: dict[str, float] = {}
+    for variant, rows in bw.groupby("variant", sort=False):
+        n = float(iters.get(variant, 0) or 0)
+        if n:
+            out[str(variant)] = float((rows["collective_ns"] * rows["collectives"]).sum()) / n
+    return out
+
+
+def rank_sentences(report: RankReport, baseline: str = "baseline") -> list[str]:
+    """The verdict's sentences of a multi-rank run: per optimization, its communication per call
+    against the baseline's, how much of it ran hidden behind compute, and the bus bandwidth it
+    reached (of the link's, when measured); the rank the others waited for, where one did."""
+    per_call = transfer_per_call_ns(report)
+    base = per_call.get(baseline)
+    rank0 = report.per_rank[report.per_rank["rank"] == 0].set_index("variant")
+    out = []
+    for variant, t in per_call.items():
+        if variant == baseline:
+            continue
+        rows = report.bandwidth[report.bandwidth["variant"] == variant]
+        ops = " + ".join(rows["op"].astype(str))
+        text = f"{variant}: collective transfer {t / 1e3:.1f} us per call ({ops})"
+        if base:
+            ratio = f"{base / t:.2f}x less" if base >= t else f"{t / base:.2f}x more"
+            text += f" vs {base / 1e3:.1f} us for {baseline} ({ratio})"
+        hidden = rank0["hidden_comm_pct"].get(variant) if "hidden_comm_pct" in rank0 else None
+        if hidden is not None and hidden == hidden:
+            text += f"; {hidden:.0f}% of rank 0's collective time ran beside compute"
+        pct = rows["pct_of_link"].dropna()
+        if not pct.empty:
+            text += f"; {rows['busbw_gb_per_s'].median():.0f} GB/s bus bandwidth, {pct.median():.0f}% of the link's"
+        out.append(text + ".")
+    late = report.per_rank.sort_values("finish_ns", ascending=False).head(1)
+    if not late.empty and late["span_ns"].iloc[0] and late["finish_ns"].iloc[0] > 0.05 * late["span_ns"].iloc[0]:
+        r = late.iloc[0]
+        out.append(f"{r['variant']}: rank {int(r['rank'])} finished {r['finish_ns'] / 1e3:.1f} us after the first "
+                   f"rank (median per call, {100 * r['finish_ns'] / r['span_ns']:.0f}% of its span): a straggler.")
+    return out
