@@ -4,7 +4,7 @@
 #               MODE=gate, with the deliberate 3% and 10% slowdowns);
 #   otherwise:  issue 14's gate recordings of chapter 14 pairs (PAIRS), one `bench run
 #               --update-expectations` per pair so each finished pair is kept, stopping before DEADLINE_S.
-# Carry .whl with the CUTLASS wheel (ch09.cutlass_gemm) and without .devlib (no nsys needed).
+# Carry .whl and .cutlass_xz (CUTLASS headers for ch09.cutlass_gemm), not .devlib (no nsys needed).
 set -u -o pipefail
 . scripts/device_env.sh /tmp/s7_out
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
