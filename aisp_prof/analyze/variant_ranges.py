@@ -41,4 +41,8 @@ def variant_ranges(ranges: pd.DataFrame, range_levels: pd.DataFrame, pair: str |
 
 
 def _rank_zero(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["rank"] == 0] if "rank" in frame and not frame.empty else frame
+    """Rank 0's rows; a one-process run's rows have no rank (NULL where a database's table gained
+    the column from another run)."""
+    if "rank" not in frame or frame.empty:
+        return frame
+    return frame[frame["rank"].isna() | (frame["rank"] == 0)]
