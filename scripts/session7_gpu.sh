@@ -3,12 +3,14 @@
 #   on an H200: the ch09 gate against kernels/ch09/expectations_h200.json (scripts/gate_gpu_session.sh
 #               MODE=gate, with the deliberate 3% and 10% slowdowns);
 #   otherwise:  issue 14's gate recordings of chapter 14 pairs (PAIRS), one `bench run
-#               --update-expectations` per pair so each finished pair is kept, stopping before DEADLINE_S.
+#               --update-expectations` per pair so each finished pair is kept, stopping before DEADLINE_S;
+#               or, with ELSE_SCRIPT, that script instead.
 # Carry .whl and .cutlass_xz (CUTLASS headers for ch09.cutlass_gemm), not .devlib (no nsys needed).
 set -u -o pipefail
 . scripts/device_env.sh /tmp/s7_out
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 case "$GPU" in *H200*) MODE=gate TARGETS=ch09 SLOW="${SLOW:-0.03 0.10}" bash scripts/gate_gpu_session.sh; exit $?;; esac
+if [ -n "${ELSE_SCRIPT:-}" ]; then bash "$ELSE_SCRIPT"; exit $?; fi
 START=$(date +%s); t() { echo "t=$(( $(date +%s) - START ))s"; }
 {
 echo "## $(date -u +%FT%TZ) $GPU (no H200: ch14 recordings) git ${AISP_GIT_SHA:-?}"
