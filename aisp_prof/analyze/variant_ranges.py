@@ -41,4 +41,5 @@ def variant_ranges(ranges: pd.DataFrame, range_levels: pd.DataFrame, pair: str |
 
 
 def _rank_zero(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["rank"] == 0] if "rank" in frame and not frame.empty else frame
+    """Rank 0's rows; a one-process run's rank is NULL (the table gained the column from another run)."""
+    return frame[frame["rank"].isna() | (frame["rank"] == 0)] if "rank" in frame and not frame.empty else frame
