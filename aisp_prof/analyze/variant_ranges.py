@@ -16,28 +16,38 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..naming import NVTX_ROOT, nvtx_path
+from ..naming import NVTX_ROOT
 
 
 def variant_ranges(ranges: pd.DataFrame, range_levels: pd.DataFrame, pair: str | None) -> pd.DataFrame:
-    """`ranges`, with the rows of each variant that has nested ranges replaced by its own level row."""
+    """`ranges`, with the rows of each variant that has nested ranges replaced by its own level row.
+    Without `pair` (an imported export or job) every aisp/<pair>/<variant> range counts as one."""
     ranges, range_levels = _rank_zero(ranges), _rank_zero(range_levels)
-    if ranges.empty or "variant" not in ranges or not pair:
+    if ranges.empty or "variant" not in ranges:
         return ranges
-    mine = ranges["nvtx_range"].astype(str).str.startswith(f"{NVTX_ROOT}/{pair}/")
-    if mine.any():
-        ranges = ranges[mine]
+    if pair:
+        mine = ranges["nvtx_range"].astype(str).str.startswith(f"{NVTX_ROOT}/{pair}/")
+        if mine.any():
+            ranges = ranges[mine]
     if range_levels.empty:
         return ranges
-    nested = ranges.groupby("variant")["nvtx_range"].nunique()
-    nested = [v for v in nested[nested > 1].index if v]
+    own = ranges["nvtx_range"].astype(str).map(_variant_path)       # None outside aisp/: not grouped
+    distinct = ranges["nvtx_range"].groupby(own).nunique()
+    nested = list(distinct[distinct > 1].index)
     if not nested:
         return ranges
-    paths = {nvtx_path(pair, v): v for v in nested}
-    levels = range_levels[range_levels["nvtx_range"].isin(list(paths))]
-    keep = ranges[~ranges["variant"].isin(levels["nvtx_range"].map(paths))]
+    levels = range_levels[range_levels["nvtx_range"].isin(nested)]
+    keep = ranges[~own.isin(list(levels["nvtx_range"]))]
     columns = [c for c in ranges.columns if c in levels.columns]
-    return pd.concat([keep, levels[columns]], ignore_index=True)
+    order = {v: i for i, v in enumerate(ranges["variant"].drop_duplicates())}      # the variants' own order
+    return (pd.concat([keep, levels[columns]], ignore_index=True)
+            .sort_values("variant", key=lambda v: v.map(order), kind="stable", ignore_index=True))
+
+
+def _variant_path(nvtx_range: str) -> str | None:
+    """'aisp/<pair>/<variant>' of a range of the tool's or one nested in it; None for others."""
+    parts = nvtx_range.split("/")
+    return "/".join(parts[:3]) if len(parts) >= 3 and parts[0] == NVTX_ROOT else None
 
 
 def _rank_zero(frame: pd.DataFrame) -> pd.DataFrame:

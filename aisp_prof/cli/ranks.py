@@ -21,7 +21,7 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
     transfer time once every rank had arrived and its bus bandwidth (nccl-tests' convention; the
     message sizes come from the pair, nsys exports carry none); which rank the others waited for.
 
-    Exit codes: 0 ok, 2 no such run, 6 the run has one rank, 13 run database unusable.
+    Exit codes: 0 ok, 2 no such run or variant, 6 the run has one rank, 13 run database unusable.
 
     \b
     Examples:
@@ -29,9 +29,14 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
       aisp-prof ranks latest --variant int8_overlap --json
     """
     from ..analyze.records import frame_records
+    from ..errors import UnknownTargetError
 
     frames = database(db).ranks(run)
     if variant:
+        known = sorted({str(v) for f in frames.values() if "variant" in f for v in f["variant"].dropna()})
+        if variant not in known:         # a typo is said, as on every --variant, not an empty table
+            raise UnknownTargetError(f"run {run} has no variant {variant!r} with collectives; "
+                                     f"it has {', '.join(known)}")
         frames = {k: (f[f["variant"] == variant] if "variant" in f else f) for k, f in frames.items()}
     if as_json:
         echo_json({k: frame_records(f) for k, f in frames.items()})
