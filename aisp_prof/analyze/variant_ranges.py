@@ -10,13 +10,16 @@ kernel of the variant's own. The variant-level row of `range_levels` (children i
 time a union of intervals) has neither fault; for such variants it replaces their rows here.
 Of a multi-rank run only rank 0's rows count (the rank whose CUDA events time the variants).
 Ranges outside the pair's (NCCL's around the warm-up's collectives, which run before the timed
-iterations open their ranges) are no variant: a pair's run drops them.
+iterations open their ranges) are no variant: a pair's run drops them, and so does an imported job
+(NCCL's domain, at the top of the range tree).
 """
 from __future__ import annotations
 
 import pandas as pd
 
 from ..naming import NVTX_ROOT
+
+LIBRARY_DOMAIN = "NCCL"           # a collective library's domain: its ranges are no variant of their own
 
 
 def variant_ranges(ranges: pd.DataFrame, range_levels: pd.DataFrame, pair: str | None) -> pd.DataFrame:
@@ -29,6 +32,9 @@ def variant_ranges(ranges: pd.DataFrame, range_levels: pd.DataFrame, pair: str |
         mine = ranges["nvtx_range"].astype(str).str.startswith(f"{NVTX_ROOT}/{pair}/")
         if mine.any():
             ranges = ranges[mine]
+    elif "nvtx_domain" in ranges:        # NCCL's own ranges around collectives outside any range of the program
+        library = (ranges["nvtx_domain"].astype(str) == LIBRARY_DOMAIN) & ~ranges["nvtx_range"].astype(str).str.contains("/")
+        ranges = ranges[~library]
     if range_levels.empty:
         return ranges
     own = ranges["nvtx_range"].astype(str).map(_variant_path)       # None outside aisp/: not grouped
