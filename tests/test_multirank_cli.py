@@ -279,3 +279,16 @@ def test_report_of_an_imported_job(tmp_path):
     res = invoke("report", "latest", "--db", str(db), "--out", str(out))
     assert res.exit_code == 0, res.output
     assert (out / "index.html").is_file()
+
+
+def test_an_imported_job_s_variants_are_the_program_s_not_nccl_s(tmp_path):
+    """NCCL's own ranges around the warm-up's collectives (domain NCCL, outside every aisp/ range)
+    are no variants: before, the headline of this import read 'ncclAlltoAll: 15.62x over baseline'."""
+    db = tmp_path / "j.db"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["import", "--job", "probe", *map(str, RANK_EXPORTS), "--db", str(db)]).exit_code == 0
+    result = runner.invoke(cli, ["summary", "latest", "--db", str(db), "--json"])
+    data = json.loads(result.output)
+    assert [s["variant"] for s in data["summary"]] == list(VARIANTS)
+    assert [s["kernels_per_call"] for s in data["summary"]] == [1, 2, 5, 20]
+    assert data["headline"]["best"] == "int8" and not data["headline"]["text"].startswith("nccl")
