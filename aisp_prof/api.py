@@ -90,7 +90,8 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
 
     rows = summarize(run.info, run.kernels, variant_ranges(run.ranges, run.range_levels, run.run.get("pair")),
                      run.checks, run.timings, run.compiles)
-    return [{k: clean_value(v) for k, v in s.items()} for s in rows]
+    rank = {"rank": 0} if not run.ranks.empty else {}      # a multi-rank run's figures are rank 0's
+    return [{**{k: clean_value(v) for k, v in s.items()}, **rank} for s in rows]
 
 
 def verdict_of(run: RunData, summary: list[dict[str, Any]],
@@ -109,20 +110,24 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
             roof = None
     found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))
     comparison = bool(info.get("comparison"))
-    sentences = verdict_sentences(summary, bounds_of(roof), comparison)
+    sentences, per_rank = verdict_sentences(summary, bounds_of(roof), comparison), {}
     if not run.ranks.empty and not run.timeline.empty:
         from .analyze.rank_report import link_busbw, rank_report, rank_sentences
+        from .analyze.records import frame_records
 
-        link = link_busbw(calibrations or [], run.gpu_name, len(run.ranks))
-        sentences += rank_sentences(rank_report(run.timeline, run.ranks, info, link))
+        report = rank_report(run.timeline, run.ranks, info, link_busbw(calibrations or [], run.gpu_name,
+                                                                        len(run.ranks)))
+        sentences += rank_sentences(report)
+        per_rank = {"per_rank": frame_records(report.per_rank)}     # every rank (`aisp-prof ranks` has more)
     return {"headline": headline(summary, comparison), "findings": [f.to_dict() for f in found],
-            "verdict": sentences}
+            "verdict": sentences, **per_rank}
 
 
 
 def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json,
-    the headline, the verdict rules' findings and the verdict sentences."""
+    the headline, the verdict rules' findings and the verdict sentences; of a multi-rank run also
+    `per_rank` (per variant and rank), its summary rows being rank 0's (`rank`)."""
     run = declared(run)
     summary = summary_records(run)
     return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary,

@@ -292,3 +292,12 @@ def test_an_imported_job_s_variants_are_the_program_s_not_nccl_s(tmp_path):
     assert [s["variant"] for s in data["summary"]] == list(VARIANTS)
     assert [s["kernels_per_call"] for s in data["summary"]] == [1, 2, 5, 20]
     assert data["headline"]["best"] == "int8" and not data["headline"]["text"].startswith("nccl")
+
+
+def test_summary_json_of_a_multi_rank_run_says_its_rows_are_rank_0_s_and_has_every_rank(stored):
+    result = CliRunner().invoke(cli, ["summary", "latest", "--db", str(stored), "--json"])
+    data = json.loads(result.output)
+    assert {s["rank"] for s in data["summary"]} == {0}
+    assert sorted({(r["variant"], r["rank"]) for r in data["per_rank"]}) == sorted(
+        (v, r) for v in VARIANTS for r in (0, 1))
+    assert any("collective transfer" in s for s in data["verdict"])

@@ -243,7 +243,8 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json({"run": result["run"], "headline": result["headline"], "verdict": result["verdict"],
                    "summary": result["summary"], "findings": result["findings"],
-                   "warnings": compile_warnings(result["summary"])})
+                   "warnings": compile_warnings(result["summary"]),
+                   **({"per_rank": result["per_rank"]} if "per_rank" in result else {})})
     else:
         print_summary(result)
 
