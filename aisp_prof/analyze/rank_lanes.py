@@ -5,8 +5,8 @@ draws this (`render.rank_timeline`).
 Why one iteration, the same index on every rank: the ranks run a collective together, so the
 picture that explains a wait or a straggler is the same call seen from every rank at once. The
 iteration is the one whose span (first start on any rank to last end on any rank) is the median
-over the iterations every rank has: the first one may hold a rank that opened its capture late
-(a 13.9 ms first wait on the 2x H100 sample), a picture of no steady call.
+over the iterations every rank has: iterations differ (on the 2x H100 sample, int8_overlap's
+last took 1.36 ms, the others 0.77-0.88 ms), and a fixed first or last one may be the outlier.
 
 Why lanes per stream within a rank: an overlapping variant (int8_overlap) runs NCCL on a second
 stream beside the Triton kernels of the first; on one row the boxes would hide each other, on
