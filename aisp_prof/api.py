@@ -341,19 +341,20 @@ class RunDatabase:
                             source=str(self.path), progress=progress)
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
-        """One report page: the run and the calibrations in one open, then pure analysis."""
+        """One report page: the run and the calibrations in one open, then pure analysis (the
+        calibrations also judge a multi-rank run's link)."""
         from .analyze.report_page import page_data
         from .render.report import Page
 
         with store_db.Database(self.path) as conn:
-            run, in_db = declared(conn.read_run(run_id)), db_calibrations(conn)
+            run, calibrations = declared(conn.read_run(run_id)), merge_calibrations(db_calibrations(conn), files)
         try:
-            roof, error = roofline_of([run], merge_calibrations(in_db, files)), None
+            roof, error = roofline_of([run], calibrations), None
         except AispError as exc:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        return Page(page_data(run, roof, error, _generated_index(run)), roof)
+        return Page(page_data(run, roof, error, _generated_index(run), calibrations), roof)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
         with store_db.Database(self.path) as conn:

@@ -8,7 +8,7 @@ nothing and writes nothing; `render.report` draws and writes what it returns.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
@@ -25,6 +25,7 @@ from .ncu_command import ncu_settings
 from .records import clean_value, frame_records
 from .page_tables import (correctness, kernel_rows, memory_op_rows, memory_rows, short_kernel_name, sol_rows,
                           stall_rows)
+from .rank_page import rank_page
 from .speedup import TIMER_LABELS
 from .summary import summarize
 from .variant_ranges import variant_ranges
@@ -82,10 +83,13 @@ def _provenance(run: dict[str, Any], info: dict[str, Any], kernels: pd.DataFrame
 
 
 def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
-              generated: dict[str, Any] | None = None) -> dict[str, Any]:
+              generated: dict[str, Any] | None = None,
+              calibrations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """Everything a pair's page shows, as JSON-ready plain data, from the run and its roofline
     analysis (a RooflineResult, or None with `roof_error` saying why there is none), and the
-    run folder's generated-code index where it has one."""
+    run folder's generated-code index where it has one. A multi-rank run adds `ranks`
+    (`rank_page`, its link judged against `calibrations`) and draws its timeline as lanes per
+    rank there instead of the one-call strip, which cannot pick one call out of several ranks."""
     row = {k: v for k, v in run.run.items() if k != "info_json"}
     info = run.info
     summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
@@ -99,6 +103,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     _add_intervals(headline, run)
     stalls, selected = stall_rows(kernels_f, variants)
     matches = match_launches(run.kernels, generated) if generated else None     # ncu launch -> the build that ran
+    ranks = rank_page(run, variants, calibrations)
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
         # the fastest optimization whose output passed (or was not checked); a wrong one only if all
@@ -108,7 +113,8 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
             key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
         "answer": answer(summary, bool(info.get("comparison"))),
         "findings": [f.to_dict() for f in findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))],
-        "verdict": verdict_sentences(summary, bounds_of(roof_dict), bool(info.get("comparison"))),
+        "verdict": verdict_sentences(summary, bounds_of(roof_dict), bool(info.get("comparison")))
+        + (ranks["sentences"] if ranks else []),
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
         # biggest first; equal ones by name (a set's order changes from one process to the next)
@@ -119,15 +125,16 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
         "kernels": link_kernel_rows(kernel_rows(run.kernels, run.timeline, variants), matches),
         "memory_ops": memory_op_rows(run.memory_ops, run.ranges, variants),
-        "timeline": _strips(run, variants),
+        "timeline": {} if ranks else _strips(run, variants),
         "compiled_any": any(s.get("compiled") for s in summary),
         "generated_code": code_rows(generated, variants, matches, run.kernels, run.timeline),
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
         "calibrated": any(c.get("measured") for c in ceilings),
         "flop_check": list((roof_dict or {}).get("flop_check") or []),
-        "warnings": _warnings(row, summary, run.kernels, run.timeline, roof_dict, roof_error),
-        "provenance": _provenance(row, info, run.kernels),
+        "warnings": _warnings(row, summary, run.kernels, run.timeline, roof_dict, roof_error,
+                              (ranks or {}).get("warnings", [])),
+        "provenance": _provenance(row, info, run.kernels), **({"ranks": ranks} if ranks else {}),
     }
 
 
@@ -240,8 +247,10 @@ def _ceiling_rows(roof: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.DataFrame,
-              timeline: pd.DataFrame, roof: dict[str, Any] | None, roof_error: str | None) -> list[dict[str, str]]:
-    """What could make this page's numbers mislead: the report's own checks, then the roofline's."""
+              timeline: pd.DataFrame, roof: dict[str, Any] | None, roof_error: str | None,
+              rank_warnings: Sequence[str] = ()) -> list[dict[str, str]]:
+    """What could make this page's numbers mislead: the report's own checks, a multi-rank run's
+    (collectives left unmatched), then the roofline's."""
     out: list[str] = []
     if run.get("status") not in (None, "ok", "imported"):
         out.append(f"run status is {run.get('status')!r}: read its numbers with care")
@@ -260,7 +269,8 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
                 out.append(f"{s['variant']}: ncu profiled {n_ncu} kernel(s) but nsys saw {per_call:g} per call")
     if roof_error:
         out.append(roof_error)
-    found = [{"severity": "warning", "code": "report", "message": m} for m in out] + compile_warnings(summary)
+    found = ([{"severity": "warning", "code": "report", "message": m} for m in out]
+             + [{"severity": "warning", "code": "ranks", "message": m} for m in rank_warnings] + compile_warnings(summary))
     for w in (roof or {}).get("warnings") or []:
         found.append({"severity": str(w.get("severity") or "warning"), "code": str(w.get("code") or "roofline"),
                       "message": str(w.get("message"))})

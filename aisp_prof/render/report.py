@@ -177,6 +177,11 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, st
         from .timeline import timeline_chart
 
         out["timeline"] = _chart("timeline", stem, img, timeline_chart, data["timeline"], img / f"{stem}-timeline.png")
+    if (data.get("ranks") or {}).get("lanes"):
+        from .rank_timeline import rank_timeline_chart
+
+        out["rank_timeline"] = _chart("rank timeline", stem, img, rank_timeline_chart, data["ranks"]["lanes"],
+                                      img / f"{stem}-rank-timeline.png")
     return out
 
 
