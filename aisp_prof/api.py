@@ -123,7 +123,6 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
             "verdict": sentences, **per_rank}
 
 
-
 def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json,
     the headline, the verdict rules' findings and the verdict sentences; of a multi-rank run also
