@@ -70,7 +70,8 @@ def test_pair_is_discovered_with_its_contract():
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "sm_90a" in pair.requires.note
     assert pair.variant_needs == {**{v: ("gpu", "nvcc") for v in HAND_WRITTEN}, "cublas": ("gpu",)}
     assert pair.lesson and "\n" not in pair.lesson
-    assert pair.roles == {"cublas": "reference"} and pair.role("four_stage_no_multicast") == "optimization"
+    assert pair.roles == {"cublas": "reference", "four_stage_no_multicast": "control", "four_stage_eager": "control"}
+    assert pair.role("four_stage") == "optimization"          # controls measure one ingredient, never the headline
     expect = {m.metric: m for m in pair.expect}
     assert set(expect) == {"tensor_pipe_active_pct", "l2_bytes"}
     assert expect["tensor_pipe_active_pct"].change == "increase" and "baseline" not in expect[

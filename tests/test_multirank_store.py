@@ -154,7 +154,7 @@ def test_speedups_are_timed_by_cuda_events_on_a_multi_rank_run(summary):
     expected = events["baseline"]["median_ns"] / events["int8"]["median_ns"]
     assert rows["int8"]["speedup_vs_baseline"] == pytest.approx(expected, rel=0.02)
     assert rows["int8"]["speedup_vs_baseline"] > 1.5
-    assert rows["fp32_rs_ag"]["role"] == "reference" and rows["baseline"]["role"] == "baseline"
+    assert rows["fp32_rs_ag"]["role"] == "control" and rows["baseline"]["role"] == "baseline"
     assert summary["headline"]["best"] == "int8" and summary["headline"]["speedup_timer"] == "cuda_events"
 
 

@@ -82,6 +82,22 @@ def test_cutlass_headline_is_the_tensor_op_kernel():
     assert h["best"] == "tensorop_sm90" and h["text"].startswith("tensorop_sm90: 18.93x over baseline")
 
 
+def test_controls_are_never_the_headline_even_in_runs_recorded_before_the_role():
+    """The cluster_pipeline sample recorded its two controls as optimizations, and its headline was the
+    no-multicast control's 1.41x; the pair module now declares them controls (issue 19)."""
+    run = sample("samples_h100_ch10", "ch10.cluster_pipeline")
+    assert "controls from the pair module now" in run.info["declared_from"]
+    rows = summary_records(run)
+    roles = {r["variant"]: r["role"] for r in rows}
+    assert roles == {"baseline": "baseline", "four_stage": "optimization", "four_stage_no_multicast": "control",
+                     "four_stage_eager": "control", "cublas": "reference"}
+    h = headline(rows)
+    assert h["best"] == "four_stage" and h["text"].startswith("four_stage: 1.33x over baseline")
+    control = next(r for r in rows if r["variant"] == "four_stage_no_multicast")
+    assert control["speedup_vs_baseline"] > h["speedup"]          # faster, and still not the headline
+    assert check_roles(["a", "b"], {"b": "control"}) is None
+
+
 def test_comparison_pairs_claim_nothing():
     rows = summary_records(sample("samples", "ch09.tma_wgmma_pipeline"))
     h = headline(rows, comparison=True)

@@ -304,7 +304,7 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup",
                        "timer", "gate"],
                       [[when(r["created_at"]), r["run_id"], r["gpu_name"], r["status"],
-                        f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
+                        f"{r['variant']} ({r['role']})" if r.get("role") in ("reference", "control") else r["variant"],
                         duration(r["median_ns"]),
                         "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ..errors import AispError
 from ..store.run_data import RunData
-from .roles import Mechanism, run_declarations
+from .roles import CONTROL, OPTIMIZATION, REFERENCE, Mechanism, run_declarations
 from .source import expected_module
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def with_declarations(info: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(info)
     if "roles" in info:
         out.setdefault("declared_from", "run")
-        return out
+        return _with_controls(out)
     variants = list(info.get("variants") or [])
     found: dict[str, Any] = {}
     if info.get("pair"):
@@ -82,3 +82,21 @@ def declared(run: RunData) -> RunData:
     if "declared_from" not in info:
         run.run["info_json"] = json.dumps(with_declarations(info))
     return run
+
+
+def _with_controls(info: dict[str, Any]) -> dict[str, Any]:
+    """A run recorded before the `control` role called its controls optimizations (or references):
+    where the pair's module now declares one of those a control, it is one (declared_from says so)."""
+    roles = info.get("roles")
+    if not isinstance(roles, Mapping) or not info.get("pair"):
+        return info
+    try:
+        now = module_declarations(expected_module(str(info["pair"]))).get("roles") or {}
+    except AispError:
+        return info
+    controls = {v for v, r in now.items() if r == CONTROL and roles.get(v) in (OPTIMIZATION, REFERENCE)}
+    if not controls:
+        return info
+    info["roles"] = {v: (CONTROL if v in controls else r) for v, r in roles.items()}
+    info["declared_from"] = f"{info.get('declared_from', 'run')}; controls from the pair module now"
+    return info

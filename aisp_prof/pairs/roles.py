@@ -1,8 +1,11 @@
 """What each variant of a pair is for, and what its lesson predicts the profile must show.
 
-A variant is the `baseline`, an `optimization` (the chapter's claim) or a `reference`: a vendor
+A variant is the `baseline`, an `optimization` (the chapter's claim), a `reference`: a vendor
 library (cuBLAS, cuDNN, torch's own kernel) or a roof, shown beside the optimization ("pipelined
-reaches 93% of cublas") and never its headline. A `comparison` pair makes no speed claim at all:
+reaches 93% of cublas") and never its headline, or a `control`: the optimization with one of its
+ingredients taken out (four stages without the multicast, the same kernel without the CUDA graph),
+there to measure that ingredient alone; it is timed, checked and gated like an optimization but
+never the headline, and the lesson's predicted mechanism is not asked of it. A `comparison` pair makes no speed claim at all:
 its variants are shown side by side. Roles are declared data on the pair, never guessed from a
 variant's name: `KernelPair(..., roles={"cublas": "reference"})`; undeclared variants default to
 baseline (the one named `baseline`) and optimization (every other).
@@ -21,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-BASELINE, OPTIMIZATION, REFERENCE = "baseline", "optimization", "reference"
-ROLES = (BASELINE, OPTIMIZATION, REFERENCE)
+BASELINE, OPTIMIZATION, REFERENCE, CONTROL = "baseline", "optimization", "reference", "control"
+ROLES = (BASELINE, OPTIMIZATION, REFERENCE, CONTROL)
 CHANGES = ("decrease", "increase")
 
 

@@ -140,7 +140,7 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
         stalls = ", ".join(f"{s['reason']} {s['cycles_per_inst']:.1f}" for s in r.get("top_stalls", []))
         kernels = r.get("kernels_per_call")
         body.append([
-            f"{r['variant']} (reference)" if r.get("role") == "reference" else r["variant"],
+            f"{r['variant']} ({r['role']})" if r.get("role") in ("reference", "control") else r["variant"],
             f"{kernels:g}" if kernels is not None else "-", duration(r.get("gpu_time_ns")),
             memory_ops_cell(r.get("memcpy_per_call"), r.get("memcpy_bytes_per_call"), r.get("memcpy_time_ns")),
             memory_ops_cell(r.get("memset_per_call"), r.get("memset_bytes_per_call"), r.get("memset_time_ns")),

@@ -219,6 +219,7 @@ PAIR = KernelPair(
            "multicast that writes it into all 16 (and a per-CTA TMA control that separates the two gains).",
     make_inputs=make_inputs,
     variants={"baseline": baseline, "multicast": multicast, "tma_no_multicast": tma_no_multicast},
+    roles={"tma_no_multicast": "control"},      # TMA without the multicast: the multicast alone
     reference=reference,
     flops=flops,
     bytes=bytes,

@@ -292,7 +292,8 @@ PAIR = KernelPair(
     variant_needs={"baseline": ("gpu", "nvcc"), "four_stage": ("gpu", "nvcc"),
                    "four_stage_no_multicast": ("gpu", "nvcc"), "four_stage_eager": ("gpu", "nvcc"),
                    "cublas": ("gpu",)},
-    roles={"cublas": "reference"},     # what an fp16 GEMM is held to, never the headline
+    roles={"cublas": "reference",       # what an fp16 GEMM is held to, never the headline
+           "four_stage_no_multicast": "control", "four_stage_eager": "control"},   # one ingredient each
     expect=(Mechanism("tensor_pipe_active_pct", "increase", factor=1.2,
                       variants=("four_stage", "four_stage_no_multicast", "four_stage_eager"),
                       why="3 k-tiles in flight instead of 1: the wgmmas stop waiting on TMA's L2 round trip"),

@@ -9,7 +9,7 @@ Variants (every one out of place: x is never written, so every call does the sam
   baseline      `dist.all_reduce` of an fp32 copy of x: what a data-parallel step runs. The copy
                 (8 B per element of local DRAM traffic, ~0.1-0.2 ms at 256 MiB) is there because
                 all_reduce works in place; `fp32_rs_ag` shows fp32 without it.
-  fp32_rs_ag    (reference) the same sum as fp32 `reduce_scatter_tensor` + `all_gather_into_tensor`,
+  fp32_rs_ag    (control) the same sum as fp32 `reduce_scatter_tensor` + `all_gather_into_tensor`,
                 out of place: the two halves of a ring all-reduce as two collectives. With it the
                 report separates what int8 saves from what the baseline's copy costs.
   int8          per block of BLOCK elements an abs-max scale; x quantized to int8 (one Triton
@@ -273,7 +273,7 @@ PAIR = KernelPair(
     tolerance=0.03,
     requires=Requirements(min_cc=(8, 0), note="2 GPUs (NCCL), one rank each"),
     variant_needs={"int8": ("triton",), "int8_overlap": ("triton",)},
-    roles={"fp32_rs_ag": "reference"},
+    roles={"fp32_rs_ag": "control"},          # the int8 path's collectives in fp32: quantization alone
     world_size=WORLD_SIZE,
     min_world_size=2,
     collective_bytes=collective_bytes,
