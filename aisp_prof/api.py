@@ -46,6 +46,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 
 Progress = Callable[[str], None]
 # what a summary reads (metrics: the device attributes the roofline of its verdict needs)
+HISTORY_TABLES = ("kernels", "ranges", "range_levels", "timings")
 SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics", "range_levels", "ranks")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
@@ -65,9 +66,11 @@ def roofline_input(run: RunData) -> RunInput:
     """What the roofline needs of a stored run."""
     from .analyze.roofline import RunInput
     from .analyze.speedup import run_times
+    from .analyze.variant_ranges import variant_ranges
 
+    ranges = variant_ranges(run.ranges, run.range_levels, run.run.get("pair"))
     return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name,
-                    run_times(None, run.kernels, run.ranges, run.timings))
+                    run_times(None, run.kernels, ranges, run.timings))
 
 
 def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
@@ -207,8 +210,7 @@ class RunDatabase:
         return store_path(self.path, Path(path), label, skip_stored)
 
     def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None) -> str:
-        """Store the nsys SQLite exports of one multi-rank job's ranks (or folders of them) as
-        one run with a `rank` column (`store.ingest_job`); the new run id."""
+        """One job's per-rank nsys SQLite exports (or folders) as one run (`store.ingest_job`); its id."""
         return store_job(self.path, [Path(p) for p in paths], job, label)
 
     def history(self, pair: str) -> pd.DataFrame:
@@ -219,7 +221,7 @@ class RunDatabase:
 
         rows = pair_history(self.path, pair)
         with store_db.Database(self.path) as conn:
-            add_history_speedups(rows, lambda rid: conn.read_run(rid, False, ("kernels", "ranges", "range_levels", "timings")))
+            add_history_speedups(rows, lambda rid: declared(conn.read_run(rid, False, HISTORY_TABLES)))
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ one run as frames
@@ -261,9 +263,8 @@ class RunDatabase:
         return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, name)
 
     def ranks(self, run: str = "latest") -> dict[str, pd.DataFrame]:
-        """A multi-rank run's analysis (`analyze.rank_report`): `ranks`, `per_rank` (per variant
-        and rank: busy, collective, compute, hidden communication %, idle, finish), `bandwidth`
-        (per variant and collective: transfer time, bus bandwidth) and `stragglers`."""
+        """A multi-rank run's frames (`analyze.rank_report`): ranks, per_rank (busy, collective,
+        compute, hidden comm %, idle, finish), bandwidth (per collective), stragglers, warnings."""
         from .analyze.rank_report import link_busbw, rank_report
 
         data = self.run(run, tables=("timeline", "ranks"))
@@ -343,17 +344,19 @@ class RunDatabase:
         """One report page: the run and the calibrations in one open, then pure analysis (the
         calibrations also judge a multi-rank run's link)."""
         from .analyze.report_page import page_data
+        from .parse.generated_code import read_index
         from .render.report import Page
 
         with store_db.Database(self.path) as conn:
             run, calibrations = declared(conn.read_run(run_id)), merge_calibrations(db_calibrations(conn), files)
+        run_dir = run.run.get("run_dir")
         try:
             roof, error = roofline_of([run], calibrations), None
         except AispError as exc:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        return Page(page_data(run, roof, error, _generated_index(run), calibrations), roof)
+        return Page(page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations), roof)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
         with store_db.Database(self.path) as conn:
@@ -391,10 +394,3 @@ class RunDatabase:
                          runner.failed_check_error(outcome.run_info, outcome.run_dir),
                          {k: summary[k] for k in ("headline", "findings", "verdict")})
 
-
-def _generated_index(run: RunData) -> dict[str, Any] | None:
-    """The run folder's generated-code index, where the folder is on this machine."""
-    from .parse.generated_code import read_index
-
-    run_dir = run.run.get("run_dir")
-    return read_index(Path(run_dir)) if run_dir else None

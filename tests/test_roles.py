@@ -98,6 +98,21 @@ def test_controls_are_never_the_headline_even_in_runs_recorded_before_the_role()
     assert check_roles(["a", "b"], {"b": "control"}) is None
 
 
+def test_a_pair_whose_baseline_works_on_the_host_is_timed_by_cuda_events():
+    """gpu_quantization's baseline quantizes on the CPU: its GPU time holds only its 32 PCIe copies,
+    so the pair declares timer="cuda_events"; the sample (recorded before the declaration) takes it
+    from the module, and its headline is the end-to-end ratio, not the GPU-time one (issue 19)."""
+    run = sample("samples_h100_ch14", "ch14.gpu_quantization")
+    assert run.info["timer"] == "cuda_events" and run.info["declared_from"] == "pair module now"
+    rows = summary_records(run)
+    h = headline(rows)
+    assert h["speedup_timer"] == "cuda_events" and h["text"].endswith("over baseline (CUDA events)")
+    gpu = next(r for r in rows if r["variant"] == h["best"])
+    assert gpu["speedup_vs_baseline"] == gpu["speedup_by_timer"]["cuda_events"] != gpu["speedup_by_timer"]["nsys_gpu_time"]
+    assert run_declarations(["baseline"], {}, False, (), "cuda_events")["timer"] == "cuda_events"
+    assert "timer" not in run_declarations(["baseline"], {}, False, ())
+
+
 def test_comparison_pairs_claim_nothing():
     rows = summary_records(sample("samples", "ch09.tma_wgmma_pipeline"))
     h = headline(rows, comparison=True)

@@ -22,7 +22,7 @@ from .ncu_command import ncu_iterations, ncu_settings
 from .roofline_points import Point, analytic_for, json_ready, points_for_run, variant_order
 from .roofline_warnings import (RooflineWarning, comparison_warnings, flop_warnings, hfma_move_warnings,
                                 l2_fit_warnings, point_warnings, rate_count_warnings)
-from .speedup import TIMER_LABELS, speedup
+from .speedup import TIMER_LABELS, TIMERS, speedup, timer_order
 
 FLOP_MISMATCH = 0.10        # |counted / analytic - 1| above this is flagged (issue 3)
 
@@ -98,12 +98,12 @@ class Comparison:
 
 
 def _compare(b: Point, o: Point, b_times: Mapping[str, float | None] | None,
-             o_times: Mapping[str, float | None] | None) -> Comparison:
+             o_times: Mapping[str, float | None] | None, timers: Sequence[str] = TIMERS) -> Comparison:
     """The arrow b -> o with the primary speedup of the two variants' times (`analyze.speedup`);
     the aggregates' ncu durations where the run handed in no times."""
     if b_times is None or o_times is None:
         b_times, o_times = {"ncu_duration": b.duration_ns}, {"ncu_duration": o.duration_ns}
-    s = speedup(b_times, o_times)
+    s = speedup(b_times, o_times, timers)
     return Comparison(b, o, s.value, s.timer, s.by_timer)
 
 
@@ -168,7 +168,7 @@ def comparisons_for(runs: Sequence[RunInput], points: Sequence[Point]) -> list[C
     for run in runs:
         va = aggs.get(run.run_id, {})
         if "baseline" in va:
-            out += [_compare(va["baseline"], p, run.times.get("baseline"), run.times.get(v))
+            out += [_compare(va["baseline"], p, run.times.get("baseline"), run.times.get(v), timer_order(run.info))
                     for v, p in va.items() if v != "baseline"]
     first = aggs.get(runs[0].run_id, {}) if runs else {}
     for run in runs[1:]:

@@ -68,9 +68,13 @@ MULTI_RANK_TIMERS = ("cuda_events", "nsys_gpu_time", "ncu_duration")
 
 
 def timer_order(info: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Which timer a run's speedups use first: `TIMERS`, or `MULTI_RANK_TIMERS` for a run of
-    several ranks (run.json's world_size)."""
-    return MULTI_RANK_TIMERS if int((info or {}).get("world_size") or 1) > 1 else TIMERS
+    """Which timer a run's speedups use first: the one its pair declares (run.json's `timer`: a
+    baseline that works on the host is timed by CUDA events, GPU time would leave its work out),
+    else `MULTI_RANK_TIMERS` for a run of several ranks (world_size), else `TIMERS`."""
+    info = info or {}
+    order = MULTI_RANK_TIMERS if int(info.get("world_size") or 1) > 1 else TIMERS
+    first = info.get("timer")
+    return (first, *(t for t in order if t != first)) if first in TIMERS else order
 
 
 def speedup(baseline: Times, variant: Times, timers: Sequence[str] = TIMERS) -> Speedup:

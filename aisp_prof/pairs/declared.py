@@ -20,7 +20,7 @@ from .roles import CONTROL, OPTIMIZATION, REFERENCE, Mechanism, run_declarations
 from .source import expected_module
 
 log = logging.getLogger(__name__)
-KEYWORDS = ("roles", "comparison", "expect")
+KEYWORDS = ("roles", "comparison", "expect", "timer")
 
 
 def _literal(node: ast.expr) -> Any:
@@ -71,7 +71,8 @@ def with_declarations(info: Mapping[str, Any]) -> dict[str, Any]:
         except AispError:             # no kernels root here
             found = {}
     roles = {v: r for v, r in (found.get("roles") or {}).items() if v in variants}
-    out.update(run_declarations(variants, roles, bool(found.get("comparison")), found.get("expect") or ()))
+    out.update(run_declarations(variants, roles, bool(found.get("comparison")), found.get("expect") or (),
+                                str(found.get("timer") or "")))
     out["declared_from"] = "pair module now" if found else "defaults"
     return out
 
@@ -86,14 +87,19 @@ def declared(run: RunData) -> RunData:
 
 def _with_controls(info: dict[str, Any]) -> dict[str, Any]:
     """A run recorded before the `control` role called its controls optimizations (or references):
-    where the pair's module now declares one of those a control, it is one (declared_from says so)."""
+    where the pair's module now declares one of those a control, it is one; and a run recorded
+    before pairs declared their `timer` takes the module's (declared_from says which)."""
     roles = info.get("roles")
     if not isinstance(roles, Mapping) or not info.get("pair"):
         return info
     try:
-        now = module_declarations(expected_module(str(info["pair"]))).get("roles") or {}
+        declared_now = module_declarations(expected_module(str(info["pair"])))
     except AispError:
         return info
+    if declared_now.get("timer") and "timer" not in info:        # recorded before pairs declared one
+        info["timer"] = str(declared_now["timer"])
+        info["declared_from"] = f"{info.get('declared_from', 'run')}; timer from the pair module now"
+    now = declared_now.get("roles") or {}
     controls = {v for v, r in now.items() if r == CONTROL and roles.get(v) in (OPTIMIZATION, REFERENCE)}
     if not controls:
         return info

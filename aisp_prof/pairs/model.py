@@ -65,6 +65,9 @@ class KernelPair:
     # (sizes, world_size) -> {"variant/Op": bytes}: each collective's message size S as nccl-tests
     # defines it (analyze.collectives), for bus bandwidths; nsys exports carry no message sizes
     collective_bytes: Callable[[Mapping[str, int], int], Mapping[str, int]] | None = None
+    # the timer its speedups are taken by first (analyze.speedup): "cuda_events" where the baseline's
+    # work is on the host (GPU time would leave it out); "" for the default order
+    timer: str = ""
     source: str = ""                            # module path, filled in by discovery
 
     def __post_init__(self) -> None:

@@ -74,10 +74,11 @@ def variant_roles(variants: Sequence[str], declared: Mapping[str, str] | None = 
 
 
 def run_declarations(variants: Sequence[str], roles: Mapping[str, str], comparison: bool,
-                     expect: Sequence[Mechanism]) -> dict[str, Any]:
-    """What run.json records of a pair's declarations: roles of every variant, comparison, expect."""
+                     expect: Sequence[Mechanism], timer: str = "") -> dict[str, Any]:
+    """What run.json records of a pair's declarations: roles of every variant, comparison, expect,
+    and the timer its speedups are taken by first, where it declares one."""
     return {"roles": variant_roles(variants, roles), "comparison": bool(comparison),
-            "expect": [m.to_dict() for m in expect]}
+            "expect": [m.to_dict() for m in expect], **({"timer": timer} if timer else {})}
 
 
 def roles_of(info: Mapping[str, Any], variants: Sequence[str]) -> dict[str, str]:
