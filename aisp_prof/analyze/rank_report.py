@@ -85,8 +85,9 @@ def rank_sentences(report: RankReport, baseline: str = "baseline") -> list[str]:
     reached (of the link's, when measured); the rank the others waited for, where one did."""
     per_call = transfer_per_call_ns(report)
     base = per_call.get(baseline)
+    out = ["Bounds and stalls above are of the compute kernels alone: ncu leaves NCCL's kernels out (replaying a "
+           "collective on one rank would wait forever), so a collective's time is in the sentences below."]
     rank0 = report.per_rank[report.per_rank["rank"] == 0].set_index("variant")
-    out = []
     for variant, t in per_call.items():
         if variant == baseline:
             continue
