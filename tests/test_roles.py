@@ -111,6 +111,11 @@ def test_a_pair_whose_baseline_works_on_the_host_is_timed_by_cuda_events():
     assert gpu["speedup_vs_baseline"] == gpu["speedup_by_timer"]["cuda_events"] != gpu["speedup_by_timer"]["nsys_gpu_time"]
     assert run_declarations(["baseline"], {}, False, (), "cuda_events")["timer"] == "cuda_events"
     assert "timer" not in run_declarations(["baseline"], {}, False, ())
+    # the timers rule weighs the same primary timer the headline uses
+    from verdict_samples import rule_input
+    from aisp_prof.analyze.verdict_rules import timers_disagree
+    said = {f.variant: f.message for f in timers_disagree(rule_input("samples_h100_ch14", "ch14.gpu_quantization"))}
+    assert said["gpu"].startswith(f"gpu: the {h['speedup']:.2f}x by CUDA events")
 
 
 def test_comparison_pairs_claim_nothing():

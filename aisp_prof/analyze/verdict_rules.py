@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
+from ..naming import TIMER_LABELS
 from ..pairs.roles import BASELINE, OPTIMIZATION, expectations_of
 from ..units import duration, si
 
@@ -141,7 +142,7 @@ def _speedups(inp: RuleInput, base: Mapping[str, Any], r: Mapping[str, Any]) -> 
 
 
 def timers_disagree(inp: RuleInput) -> list[Finding]:
-    """The headline timer's speedup (nsys GPU time, else the first the run has) against the others:
+    """The headline timer's speedup (the row's `speedup_timer`, `analyze.speedup`) against the others:
     a warning when no other timer bears it out within their spread plus TIMER_FLOOR, a note when
     one disagrees but another agrees."""
     base, out = inp.baseline(), []
@@ -151,7 +152,9 @@ def timers_disagree(inp: RuleInput) -> list[Finding]:
         s = _speedups(inp, base, r)
         if len(s) < 2:
             continue
-        claim, others = next(iter(s)), list(s)[1:]
+        primary = TIMER_LABELS.get(str(r.get("speedup_timer")))     # the run's own primary timer first
+        claim = primary if primary in s else next(iter(s))
+        others = [o for o in s if o != claim]
         x, noise = s[claim]
         apart = {o: max(x, s[o][0]) / min(x, s[o][0]) - 1 for o in others}
         agree = [o for o in others if apart[o] <= noise + s[o][1] + TIMER_FLOOR]
