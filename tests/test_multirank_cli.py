@@ -6,7 +6,6 @@ machine without 2 GPUs, and the report of a multi-rank run. Data: see test_multi
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from aisp_prof.cli import cli
 from aisp_prof.pairs import capabilities
 from aisp_prof.pairs.capabilities import Machine
 from aisp_prof.store.ingest import sample_run_dirs
+from export_copies import edited_copy as _copy
 from test_multirank_store import FIXTURE, INFO, PAIR, RANK_EXPORTS, ROOT, RUN_DIR, VARIANTS
 
 LINK_KEY = "2x_h100_80gb_hbm3"
@@ -158,15 +158,6 @@ def test_ranks_of_a_one_rank_run_is_exit_6_naming_import_job(tmp_path):
 
 
 # ------------------------------------------------------------------------------ import --job refusals
-
-
-def _copy(src: Path, dst: Path, *sql: str) -> Path:
-    shutil.copyfile(src, dst)
-    with sqlite3.connect(dst) as conn:
-        for statement in sql:
-            assert conn.execute(statement).rowcount == 1, statement
-    conn.close()
-    return dst
 
 
 def _other_job(tmp_path: Path) -> list[Path]:

@@ -11,7 +11,6 @@ Bad inputs are COPIES of these real exports with one field changed or removed wi
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from aisp_prof.parse.nsys_job import (
     FRAMES, RANK_COLUMNS, TIME_COLUMNS, load_job, parse_environment, rank_identity, refine_offsets)
 from aisp_prof.parse.nsys_job_clock import MIN_MATCHED, collective_end_gaps
 from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
+from export_copies import edited_copy
 
 FIXTURE = Path(__file__).parent / "fixtures" / "multigpu_h100x2"
 RANK0, RANK1 = FIXTURE / "nsys.rank0.sqlite", FIXTURE / "nsys.rank1.sqlite"
@@ -44,13 +44,7 @@ def parsed():
 
 def _copy(src: Path, tmp_path: Path, name: str, *sql: str) -> Path:
     """A copy of a real export with `sql` applied (one field changed or removed)."""
-    dst = tmp_path / name
-    shutil.copyfile(src, dst)
-    with sqlite3.connect(dst) as conn:
-        for statement in sql:
-            assert conn.execute(statement).rowcount == 1, statement
-    conn.close()
-    return dst
+    return edited_copy(src, tmp_path / name, *sql)
 
 
 def _edit_env(old: str, new: str) -> str:
