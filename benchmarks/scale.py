@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -326,6 +327,17 @@ def report_phase(bench: Bench, pages: int) -> None:
             rep.add_note(f"{written} pages + index checked; {sum(1 for _ in (out / 'img').glob('*'))} images")
 
 
+def empty_database(path: Path) -> Path:
+    """An SQLite file with no tables: `runs` on it is start-up alone (a missing database is an
+    error, exit 13, since `runs` stopped creating one)."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE _empty (x)")
+    conn.execute("DROP TABLE _empty")
+    conn.commit()
+    conn.close()
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", choices=sorted(SIZES), default="full")
@@ -357,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen, phases = SIZES[args.sizes], args.only or ["nsys", "ncu", "report"]
     try:
         bench.reference()
-        bench.time("start-up: runs on an empty database", 0, "", ["runs"], work / "empty.db")
+        bench.time("start-up: runs on an empty database", 0, "", ["runs"], empty_database(work / "empty.db"))
         if "nsys" in phases:
             nsys_phase(bench, args.sample, chosen["nsys_kernels"])
             bench.reference()
