@@ -1,7 +1,7 @@
 """The arithmetic every GEMM pair shares, C[m, n] = A[m, k] @ B[k, n] with sizes m, n, k."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aisp_prof.errors import RequirementError
@@ -46,3 +46,57 @@ def check_operands(pair: str, variant: str, operands: Mapping[str, Any], dtype: 
         if t.dtype != dtype or t.dim() != 2 or not t.is_contiguous() or t.data_ptr() % 16:
             raise ValueError(f"{name} must be a contiguous, 16-byte aligned 2-D {dtype} tensor; got {t.dtype}, "
                              f"shape {tuple(t.shape)}, strides {t.stride()}, address {t.data_ptr():#x}")
+
+
+# -- the K-major TN GEMM the wgmma pairs share: C[m, n] = A[m, k] @ B[n, k]^T -----------------
+
+def kmajor_inputs(m: int, n: int, k: int, device: str, seed: int, dtype: Any) -> dict[str, Any]:
+    """`a` [m, k] ~ N(0, 1/k) and `b` [n, k] ~ N(0, 1), drawn in fp32 then rounded to `dtype`,
+    contiguous (both K-major): C ~ N(0, 1), so one tolerance fits every size."""
+    import math
+
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
+    b = torch.randn(n, k, generator=gen, device=device, dtype=torch.float32)
+    return {"a": a.to(dtype), "b": b.to(dtype)}
+
+
+def kmajor_operands(pair: str, variant: str, inputs: Mapping[str, Any], dtype: Any,
+                    validate: Callable[[Mapping[str, int]], Any]) -> tuple[Any, Any, int, int, int]:
+    """(a, b, m, n, k) of K-major operands, or why not (`check_operands`, then a k that differs,
+    then the pair's own size rule `validate`)."""
+    a, b = inputs["a"], inputs["b"]
+    check_operands(pair, variant, {"a": a, "b": b}, dtype)      # CPU: RequirementError first
+    (m, k), (n, k2) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"a is {m}x{k} and b is {n}x{k2}: both must be K-major with the same k")
+    validate({"m": m, "n": n, "k": k})
+    return a, b, m, n, k
+
+
+def reference_tn(inputs: Mapping[str, Any]) -> Any:
+    """float64 A @ B^T of the rounded operands, on their device."""
+    return inputs["a"].double() @ inputs["b"].double().t()
+
+
+def cublas_tn(operands: Callable[[Mapping[str, Any], str], tuple]) -> Callable[[Mapping[str, Any]], Callable[[], Any]]:
+    """The `cublas` variant of a K-major pair: torch.mm(a, b.t(), out=c), cuBLAS's TN GEMM on the
+    same operands (`operands(inputs, variant)` checks them), C preallocated in their dtype."""
+
+    def cublas(inputs: Mapping[str, Any]) -> Callable[[], Any]:
+        """torch.mm(a, b.t(), out=c): cuBLAS's TN GEMM on the same operands."""
+        import torch
+
+        a, b, m, n, _ = operands(inputs, "cublas")
+        c = torch.empty(m, n, device=a.device, dtype=a.dtype)
+        bt = b.t()
+
+        def launch() -> Any:
+            torch.mm(a, bt, out=c)
+            return c
+
+        return launch
+
+    return cublas

@@ -53,7 +53,6 @@ setmaxnreg are arch-specific), so the pair runs on Hopper only.
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -75,11 +74,7 @@ def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     """`a` [m, k] ~ N(0, 1/k) and `b` [n, k] ~ N(0, 1), bf16, contiguous (both K-major)."""
-    m, n, k = validate_sizes(sizes)
-    gen = torch.Generator(device=device).manual_seed(seed)
-    a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
-    b = torch.randn(n, k, generator=gen, device=device, dtype=torch.float32)
-    return {"a": a.to(torch.bfloat16), "b": b.to(torch.bfloat16)}
+    return gemm.kmajor_inputs(*validate_sizes(sizes), device, seed, torch.bfloat16)
 
 
 _GEMM_SIGNATURE = ((ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -93,13 +88,7 @@ LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on
 
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    a, b = inputs["a"], inputs["b"]
-    gemm.check_operands("ch09.tma_wgmma_pipeline", variant, {"a": a, "b": b}, torch.bfloat16)
-    (m, k), (n, k2) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"a is {m}x{k} and b is {n}x{k2}: both must be K-major with the same k")
-    validate_sizes({"m": m, "n": n, "k": k})
-    return a, b, m, n, k
+    return gemm.kmajor_operands("ch09.tma_wgmma_pipeline", variant, inputs, torch.bfloat16, validate_sizes)
 
 
 def _kernel_variant(symbol: str, variant: str) -> Callable[[Inputs], Callable[[], torch.Tensor]]:
@@ -126,22 +115,10 @@ pipelined = _kernel_variant("aisp_tma_wgmma_pipelined", "pipelined")
 pipelined_cluster = _kernel_variant("aisp_tma_wgmma_pipelined_cluster", "pipelined_cluster")
 
 
-def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
-    """torch.mm(a, b.t(), out=c): cuBLAS's bf16 TN GEMM for the same operands."""
-    a, b, m, n, _ = _operands(inputs, "cublas")
-    c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
-    bt = b.t()
-
-    def launch() -> torch.Tensor:
-        torch.mm(a, bt, out=c)
-        return c
-
-    return launch
+cublas = gemm.cublas_tn(_operands)        # torch.mm(a, b.t(), out=c): cuBLAS's TN GEMM
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 A @ B^T of the bf16 operands, on their device."""
-    return inputs["a"].double() @ inputs["b"].double().t()
+reference = gemm.reference_tn            # float64 A @ B^T of the rounded operands
 
 
 flops = gemm.flops               # 2 m n k

@@ -97,7 +97,6 @@ each consumer passes the 4-stage ring once or twice, so every barrier's phase fl
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -131,21 +130,11 @@ def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     """`a` [m, k] ~ N(0, 1/k) and `b` [n, k] ~ N(0, 1), fp16, contiguous (both K-major): C ~ N(0, 1)."""
-    m, n, k = validate_sizes(sizes)
-    gen = torch.Generator(device=device).manual_seed(seed)
-    a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
-    b = torch.randn(n, k, generator=gen, device=device, dtype=torch.float32)
-    return {"a": a.to(torch.float16), "b": b.to(torch.float16)}
+    return gemm.kmajor_inputs(*validate_sizes(sizes), device, seed, torch.float16)
 
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    a, b = inputs["a"], inputs["b"]
-    gemm.check_operands(NAME, variant, {"a": a, "b": b}, torch.float16)   # CPU: RequirementError first
-    (m, k), (n, k2) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"a is {m}x{k} and b is {n}x{k2}: both must be K-major with the same k")
-    validate_sizes({"m": m, "n": n, "k": k})
-    return a, b, m, n, k
+    return gemm.kmajor_operands(NAME, variant, inputs, torch.float16, validate_sizes)
 
 
 def _require_support(variant: str) -> None:
@@ -183,22 +172,10 @@ one_issuer = _factory("one_issuer", "baseline")
 warp_specialized = _factory("warp_specialized", "warp_specialized")
 
 
-def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
-    """torch.mm(a, b.t(), out=c): cuBLAS's fp16 TN GEMM on the same operands."""
-    a, b, m, n, _ = _operands(inputs, "cublas")
-    c = torch.empty(m, n, device=a.device, dtype=torch.float16)
-    bt = b.t()
-
-    def launch() -> torch.Tensor:
-        torch.mm(a, bt, out=c)
-        return c
-
-    return launch
+cublas = gemm.cublas_tn(_operands)        # torch.mm(a, b.t(), out=c): cuBLAS's TN GEMM
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 A @ B^T of the fp16 operands, on their device."""
-    return inputs["a"].double() @ inputs["b"].double().t()
+reference = gemm.reference_tn            # float64 A @ B^T of the rounded operands
 
 
 flops = gemm.flops                     # 2 m n k

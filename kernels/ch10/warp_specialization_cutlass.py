@@ -100,7 +100,6 @@ instantiations takes ~2 minutes of nvcc (2 CPU cores), on first use only.
 from __future__ import annotations
 
 import ctypes
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -145,21 +144,11 @@ def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:
     """`a` [m, k] ~ N(0, 1/k) and `b` [n, k] ~ N(0, 1), fp16, contiguous (both K-major)."""
-    m, n, k = validate_sizes(sizes)
-    gen = torch.Generator(device=device).manual_seed(seed)
-    a = torch.randn(m, k, generator=gen, device=device, dtype=torch.float32) / math.sqrt(k)
-    b = torch.randn(n, k, generator=gen, device=device, dtype=torch.float32)
-    return {"a": a.to(torch.float16), "b": b.to(torch.float16)}
+    return gemm.kmajor_inputs(*validate_sizes(sizes), device, seed, torch.float16)
 
 
 def _operands(inputs: Inputs, variant: str) -> tuple[torch.Tensor, torch.Tensor, int, int, int]:
-    a, b = inputs["a"], inputs["b"]
-    gemm.check_operands(NAME, variant, {"a": a, "b": b}, torch.float16)   # CPU: RequirementError first
-    (m, k), (n, k2) = a.shape, b.shape
-    if k != k2:
-        raise ValueError(f"a is {m}x{k} and b is {n}x{k2}: both must be K-major with the same k")
-    validate_sizes({"m": m, "n": n, "k": k})
-    return a, b, m, n, k
+    return gemm.kmajor_operands(NAME, variant, inputs, torch.float16, validate_sizes)
 
 
 def config_names() -> list[str]:
@@ -200,22 +189,10 @@ cooperative_256x128_c2_swizzle8 = _cutlass_factory("cooperative_256x128_c2_swizz
 pingpong_128x128 = _cutlass_factory("pingpong_128x128")
 
 
-def cublas(inputs: Inputs) -> Callable[[], torch.Tensor]:
-    """torch.mm(a, b.t(), out=d): cuBLAS's fp16 TN GEMM on the same operands, fp16 out."""
-    a, b, m, n, _ = _operands(inputs, "cublas")
-    d = torch.empty(m, n, device=a.device, dtype=torch.float16)
-    bt = b.t()
-
-    def launch() -> torch.Tensor:
-        torch.mm(a, bt, out=d)
-        return d
-
-    return launch
+cublas = gemm.cublas_tn(_operands)        # torch.mm(a, b.t(), out=c): cuBLAS's TN GEMM
 
 
-def reference(inputs: Inputs) -> torch.Tensor:
-    """float64 A @ B^T of the fp16 operands, on their device."""
-    return inputs["a"].double() @ inputs["b"].double().t()
+reference = gemm.reference_tn            # float64 A @ B^T of the rounded operands
 
 
 flops = gemm.flops               # 2 m n k
