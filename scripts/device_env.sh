@@ -8,7 +8,7 @@ export AISP_GIT_SHA=${AISP_GIT_SHA:-}
 export LD_LIBRARY_PATH=$PWD/.devlib:${LD_LIBRARY_PATH:-} PYTHONUNBUFFERED=1 AISP_BUILD_DIR=/tmp/aisp_build
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=/tmp/site:$PWD || exit 1
-# CUTLASS's headers as a 1 MB .cutlass_xz/cutlass_include.tar.xz (the 6.4 MB nvidia-cutlass wheel no
+# CUTLASS's headers (include/ and tools/util/include/) as a ~1 MB .cutlass_xz/cutlass_include.tar.xz (the 6.4 MB wheel no
 # longer fits the 64 MiB a call carries): unpacked here, found through AISP_CUTLASS_INCLUDE
 if [ -f .cutlass_xz/cutlass_include.tar.xz ]; then
   mkdir -p /tmp/cutlass && tar xJf .cutlass_xz/cutlass_include.tar.xz -C /tmp/cutlass && export AISP_CUTLASS_INCLUDE=/tmp/cutlass/include
