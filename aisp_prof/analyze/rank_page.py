@@ -12,7 +12,6 @@ from typing import Any, Mapping, Sequence
 
 from ..naming import hardware_key
 from ..store.run_data import RunData
-from .collectives import collectives
 from .rank_lanes import rank_lanes
 from .rank_report import link_busbw, rank_report, rank_sentences
 from .records import frame_records
@@ -66,5 +65,5 @@ def rank_page(run: RunData, variants: Sequence[str],
         "bandwidth": _order(frame_records(report.bandwidth), variants),
         "stragglers": stragglers, "findings": _findings(stragglers),
         "sentences": rank_sentences(report), "warnings": list(report.warnings),
-        "lanes": rank_lanes(run.timeline, run.memory_ops, variants, collectives(run.timeline)),
+        "lanes": rank_lanes(run.timeline, run.memory_ops, variants, report.collectives),
     }

@@ -29,6 +29,7 @@ class RankReport:
     bandwidth: pd.DataFrame          # one row per (variant, op): medians of the collectives
     stragglers: pd.DataFrame         # one row per (variant, rank): collectives.STRAGGLER_COLUMNS
     warnings: list[str] = field(default_factory=list)
+    collectives: pd.DataFrame = field(default_factory=pd.DataFrame)   # one row per (collective, rank)
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"ranks": self.ranks, "per_rank": self.per_rank, "bandwidth": self.bandwidth,
@@ -63,7 +64,7 @@ def rank_report(timeline: pd.DataFrame, ranks: pd.DataFrame, info: Mapping[str, 
     table["link_busbw_gb_per_s"] = table["op"].map(link).astype(float)
     table["pct_of_link"] = 100.0 * table["busbw_gb_per_s"] / table["link_busbw_gb_per_s"]
     warnings = list(per_collective.attrs.get("warnings", [])) + list(info.get("rank_warnings") or [])
-    return RankReport(ranks, rank_summary(timeline), table, stragglers(per_collective), warnings)
+    return RankReport(ranks, rank_summary(timeline), table, stragglers(per_collective), warnings, per_collective)
 
 
 def transfer_per_call_ns(report: RankReport) -> dict[str, float]:
