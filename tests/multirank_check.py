@@ -14,6 +14,7 @@ from pathlib import Path
 from aisp_prof import pairs
 from aisp_prof.collect import ranks
 from aisp_prof.collect.check import check_pair
+from aisp_prof.naming import rank_path
 
 
 def main() -> None:
@@ -27,7 +28,7 @@ def main() -> None:
         spec.loader.exec_module(module)
         pair = dataclasses.replace(pair, variants={**pair.variants, **module.VARIANTS})
     result = check_pair(pair, pairs.parse_sizes(sizes, pair.sizes), device="cpu")
-    ranks.rank_path(out, env.rank).write_text(json.dumps(result.to_dict()))
+    rank_path(out, env.rank).write_text(json.dumps(result.to_dict()))
     ranks.leave()
 
 

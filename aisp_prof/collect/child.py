@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError
-from ..naming import NSYS_CHILD_JSON, nvtx_path
+from ..naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from . import ranks
 from .timing import SamplingPlan
 
@@ -223,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     rank = ranks.from_env()
     if rank is not None:          # one rank of a torchrun job: its own reports
-        args.out = ranks.rank_path(args.out, rank.rank)
-        args.nsys_out = ranks.rank_path(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON), rank.rank)
+        args.out = rank_path(args.out, rank.rank)
+        args.nsys_out = rank_path(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON), rank.rank)
     try:
         import torch
 

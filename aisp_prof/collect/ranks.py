@@ -6,7 +6,7 @@ call `torch.distributed`. Every rank runs the same calls in the same order (the 
 timing, the nsys capture): a collective on one rank waits for the others. Two things would break
 that order, and this module holds both answers:
   - reports: each rank writes its own (rank 0 the file the single-process runner reads, rank r
-    `<name>.rank<r>.<ext>` beside it: `rank_path`);
+    `<name>.rank<r>.<ext>` beside it: `naming.rank_path`);
   - the timing's stop rule (a time budget, a confidence target) reads each rank's own clock and
     samples: `agree` makes rank 0's decision everyone's, or the ranks would leave the timing loop
     at different rounds and the next collective would hang.
@@ -18,8 +18,6 @@ import datetime
 import os
 from dataclasses import dataclass
 from typing import Mapping
-
-from ..naming import rank_path  # noqa: F401 - the child's name for it
 
 TIMEOUT_S = 300       # a rank that waits longer for the others fails instead of hanging the run
 
