@@ -13,7 +13,7 @@ import pytest
 
 from aisp_kernels import build
 from aisp_prof.pairs import discover
-from aisp_prof.pairs.source import MISSING, local_includes, pair_files, source_digest
+from aisp_prof.pairs.source import MISSING, local_includes, pair_files, sibling_files, source_digest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,7 +80,7 @@ def test_sources_without_local_includes_keep_their_digest():
     """Every pair whose files include no local header digests exactly as before (recorded
     expectations of ch09/ch10 stay valid); the CUTLASS pairs' quoted includes are library headers."""
     modules = sorted((REPO / "kernels").glob("ch*/*.py"))
-    plain = [m for m in modules if not local_includes(*pair_files(m))]
+    plain = [m for m in modules if not local_includes(*pair_files(m)) and not sibling_files(pair_files(m))]
     assert len(plain) >= 30 and REPO / "kernels/ch10/warp_specialization_cutlass.py" in plain
     for module in plain:
         assert source_digest(module)["sha256"] == _old_digest(module), module
@@ -161,3 +161,29 @@ def test_kernels_common_is_not_a_chapter(tmp_path):
         (tmp_path / folder / "k.py").write_text(_PAIR_MODULE.format(name=name))
     assert [p.name for p in discover(tmp_path)] == ["ch01.real"]
     assert not [p for p in discover(REPO / "kernels") if "/common/" in p.source]
+
+
+def test_a_sibling_module_is_part_of_the_digest(tree):
+    """A pair that runs a sibling pair's code (load_sibling) hashes that module, its .cu and the
+    .cu's headers: changing the sibling's kernel changes the pair's digest; nothing loads twice."""
+    chapter, common = tree
+    (chapter / "w.py").write_text('from aisp_kernels.siblings import load_sibling\n'
+                                  '_K = load_sibling(__file__, "k.py", "alias_k")\n'
+                                  '_K2 = load_sibling( __file__ , "k.py", "alias_k2")\n')
+    digest = source_digest(chapter / "w.py")
+    assert digest["files"] == ["w.py", "../common/a.cuh", "../common/b.cuh", "k.cu", "k.py"]
+    (chapter / "k.cu").write_text((chapter / "k.cu").read_text() + "// tuned\n")
+    assert source_digest(chapter / "w.py")["sha256"] != digest["sha256"]
+    (chapter / "k.cu").unlink()
+    assert source_digest(chapter / "w.py")["files"] == ["w.py", "k.py"]
+
+
+def test_a_missing_sibling_is_hashed_as_missing(tmp_path):
+    (tmp_path / "w.py").write_text('_K = load_sibling(__file__, "gone.py", "alias")\n')
+    digest = source_digest(tmp_path / "w.py")
+    assert digest["files"] == ["w.py", "gone.py"] and digest["sha256"] != _old_digest(tmp_path / "w.py")
+
+
+def test_the_chapter_pairs_that_reuse_a_sibling_hash_it():
+    for name in ("ch14/sliding_window_causal.py", "ch14/flex_attention_sparse.py"):
+        assert "sliding_window.py" in source_digest(REPO / "kernels" / name)["files"], name

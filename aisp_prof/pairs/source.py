@@ -9,7 +9,9 @@ pair resolves to now. Nothing here imports the module (no torch needed).
 A local header is a quoted `#include "..."` of a C/C++/CUDA source that resolves beside the file
 that includes it (`../common/wgmma_tma.cuh`), followed through headers it includes in turn. Those
 bytes are the pair's code as much as its own `.cu`, so they are in the digest and in the CUDA build
-cache key (aisp_kernels.build uses `local_includes` too). Angle-bracket includes are system headers;
+cache key (aisp_kernels.build uses `local_includes` too). For the same reason a sibling pair module
+that a pair loads with `load_sibling(__file__, "name.py", ...)` (aisp_kernels.siblings) is hashed
+with its own same-named sources and their headers: the pair runs that code. Angle-bracket includes are system headers;
 a bare quoted name that is not beside the file (`"cutlass/cutlass.h"`) comes from an `-I` folder,
 a library like CUTLASS: neither is hashed. An explicitly relative one (`./x.h`, `../x.h`) that is
 not there is hashed as its name and a marker (the compiler reports it). A source that includes no
@@ -30,6 +32,7 @@ SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".h", ".hpp")
 C_SUFFIXES = (".cu", ".cuh", ".cpp", ".h", ".hpp")          # sources whose quoted includes are followed
 MISSING = b"\0missing local include\0"                      # hashed in place of an absent header's bytes
 _QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\r\n]+)"', re.MULTILINE)
+_SIBLING_LOAD = re.compile(rb'load_sibling\(\s*__file__\s*,\s*"([^"\r\n]+)"')
 
 
 def local_includes(*sources: Path) -> list[tuple[str, bytes]]:
@@ -74,6 +77,31 @@ def pair_files(module: Path) -> list[Path]:
                   if p.suffix in SOURCE_SUFFIXES and p.is_file())
 
 
+def sibling_files(files: list[Path]) -> list[Path]:
+    """The files of the sibling pair modules that the Python files among `files` load with
+    `load_sibling(__file__, "x.py", ...)`, with their same-named sources, and what those load in
+    turn: each once, in order of first use, never one of `files`. A sibling that is not there is
+    listed as its path (source_digest hashes a marker for it)."""
+    seen = {Path(f).resolve() for f in files}
+    found: list[Path] = []
+
+    def walk(module: Path) -> None:
+        for match in _SIBLING_LOAD.finditer(module.read_bytes()):
+            sibling = module.with_name(match.group(1).decode(errors="replace"))
+            for f in (pair_files(sibling) if sibling.is_file() else [sibling]):
+                if f.resolve() in seen:
+                    continue
+                seen.add(f.resolve())
+                found.append(f)
+                if f.suffix == ".py" and f.is_file():
+                    walk(f)
+
+    for f in files:
+        if Path(f).suffix == ".py" and Path(f).is_file():
+            walk(Path(f))
+    return found
+
+
 def shown_path(path: Path) -> str:
     """Relative to the project root when inside it (the same on every machine), else absolute."""
     path = path.resolve()
@@ -86,18 +114,23 @@ def shown_path(path: Path) -> str:
 def source_digest(module: Path) -> dict[str, Any]:
     """{path, sha256, files} of a pair module; {} when it is not a file (a pair built in a test).
 
-    `files`: the pair's own files, then the local headers they include (relative to the module's
-    folder). Headers are hashed after the pair's files, so a pair without any hashes as before."""
+    `files`: the pair's own files, then the local headers they and its siblings include, then the
+    sibling modules' files (both relative to the module's folder). Headers and siblings are hashed
+    after the pair's files, so a pair with neither hashes as it did before either was followed."""
     if not module.is_file():
         return {}
     digest, files = hashlib.sha256(), pair_files(module)
     for f in files:
         digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
-    headers = local_includes(*files) if files else []
+    siblings = sibling_files(files)
+    headers = local_includes(*files, *[s for s in siblings if s.is_file()]) if files else []
     for name, data in headers:
         digest.update(b"include\0" + name.encode() + b"\0" + data + b"\0")
+    sibling_names = [Path(os.path.relpath(s.resolve(), module.resolve().parent)).as_posix() for s in siblings]
+    for name, path in zip(sibling_names, siblings):
+        digest.update(b"sibling\0" + name.encode() + b"\0" + (path.read_bytes() if path.is_file() else MISSING) + b"\0")
     return {"path": shown_path(module), "sha256": digest.hexdigest(),
-            "files": [f.name for f in files] + [name for name, _ in headers]}
+            "files": [f.name for f in files] + [name for name, _ in headers] + sibling_names}
 
 
 def expected_module(pair_name: str) -> Path:

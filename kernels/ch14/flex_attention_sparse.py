@@ -58,12 +58,11 @@ attention (~0.6), a window of 64 (~0.5-0.75) and a window one key short (~7e-2).
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Callable, Mapping
 
 import torch
 
+from aisp_kernels.siblings import load_sibling
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 NAME = "ch14.flex_attention_sparse"
@@ -72,17 +71,8 @@ SMALL_SIZES = {"batch": 1, "seq": 600, "embed": 256, "heads": 4, "window": 100}
 DTYPE = torch.bfloat16
 
 
-def _windowed_pair_module():
-    """ch14.sliding_window, whose projections, band, flex factory and reference this pair reuses
-    (loaded by path under its own name, as discovery loads it: no package, nothing registered)."""
-    path = Path(__file__).with_name("sliding_window.py")
-    spec = importlib.util.spec_from_file_location("aisp_ch14_sliding_window_for_flex_sparse", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_SW = _windowed_pair_module()
+# ch14.sliding_window, whose projections, band, flex factory and reference this pair reuses
+_SW = load_sibling(__file__, "sliding_window.py", "aisp_ch14_sliding_window_for_flex_sparse")
 
 
 def make_inputs(sizes: Mapping[str, int], device: str, seed: int) -> Inputs:

@@ -48,13 +48,12 @@ rejects a 512-token window (~0.2 at S 1024) or a missing mask (~0.8). Sanitizer 
 """
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Callable, Mapping
 
 import torch
 import torch.nn.functional as F
 
+from aisp_kernels.siblings import load_sibling
 from aisp_prof.pairs import Inputs, KernelPair, Requirements
 
 NAME = "ch14.sliding_window_causal"
@@ -62,17 +61,8 @@ DEFAULT_SIZES = {"batch": 4, "seq": 4096, "embed": 1024, "heads": 16}
 SMALL_SIZES = {"batch": 1, "seq": 600, "embed": 256, "heads": 4}
 
 
-def _windowed_pair_module():
-    """ch14.sliding_window, whose inputs, projections, baseline and reference this pair reuses
-    (loaded by path under its own name, as discovery loads it: no package, nothing registered)."""
-    path = Path(__file__).with_name("sliding_window.py")
-    spec = importlib.util.spec_from_file_location("aisp_ch14_sliding_window_for_causal", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_SW = _windowed_pair_module()
+# ch14.sliding_window, whose inputs, projections, baseline and reference this pair reuses
+_SW = load_sibling(__file__, "sliding_window.py", "aisp_ch14_sliding_window_for_causal")
 
 
 def _causal(sizes: Mapping[str, int]) -> dict[str, int]:
