@@ -32,7 +32,7 @@ for step in ${STEPS:-test run}; do
     $AISP bench run $(for p in $PAIRS; do printf -- '--targets %s ' "$p"; done) --repeats 10 --budget-s 1.5 \
       --update-expectations --record-processes ${RECORD_PROCESSES:-3} --db /tmp/gate.db --profiles-dir /tmp/profiles \
       --json > "$OUT/record.json" 2> "$OUT/record.err"; echo "record_rc $? $(t)"; tail -2 "$OUT/record.err"
-    cp kernels/ch*/expectations_*.json "$OUT/" 2>/dev/null
+    for f in kernels/ch*/expectations_*.json; do cp "$f" "$OUT/$(basename "$(dirname "$f")")_$(basename "$f")"; done
     python3 -c "
 import json; d=json.load(open('$OUT/record.json'))
 for p in d['pairs']: print(p['pair'], p['status'], p['message'][:80], p.get('recorded'))";;
