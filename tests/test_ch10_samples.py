@@ -34,7 +34,7 @@ def kernels(db, pair: str):
 
 
 def test_every_pair_of_chapter_10_ran_on_an_h100_and_passed_its_check(db):
-    assert len(RUNS) == 23 and len({pair_of(r) for r in RUNS}) == 23
+    assert len(RUNS) == 24 and len({pair_of(r) for r in RUNS}) == 24
     for run_dir in RUNS:
         result = run_summary(db.run(run_dir.name))
         assert "H100" in result["run"]["gpu_name"] and result["run"]["status"] == "ok", run_dir.name
@@ -86,3 +86,16 @@ def test_the_four_stage_wgmma_ring_reaches_ninety_percent_of_cublas(db):
     assert k.loc["cublas", "duration_ns"] / k.loc["pipelined", "duration_ns"] >= 0.90
     assert k.loc["cublas", "duration_ns"] / k.loc["baseline", "duration_ns"] < 0.6
     assert k["flops_tensor"].nunique() == 1 and k["flops_tensor"].iloc[0] == 2 * 12288**3
+
+
+def test_warpgroup_specialization_default_tile_order_streams_a_again(db):
+    """The pair's predicted mechanism on the real run: CUTLASS's cooperative 2x1 kernel in its
+    default tile order reads > 2x the hand-written kernel's DRAM bytes; group-8 order takes it
+    back below; only the CUTLASS kernels (and cuBLAS) run on 2x1 clusters; cuBLAS is fastest."""
+    k = kernels(db, "ch10.warpgroup_specialization")
+    assert k.loc["cutlass_cooperative_c2", "dram_bytes"] > 2 * k.loc["baseline", "dram_bytes"]
+    assert k.loc["cutlass_cooperative_c2_swizzle8", "dram_bytes"] < k.loc["baseline", "dram_bytes"]
+    assert k.loc["baseline", "cluster_dim"] is None and k.loc["baseline", "grid_dim"] == "(132, 1, 1)"
+    assert set(k.drop(index="baseline")["cluster_dim"]) == {"(2, 1, 1)"}
+    assert k["duration_ns"].idxmin() == "cublas"
+    assert k.loc["cutlass_cooperative_c2_swizzle8", "duration_ns"] < k.loc["baseline", "duration_ns"]
