@@ -4,6 +4,7 @@ runner with fake nsys and a fake child, with and without nsys. No GPU."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import sys
 import textwrap
@@ -116,17 +117,41 @@ esac
 exit 9
 """
 
+FAKE_NCU = """#!/bin/sh
+# a stand-in for ncu: --version; --import REP ... prints a CSV; else OPTIONS... -o OUT -f CHILD... runs CHILD,
+# writes OUT.ncu-rep and one "N passes" line
+case "$1" in
+  --version) echo "Version 2025.3.1.0 (build 1)"; exit 0;;
+  --import) echo '"ID","Kernel Name"'; exit 0;;
+esac
+out=""
+while [ $# -gt 0 ]; do case "$1" in -o) out="$2"; shift 2;; -f) shift; break;; *) shift;; esac; done
+echo "==PROF== Profiling kernel - 14 passes"
+"$@"; rc=$?; echo "fake ncu report" > "$out.ncu-rep"; exit $rc
+"""
+
 FAKE_CHILD = """
-import argparse, json, time
+import argparse, json, os, time
 from pathlib import Path
+started = time.time()
 ap = argparse.ArgumentParser()
 for flag in ("--pair", "--variants", "--sizes", "--mode", "--repeats", "--budget-s", "--process", "--nsys-out"):
     ap.add_argument(flag)
 ap.add_argument("--out", type=Path)
 ap.add_argument("--nsys-iterations", type=int, default=0)
 ap.add_argument("--references", action="store_true")
+ap.add_argument("--release", type=Path)
+ap.add_argument("--wait-for", type=Path)
+ap.add_argument("--wait-parent", type=int, default=0)
 args = ap.parse_args()
 passed = "{passed}" == "True"
+if args.mode == "profile":
+    while args.wait_for is not None and not args.wait_for.exists():
+        time.sleep(0.01)
+    args.out.write_text(json.dumps({{"ok": True, "started": started, "gpu_from": time.time(),
+                                     "wait_parent": args.wait_parent}}))
+    raise SystemExit(0)
+time.sleep({check_s})
 args.out.write_text(json.dumps({{"ok": True, "check": {{"passed": passed, "checks": []}}, "env": {{}},
                                  "timing": {{}}, "samples": []}}))
 if args.nsys_iterations and passed:
@@ -135,17 +160,22 @@ if args.nsys_iterations and passed:
     time.sleep(0.05)
     Path(args.nsys_out).write_text(json.dumps({{"ok": True, "iterations": args.nsys_iterations,
                                                 "capture_started_at": began}}))
+if args.release is not None and passed:
+    args.release.write_text(str(time.time()))
+    Path(str(args.release) + ".checked_at").write_text(str(time.time()))
 """
 
 
 def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module: str = "fake_child",
-             ncu: Path | None = None, export_s: float = 0) -> dict:
+             ncu: Path | None = None, export_s: float = 0, overlap_ncu: bool = False, check_s: float = 0,
+             timing: runner.TimingOptions | None = None) -> dict:
     tools_dir = tmp_path / "tools"
     tools_dir.mkdir(exist_ok=True)
+    for name, text in (("nsys", FAKE_NSYS), ("ncu", FAKE_NCU)):
+        (tools_dir / name).write_text(text)
+        (tools_dir / name).chmod((tools_dir / name).stat().st_mode | stat.S_IEXEC)
     nsys = tools_dir / "nsys"
-    nsys.write_text(FAKE_NSYS)
-    nsys.chmod(nsys.stat().st_mode | stat.S_IEXEC)
-    (tools_dir / "fake_child.py").write_text(textwrap.dedent(FAKE_CHILD.format(passed=passed)))
+    (tools_dir / "fake_child.py").write_text(textwrap.dedent(FAKE_CHILD.format(passed=passed, check_s=check_s)))
     monkeypatch.setattr(runner, "CHILD_MODULE", module)
     for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):
         monkeypatch.delenv(var, raising=False)
@@ -155,7 +185,9 @@ def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module
     ctx = StepContext(folder, {"gpu": {}, "wall_s": {}, "commands": {}, "tools": {}},
                       env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tools_dir), "FAKE_EXPORT_S": str(export_s)})
     plan = runner._Plan(pair, ["baseline"], dict(pair.sizes), ncu, nsys if with_nsys else None)
-    runner.collect_into(ctx, plan, runner.RunOptions(pair=pair, nsys_iterations=4))
+    opts = runner.RunOptions(pair=pair, nsys_iterations=4, overlap_ncu=overlap_ncu,
+                             **({"timing": timing} if timing else {}))
+    runner.collect_into(ctx, plan, opts)
     return json.loads((folder / RUN_JSON).read_text())
 
 
@@ -256,3 +288,76 @@ def test_a_failing_ncu_step_stops_the_background_export(tmp_path, monkeypatch):
     with pytest.raises(ProfilerFailedError, match="ncu exited 1"):
         _collect(tmp_path, monkeypatch, with_nsys=True, ncu=Path("ncu"), export_s=30)
     assert not (tmp_path / "run" / NSYS_SQLITE).exists()
+
+
+# ------------------------------------------------- ncu started beside the check (issue 18)
+
+def test_ncu_starts_beside_the_check_and_touches_the_gpu_only_after_it(tmp_path, monkeypatch):
+    """The ncu process and its child start with the check (start-up overlapped), the child passes
+    its wait only once the check process released the GPU, and run.json counts ncu's time from
+    the release; the release marker does not stay in the run folder."""
+    for with_nsys in (True, False):
+        run = tmp_path / ("nsys" if with_nsys else "bare")
+        run.mkdir()
+        info = _collect(run, monkeypatch, with_nsys=with_nsys, ncu=run / "tools" / "ncu", overlap_ncu=True,
+                        check_s=0.5)
+        folder = run / "run"
+        child = json.loads((folder / "ncu_child.json").read_text())
+        released = float((folder / ".gpu_released.checked_at").read_text())
+        assert child["started"] < released - 0.3                 # started while the check still ran
+        assert child["gpu_from"] >= released                      # waited for the release
+        assert child["wait_parent"] == os.getpid()
+        assert info["status"] == "ok" and info["ncu_passes_per_kernel"] == 14
+        assert info["wall_s"]["ncu_startup_overlapped"] >= 0.3 and "ncu" in info["wall_s"]
+        cmd = info["commands"]["ncu"]
+        assert cmd[cmd.index("--wait-for") + 1] == str(folder / ".gpu_released")
+        check = info["commands"]["check"]
+        assert check[check.index("--release") + 1] == str(folder / ".gpu_released")
+        assert not (folder / ".gpu_released").exists() and (folder / "ncu.ncu-rep.gz").is_file()
+        assert (folder / "ncu_raw.csv").read_text().startswith('"ID"')
+
+
+def test_a_failed_check_stops_the_waiting_ncu_and_keeps_nothing_of_it(tmp_path, monkeypatch):
+    info = _collect(tmp_path, monkeypatch, with_nsys=True, passed=False, ncu=tmp_path / "tools" / "ncu",
+                    overlap_ncu=True, check_s=0.2)
+    folder = tmp_path / "run"
+    assert info["status"] == "failed_check" and "ncu" not in info["tools"] and "ncu" not in info["wall_s"]
+    assert not (folder / "ncu.log").exists() and not (folder / "ncu_child.json").exists()
+    assert not (folder / ".gpu_released").exists()
+
+
+def test_a_crashing_check_stops_the_waiting_ncu(tmp_path, monkeypatch):
+    started = []
+    real_start = runner.start_ncu_early
+
+    def spy(*args, **kwargs):
+        started.append(real_start(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(runner, "start_ncu_early", spy)
+    with pytest.raises(ProfilerFailedError):
+        _collect(tmp_path, monkeypatch, with_nsys=True, module="no_such_module_here",
+                 ncu=tmp_path / "tools" / "ncu", overlap_ncu=True)
+    (early,) = started
+    assert all(proc.poll() is not None for proc in early.procs)      # killed, not left waiting forever
+    assert not (tmp_path / "run" / ".gpu_released").exists()
+
+
+def test_no_early_ncu_where_more_timing_processes_follow_the_check(tmp_path, monkeypatch):
+    info = _collect(tmp_path, monkeypatch, with_nsys=False, ncu=tmp_path / "tools" / "ncu", overlap_ncu=True,
+                    timing=runner.TimingOptions(processes=2, max_processes=2))
+    assert "--wait-for" not in info["commands"]["ncu"] and "--release" not in info["commands"]["check"]
+    assert "ncu_startup_overlapped" not in info["wall_s"] and info["timing_processes"] == 2
+
+
+def test_the_waiting_child_gives_up_when_its_run_is_gone(tmp_path):
+    import subprocess
+
+    from aisp_prof.collect import child
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with pytest.raises(ProfilerFailedError, match=f"pid {gone.pid}"):
+        child.wait_for_release(tmp_path / "never", gone.pid, poll_s=0.001)
+    (tmp_path / "here").write_text("x")
+    child.wait_for_release(tmp_path / "here", os.getpid())            # returns at once

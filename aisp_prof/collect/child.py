@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import pairs as pairs_mod
-from ..errors import AispError, NoGpuError
+from ..errors import AispError, NoGpuError, ProfilerFailedError
 from ..naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from . import ranks
 from .timing import SamplingPlan
@@ -219,6 +219,11 @@ def main(argv: list[str] | None = None) -> int:
                          "capture range, for nsys --capture-range=cudaProfilerApi (0: none)")
     ap.add_argument("--nsys-out", type=Path, help="check: where the capture's report goes "
                                                   "(default: nsys_child.json beside --out)")
+    ap.add_argument("--release", type=Path, help="check: touch this file when done with the GPU (a passed check "
+                                                 "and capture only): an ncu child started beside it may begin")
+    ap.add_argument("--wait-for", type=Path, help="profile: import and load the pair, then wait for this file "
+                                                  "before any CUDA call (the check process's --release)")
+    ap.add_argument("--wait-parent", type=int, default=0, help="with --wait-for: give up if this process ends")
     args = ap.parse_args(argv)
     started = time.time()
     rank = ranks.from_env()
@@ -228,11 +233,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
+        pair = None
+        if args.wait_for is not None:      # started beside the check: load everything, then wait for the GPU
+            pair = _pair(args.pair, args.pair_file)
+            wait_for_release(args.wait_for, args.wait_parent)
         if not torch.cuda.is_available():
             raise NoGpuError("no CUDA GPU visible to torch in the profiled process")
         if rank is not None:
             ranks.join(rank)
-        pair = _pair(args.pair, args.pair_file)
+        pair = pair or _pair(args.pair, args.pair_file)
         sizes = pairs_mod.parse_sizes(args.sizes, pair.sizes)
         variants = args.variants.split(",")
         if args.mode == "profile":
@@ -256,9 +265,41 @@ def main(argv: list[str] | None = None) -> int:
     if code == 0 and args.mode == "check" and args.nsys_iterations > 0 and report["check"]["passed"]:
         code = _capture_report(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON),
                                lambda: capture_for_nsys(pair, sizes, variants, args.warmup, args.nsys_iterations))
+    if args.release is not None and code == 0 and args.mode == "check" and report["check"]["passed"]:
+        release_gpu(args.release)
     if rank is not None:
         ranks.leave()
     return code
+
+
+def release_gpu(path: Path) -> None:
+    """This process is done with the GPU: its cached memory goes back to the driver, then `path`
+    appears (written whole: a waiting process never sees it half made)."""
+    import torch
+
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(f"{time.time()}\n")
+    partial.replace(path)
+
+
+def wait_for_release(path: Path, parent_pid: int = 0, poll_s: float = 0.02) -> None:
+    """Block until `path` exists (`release_gpu` in the check process), never touching CUDA.
+    ProfilerFailedError if `parent_pid` (the run that started this process) ends first: a run
+    killed with SIGKILL then leaves no process waiting forever."""
+    import os
+
+    while not path.exists():
+        if parent_pid:
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                raise ProfilerFailedError(f"the run that started this profile (pid {parent_pid}) ended") from None
+            except PermissionError:
+                pass                  # alive, another user's
+        time.sleep(poll_s)
 
 
 def _gpu_index() -> int:

@@ -4,7 +4,10 @@ Two child processes: one under nsys that checks correctness and times with CUDA 
 nsys collects nothing, then runs the timeline's iterations inside a cudaProfilerStart/Stop
 capture range (`collect.child.capture_for_nsys`); one under ncu. Without nsys the first runs
 bare. One process per profiler, so ncu's replays never see nsys's tracing, and start-up, imports
-and compilation are paid twice, not three times. The folder is
+and compilation are paid twice, not three times. The ncu process starts beside the first and
+waits, before any CUDA call, until the first says it is done with the GPU (`--release`): its
+start-up hides behind the check, and its profiling behind nsys writing and exporting its report;
+the two never use the GPU at once. The folder is
 written atomically (`run_folder.atomic_folder`): profiles/ never holds half a run. What can run
 is decided once, by `pairs.capabilities.runnable`, before anything starts. The children share
 Inductor's and Triton's caches inside the run folder; what they generated is kept in
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +35,14 @@ from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
-from .steps import Background, Progress, StepContext, check_nsys_step, check_step, ncu_step, python_module, timing_step
+from .steps import (Background, Progress, StepContext, check_nsys_step, check_step, finish_ncu_early, ncu_step,
+                    python_module, start_ncu_early, timing_step)
 
 log = logging.getLogger(__name__)
 CHILD_MODULE = "aisp_prof.collect.child"
 GPU_FIELDS = ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_bytes")
+NCU_CHILD_JSON = "ncu_child.json"
+GPU_RELEASED = ".gpu_released"       # the check process touches it when done with the GPU (collect.child --release)
 
 
 @dataclass
@@ -70,6 +77,7 @@ class RunOptions:
     metric_groups: tuple[str, ...] = DEFAULT_GROUPS   # add "sol_breakdown" / "stall_sampled" for more
     nproc_per_node: int | None = None     # ranks of a multi-rank pair (default: the pair's world_size)
     ncu_rank: int = 0                     # the rank ncu watches (nsys watches every rank)
+    overlap_ncu: bool = True              # start ncu beside the check (it waits for the GPU); False: after it
 
 
 @dataclass
@@ -173,47 +181,87 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     """The steps into the partial folder; run.json last, with the status."""
     folder, started = ctx.folder, time.time()
     ctx.env.update(cache_env(folder))     # compile caches in the run folder: cold for the check, then kept
-    check, nsys_export = _check(ctx, the_plan, opts)
-    ctx.info["env"] = check.get("env", {})
-    ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
-    ctx.info["timing_cuda_events"] = check.get("timing", {})
-    ctx.info["sensor"] = check.get("sensor", {})
-    if not check["check"]["passed"]:
-        ctx.info["status"] = "failed_check"
-        ctx.info["generated"] = keep_generated(folder, ctx.env)
-        write_json(folder / RUN_JSON, ctx.info)
-        return
-    try:                                  # the nsys export runs on the CPU beside the GPU's work
-        _profile(ctx, the_plan, opts, list(check.get("samples", [])))
-        if nsys_export is not None:
-            nsys_export.finish(ctx)
+    early = _start_ncu_early(ctx, the_plan, opts)
+    try:
+        check, nsys_export = _check(ctx, the_plan, opts, release=early is not None)
+        ctx.info["env"] = check.get("env", {})
+        ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
+        ctx.info["timing_cuda_events"] = check.get("timing", {})
+        ctx.info["sensor"] = check.get("sensor", {})
+        if not check["check"]["passed"]:
+            if early is not None:         # it never touched the GPU: nothing of it is kept
+                early.cancel()
+                (folder / "ncu.log").unlink(missing_ok=True)
+                ctx.info.get("tools", {}).pop("ncu", None)
+            ctx.info["status"] = "failed_check"
+            ctx.info["generated"] = keep_generated(folder, ctx.env)
+            write_json(folder / RUN_JSON, ctx.info)
+            return
+        try:                              # the nsys export runs on the CPU beside the GPU's work
+            _profile(ctx, the_plan, opts, list(check.get("samples", [])), early)
+            if nsys_export is not None:
+                nsys_export.finish(ctx)
+        finally:
+            if nsys_export is not None:
+                nsys_export.cancel()
     finally:
-        if nsys_export is not None:
-            nsys_export.cancel()
+        if early is not None:
+            early.cancel()
     ctx.info["generated"] = keep_generated(folder, ctx.env)
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
     write_json(folder / RUN_JSON, ctx.info)
 
 
-def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[dict[str, Any]]) -> None:
-    """After a passed check: the further timing processes, then ncu."""
-    pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
+def _ncu_child(the_plan: _Plan, folder: Path, *extra: str) -> list[str]:
+    return child_command(the_plan.pair, the_plan.variants, the_plan.sizes, "profile", folder / NCU_CHILD_JSON, *extra)
+
+
+def _ncu_ranges(the_plan: _Plan) -> list[str]:
+    return [nvtx_path(the_plan.pair.name, v) for v in the_plan.variants]
+
+
+def _start_ncu_early(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> Background | None:
+    """The ncu step started beside the check (`steps.start_ncu_early`), so that ncu's and the
+    child's start-up, imports and pair loading overlap the check, and its profiling the nsys
+    report's finalisation and export; None where that cannot be done without the two processes
+    sharing the GPU: no ncu, several ranks, or further timing processes after the check."""
+    if (the_plan.ncu is None or the_plan.world_size != 1 or not opts.overlap_ncu
+            or max(opts.timing.processes, opts.timing.max_processes) > 1):
+        return None
+    release = ctx.folder / GPU_RELEASED
+    child = _ncu_child(the_plan, ctx.folder, "--wait-for", str(release), "--wait-parent", str(os.getpid()))
+    ctx.info["ncu_started"] = "beside the check; its child waits for the check's --release before any CUDA call"
+    return start_ncu_early(ctx, the_plan.ncu, child, _ncu_ranges(the_plan), metric_names(opts.metric_groups))
+
+
+def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[dict[str, Any]],
+             early: Background | None = None) -> None:
+    """After a passed check: the further timing processes, then ncu (or the end of the ncu step
+    started beside the check)."""
+    pair, folder = the_plan.pair, ctx.folder
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
-    if the_plan.ncu is not None:
-        names = metric_names(opts.metric_groups)
-        ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
-        child = child_command(pair, variants, sizes, "profile", folder / "ncu_child.json")
-        ncu_step(ctx, the_plan.ncu, child, folder / "ncu_child.json", [nvtx_path(pair.name, v) for v in variants],
-                 names)
+    if the_plan.ncu is None:
+        return
+    names = metric_names(opts.metric_groups)
+    ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
+    if early is not None:
+        release = folder / GPU_RELEASED
+        released_at = release.stat().st_mtime
+        release.unlink()
+        finish_ncu_early(ctx, the_plan.ncu, early, folder / NCU_CHILD_JSON, _ncu_ranges(the_plan), released_at)
+        return
+    ncu_step(ctx, the_plan.ncu, _ncu_child(the_plan, folder), folder / NCU_CHILD_JSON, _ncu_ranges(the_plan), names)
 
 
-def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> tuple[dict[str, Any], Background | None]:
+def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions,
+           release: bool = False) -> tuple[dict[str, Any], Background | None]:
     """The first child: check and time; under nsys (then the timeline's capture) when nsys is
-    used. Returns the check's report and the nsys export running in the background (or None)."""
+    used. Returns the check's report and the nsys export running in the background (or None).
+    `release`: the child touches GPU_RELEASED when done with the GPU (an ncu step waits for it)."""
     pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
     what = f"checking {', '.join(variants)} against a float64 reference, then timing them interleaved"
-    args = timing_args(opts.timing)
+    args = [*timing_args(opts.timing), *(["--release", str(folder / GPU_RELEASED)] if release else [])]
     if the_plan.nsys is None:
         ctx.progress(f"[1/2] {what}")
         return check_step(ctx, child_command(pair, variants, sizes, "check", folder / CHECK_JSON, *args),

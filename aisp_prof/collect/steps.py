@@ -150,18 +150,52 @@ def timing_step(ctx: StepContext, child: list[str], report: Path, process: int) 
     return ctx.read(report, f"timing process {process}")
 
 
+def ncu_profiled_command(ctx: StepContext, ncu: Path, child: list[str], ranges: Sequence[str],
+                         metrics: Sequence[str]) -> list[str]:
+    """The ncu step's command line (torchrun's for a multi-rank run: ncu on one rank), with
+    ncu's path and version in run.json."""
+    ctx.info.setdefault("tools", {})["ncu"] = {"path": str(ncu), "version": tools.tool_version(ncu)}
+    skip = commands.COLLECTIVE_KERNELS if ctx.world_size > 1 else None
+    profiled = commands.ncu_command(ncu, child, ranges, metrics, ctx.folder / NCU_REP, exclude_kernels=skip)
+    if ctx.world_size > 1:
+        ctx.info["ncu_rank"] = ctx.ncu_rank
+    return ctx.launch("ncu", lambda rank: profiled if rank == ctx.ncu_rank else child)
+
+
 def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges: Sequence[str],
              metrics: Sequence[str]) -> dict[str, Any]:
     """Profile `child` under ncu (only `ranges`, only `metrics`), export the raw page as CSV,
     gzip the report. Returns the child's report."""
-    ctx.info.setdefault("tools", {})["ncu"] = {"path": str(ncu), "version": tools.tool_version(ncu)}
-    skip = commands.COLLECTIVE_KERNELS if ctx.world_size > 1 else None
-    profiled = commands.ncu_command(ncu, child, ranges, metrics, ctx.folder / NCU_REP, exclude_kernels=skip)
-    cmd = ctx.launch("ncu", lambda rank: profiled if rank == ctx.ncu_rank else child)
-    if ctx.world_size > 1:
-        ctx.info["ncu_rank"] = ctx.ncu_rank
+    cmd = ncu_profiled_command(ctx, ncu, child, ranges, metrics)
     rc, text, wall = run_logged(cmd, ctx.folder / "ncu.log", ctx.env)
     ctx.record("ncu", cmd, wall)
+    return _after_ncu(ctx, ncu, rc, text, report, ranges)
+
+
+def start_ncu_early(ctx: StepContext, ncu: Path, child: list[str], ranges: Sequence[str],
+                    metrics: Sequence[str]) -> "Background":
+    """Start the ncu step now, beside the check: `child` must carry `--wait-for`, so that ncu and
+    the child start up, import and load the pair while the check runs, and touch the GPU only
+    when the check process says it is done with it (`collect.child --release`). What ncu then
+    profiles is what `ncu_step` profiles; only start-up overlaps. One process only."""
+    return Background.start("ncu", "ncu", ncu_profiled_command(ctx, ncu, child, ranges, metrics),
+                            ctx.folder / "ncu.log", ctx.env)
+
+
+def finish_ncu_early(ctx: StepContext, ncu: Path, early: "Background", report: Path, ranges: Sequence[str],
+                     released_at: float) -> dict[str, Any]:
+    """Wait for the ncu step `start_ncu_early` began; as `ncu_step` from there. run.json's
+    `wall_s.ncu` is counted from `released_at` (the check's end), the start-up hidden behind the
+    check as `wall_s.ncu_startup_overlapped`."""
+    rc = early.procs[0].wait()
+    ctx.record("ncu", early.cmds[0], time.time() - max(released_at, early.started))
+    ctx.info["wall_s"]["ncu_startup_overlapped"] = round(max(released_at - early.started, 0.0), 2)
+    return _after_ncu(ctx, ncu, rc, early.log_path.read_text(errors="replace"), report, ranges)
+
+
+def _after_ncu(ctx: StepContext, ncu: Path, rc: int, text: str, report: Path, ranges: Sequence[str]) -> dict[str, Any]:
+    """A finished ncu step: its failure as a one-line error, the passes per kernel, the raw page
+    exported as CSV, the report gzipped. Returns the child's report."""
     raise_for_profiler("ncu", rc, text, ctx.folder / "ncu.log")
     child_report = read_child(rank_path(report, ctx.ncu_rank), "ncu")
     if "No kernels were profiled" in text:
