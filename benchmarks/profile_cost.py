@@ -98,7 +98,8 @@ def aisp_run(pair: str, code: Path, work: Path, *extra: str) -> tuple[dict[str, 
 
 def full_set_command(ncu_cmd: list[str], report: Path, child_out: Path) -> list[str]:
     """run.json's ncu command with `--set full` for its metric list, the report and the child's
-    JSON moved to `report` / `child_out` (the run folder that held them was renamed)."""
+    JSON moved to `report` / `child_out` (the run folder that held them was renamed), and the
+    child's wait for the check's release dropped (ncu full runs alone)."""
     cmd, i = [], 0
     while i < len(ncu_cmd):
         arg = ncu_cmd[i]
@@ -110,6 +111,8 @@ def full_set_command(ncu_cmd: list[str], report: Path, child_out: Path) -> list[
             i += 2
         elif arg == "--out":
             cmd += ["--out", str(child_out)]
+            i += 2
+        elif arg in ("--wait-for", "--wait-parent"):
             i += 2
         else:
             cmd.append(arg)

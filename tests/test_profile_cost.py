@@ -238,7 +238,9 @@ def test_benchmark_swaps_the_metric_list_for_the_full_set(tmp_path):
     ncu_cmd = ["/opt/ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "aisp/p/baseline/",
                "--metrics", "a,b", "-o", "/gone/.partial-x/ncu", "-f", "/py", "-m", "aisp_prof.collect.child",
                "--pair", "p", "--mode", "profile", "--out", "/gone/.partial-x/ncu_child.json"]
-    cmd = bench.full_set_command(ncu_cmd, tmp_path / "full", tmp_path / "child.json")
+    cmd = bench.full_set_command(ncu_cmd + ["--wait-for", "/gone/.partial-x/.gpu_released", "--wait-parent", "7"],
+                                 tmp_path / "full", tmp_path / "child.json")
+    assert "--wait-for" not in cmd and "--wait-parent" not in cmd and "7" not in cmd
     assert cmd[cmd.index("--set") + 1] == "full" and "--metrics" not in cmd and "a,b" not in cmd
     assert cmd[cmd.index("-o") + 1] == str(tmp_path / "full") and cmd[-1] == str(tmp_path / "child.json")
     assert cmd[:6] == ncu_cmd[:6] and cmd[cmd.index("/py"):-1] == ncu_cmd[ncu_cmd.index("/py"):-1]

@@ -245,11 +245,13 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
         return
     names = metric_names(opts.metric_groups)
     ctx.progress(f"[2/2] ncu: {len(names)} metrics for each kernel in aisp/{pair.name}/*")
-    if early is not None:
+    if early is not None:                 # the marker stays until ncu's child is done: it may not have seen it yet
         release = folder / GPU_RELEASED
-        released_at = release.stat().st_mtime
-        release.unlink()
-        finish_ncu_early(ctx, the_plan.ncu, early, folder / NCU_CHILD_JSON, _ncu_ranges(the_plan), released_at)
+        try:
+            finish_ncu_early(ctx, the_plan.ncu, early, folder / NCU_CHILD_JSON, _ncu_ranges(the_plan),
+                             release.stat().st_mtime)
+        finally:
+            release.unlink(missing_ok=True)
         return
     ncu_step(ctx, the_plan.ncu, _ncu_child(the_plan, folder), folder / NCU_CHILD_JSON, _ncu_ranges(the_plan), names)
 
