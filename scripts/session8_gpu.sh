@@ -40,7 +40,7 @@ for p in d['pairs']: print(p['pair'], p['status'], p['message'][:80], p.get('rec
     [ -n "${COST_BEFORE:-}" ] && python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} \
       --repeats ${COST_REPEATS:-2} --code "$COST_BEFORE" --label before --out-dir "$OUT" 2>&1 | tail -3
     python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats ${COST_REPEATS:-2} \
-      --label after --out-dir "$OUT" 2>&1 | tail -8; echo "cost rc $? $(t)";;
+      --compare-bare --label after --out-dir "$OUT" 2>&1 | tail -8; echo "cost rc $? $(t)";;
   esac
 done
 python3 - "$OUT" <<'PY'
