@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One single-GPU visit, asked as kind=nvidia-h200 (issue 11's fresh-H200 gate), hedged:
-#   on an H200: the ch09 gate against kernels/ch09/expectations_h200.json (scripts/gate_gpu_session.sh
-#               MODE=gate, with the deliberate 3% and 10% slowdowns);
+#   on an H200: the gate of GATE_TARGETS (default ch09) against kernels/ch09/expectations_h200.json
+#               (scripts/gate_gpu_session.sh MODE=gate, SLOW deliberate slowdowns, default 3% and 10%),
+#               then the gate's evidence of the H200_RECORD pairs (until DEADLINE_S);
 #   otherwise:  STEPS (default "test run"), each for PAIRS (default ch10.warpgroup_specialization):
 #                 test    the pair's GPU tests (tests/test_<chapter>_<name>.py -m gpu)
 #                 run     `aisp-prof run` (check + ncu + nsys) into profiles/ ($OUT/runs.tgz)
@@ -12,7 +13,20 @@
 set -u -o pipefail
 . scripts/device_env.sh /tmp/s8_out
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$GPU" in *H200*) MODE=gate TARGETS=ch09 SLOW="${SLOW:-0.03 0.10}" bash scripts/gate_gpu_session.sh; exit $?;; esac
+if [[ "$GPU" == *H200* ]]; then   # GATE_TARGETS (default ch09) with SLOW, then H200_RECORD pairs' gate evidence
+  MODE=gate TARGETS="${GATE_TARGETS:-ch09}" SLOW="${SLOW-0.03 0.10}" bash scripts/gate_gpu_session.sh
+  [ -z "${H200_RECORD:-}" ] && exit 0
+  START=$(date +%s)
+  for p in $H200_RECORD; do
+    [ $(( $(date +%s) - START )) -gt ${DEADLINE_S:-400} ] && { echo "skip $p: deadline"; continue; }
+    python3 -m aisp_prof bench run --targets $p --repeats 10 --budget-s 1.5 --update-expectations --record-processes 3 \
+      --db /tmp/gate.db --profiles-dir /tmp/profiles --json > "$OUT/record_$p.json" 2> "$OUT/record_$p.err"
+    echo "record $p rc $? t=$(( $(date +%s) - START ))s"; tail -1 "$OUT/record_$p.err"
+  done
+  for f in kernels/ch*/expectations_h200.json; do cp "$f" "$OUT/$(basename "$(dirname "$f")")_$(basename "$f")"; done
+  (cd "$OUT" && tar czf record_logs.tgz record_*.json record_*.err 2>/dev/null && rm -f record_*.json record_*.err)
+  exit 0
+fi
 PAIRS=${PAIRS:-ch10.warpgroup_specialization}
 START=$(date +%s); t() { echo "t=$(( $(date +%s) - START ))s"; }
 {
