@@ -103,11 +103,13 @@ def test_full_stalls_present_and_absent_metrics_absent(full):
     assert {f"stall_{r}" for r in STALL_REASONS} <= columns
     assert full.launches["stall_long_scoreboard"][0] == 154.903465
     # --set full does not collect these: absent columns, not NaN columns
-    for missing in ("sol_dram_pct", "l2_bytes", "l1_bytes", "flops_tensor_fp8"):
+    for missing in ("sol_dram_pct", "sol_l1_pct", "peak_l1_bytes_per_cycle", "flops_tensor_fp8"):
         assert missing not in columns
-    # ...and has the FP instruction counters only as rates: derived, and marked so (issue 16)
-    assert "inst_ffma" in columns
-    assert all("inst_ffma" in labels.split(",") for labels in full.launches["derived_from_rates"])
+    # ...and has the FP instruction counters only as rates and the L2/L1 bytes only as sectors:
+    # derived, and marked so (issue 16; tests/test_sector_bytes.py)
+    assert {"inst_ffma", "l2_bytes", "l1_bytes"} <= columns
+    assert all({"inst_ffma", "l2_bytes", "l1_bytes"} <= set(labels.split(","))
+               for labels in full.launches["derived_from_rates"])
 
 
 def test_full_long_form_rates_and_compound_units(full):

@@ -10,7 +10,7 @@ import pandas as pd
 
 KERNEL_FIELDS = ("launch_id", "nvtx_range", "variant", "kernel", "duration_ns", "dram_bytes", "l2_bytes",
                  "l1_bytes", "grid_dim", "block_dim", "cluster_dim", "registers_per_thread",
-                 "derived_from_rates")     # the counts ncu gave only as rates (`parse.rate_counts`), else null
+                 "derived_from_rates")     # counts ncu gave only as rates or sectors (`parse.rate_counts`), else null
 KERNEL_FLOPS = ("flops_fp64", "flops_fp32", "flops_fp16", "flops_tensor", "flops_total")
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..parse.rate_counts import DERIVED_COLUMN
+from ..parse.rate_counts import DERIVED_COLUMN, derivation_note
 from .ncu_command import NCU_DEFAULT_SETTINGS, ncu_settings
 from .roofline_points import Point, analytic_for, flops_by_precision
 
@@ -106,9 +106,10 @@ def hfma_move_warnings(run: RunInput) -> list[RooflineWarning]:
 
 
 def rate_count_warnings(run: RunInput) -> list[RooflineWarning]:
-    """One note per run whose export held counters only as rates (`ncu --set full`): its FLOPs
-    and bytes are rate x elapsed cycles (`parse.rate_counts`), as ncu's own roofline computes
-    them, within the export's rounding of the true counts."""
+    """One note per run whose export held counters only as rates or sectors (`ncu --set full`): its
+    FLOPs are rate x elapsed cycles (`parse.rate_counts`), as ncu's own roofline computes them,
+    within the export's rounding of the true counts; its L2/L1 bytes are sectors x 32 B
+    (`parse.sector_bytes`), exact."""
     from .summary import derived_columns
 
     derived = derived_columns(run.kernels) if not run.kernels.empty else []
@@ -116,8 +117,8 @@ def rate_count_warnings(run: RunInput) -> list[RooflineWarning]:
         return []
     n = int(run.kernels[DERIVED_COLUMN].notna().sum())
     return [RooflineWarning(
-        "counts_from_rates", f"{run.run_id}: {n} kernel(s) have FLOP/byte counters derived from rates "
-        f"(rate x elapsed cycles, as ncu's roofline does; the export has no .sum counts): {', '.join(derived)}",
+        "counts_from_rates", f"{run.run_id}: {n} kernel(s) have FLOP/byte {derivation_note(derived)}; "
+        "the export has no .sum counts of them",
         run.run_id, None, None, "info")]
 
 

@@ -24,7 +24,8 @@ variants have it, else CUDA events, else ncu duration), `speedup_timer` names it
 `speedup_by_timer` holds every timer's ratio, the secondary figures under their timer's name.
 
 `derived_from_rates` (only where it applies) lists the counter columns that the export held as
-rates only (`ncu --set full`), so their FLOPs and bytes are rate x elapsed cycles, not counts.
+rates or sectors only (`ncu --set full`): FLOP counters are rate x elapsed cycles, not counts
+(`parse.rate_counts`); L2/L1 bytes are sectors x 32 B, exact (`parse.sector_bytes`).
 """
 from __future__ import annotations
 
@@ -103,8 +104,8 @@ def _launch_churn(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
 
 
 def derived_columns(kernels: pd.DataFrame) -> list[str]:
-    """The tidy counter columns some of these launches have only as rates x elapsed cycles
-    (`parse.rate_counts`), sorted; empty where every count was counted."""
+    """The tidy counter columns some of these launches have only as derived from rates or sectors
+    (`parse.rate_counts`, `parse.sector_bytes`), sorted; empty where every count was counted."""
     if DERIVED_COLUMN not in kernels:
         return []
     labels = kernels[DERIVED_COLUMN].dropna().unique()

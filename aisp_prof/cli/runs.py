@@ -138,19 +138,20 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
         return
     chunks = database(db).iter_kernels(run, variant)
     rows = [r for chunk in chunks for r in kernel_records(chunk)]
+    from ..parse.rate_counts import derivation_note, derives_flops
     from ..render.table import render, wrap_lines
     from ..units import duration, si
 
     clusters = any(r.get("cluster_dim") for r in rows)      # the column only where a launch had one
     click.echo(render(["range", "kernel", "duration", "DRAM bytes", "FLOPs", "grid", "block"] + ["cluster"] * clusters,
                       [[r["nvtx_range"], short(r["kernel"]), duration(r["duration_ns"]),
-                        si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if r.get("derived_from_rates") else ""),
+                        si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if derives_flops(r.get("derived_from_rates")) else ""),
                         r.get("grid_dim"), r.get("block_dim")] + [r.get("cluster_dim") or "-"] * clusters for r in rows],
                       table_width(), drop=("cluster", "block", "grid", "FLOPs"), clip=("kernel",),
                       clip_start=("range",), min_width={"kernel": 40, "range": 24}))
-    if any(r.get("derived_from_rates") for r in rows):
-        note = ("* FLOPs (derived from rates): the export holds these counters only as rates (ncu --set full); "
-                "rate x elapsed cycles, as ncu's roofline computes them")
+    derived = sorted({c for r in rows for c in (r.get("derived_from_rates") or "").split(",") if c})
+    if derived:
+        note = ("* FLOPs (derived from rates): " if derives_flops(derived) else "") + derivation_note(derived)
         for line in wrap_lines([note], table_width()):
             click.echo(line)
 

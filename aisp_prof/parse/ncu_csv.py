@@ -41,7 +41,13 @@ from aisp_prof.parse.ncu_csv_text import (
 )
 from aisp_prof.parse.ncu_units import base_unit, number_text
 from aisp_prof.parse.ncu_whole import check_launches_whole
-from aisp_prof.parse.rate_counts import DERIVED_COLUMN, derive_counts, derived_labels
+from aisp_prof.parse.rate_counts import (
+    DERIVED_COLUMN,
+    derivation_note,
+    derive_counts,
+    derived_labels,
+)
+from aisp_prof.parse.sector_bytes import derive_sector_bytes
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +168,9 @@ def build_parse(
             _check_dimension(BY_RAW[key[0]], key[1], path)
     check_launches_whole(path, launches, metrics)
     present = set(present_raw)
-    derived = derive_counts(metrics, present)
+    derived = derive_sector_bytes(metrics, present)          # exact (integer sectors) before rates
+    derived.update({c: v for c, v in derive_counts(metrics, present).items() if c not in derived})
+    derived = {m.column: derived[m.column] for m in METRICS if m.column in derived}   # table order
     columns = {}
     for m in METRICS:
         if m.raw in present:
@@ -173,8 +181,7 @@ def build_parse(
     wide = pd.DataFrame(columns, index=pd.Index(metrics.launch_ids, name="launch_id"), dtype="float64")
     if derived:       # only then: exports with the counts themselves keep their columns as they were
         wide[DERIVED_COLUMN] = pd.Series(derived_labels(derived, len(wide)), index=wide.index, dtype=object)
-        log.info("%s: counts derived from rates (rate x elapsed cycles, as ncu's roofline): %s",
-                 path, ", ".join(derived))
+        log.info("%s: %s", path, derivation_note(derived))
     launches = launches.join(wide, on="launch_id")
     return NcuParse(launches=launches.reset_index(drop=True), launch_metrics=metrics)
 

@@ -26,7 +26,7 @@ from typing import Any
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.launch_metrics import LaunchMetrics
 from aisp_prof.parse.ncu_csv import NcuParse, build_parse, nvtx_columns
-from aisp_prof.parse.ncu_whole import check_report_frame
+from aisp_prof.parse.ncu_rep_frame import check_report_frame
 from aisp_prof.parse.ncu_units import base_unit, scale_value
 
 log = logging.getLogger(__name__)
@@ -95,8 +95,14 @@ def _identity(action: Any, launch_id: int) -> dict:
     return ident
 
 
-def _load(ncu_report: Any, path: Path, source: Path) -> NcuParse:
+def _load(path: Path, source: Path) -> NcuParse:
     check_report_frame(path, source)          # ncu_report reads a cut report without a word
+    try:
+        import ncu_report
+    except (ImportError, OSError) as exc:  # OSError: its native library does not load
+        raise ExportParseError(
+            f"{source}: reading .ncu-rep needs the `ncu_report` module ({exc}); {_INSTALL_HINT}"
+        ) from exc
     try:
         context = ncu_report.load_report(str(path))
     except Exception as exc:
@@ -131,14 +137,8 @@ def parse_ncu_rep(path: str | Path) -> NcuParse:
     path = Path(path)
     if not path.is_file():
         raise ExportParseError(f"{path}: no such report file")
-    try:
-        import ncu_report
-    except (ImportError, OSError) as exc:  # OSError: its native library does not load
-        raise ExportParseError(
-            f"{path}: reading .ncu-rep needs the `ncu_report` module ({exc}); {_INSTALL_HINT}"
-        ) from exc
     if not path.name.endswith(".gz"):
-        return _load(ncu_report, path, path)
+        return _load(path, path)
     with tempfile.TemporaryDirectory(prefix="aisp_ncu_rep_") as tmp:
         plain = Path(tmp) / path.name[: -len(".gz")]
         try:
@@ -148,4 +148,4 @@ def parse_ncu_rep(path: str | Path) -> NcuParse:
             raise ExportParseError(
                 f"{path}: not a complete gzip file ({exc}); copy the report again"
             ) from exc
-        return _load(ncu_report, plain, path)
+        return _load(plain, path)

@@ -19,6 +19,10 @@ within the CSV's rounding. The table is `metric_table.METRICS`: every counting m
 FLOPs, bytes, wavefronts, requests) whose `.sum` is absent is derived when a rate of it is there.
 A CSV prints base-unit values with two decimals, so a derived count is within
 0.005 x cycles + 0.005 x rate of the true one; a `.ncu-rep` keeps every digit.
+
+L2/L1 bytes that the export holds as sector counts are derived from those first, exactly
+(`sector_bytes`); a rate stands in only where no sector count does. Both kinds are listed in the
+same per-launch marker (`DERIVED_COLUMN`, a name kept from when rates were the only kind).
 """
 from __future__ import annotations
 
@@ -66,6 +70,28 @@ def derive_counts(metrics: LaunchMetrics, present: Iterable[str]) -> dict[str, n
             out[m.column] = values
             break
     return out
+
+
+def derivation_note(columns: Iterable[str]) -> str:
+    """How each derived column was made, grouped: "rate x elapsed cycles (as ncu's roofline):
+    inst_ffma; from sector counts: l2_bytes (lts__t_sectors x 32 B)"."""
+    from aisp_prof.parse.sector_bytes import HOW
+
+    columns = list(dict.fromkeys(columns))
+    rates = [c for c in columns if c not in HOW]
+    sectors = [f"{c} ({HOW[c]})" for c in columns if c in HOW]
+    parts = ([f"rate x elapsed cycles, as ncu's roofline computes them: {', '.join(rates)}"] if rates else []) + \
+            ([f"from sector counts, exactly: {', '.join(sectors)}"] if sectors else [])
+    return "counters the export holds only as rates or sectors, derived (" + "; ".join(parts) + ")"
+
+
+def derives_flops(columns: str | Iterable[str] | None) -> bool:
+    """Whether FLOPs rest on a derived counter: `columns` is a launch's marker ("inst_ffma,l2_bytes")
+    or a list of derived columns."""
+    if not columns:
+        return False
+    names = columns.split(",") if isinstance(columns, str) else columns
+    return any(c.startswith(("inst_", "flops_")) for c in names)
 
 
 def derived_labels(derived: dict[str, np.ndarray], n: int) -> list[str | None]:

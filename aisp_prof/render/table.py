@@ -132,6 +132,9 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
     show how many, how many bytes and how long, so a copy that costs time is visible. A
     reference variant (cuBLAS, ...) is marked: its speedup is the library's, not the lesson's.
     """
+    # numpy (through parse): imported only where a summary is drawn
+    from ..parse.rate_counts import derivation_note, derives_flops
+
     headers = ["variant", "kernels", "gpu time", "memcpy", "memset", "speedup", "correct", "DRAM bytes",
                "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
     body = []
@@ -145,7 +148,7 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
             memory_ops_cell(r.get("memcpy_per_call"), r.get("memcpy_bytes_per_call"), r.get("memcpy_time_ns")),
             memory_ops_cell(r.get("memset_per_call"), r.get("memset_bytes_per_call"), r.get("memset_time_ns")),
             f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", correct,
-            si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if r.get("derived_from_rates") else ""),
+            si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if derives_flops(r.get("derived_from_rates")) else ""),
             si(r.get("dram_bytes_per_s"), "B/s"), si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
         ])
     table = render(headers, body, width, **SUMMARY_FIT)
@@ -154,8 +157,7 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
         table += "\n" + "\n".join(wrap_lines([timers], width))
     derived = sorted({c for r in rows for c in r.get("derived_from_rates") or ()})
     if derived:
-        note = ("* FLOPs (derived from rates): the export holds these counters only as rates (ncu --set full), "
-                f"so they are rate x elapsed cycles, as ncu's roofline computes them: {', '.join(derived)}")
+        note = ("* FLOPs (derived from rates): " if derives_flops(derived) else "") + derivation_note(derived)
         table += "\n" + "\n".join(wrap_lines([note], width))
     return table
 

@@ -16,6 +16,7 @@ import pandas as pd
 from ..errors import ExportParseError, RunExistsError
 from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
 from ..parse.launch_metrics import LaunchMetrics
+from ..parse.ncu_whole import check_launch_count
 from ..paths import samples_dir
 from .db import write_run
 from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
@@ -79,6 +80,7 @@ def load_run_dir(run_dir: Path) -> RunData:
         world = int(info.get("world_size") or 1)
     if (run_dir / NCU_CSV).exists():
         _ncu(run_dir / NCU_CSV, pair, data)
+        check_launch_count(run_dir / NCU_CSV, len(data.kernels), _profiled(info, run_dir / RUN_JSON), PROFILED_WHERE)
         if world > 1:                    # ncu watched one rank
             data.kernels.insert(0, "rank", int(info.get("ncu_rank") or 0))
     if world > 1 and (run_dir / NSYS_SQLITE).exists():
@@ -174,6 +176,7 @@ def load_export(path: Path, label: str | None = None) -> RunData:
         _ncu(path, None, data)
         if data.kernels.empty:
             raise ExportParseError(f"{path}: no kernel launches in this ncu export")
+        check_launch_count(path, len(data.kernels), _own_run_profiled(path), PROFILED_WHERE)
         info["gpu"] = _gpu_from_metrics(data.launch_metrics)
     elif name.endswith(".sqlite") or name.endswith(".db"):
         info["gpu"] = _nsys(path, None, data)
@@ -188,6 +191,35 @@ def load_export(path: Path, label: str | None = None) -> RunData:
                                "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")
     data.run = _run_row(info, "import", None)
     return data
+
+
+PROFILED_WHERE = f"{RUN_JSON} ncu_kernels_profiled"
+
+
+def _profiled(info: dict[str, Any], run_json: Path | None) -> int | None:
+    """How many kernels ncu said it profiled for a run (run.json; None in runs from before it was
+    recorded). A value of the wrong type is an error naming `run_json`, where given."""
+    n = info.get("ncu_kernels_profiled")
+    if n is None or (isinstance(n, int) and not isinstance(n, bool) and n >= 0):
+        return n
+    if run_json is not None:
+        raise ExportParseError(f"{run_json}: ncu_kernels_profiled is {n!r}, not a count: not what aisp-prof writes")
+    return None
+
+
+def _own_run_profiled(path: Path) -> int | None:
+    """For a run folder's own ncu export imported by itself (`ncu_raw.csv`, `ncu.ncu-rep[.gz]`
+    beside the run's run.json): the count ncu profiled; None for any other file."""
+    from ..naming import NCU_REP
+
+    run_json = path.parent / RUN_JSON
+    if path.name not in (NCU_CSV, NCU_REP, NCU_REP + ".gz") or not run_json.is_file():
+        return None
+    try:
+        info = json.loads(run_json.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return _profiled(info, None) if isinstance(info, dict) else None
 
 
 def _gpu_from_metrics(metrics: LaunchMetrics) -> dict[str, Any]:
