@@ -29,11 +29,13 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from aisp_prof.export_rows import ExportColumns
 from aisp_prof.sqlite_frames import query_frame
 
 log = logging.getLogger(__name__)
@@ -45,6 +47,7 @@ _DOMAIN_CREATE = "NvtxDomainCreate"
 _DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
 _API_VERSION_SUFFIX = re.compile(r"_v\d+$")
 _UNNAMED_RANGE = "(unnamed)"
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"      # whole-graph launches (default --cuda-graph-trace)
 
 # CUPTI memory operation tables -> the memory_ops frame's `operation`
@@ -98,40 +101,57 @@ def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
     Names and launch configurations repeat across launches: they are read as string ids and
     resolved once per distinct value, every row pointing at the same string object (a million
     launches of one kernel hold its name once, not a million copies)."""
-    df = _kernel_rows(conn)
+    cols = _columns(conn, KERNEL_TABLE)
+    graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
+    df = _kernel_rows(conn, f"""
+        k.correlationId AS correlation_id, k.demangledName AS kernel, k.shortName AS short_name,
+        k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id,
+        k.streamId AS stream_id, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
+        k.registersPerThread AS registers_per_thread,
+        k.staticSharedMemory AS static_shared_bytes,
+        k.dynamicSharedMemory AS dynamic_shared_bytes,
+        {graph_node} AS graph_node_id
+    """)
     if df.empty:
         return df.assign(grid=[], block=[], duration_ns=[], process_key=[], process_id=[])
+    df = _named_and_keyed(conn, df)
+    df["grid"] = _dim3(df, "grid")
+    df["block"] = _dim3(df, "block")
+    df["graph_node_id"] = df["graph_node_id"].astype("Int64")
+    return df.drop(columns=[f"{p}{a}" for p in ("grid", "block") for a in "XYZ"])
+
+
+def read_kernel_keys(conn: sqlite3.Connection) -> pd.DataFrame:
+    """`read_kernels` less the columns the store can copy from the export itself
+    (`kernel_copy`): each kernel's rowid in the export (`kernel_rowid`), its names, and what
+    the launch join, attribution, the range tables and the GPU need, in the same row order."""
+    df = _kernel_rows(conn, """
+        k.rowid AS kernel_rowid, k.correlationId AS correlation_id, k.demangledName AS kernel,
+        k.shortName AS short_name, k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id
+    """)
+    return df if df.empty else _named_and_keyed(conn, df)
+
+
+def _named_and_keyed(conn: sqlite3.Connection, df: pd.DataFrame) -> pd.DataFrame:
+    """Kernel names resolved, duration, and the process key (and id) of the launch join."""
     names = _string_ids(conn, pd.concat([df["kernel"], df["short_name"]]).dropna().unique())
     df["kernel"] = df["kernel"].map(names)
     df["short_name"] = df["short_name"].map(names)
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
-    df["grid"] = _dim3(df, "grid")
-    df["block"] = _dim3(df, "block")
-    df["graph_node_id"] = df["graph_node_id"].astype("Int64")
     df["correlation_id"] = df["correlation_id"].astype("Int64")
     pid = df["global_pid"].astype("Int64")
     df["process_key"] = pid // (1 << _ID_BITS)
     df["process_id"] = df["process_key"] % (1 << _ID_BITS)
-    return df.drop(columns=[f"{p}{a}" for p in ("grid", "block") for a in "XYZ"] + ["global_pid"])
+    return df.drop(columns=["global_pid"])
 
 
-def _kernel_rows(conn: sqlite3.Connection) -> pd.DataFrame:
-    """The kernel table's rows in (start, end) order. Sorted here (a stable sort: rows that tie
-    keep the export's order) rather than by ORDER BY, which costs SQLite 0.8 s at 1M kernels;
-    columns that are not plain integers throughout are left to SQLite's ORDER BY, as before."""
-    cols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
-    graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
-    global_pid = "k.globalPid" if "globalPid" in cols else "NULL"
-    sql = f"""
-        SELECT k.correlationId AS correlation_id, k.demangledName AS kernel, k.shortName AS short_name,
-               k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id,
-               k.streamId AS stream_id, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
-               k.registersPerThread AS registers_per_thread,
-               k.staticSharedMemory AS static_shared_bytes,
-               k.dynamicSharedMemory AS dynamic_shared_bytes,
-               {graph_node} AS graph_node_id, {global_pid} AS global_pid
-        FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-    """
+def _kernel_rows(conn: sqlite3.Connection, columns: str) -> pd.DataFrame:
+    """The kernel table's rows (these columns and global_pid) in (start, end) order. Sorted here
+    (a stable sort: rows that tie keep the export's order) rather than by ORDER BY, which costs
+    SQLite 0.8 s at 1M kernels; columns that are not plain integers throughout are left to
+    SQLite's ORDER BY, as before."""
+    global_pid = "k.globalPid" if "globalPid" in _columns(conn, KERNEL_TABLE) else "NULL"
+    sql = f"SELECT {columns.strip()}, {global_pid} AS global_pid FROM {KERNEL_TABLE} AS k"
     df = _query(conn, sql)
     if df.empty:
         return df
@@ -141,6 +161,44 @@ def _kernel_rows(conn: sqlite3.Connection) -> pd.DataFrame:
     if (order[1:] > order[:-1]).all():
         return df
     return df.take(order).reset_index(drop=True)
+
+
+# the kernel table's columns nsys declares INTEGER NOT NULL -> the stored columns that copy them
+_COPIED_NOT_NULL = {"start": "start_ns", "end": "end_ns", "deviceId": "device_id", "streamId": "stream_id",
+                    "registersPerThread": "registers_per_thread", "staticSharedMemory": "static_shared_bytes",
+                    "dynamicSharedMemory": "dynamic_shared_bytes",
+                    **{f"{p}{a}": p for p in ("grid", "block") for a in "XYZ"}}
+
+
+def kernel_copy(conn: sqlite3.Connection, path: Path, order: tuple[str, ...]) -> ExportColumns | None:
+    """The stored kernel columns (of `order`, the stored order) that SQLite can copy from the export's kernel
+    table itself, as `read_kernels` would make them; None when the table's columns are not
+    declared as nsys declares them (then it is `read_kernels`).
+
+    SQLite writes these values exactly as `read_kernels` does: integers as they are, a launch
+    configuration as "(x, y, z)" of its integers, the process id as (globalPid >> 24) & 0xFFFFFF
+    (pandas' floor division and modulo of an int64). That holds for integers, which columns
+    declared INTEGER NOT NULL hold in what nsys writes; rows `read_kernel_keys` sorted must
+    have integer start and end, or SQLite sorted them."""
+    declared = {row[1]: (str(row[2]).upper(), bool(row[3])) for row in conn.execute(f"PRAGMA table_info({KERNEL_TABLE})")}
+    if any(declared.get(c) != ("INTEGER", True) for c in _COPIED_NOT_NULL):
+        return None
+    optional = {c: f"k.{c}" for c in ("correlationId", "graphNodeId", "globalPid") if c in declared}
+    if any(declared[c][0] != "INTEGER" for c in optional):
+        return None
+    dim3 = {p: f"printf('(%d, %d, %d)', k.{p}X, k.{p}Y, k.{p}Z)" for p in ("grid", "block")}
+    columns = {
+        "correlation_id": optional.get("correlationId", "NULL"), "start_ns": "k.start", "end_ns": 'k."end"',
+        "duration_ns": 'k."end" - k.start', "device_id": "k.deviceId", "stream_id": "k.streamId",
+        "grid": dim3["grid"], "block": dim3["block"], "registers_per_thread": "k.registersPerThread",
+        "static_shared_bytes": "k.staticSharedMemory", "dynamic_shared_bytes": "k.dynamicSharedMemory",
+        "graph_node_id": optional.get("graphNodeId", "NULL"),
+        "process_id": f"({optional['globalPid']} >> {_ID_BITS}) & {(1 << _ID_BITS) - 1}" if "globalPid" in optional
+        else "NULL",
+    }
+    types = {c: "TEXT" if c in ("grid", "block") else "INTEGER" for c in columns}
+    return ExportColumns(path=path, table=KERNEL_TABLE, key="kernel_rowid", columns=columns, types=types,
+                         order=order)
 
 
 def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
@@ -279,7 +337,7 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
         log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
-    gpu_work = ["CUPTI_ACTIVITY_KIND_KERNEL"] + [t for t in (*_MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
+    gpu_work = [KERNEL_TABLE] + [t for t in (*_MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
     correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
     df = _query(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,

@@ -22,9 +22,11 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from aisp_prof.errors import ExportParseError
+from aisp_prof.export_rows import ExportColumns, ExportRows
 from aisp_prof.parse import nsys_export as export
 from aisp_prof.parse.nsys_attribution import attribute_all
 from aisp_prof.parse.nsys_gpu import read_gpu
@@ -68,7 +70,7 @@ class NsysParse:
     """Tables from one nsys export. eq=False: DataFrames have no single truth value."""
 
     source: Path
-    kernels: pd.DataFrame     # one row per kernel execution, KERNEL_COLUMNS
+    kernels: pd.DataFrame | ExportRows   # one row per kernel execution, KERNEL_COLUMNS (`parse_nsys_sqlite`)
     ranges: pd.DataFrame      # one row per (NVTX range path, domain) with GPU work, RANGE_COLUMNS
     gpu: dict[str, object]    # the GPU that ran the kernels (most kernels if several)
     memory_ops: pd.DataFrame = field(default_factory=lambda: _empty_memory_ops())
@@ -79,13 +81,18 @@ class NsysParse:
     # one row per CUDA graph launch traced as a whole graph (nsys's default), GRAPH_LAUNCH_COLUMNS
 
 
-def parse_nsys_sqlite(path: str | Path) -> NsysParse:
-    """Read kernels, their launch-attributed NVTX ranges and the GPU from an nsys SQLite export."""
+def parse_nsys_sqlite(path: str | Path, kernels_in_export: bool = False) -> NsysParse:
+    """Read kernels, their launch-attributed NVTX ranges and the GPU from an nsys SQLite export.
+
+    With `kernels_in_export`, `kernels` is an ExportRows where the export allows it: the columns
+    SQLite can copy from the export's kernel table stay there (`nsys_export.kernel_copy`), for
+    a store that attaches the export (a 1M-kernel import then reads and binds a few columns per
+    kernel, not 21). The export must then stay in place until the rows are stored."""
     path = Path(path)
     _check_file(path)
     conn = _connect(path)
     try:
-        parsed = _parse(conn, path)
+        parsed = _parse(conn, path, kernels_in_export)
     except sqlite3.DatabaseError as exc:
         raise ExportParseError(
             f"{path}: unreadable SQLite export ({exc}); re-run `nsys export --type sqlite` on the .nsys-rep"
@@ -145,15 +152,15 @@ def _connect(path: Path) -> sqlite3.Connection:
 # --------------------------------------------------------------------------------------- parsing
 
 
-def _parse(conn: sqlite3.Connection, path: Path) -> NsysParse:
+def _parse(conn: sqlite3.Connection, path: Path, kernels_in_export: bool) -> NsysParse:
     """kernels, memory ops and graph launches -> their API calls -> the ranges open at each call
     -> per-range totals (innermost, and every level)."""
     tables = export.table_names(conn)
     if "StringIds" not in tables:
         raise ExportParseError(f"{path}: SQLite file is not an Nsight Systems export (no StringIds table)")
-    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+    if export.KERNEL_TABLE not in tables:
         raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
-    kernels = export.read_kernels(conn)
+    kernels, copy = _read_kernels(conn, path, kernels_in_export)
     if kernels.empty:
         raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
     graphs = export.read_graph_launches(conn, tables)
@@ -169,7 +176,20 @@ def _parse(conn: sqlite3.Connection, path: Path) -> NsysParse:
     ranges = range_table(done.kernels, done.memory_ops, done.nvtx, graphs)
     levels = level_table(done.kernels, done.memory_ops, done.nvtx, done.open_ranges, graphs)
     gpu = read_gpu(conn, tables, done.kernels)
+    kept = list(KERNEL_COLUMNS) if copy is None else [copy.key] + [c for c in KERNEL_COLUMNS if c not in copy.columns]
+    frame = done.kernels.loc[:, kept].reset_index(drop=True)
     return NsysParse(
-        source=path, kernels=done.kernels.loc[:, list(KERNEL_COLUMNS)].reset_index(drop=True), ranges=ranges,
+        source=path, kernels=frame if copy is None else ExportRows(frame, copy), ranges=ranges,
         gpu=gpu, memory_ops=done.memory_ops.loc[:, list(MEMORY_OP_COLUMNS)].reset_index(drop=True),
         range_levels=levels, graph_launches=done.graphs.loc[:, list(GRAPH_LAUNCH_COLUMNS)].reset_index(drop=True))
+
+
+def _read_kernels(conn: sqlite3.Connection, path: Path, in_export: bool) -> tuple[pd.DataFrame, ExportColumns | None]:
+    """Every kernel column (`read_kernels`), or, `in_export` and where SQLite can copy the rest
+    exactly, only those the parse needs (`read_kernel_keys`) and what SQLite copies."""
+    copy = export.kernel_copy(conn, path, KERNEL_COLUMNS) if in_export else None
+    if copy is not None:
+        keys = export.read_kernel_keys(conn)
+        if keys["start_ns"].dtype == np.int64 and keys["end_ns"].dtype == np.int64:   # as kernel_copy needs
+            return keys, copy
+    return export.read_kernels(conn), None
