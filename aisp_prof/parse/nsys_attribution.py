@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 _POP_OLDER, _PUSH, _LAUNCH, _POP_ZERO = 0, 1, 2, 3
+_TEXT = pd.Series([""]).dtype          # the dtype pandas gives text (str in pandas 3), as a merge gave it
 
 
 class Attributed(NamedTuple):
@@ -49,8 +50,10 @@ def attribute_all(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.Data
     for frame in frames:
         at = launch_of[first:first + len(frame)]
         first += len(frame)
-        columns = {c: _take(found[c].to_numpy(), at, "" if c != "range_instance" else np.nan) for c in found}
-        done.append(frame.reset_index(drop=True).assign(**columns))
+        columns = {c: _take(found[c].to_numpy(), at, "") for c in ("nvtx_range", "nvtx_domain")}
+        done.append(frame.reset_index(drop=True).assign(
+            **{c: pd.Series(v, dtype=_TEXT) for c, v in columns.items()},
+            range_instance=_take(found["range_instance"].to_numpy(), at, np.nan)))
     return Attributed(*done, nvtx, open_ranges)
 
 

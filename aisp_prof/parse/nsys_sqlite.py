@@ -170,8 +170,10 @@ def _parse(conn: sqlite3.Connection, path: Path, kernels_in_export: bool) -> Nsy
     kernels = kernels.merge(launches, on=on, how="left")
     memory_ops = memory_ops.merge(launches, on=on, how="left")
     graphs = graphs.astype({c: "Int64" for c in on}).merge(launches, on=on, how="left")
+    del launches                       # each of these frames is a million rows at 1M kernels:
     nvtx = export.read_push_pop_ranges(conn, tables)
     done = attribute_all(kernels, memory_ops, nvtx, graphs)
+    del kernels, memory_ops, nvtx      # let each go once a newer one replaces it
     graphs = done.graphs if len(done.graphs) else None
     ranges = range_table(done.kernels, done.memory_ops, done.nvtx, graphs)
     levels = level_table(done.kernels, done.memory_ops, done.nvtx, done.open_ranges, graphs)
