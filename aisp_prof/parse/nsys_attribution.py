@@ -123,8 +123,9 @@ def _attribute_launches(launches: pd.DataFrame, nvtx: pd.DataFrame,
     nvtx = nvtx.copy()
     nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_ids)[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     enclosing = _enclosing(walk)
-    depth = enclosing.groupby("query_id").size()         # a push query sees itself and every range around it
-    nvtx["depth"] = depth.reindex(push_ids).fillna(1).astype(np.int64).to_numpy()
+    # a push query sees itself and every range around it (one that saw none counts as depth 1)
+    seen = np.bincount(enclosing["query_id"].to_numpy(dtype=np.int64), minlength=len(launches) + len(nvtx))
+    nvtx["depth"] = np.maximum(seen[push_ids], 1).astype(np.int64)
     if not every_level:
         return found, nvtx, None
     opened = enclosing.loc[enclosing["query_id"] < len(launches)]
