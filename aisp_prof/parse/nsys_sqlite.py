@@ -14,13 +14,22 @@ on its own:
   level of every thread (`range_levels`).
 
 The NVTX range path is the column `nvtx_range` in every frame, as in the ncu parser's frames.
+
+For an import (`store.ingest.store_path`) the kernels need not come out as a frame: with
+`kernels_in_export` they are an `export_rows.ExportRows`, the few columns the parse works out
+per kernel, and the store copies the rest from the export with SQL. The runtime calls are read
+on a second connection in a second thread meanwhile (`_beside`).
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -36,6 +45,7 @@ __all__ = ["GRAPH_LAUNCH_COLUMNS", "KERNEL_COLUMNS", "LEVEL_COLUMNS", "MEMORY_OP
            "NsysParse", "parse_nsys_sqlite"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -140,11 +150,12 @@ def _header_size_bytes(header: bytes) -> int | None:
     return page_size * page_count
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    """Open read-only so that parsing can never modify (or journal next to) an export."""
+def _connect(path: Path, any_thread: bool = False) -> sqlite3.Connection:
+    """Open read-only so that parsing can never modify (or journal next to) an export;
+    `any_thread`: for a connection that a second thread reads on (`_beside`)."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
     try:
-        return sqlite3.connect(uri, uri=True)
+        return sqlite3.connect(uri, uri=True, check_same_thread=not any_thread)
     except sqlite3.Error as exc:
         raise ExportParseError(f"{path}: cannot open SQLite export ({exc})") from exc
 
@@ -160,18 +171,19 @@ def _parse(conn: sqlite3.Connection, path: Path, kernels_in_export: bool) -> Nsy
         raise ExportParseError(f"{path}: SQLite file is not an Nsight Systems export (no StringIds table)")
     if export.KERNEL_TABLE not in tables:
         raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
-    kernels, copy = _read_kernels(conn, path, kernels_in_export)
-    if kernels.empty:
-        raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
-    graphs = export.read_graph_launches(conn, tables)
-    memory_ops = export.read_memory_ops(conn, tables)
-    launches = export.read_launches(conn, tables)
+    with _beside(path, lambda other: export.read_launches(other, tables)) as launched:
+        kernels, copy = _read_kernels(conn, path, kernels_in_export)
+        if kernels.empty:
+            raise ExportParseError(f"{path}: no CUDA kernels recorded; was nsys run with --trace=cuda?")
+        graphs = export.read_graph_launches(conn, tables)
+        memory_ops = export.read_memory_ops(conn, tables)
+        nvtx = export.read_push_pop_ranges(conn, tables)
+        launches = launched()
     on = ["process_key", "correlation_id"]
     kernels = kernels.merge(launches, on=on, how="left")
     memory_ops = memory_ops.merge(launches, on=on, how="left")
     graphs = graphs.astype({c: "Int64" for c in on}).merge(launches, on=on, how="left")
     del launches                       # each of these frames is a million rows at 1M kernels:
-    nvtx = export.read_push_pop_ranges(conn, tables)
     done = attribute_all(kernels, memory_ops, nvtx, graphs)
     del kernels, memory_ops, nvtx      # let each go once a newer one replaces it
     graphs = done.graphs if len(done.graphs) else None
@@ -184,6 +196,26 @@ def _parse(conn: sqlite3.Connection, path: Path, kernels_in_export: bool) -> Nsy
         source=path, kernels=frame if copy is None else ExportRows(frame, copy), ranges=ranges,
         gpu=gpu, memory_ops=done.memory_ops.loc[:, list(MEMORY_OP_COLUMNS)].reset_index(drop=True),
         range_levels=levels, graph_launches=done.graphs.loc[:, list(GRAPH_LAUNCH_COLUMNS)].reset_index(drop=True))
+
+
+@contextlib.contextmanager
+def _beside(path: Path, read: Callable[[sqlite3.Connection], T]) -> Iterator[Callable[[], T]]:
+    """`read` on a connection of its own in a second thread, while the caller reads on: SQLite
+    runs a query without holding Python's GIL, so two cores read two tables at once (at 1M
+    kernels the runtime calls' 10M-row scan takes ~2 s, as long as the kernels and NVTX
+    together). Yields the function that waits for what `read` returns (or raises what it
+    raised); leaving early interrupts it."""
+    other = _connect(path, any_thread=True)
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aisp-export-read")
+    future = pool.submit(read, other)
+    try:
+        yield future.result
+    finally:
+        while not future.done():        # SQLite interrupts the statement running now: each in turn
+            other.interrupt()
+            wait([future], timeout=0.05)
+        pool.shutdown()
+        other.close()
 
 
 def _read_kernels(conn: sqlite3.Connection, path: Path, in_export: bool) -> tuple[pd.DataFrame, ExportColumns | None]:

@@ -150,7 +150,8 @@ def write_run(path: Path, data: RunData) -> str:
 
     Rows go in through plain sqlite3 inside one transaction (`bulk`: sqlite-utils' `insert_all`
     converted every cell in Python twice and wrote 43-row statements, each with a savepoint: 58
-    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes.
+    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes. Rows left in an
+    export (`export_rows.ExportRows`) are copied from it, attached read-only for the transaction.
 
     The transaction is `BEGIN IMMEDIATE` (`connection`): whether the run is new is asked under
     the write lock, so two imports of one run at once store it once; other writers queue."""
