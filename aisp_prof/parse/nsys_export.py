@@ -19,6 +19,9 @@ Schema facts this relies on (checked against the real exports in tests/fixtures/
   name is `text`, or `textId` -> StringIds for registered strings. Ranges in a named domain carry
   a domainId that a NvtxDomainCreate event (75) maps to the domain's name; 0 is the default.
 * Runtime API names carry a version suffix (cudaLaunchKernel_v7000); it is stripped.
+* The kernel columns the store copies straight from the export (`kernel_copy`) are declared
+  INTEGER NOT NULL by nsys (start, end, deviceId, streamId, grid/block, registers, shared
+  memory); correlationId, graphNodeId and globalPid INTEGER.
 * Memcpy rows carry copyKind (ENUM_CUDA_MEMCPY_OPER: 8 = Device-to-Device) and srcKind/dstKind,
   memset rows memKind (ENUM_CUDA_MEM_KIND: 2 = Device); both carry `bytes`, start/end, deviceId,
   streamId, correlationId and globalPid like kernels. Names come from the export's enum tables.
@@ -179,15 +182,16 @@ _COPIED_NOT_NULL = {"start": "start_ns", "end": "end_ns", "deviceId": "device_id
 
 
 def kernel_copy(conn: sqlite3.Connection, path: Path, order: tuple[str, ...]) -> ExportColumns | None:
-    """The stored kernel columns (of `order`, the stored order) that SQLite can copy from the export's kernel
-    table itself, as `read_kernels` would make them; None when the table's columns are not
-    declared as nsys declares them (then it is `read_kernels`).
+    """The stored kernel columns that SQLite can copy from the export's kernel table itself,
+    as `read_kernels` would make them (`order`: every stored column, in order); None when the
+    table's columns are not declared as nsys declares them (then it is `read_kernels`).
 
-    SQLite writes these values exactly as `read_kernels` does: integers as they are, a launch
+    SQLite writes these values as `read_kernels` does: integers as they are, a launch
     configuration as "(x, y, z)" of its integers, the process id as (globalPid >> 24) & 0xFFFFFF
     (pandas' floor division and modulo of an int64). That holds for integers, which columns
-    declared INTEGER NOT NULL hold in what nsys writes; rows `read_kernel_keys` sorted must
-    have integer start and end, or SQLite sorted them."""
+    declared INTEGER NOT NULL hold in what nsys writes. The rows must also be in read_kernels'
+    order: read_kernel_keys sorts them the same way when start and end are integers (the
+    caller checks; else SQLite sorted them, and the caller takes read_kernels)."""
     declared = {row[1]: (str(row[2]).upper(), bool(row[3])) for row in conn.execute(f"PRAGMA table_info({KERNEL_TABLE})")}
     if any(declared.get(c) != ("INTEGER", True) for c in _COPIED_NOT_NULL):
         return None

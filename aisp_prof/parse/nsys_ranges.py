@@ -62,8 +62,8 @@ def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     if work.empty:
         return _empty(RANGE_COLUMNS, _KEYS)
     calls = _call_totals(work, _call_ids(work, _KEYS + ["range_instance"]))
-    out = _summed(pd.concat([work.iloc[calls.index][_KEYS].reset_index(drop=True), calls.reset_index(drop=True)], axis=1),
-                  _KEYS)
+    keys = work[_KEYS].iloc[calls.index.to_numpy()].reset_index(drop=True)       # each call's range
+    out = _summed(pd.concat([keys, calls.reset_index(drop=True)], axis=1), _KEYS)
     wall = np.where(nvtx["end"].to_numpy() != OPEN_END, (nvtx["end"] - nvtx["start"]).to_numpy(), 0)   # popped ranges'
     per_path = nvtx.assign(range_wall_ns=wall).groupby(_KEYS).agg(
         range_wall_ns=("range_wall_ns", "sum"), occurrences=("range_wall_ns", "size"))
