@@ -10,9 +10,9 @@ facts stay in the parser); the store only attaches files and runs it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 import pandas as pd
 
@@ -68,7 +68,7 @@ class ExportRows:
             out.insert(out.index(after) + 1, column)
         return out
 
-    def with_frame(self, change: Callable[[pd.DataFrame], pd.DataFrame]) -> "ExportRows":
+    def with_frame(self, change: Callable[[pd.DataFrame], pd.DataFrame]) -> ExportRows:
         """The same rows with `change` applied to the frame; a column it adds is stored right
         after the frame column before it (as `pd.DataFrame.insert` placed it)."""
         frame = change(self.frame)

@@ -527,12 +527,11 @@ def test_a_table_read_beside_the_parse_gives_its_answer_or_its_error() -> None:
 
     with _beside(PROBE, lambda conn: conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]) as got:
         assert got() == 11
-    with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        with _beside(PROBE, lambda conn: conn.execute("SELECT * FROM no_such_table").fetchall()) as got:
-            got()
+    with pytest.raises(sqlite3.OperationalError, match="no such table"), \
+            _beside(PROBE, lambda conn: conn.execute("SELECT * FROM no_such_table").fetchall()) as got:
+        got()
     endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
     started = time.perf_counter()
-    with pytest.raises(ValueError):
-        with _beside(PROBE, lambda conn: conn.execute(endless).fetchone()):
-            raise ValueError("the caller failed first")
+    with pytest.raises(ValueError), _beside(PROBE, lambda conn: conn.execute(endless).fetchone()):
+        raise ValueError("the caller failed first")
     assert time.perf_counter() - started < 10

@@ -37,9 +37,15 @@ import pandas as pd
 from aisp_prof.errors import ExportParseError
 from aisp_prof.export_rows import ExportColumns, ExportRows
 from aisp_prof.parse import nsys_export as export
+from aisp_prof.parse import nsys_kernels
 from aisp_prof.parse.nsys_attribution import attribute_all
 from aisp_prof.parse.nsys_gpu import read_gpu
-from aisp_prof.parse.nsys_ranges import LEVEL_COLUMNS, RANGE_COLUMNS, level_table, range_table
+from aisp_prof.parse.nsys_ranges import (
+    LEVEL_COLUMNS,
+    RANGE_COLUMNS,
+    level_table,
+    range_table,
+)
 
 __all__ = ["GRAPH_LAUNCH_COLUMNS", "KERNEL_COLUMNS", "LEVEL_COLUMNS", "MEMORY_OP_COLUMNS", "RANGE_COLUMNS",
            "NsysParse", "parse_nsys_sqlite"]
@@ -95,7 +101,7 @@ def parse_nsys_sqlite(path: str | Path, kernels_in_export: bool = False) -> Nsys
     """Read kernels, their launch-attributed NVTX ranges and the GPU from an nsys SQLite export.
 
     With `kernels_in_export`, `kernels` is an ExportRows where the export allows it: the columns
-    SQLite can copy from the export's kernel table stay there (`nsys_export.kernel_copy`), for
+    SQLite can copy from the export's kernel table stay there (`nsys_kernels.kernel_copy`), for
     a store that attaches the export (a 1M-kernel import then reads and binds a few columns per
     kernel, not 21). The export must then stay in place until the rows are stored."""
     path = Path(path)
@@ -221,9 +227,9 @@ def _beside(path: Path, read: Callable[[sqlite3.Connection], T]) -> Iterator[Cal
 def _read_kernels(conn: sqlite3.Connection, path: Path, in_export: bool) -> tuple[pd.DataFrame, ExportColumns | None]:
     """Every kernel column (`read_kernels`), or, `in_export` and where SQLite can copy the rest
     exactly, only those the parse needs (`read_kernel_keys`) and what SQLite copies."""
-    copy = export.kernel_copy(conn, path, KERNEL_COLUMNS) if in_export else None
+    copy = nsys_kernels.kernel_copy(conn, path, KERNEL_COLUMNS) if in_export else None
     if copy is not None:
-        keys = export.read_kernel_keys(conn)
+        keys = nsys_kernels.read_kernel_keys(conn)
         if keys["start_ns"].dtype == np.int64 and keys["end_ns"].dtype == np.int64:   # as kernel_copy needs
             return keys, copy
-    return export.read_kernels(conn), None
+    return nsys_kernels.read_kernels(conn), None

@@ -22,7 +22,7 @@ columns SQLite takes from there.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -62,19 +62,25 @@ def insert_export_rows(conn: sqlite3.Connection, table: str, rows: ExportRows, s
     the key names, every row in frame order."""
     key = rows.source.key
     repeated = [c for c in _repeated_columns(rows.frame) if c != key]      # the key is never grouped
-    _staged(conn, table, rows.frame, run_id, chunk_rows, repeated, rows.columns, rows.source, schema)
+    _staged(conn, table, rows.frame, run_id, chunk_rows, repeated, rows.columns, _Attached(rows.source, schema))
+
+
+class _Attached(NamedTuple):
+    """Columns of an export attached to the connection as `schema`."""
+    source: ExportColumns
+    schema: str
 
 
 def _staged(conn: sqlite3.Connection, table: str, df: pd.DataFrame, run_id: str, chunk_rows: int,
-            repeated: list[Any], stored: list[Any], source: ExportColumns | None = None, schema: str = "") -> None:
+            repeated: list[Any], stored: list[Any], export: _Attached | None = None) -> None:
     """The frame's combinations of `repeated` bound once, its other columns a chunk at a time
     into a stage table, and each chunk copied into `table` (columns `stored`) joined with its
-    combinations, and with its rows in the export for `source`'s columns."""
+    combinations, and with its rows in the `export` for that export's columns."""
     own = [c for c in df.columns if c not in repeated]
-    exported = source.expressions(schema) if source is not None else {}
+    exported = export.source.expressions(export.schema) if export is not None else {}
     joins = [f"CROSS JOIN {_COMBOS} AS c ON c.id = s.code"] if repeated else []
-    if source is not None:
-        joins.append(source.from_clause(schema, f"s.c{own.index(source.key)}"))
+    if export is not None:
+        joins.append(export.source.from_clause(export.schema, f"s.c{own.index(export.source.key)}"))
     codes, firsts = _combination_codes(df, repeated)
     if repeated:
         conn.execute(f"CREATE TABLE {_COMBOS} (id INTEGER PRIMARY KEY, {', '.join(f'c{i}' for i in range(len(repeated)))})")
