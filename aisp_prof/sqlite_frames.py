@@ -12,6 +12,7 @@ throughout gets the text dtype from_records gives text, as there).
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from typing import Any
@@ -89,3 +90,32 @@ def query_frame(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = (),
     if not chunks:
         return pd.DataFrame(columns=columns)
     return chunks[0] if len(chunks) == 1 else pd.concat(chunks, ignore_index=True)
+
+
+def integer_frame(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame | None:
+    """A query's rows as int64 columns when every value is an integer (then the frame
+    `query_frame` gives), read 2-3x faster: one comma-joined text per column (SQLite's
+    group_concat over the query, whose rows it visits in the query's own order), parsed by
+    numpy. None when it has no rows, or a value is not an integer (a NULL, a REAL, text: the
+    column's text then does not parse to one int per row), for the caller to read otherwise.
+
+    Text that spells an integer would parse as one: meant for columns of INTEGER affinity (and
+    rowids), where SQLite never keeps such text."""
+    columns = [d[0] for d in conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description]
+    joined = ", ".join(f'group_concat("{c}")' for c in columns)
+    rows, *texts = conn.execute(f"SELECT count(*), {joined} FROM ({sql})", params).fetchone()
+    if not rows:
+        return None
+    data = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # numpy warns, then stops, at text it cannot parse
+        for name in columns:
+            text = texts.pop(0)               # each text let go once parsed (tens of MB at 1M rows)
+            try:
+                values = np.fromstring(text, dtype=np.int64, sep=",")
+            except (ValueError, TypeError, DeprecationWarning):
+                return None
+            if len(values) != rows:           # a NULL is left out of group_concat; '' parses to nothing
+                return None
+            data[name] = values
+    return pd.DataFrame(data, columns=columns)

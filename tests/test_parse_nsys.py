@@ -516,3 +516,22 @@ def test_parsing_never_modifies_the_export(tmp_path: Path) -> None:
     parse_nsys_sqlite(copy)
     assert hashlib.sha256(copy.read_bytes()).hexdigest() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ro.sqlite"]
+
+
+def test_a_table_read_beside_the_parse_gives_its_answer_or_its_error() -> None:
+    """`_beside` reads in a second thread on its own connection: the caller gets what it read or
+    the error it hit, and leaving the block early interrupts it rather than waiting it out."""
+    import time
+
+    from aisp_prof.parse.nsys_sqlite import _beside
+
+    with _beside(PROBE, lambda conn: conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]) as got:
+        assert got() == 11
+    with pytest.raises(sqlite3.OperationalError, match="no such table"), \
+            _beside(PROBE, lambda conn: conn.execute("SELECT * FROM no_such_table").fetchall()) as got:
+        got()
+    endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
+    started = time.perf_counter()
+    with pytest.raises(ValueError), _beside(PROBE, lambda conn: conn.execute(endless).fetchone()):
+        raise ValueError("the caller failed first")
+    assert time.perf_counter() - started < 10

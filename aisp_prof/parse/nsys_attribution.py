@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 _POP_OLDER, _PUSH, _LAUNCH, _POP_ZERO = 0, 1, 2, 3
+_TEXT = pd.Series([""]).dtype          # the dtype pandas gives text (str in pandas 3), as a merge gave it
 
 
 class Attributed(NamedTuple):
@@ -39,16 +40,48 @@ class Attributed(NamedTuple):
 def attribute_all(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame,
                   graphs: pd.DataFrame | None = None) -> Attributed:
     """Kernels, memory ops and whole-graph launches attributed in one sweep: all are found
-    through their API call."""
+    through their API call. A row without a call (no runtime row matched it) is in no range."""
     keys = ["global_tid", "launch_start_ns"]
     graphs = graphs if graphs is not None else pd.DataFrame({k: pd.Series(dtype="Int64") for k in keys})
-    calls = pd.concat([f.loc[:, keys] for f in (kernels, memory_ops, graphs)], ignore_index=True).astype("Int64")
-    calls, nvtx, open_ranges = attribute(calls.drop_duplicates().reset_index(drop=True), nvtx, every_level=True)
-    found = ["nvtx_range", "nvtx_domain", "range_instance"]
-    kernels = kernels.merge(calls.loc[:, keys + found], on=keys, how="left")
-    memory_ops = memory_ops.astype({k: "Int64" for k in keys}).merge(calls.loc[:, keys + found], on=keys, how="left")
-    graphs = graphs.astype({k: "Int64" for k in keys}).merge(calls.loc[:, keys + found], on=keys, how="left")
-    return Attributed(kernels, memory_ops, graphs, nvtx, open_ranges)
+    frames = [kernels, memory_ops.astype({k: "Int64" for k in keys}), graphs.astype({k: "Int64" for k in keys})]
+    launches, launch_of = _distinct_launches([f.loc[:, keys] for f in frames])
+    found, nvtx, open_ranges = _attribute_launches(launches, nvtx, every_level=True)
+    done, first = [], 0
+    for frame in frames:
+        at = launch_of[first:first + len(frame)]
+        first += len(frame)
+        columns = {c: _take(found[c].to_numpy(), at, "") for c in ("nvtx_range", "nvtx_domain")}
+        done.append(frame.reset_index(drop=True).assign(
+            **{c: pd.Series(v, dtype=_TEXT) for c, v in columns.items()},
+            range_instance=_take(found["range_instance"].to_numpy(), at, np.nan)))
+    return Attributed(*done, nvtx, open_ranges)
+
+
+def _distinct_launches(keys: list[pd.DataFrame]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The distinct API calls (global_tid, launch_start_ns, int64) of these frames' rows, in
+    order of first appearance, and each row's call (-1 where either key is missing), the rows
+    of the frames taken one after the other."""
+    tid, start = (pd.concat([k[c] for k in keys], ignore_index=True).astype("Int64")
+                  for c in ("global_tid", "launch_start_ns"))
+    valid = (tid.notna() & start.notna()).to_numpy()
+    tid, start = tid.to_numpy(dtype=np.int64, na_value=0), start.to_numpy(dtype=np.int64, na_value=0)
+    tid_codes, _ = pd.factorize(tid[valid])
+    start_codes, _ = pd.factorize(start[valid])
+    codes = pd.factorize(tid_codes * np.int64(start_codes.max(initial=0) + 1) + start_codes)[0]
+    firsts = np.unique(codes, return_index=True)[1]           # each call's first row, by call
+    launch_of = np.full(len(valid), -1, np.int64)
+    launch_of[valid] = codes
+    launches = pd.DataFrame({"global_tid": tid[valid][firsts], "launch_start_ns": start[valid][firsts]})
+    return launches, launch_of
+
+
+def _take(values: np.ndarray, at: np.ndarray, missing: object) -> np.ndarray:
+    """values[at], `missing` where at is -1."""
+    out = values[np.maximum(at, 0)] if len(values) else np.full(len(at), missing, dtype=values.dtype)
+    if (at < 0).any():
+        out = out.astype(object if isinstance(missing, str) else np.float64)
+        out[at < 0] = missing
+    return out
 
 
 def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame, every_level: bool = False) -> tuple[pd.DataFrame, ...]:
@@ -60,6 +93,20 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame, every_level: bool = False
         calls.loc[:, ["global_tid", "launch_start_ns"]].dropna().drop_duplicates()
         .astype(np.int64).reset_index(drop=True)
     )
+    found, nvtx, open_ranges = _attribute_launches(launches, nvtx, every_level)
+    calls = calls.merge(
+        pd.concat([launches, found], axis=1).astype({"global_tid": "Int64", "launch_start_ns": "Int64"}),
+        on=["global_tid", "launch_start_ns"], how="left",
+    )
+    calls[["nvtx_range", "nvtx_domain"]] = calls[["nvtx_range", "nvtx_domain"]].fillna("")
+    return (calls, nvtx, open_ranges) if every_level else (calls, nvtx)
+
+
+def _attribute_launches(launches: pd.DataFrame, nvtx: pd.DataFrame,
+                        every_level: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """`attribute` of distinct calls (int64 keys): per call (row for row) its nvtx_range,
+    nvtx_domain ("" outside every range) and range_instance (NaN there); the ranges with their
+    own path and depth; with `every_level` the ranges open at each call (else None)."""
     launch_q = launch_queries(launches["global_tid"], launches["launch_start_ns"])
     push_q = _push_queries(nvtx, first_id=len(launch_q))
     launch_ids, push_ids = (q["query_id"].to_numpy().copy() for q in (launch_q, push_q))   # no view
@@ -68,30 +115,27 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame, every_level: bool = False
     walk = _walk(nvtx, queries)
     del queries
     paths = _paths(nvtx, walk).set_index("query_id")
-    found = paths.reindex(launch_ids)
-    launches[["nvtx_range", "nvtx_domain"]] = found[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
+    at_launch = paths.reindex(launch_ids)
+    found = pd.DataFrame(at_launch[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy(),
+                         columns=["nvtx_range", "nvtx_domain"])
     # which push of the innermost range: gaps are measured within one call, not between calls
-    launches["range_instance"] = found["range_instance"].to_numpy()
-    calls = calls.merge(
-        launches.astype({"global_tid": "Int64", "launch_start_ns": "Int64"}),
-        on=["global_tid", "launch_start_ns"], how="left",
-    )
-    calls[["nvtx_range", "nvtx_domain"]] = calls[["nvtx_range", "nvtx_domain"]].fillna("")
+    found["range_instance"] = at_launch["range_instance"].to_numpy()
     nvtx = nvtx.copy()
     nvtx[["nvtx_range", "nvtx_domain"]] = paths.reindex(push_ids)[["nvtx_range", "nvtx_domain"]].fillna("").to_numpy()
     enclosing = _enclosing(walk)
-    depth = enclosing.groupby("query_id").size()         # a push query sees itself and every range around it
-    nvtx["depth"] = depth.reindex(push_ids).fillna(1).astype(np.int64).to_numpy()
+    # a push query sees itself and every range around it (one that saw none counts as depth 1)
+    seen = np.bincount(enclosing["query_id"].to_numpy(dtype=np.int64), minlength=len(launches) + len(nvtx))
+    nvtx["depth"] = np.maximum(seen[push_ids], 1).astype(np.int64)
     if not every_level:
-        return calls, nvtx
-    at_launch = enclosing.loc[enclosing["query_id"] < len(launches)]
-    qid = at_launch["query_id"].to_numpy(dtype=np.int64)
+        return found, nvtx, None
+    opened = enclosing.loc[enclosing["query_id"] < len(launches)]
+    qid = opened["query_id"].to_numpy(dtype=np.int64)
     open_ranges = pd.DataFrame({
         "global_tid": launches["global_tid"].to_numpy(dtype=np.int64)[qid],
         "launch_start_ns": launches["launch_start_ns"].to_numpy(dtype=np.int64)[qid],
-        "range_pos": at_launch["range_pos"].to_numpy(dtype=np.int64),
+        "range_pos": opened["range_pos"].to_numpy(dtype=np.int64),
     })
-    return calls, nvtx, open_ranges
+    return found, nvtx, open_ranges
 
 
 def launch_queries(global_tid: pd.Series, t: pd.Series) -> pd.DataFrame:

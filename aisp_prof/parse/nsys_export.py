@@ -1,6 +1,6 @@
 """Read the tables of an Nsight Systems SQLite export into raw frames, one function per table.
 
-Kernels, GPU memcpy/memset operations, whole-graph launches, the CUDA runtime/driver calls that
+Kernels (in `nsys_kernels`), GPU memcpy/memset operations, whole-graph launches, the CUDA runtime/driver calls that
 launched them, NVTX push/pop ranges are each read here (the GPU in `nsys_gpu`), with names resolved
 through the export's own string and enum tables and nothing attributed or aggregated yet (`nsys_attribution` and
 `nsys_ranges` do that). Keeping the schema facts here (and the GPU tables' in `nsys_gpu`) means
@@ -19,6 +19,9 @@ Schema facts this relies on (checked against the real exports in tests/fixtures/
   name is `text`, or `textId` -> StringIds for registered strings. Ranges in a named domain carry
   a domainId that a NvtxDomainCreate event (75) maps to the domain's name; 0 is the default.
 * Runtime API names carry a version suffix (cudaLaunchKernel_v7000); it is stripped.
+* The kernel columns the store copies straight from the export (`kernel_copy`) are declared
+  INTEGER NOT NULL by nsys (start, end, deviceId, streamId, grid/block, registers, shared
+  memory); correlationId, graphNodeId and globalPid INTEGER.
 * Memcpy rows carry copyKind (ENUM_CUDA_MEMCPY_OPER: 8 = Device-to-Device) and srcKind/dstKind,
   memset rows memKind (ENUM_CUDA_MEM_KIND: 2 = Device); both carry `bytes`, start/end, deviceId,
   streamId, correlationId and globalPid like kernels. Names come from the export's enum tables.
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aisp_prof.sqlite_frames import query_frame
+from aisp_prof.sqlite_frames import integer_frame, query_frame
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,7 @@ _DOMAIN_CREATE = "NvtxDomainCreate"
 _DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
 _API_VERSION_SUFFIX = re.compile(r"_v\d+$")
 _UNNAMED_RANGE = "(unnamed)"
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"      # whole-graph launches (default --cuda-graph-trace)
 
 # CUPTI memory operation tables -> the memory_ops frame's `operation`
@@ -70,6 +74,14 @@ def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
     return query_frame(conn, sql)
 
 
+def _int_query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    """`_query` of columns nsys declares INTEGER (or rowids), read as whole columns when they
+    are integers throughout (`sqlite_frames.integer_frame`, the same frame 2-3x faster), else
+    as `_query` reads them."""
+    frame = integer_frame(conn, sql)
+    return frame if frame is not None else query_frame(conn, sql)
+
+
 def table_names(conn: sqlite3.Connection) -> set[str]:
     """Names of the export's tables: which parts of the trace nsys recorded."""
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -89,58 +101,7 @@ def _event_type_ids(conn: sqlite3.Connection, tables: set[str]) -> dict[str, int
     return ids
 
 
-# --------------------------------------------------------------------------------------- kernels
-
-
-def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
-    """Kernel executions with names resolved and the process key the launch join needs.
-
-    Names and launch configurations repeat across launches: they are read as string ids and
-    resolved once per distinct value, every row pointing at the same string object (a million
-    launches of one kernel hold its name once, not a million copies)."""
-    df = _kernel_rows(conn)
-    if df.empty:
-        return df.assign(grid=[], block=[], duration_ns=[], process_key=[], process_id=[])
-    names = _string_ids(conn, pd.concat([df["kernel"], df["short_name"]]).dropna().unique())
-    df["kernel"] = df["kernel"].map(names)
-    df["short_name"] = df["short_name"].map(names)
-    df["duration_ns"] = df["end_ns"] - df["start_ns"]
-    df["grid"] = _dim3(df, "grid")
-    df["block"] = _dim3(df, "block")
-    df["graph_node_id"] = df["graph_node_id"].astype("Int64")
-    df["correlation_id"] = df["correlation_id"].astype("Int64")
-    pid = df["global_pid"].astype("Int64")
-    df["process_key"] = pid // (1 << _ID_BITS)
-    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
-    return df.drop(columns=[f"{p}{a}" for p in ("grid", "block") for a in "XYZ"] + ["global_pid"])
-
-
-def _kernel_rows(conn: sqlite3.Connection) -> pd.DataFrame:
-    """The kernel table's rows in (start, end) order. Sorted here (a stable sort: rows that tie
-    keep the export's order) rather than by ORDER BY, which costs SQLite 0.8 s at 1M kernels;
-    columns that are not plain integers throughout are left to SQLite's ORDER BY, as before."""
-    cols = _columns(conn, "CUPTI_ACTIVITY_KIND_KERNEL")
-    graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
-    global_pid = "k.globalPid" if "globalPid" in cols else "NULL"
-    sql = f"""
-        SELECT k.correlationId AS correlation_id, k.demangledName AS kernel, k.shortName AS short_name,
-               k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id,
-               k.streamId AS stream_id, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,
-               k.registersPerThread AS registers_per_thread,
-               k.staticSharedMemory AS static_shared_bytes,
-               k.dynamicSharedMemory AS dynamic_shared_bytes,
-               {graph_node} AS graph_node_id, {global_pid} AS global_pid
-        FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-    """
-    df = _query(conn, sql)
-    if df.empty:
-        return df
-    if not (df["start_ns"].dtype == np.int64 and df["end_ns"].dtype == np.int64):
-        return _query(conn, sql + ' ORDER BY k.start, k."end"')
-    order = np.lexsort((df["end_ns"].to_numpy(), df["start_ns"].to_numpy()))
-    if (order[1:] > order[:-1]).all():
-        return df
-    return df.take(order).reset_index(drop=True)
+# -------------------------------------------------------------------------------------- strings
 
 
 def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
@@ -154,29 +115,6 @@ def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
         marks = ",".join("?" * len(chunk))
         out.update(conn.execute(f"SELECT id, value FROM StringIds WHERE id IN ({marks})", chunk).fetchall())
     return out
-
-
-def _dim3(df: pd.DataFrame, prefix: str) -> pd.Series:
-    """"(x, y, z)" strings, the form launch configurations are usually written in: made once per
-    distinct configuration, every row pointing at its one string."""
-    cols = [f"{prefix}{a}" for a in "XYZ"]
-    if all(df[c].dtype == np.int64 for c in cols):          # one int code per row: no MultiIndex
-        codes, uniques = _factorize_ints([df[c].to_numpy() for c in cols])
-    else:
-        dims = df[cols] if not df[cols].isna().any().any() else df[cols].astype(str)   # NaN: as astype(str) writes it
-        codes, uniques = pd.MultiIndex.from_frame(dims).factorize()
-    labels = np.array([f"({x}, {y}, {z})" for x, y, z in uniques], dtype=object)
-    return pd.Series(labels[codes], index=df.index, dtype=object)
-
-
-def _factorize_ints(columns: list[np.ndarray]) -> tuple[np.ndarray, list[tuple[int, ...]]]:
-    """Codes of the distinct rows of integer columns, and those rows (Python ints) by code."""
-    codes = pd.factorize(columns[0])[0]
-    for col in columns[1:]:
-        col_codes, col_uniques = pd.factorize(col)
-        codes = pd.factorize(codes * len(col_uniques) + col_codes)[0]    # never overflows: codes < rows
-    firsts = np.unique(codes, return_index=True)[1]                        # a row of each code, by code
-    return codes, [tuple(int(c[i]) for c in columns) for i in firsts]
 
 
 # -------------------------------------------------------------------------------- whole graphs
@@ -279,9 +217,9 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
         log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
-    gpu_work = ["CUPTI_ACTIVITY_KIND_KERNEL"] + [t for t in (*_MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
+    gpu_work = [KERNEL_TABLE] + [t for t in (*_MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
     correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
-    df = _query(conn, f"""
+    df = _int_query(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,
                r.start AS launch_start_ns, r.nameId AS launch_api
         FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
@@ -333,17 +271,28 @@ def _push_pop_rows(conn: sqlite3.Connection, event_type: int) -> pd.DataFrame:
     per distinct id, not joined per row). Sorted here, stably (no shipped export has ties),
     rather than by ORDER BY (0.3 s of SQLite at 790k ranges); when a column is not plain integers
     throughout (a range never popped has no end) SQLite sorts, as before."""
-    sql = f"""
-        SELECT n.globalTid AS global_tid, COALESCE(n.domainId, 0) AS domain_id,
-               n.start AS start, n."end" AS "end", n.text AS text, n.textId AS text_id
-        FROM NVTX_EVENTS AS n
-        WHERE n.eventType = {event_type}
-    """
-    df = _query(conn, sql)
-    if df.empty or not all(df[c].dtype == np.int64 for c in ("global_tid", "start", "end")):
-        return _query(conn, sql + ' ORDER BY n.globalTid, n.start, n."end" DESC')
+    rows = f"FROM NVTX_EVENTS AS n WHERE n.eventType = {event_type}"
+    times = 'n.globalTid AS global_tid, COALESCE(n.domainId, 0) AS domain_id, n.start AS start, n."end" AS "end"'
+    df = integer_frame(conn, f"SELECT {times} {rows}")
+    if df is not None:
+        df = df.join(_push_pop_names(conn, rows))
+    else:
+        sql = f"SELECT {times}, n.text AS text, n.textId AS text_id {rows}"
+        df = _query(conn, sql)
+        if df.empty or not all(df[c].dtype == np.int64 for c in ("global_tid", "start", "end")):
+            return _query(conn, sql + ' ORDER BY n.globalTid, n.start, n."end" DESC')
     order = np.lexsort((-df["end"].to_numpy(), df["start"].to_numpy(), df["global_tid"].to_numpy()))
     return df if (order[1:] > order[:-1]).all() else df.take(order).reset_index(drop=True)
+
+
+def _push_pop_names(conn: sqlite3.Connection, rows: str) -> pd.DataFrame:
+    """text and text_id of the push/pop rows (`rows`: their FROM ... WHERE), as `_query` reads
+    them; as whole columns where no range has its own text (registered strings only)."""
+    if conn.execute(f"SELECT count(n.text) {rows}").fetchone()[0] == 0:
+        ids = integer_frame(conn, f"SELECT n.textId AS text_id {rows}")
+        if ids is not None:
+            return pd.DataFrame({"text": np.full(len(ids), None, dtype=object), "text_id": ids["text_id"]})
+    return _query(conn, f"SELECT n.text AS text, n.textId AS text_id {rows}")
 
 
 def _domain_names(ranges: pd.DataFrame, domains: pd.DataFrame) -> pd.Series:

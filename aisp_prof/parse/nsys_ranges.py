@@ -45,7 +45,6 @@ LEVEL_COLUMNS = ("process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth"
     c for c in RANGE_COLUMNS if c not in ("nvtx_range", "nvtx_domain"))
 _KEYS = ["nvtx_range", "nvtx_domain"]
 _LEVEL_KEYS = ["process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth", "name"]
-_OPERATIONS = ("kernel", "memcpy", "memset", "graph")
 _GRAPH_COLUMNS = ("graph_launch_count", "graph_time_ns")
 _ID_BITS = 24
 
@@ -62,12 +61,14 @@ def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     work = _attributed_work(kernels, memory_ops, graphs)
     if work.empty:
         return _empty(RANGE_COLUMNS, _KEYS)
-    out = _gpu_totals(_with_busy_time_and_gaps(work, _KEYS + ["range_instance"]), _KEYS)
-    closed = nvtx.loc[nvtx["end"] != OPEN_END]
-    wall = (closed["end"] - closed["start"]).groupby([closed["nvtx_range"], closed["nvtx_domain"]]).sum()
-    pushes = nvtx.groupby(["nvtx_range", "nvtx_domain"]).size()
-    out["range_wall_ns"] = wall.reindex(out.index).fillna(0).astype(np.int64)
-    out["occurrences"] = pushes.reindex(out.index).fillna(0).astype(np.int64)
+    calls = _call_totals(work, _call_ids(work, _KEYS + ["range_instance"]))
+    keys = work[_KEYS].iloc[calls.index.to_numpy()].reset_index(drop=True)       # each call's range
+    out = _summed(pd.concat([keys, calls.reset_index(drop=True)], axis=1), _KEYS)
+    wall = np.where(nvtx["end"].to_numpy() != OPEN_END, (nvtx["end"] - nvtx["start"]).to_numpy(), 0)   # popped ranges'
+    per_path = nvtx.assign(range_wall_ns=wall).groupby(_KEYS).agg(
+        range_wall_ns=("range_wall_ns", "sum"), occurrences=("range_wall_ns", "size"))
+    out["range_wall_ns"] = per_path["range_wall_ns"].reindex(out.index).fillna(0).astype(np.int64)
+    out["occurrences"] = per_path["occurrences"].reindex(out.index).fillna(0).astype(np.int64)
     return _graph_columns(out.reset_index(), graphs).loc[:, list(RANGE_COLUMNS)]
 
 
@@ -88,21 +89,20 @@ def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     if items.empty:
         return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
     items = items.sort_values(["range_pos", "start_ns", "end_ns"], kind="stable")
-    per_push = _gpu_totals(_with_busy_time_and_gaps(items, ["range_pos"]), ["range_pos"])   # one row per call
+    per_push = _call_totals(items, items["range_pos"].to_numpy())       # one row per push (call) with work
+    pushed = items["range_pos"].to_numpy()[per_push.index.to_numpy()]
     del items
     ranges = _level_keys(nvtx)
-    per_push = pd.concat([per_push.reset_index(drop=True),
-                          ranges.iloc[per_push.index.to_numpy()].reset_index(drop=True)], axis=1)
-    sums = {c: "sum" for c in per_push.columns if c.endswith(("_count", "_ns", "_bytes"))}
-    out = per_push.groupby(_LEVEL_KEYS, sort=True).agg(
-        {**sums, "first_start_ns": "min", "last_end_ns": "max", "gap_max_ns": "max"})
-    out["span_ns"] = out["last_end_ns"] - out["first_start_ns"]
-    closed = ranges.loc[nvtx["end"].to_numpy() != OPEN_END]
-    wall = (closed["end"] - closed["start"]).groupby([closed[k] for k in _LEVEL_KEYS]).sum()
-    pushes = ranges.groupby(_LEVEL_KEYS).size()
-    out["range_wall_ns"] = wall.reindex(out.index).fillna(0).astype(np.int64)
-    out["occurrences"] = pushes.reindex(out.index).fillna(0).astype(np.int64)
-    out = _graph_columns(out.reset_index(), graphs)
+    level = ranges.groupby(_LEVEL_KEYS, sort=True).ngroup().to_numpy()    # each push's level row, in sorted order
+    out = _summed(per_push.reset_index(drop=True).assign(level=level[pushed]), ["level"])
+    wall = np.zeros(level.max() + 1, np.int64)
+    closed = nvtx["end"].to_numpy() != OPEN_END
+    np.add.at(wall, level[closed], (ranges["end"] - ranges["start"]).to_numpy()[closed])
+    out["range_wall_ns"] = wall[out.index.to_numpy()]
+    out["occurrences"] = np.bincount(level)[out.index.to_numpy()]
+    first = np.unique(level, return_index=True)[1]                       # a push of each level row, by row
+    keys = ranges.iloc[first[out.index.to_numpy()]][_LEVEL_KEYS].reset_index(drop=True)
+    out = _graph_columns(pd.concat([keys, out.reset_index(drop=True)], axis=1), graphs)
     return out.sort_values(["process_id", "thread_id", "nvtx_domain", "nvtx_range"], kind="stable").loc[
         :, list(LEVEL_COLUMNS)].reset_index(drop=True)
 
@@ -144,7 +144,8 @@ def _empty(columns: tuple[str, ...], text: list[str]) -> pd.DataFrame:
 
 
 def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
-    """Kernels, memory ops and graph launches inside some range, as one frame sorted by range and start."""
+    """Kernels, memory ops and graph launches inside some range, as one frame sorted by range,
+    push (range_instance), start and end."""
     cols = _KEYS + ["range_instance", "start_ns", "end_ns", "duration_ns"]
     k = kernels.loc[kernels["nvtx_range"] != "", cols].assign(operation="kernel", size_bytes=0)
     m = memory_ops.loc[memory_ops["nvtx_range"] != "", cols + ["operation", "size_bytes"]]
@@ -156,45 +157,73 @@ def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd
         return work
     work = work.astype({"start_ns": np.int64, "end_ns": np.int64, "duration_ns": np.int64})
     work["size_bytes"] = work["size_bytes"].fillna(0).astype(np.int64)
-    return work.sort_values(_KEYS + ["start_ns", "end_ns"], kind="stable")
+    return work.sort_values(_KEYS + ["range_instance", "start_ns", "end_ns"], kind="stable")
 
 
-def _with_busy_time_and_gaps(work: pd.DataFrame, call: list[str]) -> pd.DataFrame:
-    """Add gap_ns (idle time before each operation) and busy_ns (its part not yet covered),
-    both within one call of the range (the columns `call`; `work` sorted by them, then start),
-    and per-operation count/time/bytes columns to sum."""
-    group = [work[c] for c in call]   # busy time and gaps inside one call of the range
-    busy_until = work.groupby(group)["end_ns"].cummax().groupby(group).shift()
-    work["gap_ns"] = (work["start_ns"] - busy_until).clip(lower=0).fillna(0).astype(np.int64)
-    # the part of each operation not already covered by an earlier one of the same call
-    covered_from = np.maximum(work["start_ns"], busy_until.fillna(work["start_ns"]).astype(np.int64))
-    work["busy_ns"] = (work["end_ns"] - covered_from).clip(lower=0).astype(np.int64)
-    for op in _OPERATIONS:
-        mine = work["operation"] == op
-        work[f"{op}_count"] = mine.astype(np.int64)
-        work[f"{op}_ns"] = work["duration_ns"].where(mine, 0)
-        work[f"{op}_bytes"] = work["size_bytes"].where(mine, 0)
-    return work
+def _call_ids(work: pd.DataFrame, call: list[str]) -> np.ndarray:
+    """Each row's call (push) of its range: equal for rows equal in the columns `call`, rows
+    sorted by them. A row whose `call` holds a missing value is a call of its own, as the
+    groupby that took calls before left such a row alone."""
+    keys = work[call]
+    change = np.zeros(len(work), bool)
+    change[0] = True
+    missing = keys.isna().any(axis=1).to_numpy()
+    for c in call:
+        values = keys[c].to_numpy()
+        change[1:] |= values[1:] != values[:-1]
+    change |= missing | np.r_[False, missing[:-1]]
+    return np.cumsum(change)
 
 
-def _gpu_totals(work: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """Sum the per-operation columns per `keys`, indexed by them."""
-    out = work.groupby(keys, sort=True).agg(
-        kernel_count=("kernel_count", "sum"),
-        kernel_time_ns=("kernel_ns", "sum"),
-        memcpy_count=("memcpy_count", "sum"),
-        memcpy_bytes=("memcpy_bytes", "sum"),
-        memcpy_time_ns=("memcpy_ns", "sum"),
-        memset_count=("memset_count", "sum"),
-        memset_bytes=("memset_bytes", "sum"),
-        memset_time_ns=("memset_ns", "sum"),
-        graph_launch_count=("graph_count", "sum"),
-        graph_time_ns=("graph_ns", "sum"),
-        gpu_time_ns=("busy_ns", "sum"),
-        first_start_ns=("start_ns", "min"),
-        last_end_ns=("end_ns", "max"),
-        gap_total_ns=("gap_ns", "sum"),
-        gap_max_ns=("gap_ns", "max"),
-    )
+def _call_totals(work: pd.DataFrame, call: np.ndarray) -> pd.DataFrame:
+    """Per call (push) of a range: counts, times and bytes of each kind of operation, GPU busy
+    time, first start, last end, idle gaps (total, longest); indexed by the call's first row
+    position. `work`'s rows of a call are contiguous, by start then end; `call` is each row's
+    call, the same for those rows only.
+
+    Within a call an operation's busy time is its part not covered by an earlier one (so their
+    sum is the union of the intervals) and its gap the idle time since the latest earlier end;
+    both as pandas took them (the latest earlier end a float, NaN for a call's first), value
+    for value."""
+    first = np.flatnonzero(np.r_[True, call[1:] != call[:-1]])
+    start, end, duration, size = (work[c].to_numpy(dtype=np.int64) for c in ("start_ns", "end_ns", "duration_ns",
+                                                                             "size_bytes"))
+    before = pd.Series(end).groupby(call).cummax().to_numpy(dtype=np.float64)    # busy until, after each operation
+    before = np.r_[np.nan, before[:-1]]
+    before[first] = np.nan                                                          # nothing before a call's first
+    unknown = np.isnan(before)
+    gap = start.astype(np.float64) - before
+    gap = np.where(unknown, 0, np.maximum(gap, 0)).astype(np.int64)
+    covered_from = np.maximum(start, np.where(unknown, start.astype(np.float64), before).astype(np.int64))
+    busy = np.maximum(end - covered_from, 0)
+    operation = work["operation"].to_numpy(dtype=object)
+    totals = {}
+    for op, count, time_ns, bytes_ in _TOTALS:
+        mine = operation == op
+        totals[count] = np.add.reduceat(mine.astype(np.int64), first)
+        totals[time_ns] = np.add.reduceat(np.where(mine, duration, 0), first)
+        if bytes_:
+            totals[bytes_] = np.add.reduceat(np.where(mine, size, 0), first)
+    totals.update(gpu_time_ns=np.add.reduceat(busy, first), first_start_ns=np.minimum.reduceat(start, first),
+                  last_end_ns=np.maximum.reduceat(end, first), gap_total_ns=np.add.reduceat(gap, first),
+                  gap_max_ns=np.maximum.reduceat(gap, first))
+    return pd.DataFrame(totals, index=first)
+
+
+# operation -> its count, time and bytes columns (graph launches and kernels move no bytes)
+_TOTALS = (("kernel", "kernel_count", "kernel_time_ns", None), ("memcpy", "memcpy_count", "memcpy_time_ns", "memcpy_bytes"),
+           ("memset", "memset_count", "memset_time_ns", "memset_bytes"),
+           ("graph", "graph_launch_count", "graph_time_ns", None))
+
+
+def _summed(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per `keys` (sorted), the calls' totals together: sums, first start, last end, longest gap, span."""
+    out = calls.groupby(keys, sort=True).agg(
+        **{c: (c, "sum") for c in _SUMS}, first_start_ns=("first_start_ns", "min"),
+        last_end_ns=("last_end_ns", "max"), gap_max_ns=("gap_max_ns", "max"))
     out["span_ns"] = out["last_end_ns"] - out["first_start_ns"]
     return out
+
+
+_SUMS = ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memcpy_time_ns", "memset_count",
+         "memset_bytes", "memset_time_ns", "graph_launch_count", "graph_time_ns", "gpu_time_ns", "gap_total_ns")

@@ -14,15 +14,21 @@ nothing there), and the run table's column affinity applies on the copy as on a 
 Only columns whose equal values are the same value are grouped (integers, booleans, text):
 floats stay per row (0.0 and -0.0 are equal but are not the same value), and so do object
 columns that mix types (1 and 1.0 and True are equal).
+
+Rows whose bulkiest columns stay in an attached export (`export_rows.ExportRows`: a 1M-kernel
+timeline) go the same way, the copy also joining each row's row in the export by rowid, for the
+columns SQLite takes from there.
 """
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from pandas.api.types import infer_dtype
+
+from ..export_rows import ExportColumns, ExportRows
 
 SAMPLE_ROWS = 10_000      # rows looked at to tell a repeated column from a per-row one
 REPEATED = 8              # a column repeats if its sample has at most 1/REPEATED distinct values
@@ -38,24 +44,56 @@ def python_columns(df: pd.DataFrame) -> list[list[Any]]:
 def insert_frame(conn: sqlite3.Connection, table: str, df: pd.DataFrame, run_id: str, chunk_rows: int) -> None:
     """Append the frame's rows, each with run_id, to `table` (which has all their columns), in
     frame order, inside the caller's transaction."""
-    names = ", ".join(f"[{c}]" for c in ["run_id", *map(str, df.columns)])
     repeated = _repeated_columns(df)
-    if not repeated:
-        sql = f"INSERT INTO [{table}] ({names}) VALUES ({', '.join('?' * (len(df.columns) + 1))})"
-        for first in range(0, len(df), chunk_rows):
-            chunk = df.iloc[first:first + chunk_rows]
-            conn.executemany(sql, zip([run_id] * len(chunk), *python_columns(chunk)))
+    if repeated:
+        _staged(conn, table, df, run_id, chunk_rows, repeated, list(df.columns))
         return
+    names = ", ".join(f"[{c}]" for c in ["run_id", *map(str, df.columns)])
+    sql = f"INSERT INTO [{table}] ({names}) VALUES ({', '.join('?' * (len(df.columns) + 1))})"
+    for first in range(0, len(df), chunk_rows):
+        chunk = df.iloc[first:first + chunk_rows]
+        conn.executemany(sql, zip([run_id] * len(chunk), *python_columns(chunk)))
+
+
+def insert_export_rows(conn: sqlite3.Connection, table: str, rows: ExportRows, schema: str, run_id: str,
+                       chunk_rows: int) -> None:
+    """Append `rows` (`export_rows`) to `table` as `insert_frame` appends a frame: the frame's
+    columns bound as there, the export's (attached as `schema`) copied by SQLite from the row
+    the key names, every row in frame order."""
+    key = rows.source.key
+    repeated = [c for c in _repeated_columns(rows.frame) if c != key]      # the key is never grouped
+    _staged(conn, table, rows.frame, run_id, chunk_rows, repeated, rows.columns, _Attached(rows.source, schema))
+
+
+class _Attached(NamedTuple):
+    """Columns of an export attached to the connection as `schema`."""
+    source: ExportColumns
+    schema: str
+
+
+def _staged(conn: sqlite3.Connection, table: str, df: pd.DataFrame, run_id: str, chunk_rows: int,
+            repeated: list[Any], stored: list[Any], export: _Attached | None = None) -> None:
+    """The frame's combinations of `repeated` bound once, its other columns a chunk at a time
+    into a stage table, and each chunk copied into `table` (columns `stored`) joined with its
+    combinations, and with its rows in the `export` for that export's columns."""
     own = [c for c in df.columns if c not in repeated]
+    exported = export.source.expressions(export.schema) if export is not None else {}
+    joins = [f"CROSS JOIN {_COMBOS} AS c ON c.id = s.code"] if repeated else []
+    if export is not None:
+        joins.append(export.source.from_clause(export.schema, f"s.c{own.index(export.source.key)}"))
     codes, firsts = _combination_codes(df, repeated)
-    conn.execute(f"CREATE TABLE {_COMBOS} (id INTEGER PRIMARY KEY, {', '.join(f'c{i}' for i in range(len(repeated)))})")
-    conn.execute(f"CREATE TABLE {_STAGE} (code, {', '.join(f'c{i}' for i in range(len(own)))})")
+    if repeated:
+        conn.execute(f"CREATE TABLE {_COMBOS} (id INTEGER PRIMARY KEY, {', '.join(f'c{i}' for i in range(len(repeated)))})")
+    conn.execute(f"CREATE TABLE {_STAGE} (code{''.join(f', c{i}' for i in range(len(own)))})")
     try:
-        conn.executemany(f"INSERT INTO {_COMBOS} VALUES ({', '.join('?' * (len(repeated) + 1))})",
-                         zip(range(len(firsts)), *python_columns(df.iloc[firsts][repeated])))
-        picks = [f"c.c{repeated.index(c)}" if c in repeated else f"s.c{own.index(c)}" for c in df.columns]
+        if repeated:
+            conn.executemany(f"INSERT INTO {_COMBOS} VALUES ({', '.join('?' * (len(repeated) + 1))})",
+                             zip(range(len(firsts)), *python_columns(df.iloc[firsts][repeated])))
+        picks = [exported[c] if c in exported else f"c.c{repeated.index(c)}" if c in repeated else f"s.c{own.index(c)}"
+                 for c in stored]
+        names = ", ".join(f"[{c}]" for c in ["run_id", *stored])
         copy = (f"INSERT INTO [{table}] ({names}) SELECT ?, {', '.join(picks)} FROM {_STAGE} AS s "
-                f"CROSS JOIN {_COMBOS} AS c WHERE c.id = s.code ORDER BY s.rowid")
+                f"{' '.join(joins)} ORDER BY s.rowid")
         stage = f"INSERT INTO {_STAGE} VALUES ({', '.join('?' * (len(own) + 1))})"
         for first in range(0, len(df), chunk_rows):
             chunk = df.iloc[first:first + chunk_rows][own]

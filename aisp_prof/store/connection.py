@@ -112,7 +112,8 @@ def _connect_write(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(os_error_message(exc, f"creating the folder of {shorten(path)}")) from exc
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S)
+    # as a URI, so that an export can be attached read-only (`attach_read_only`) whatever SQLite's build
+    conn = sqlite3.connect(path.absolute().as_uri(), uri=True, timeout=BUSY_TIMEOUT_S)
     try:
         _retrying(lambda: _setup_write(conn), path)
     except BaseException:
@@ -124,6 +125,13 @@ def _connect_write(path: Path) -> sqlite3.Connection:
 def _setup_write(conn: sqlite3.Connection) -> None:
     """Per-connection settings of a writer (a function, so tests can inject faults here)."""
     conn.execute("PRAGMA journal_mode = WAL").fetchone()
+
+
+def attach_read_only(conn: sqlite3.Connection, path: Path, schema: str) -> None:
+    """Attach the SQLite file at `path` read-only as `schema` (an export the store copies rows
+    from: it is never written, nor its journal rolled back). ATTACH must come before the write
+    transaction begins."""
+    conn.execute(f"ATTACH DATABASE ? AS [{schema}]", [f"{Path(path).resolve().as_uri()}?mode=ro"])
 
 
 def begin_immediate(conn: sqlite3.Connection, path: Path) -> None:

@@ -32,10 +32,11 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 import sqlite_utils
 
-from ..errors import RunExistsError, StorageError
+from ..errors import ExportParseError, RunExistsError, StorageError
+from ..export_rows import ExportRows
 from ..sqlite_frames import frame_of_rows
 from . import connection
-from .bulk import insert_frame
+from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
 from .run_data import TABLES, RunData
@@ -84,9 +85,9 @@ def _sql_type(col: pd.Series) -> str:
     return "FLOAT" if isinstance(first, float) else "TEXT"
 
 
-def _ensure_table(db: sqlite_utils.Database, name: str, df: pd.DataFrame) -> None:
-    """Create `name` with the frame's columns (and run_id), or add the columns it lacks."""
-    types = {"run_id": "TEXT", **{str(c): _sql_type(df[c]) for c in df.columns}}
+def _ensure_table(db: sqlite_utils.Database, name: str, types: dict[str, str]) -> None:
+    """Create `name` with these columns (and run_id), or add the columns it lacks."""
+    types = {"run_id": "TEXT", **types}
     if name not in db.table_names():
         db.execute(f"CREATE TABLE [{name}] ({', '.join(f'[{c}] {t}' for c, t in types.items())})")
         return
@@ -96,16 +97,52 @@ def _ensure_table(db: sqlite_utils.Database, name: str, df: pd.DataFrame) -> Non
             db.execute(f"ALTER TABLE [{name}] ADD COLUMN [{c}] {t}")
 
 
+def _column_types(rows: pd.DataFrame | ExportRows) -> dict[str, str]:
+    """Each stored column's SQL type: a frame column's from its values, an export column's as
+    its parser declares it."""
+    if isinstance(rows, ExportRows):
+        frame, declared = rows.frame, rows.source.types
+        return {c: declared[c] if c in declared else _sql_type(frame[c]) for c in rows.columns}
+    return {str(c): _sql_type(rows[c]) for c in rows.columns}
+
+
 INSERT_CHUNK_ROWS = 100_000         # rows converted to Python values at a time (memory stays flat)
 
 
-def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame, run_id: str) -> int:
-    """The frame's rows (with run_id) into `name` (`bulk.insert_frame`); the number of rows."""
+def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame | ExportRows | None, run_id: str) -> int:
+    """The frame's rows (with run_id) into `name` (`bulk.insert_frame`), or an ExportRows' rows
+    copied from its export, which `_attach_exports` attached (`bulk.insert_export_rows`); the
+    number of rows."""
     if df is None or df.empty:
         return 0
-    _ensure_table(db, name, df)
-    insert_frame(db.conn, name, df, run_id, INSERT_CHUNK_ROWS)
+    _ensure_table(db, name, _column_types(df))
+    if not isinstance(df, ExportRows):
+        insert_frame(db.conn, name, df, run_id, INSERT_CHUNK_ROWS)
+        return len(df)
+    try:
+        insert_export_rows(db.conn, name, df, _attached(db, df.source.path), run_id, INSERT_CHUNK_ROWS)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError):    # the run database's file: full, read-only, ...
+            raise
+        raise ExportParseError(f"{df.source.path}: unreadable SQLite export ({exc})") from exc
     return len(df)
+
+
+def _attach_exports(db: sqlite_utils.Database, data: RunData) -> None:
+    """Attach, read-only, every export that rows of `data` are copied from."""
+    paths = {rows.source.path for name in TABLES if name != "metrics"
+             for rows in [getattr(data, name)] if isinstance(rows, ExportRows)}
+    for i, p in enumerate(sorted(paths)):
+        try:
+            connection.attach_read_only(db.conn, p, f"aisp_export{i}")
+        except sqlite3.Error as exc:                  # gone or unreadable since it was parsed
+            raise ExportParseError(f"{p}: cannot open SQLite export ({exc})") from exc
+
+
+def _attached(db: sqlite_utils.Database, path: Path) -> str:
+    """The schema name the export at `path` is attached as."""
+    file = str(Path(path).resolve())
+    return next(name for _, name, attached in db.conn.execute("PRAGMA database_list") if attached == file)
 
 
 def write_run(path: Path, data: RunData) -> str:
@@ -113,12 +150,14 @@ def write_run(path: Path, data: RunData) -> str:
 
     Rows go in through plain sqlite3 inside one transaction (`bulk`: sqlite-utils' `insert_all`
     converted every cell in Python twice and wrote 43-row statements, each with a savepoint: 58
-    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes.
+    of 84 s of a 1M-kernel import). The tables stay what sqlite-utils makes. Rows left in an
+    export (`export_rows.ExportRows`) are copied from it, attached read-only for the transaction.
 
     The transaction is `BEGIN IMMEDIATE` (`connection`): whether the run is new is asked under
     the write lock, so two imports of one run at once store it once; other writers queue."""
     db = open_db(path)
     try:
+        _attach_exports(db, data)                  # before the transaction: ATTACH cannot be inside one
         connection.begin_immediate(db.conn, path)
         if "runs" in db.table_names() and db["runs"].count_where("run_id = ?", [data.run_id]):
             raise RunExistsError(data.run_id, path)

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import pandas as pd
 
 from ..errors import ExportParseError, RunExistsError
+from ..export_rows import ExportRows
 from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
 from ..parse.launch_metrics import LaunchMetrics
 from ..parse.ncu_whole import check_launch_count
@@ -23,7 +24,9 @@ from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
 from .run_data import RunData
 
 
-def _with_variant(df: pd.DataFrame, pair: str | None, column: str = "nvtx_range") -> pd.DataFrame:
+def _with_variant(df: pd.DataFrame | ExportRows, pair: str | None, column: str = "nvtx_range") -> pd.DataFrame:
+    if isinstance(df, ExportRows):
+        return df.with_frame(lambda frame: _with_variant(frame, pair, column))
     if df.empty or column not in df:
         return df
     df = df.copy()
@@ -40,12 +43,13 @@ def _ncu(path: Path, pair: str | None, data: RunData) -> None:
     data.kernels, data.launch_metrics = _with_variant(parsed.launches, pair), parsed.launch_metrics
 
 
-def _nsys(path: Path, pair: str | None, data: RunData) -> dict[str, Any]:
+def _nsys(path: Path, pair: str | None, data: RunData, in_export: bool = False) -> dict[str, Any]:
     """Fill data's timeline, memory_ops, ranges (innermost), range_levels (every
-    level of every thread) and graph_launches from an nsys export; return the GPU it describes."""
+    level of every thread) and graph_launches from an nsys export; return the GPU it describes.
+    `in_export`: the timeline may be an ExportRows (for `store_path`, which stores it at once)."""
     from ..parse.nsys_sqlite import parse_nsys_sqlite
 
-    parsed = parse_nsys_sqlite(path)
+    parsed = parse_nsys_sqlite(path, kernels_in_export=in_export)
     data.timeline = _with_variant(parsed.kernels, pair)
     data.memory_ops = _with_variant(parsed.memory_ops, pair)
     data.ranges = _with_variant(parsed.ranges, pair)
@@ -69,8 +73,9 @@ def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[st
     }
 
 
-def load_run_dir(run_dir: Path) -> RunData:
-    """Parse a folder written by `aisp-prof run` (run.json + whatever exports it holds)."""
+def load_run_dir(run_dir: Path, in_export: bool = False) -> RunData:
+    """Parse a folder written by `aisp-prof run` (run.json + whatever exports it holds).
+    `in_export`: the timeline of a one-process run may be an ExportRows (`_nsys`)."""
     info = _json_object(run_dir / RUN_JSON, f"{run_dir} is not a complete aisp-prof run folder")
     if not isinstance(info.get("run_id"), str) or not info["run_id"]:
         raise ExportParseError(f"{run_dir / RUN_JSON} has no run_id: not a run.json written by aisp-prof")
@@ -88,7 +93,7 @@ def load_run_dir(run_dir: Path) -> RunData:
         if warnings:
             data.run = _run_row({**info, "rank_warnings": warnings}, "run", run_dir)
     elif (run_dir / NSYS_SQLITE).exists():
-        _nsys(run_dir / NSYS_SQLITE, pair, data)
+        _nsys(run_dir / NSYS_SQLITE, pair, data, in_export)
     if (run_dir / CHECK_JSON).exists():
         check = _json_object(run_dir / CHECK_JSON, f"{run_dir} holds a broken {CHECK_JSON}")
         with _wrong_shape(run_dir / CHECK_JSON):
@@ -160,9 +165,11 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in row.items()}
 
 
-def load_export(path: Path, label: str | None = None) -> RunData:
+def load_export(path: Path, label: str | None = None, in_export: bool = False) -> RunData:
     """Parse one ncu CSV / .ncu-rep / nsys SQLite export / .nsys-rep made by anyone into a run
-    (a .nsys-rep is exported to SQLite on the fly: `collect.rep_export`)."""
+    (a .nsys-rep is exported to SQLite on the fly: `collect.rep_export`). `in_export`: the
+    timeline of an nsys SQLite export may be an ExportRows (`_nsys`); a .nsys-rep's export is
+    gone once parsed, so its timeline is a frame."""
     from ..collect.rep_export import exported_sqlite, is_nsys_report
 
     name = path.name.lower()
@@ -179,7 +186,7 @@ def load_export(path: Path, label: str | None = None) -> RunData:
         check_launch_count(path, len(data.kernels), _own_run_profiled(path), PROFILED_WHERE)
         info["gpu"] = _gpu_from_metrics(data.launch_metrics)
     elif name.endswith(".sqlite") or name.endswith(".db"):
-        info["gpu"] = _nsys(path, None, data)
+        info["gpu"] = _nsys(path, None, data, in_export)
     elif is_nsys_report(path):
         if not path.is_file():
             raise ExportParseError(f"{path}: not a file")
@@ -251,7 +258,8 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
     """
     if not path.exists():
         raise ExportParseError(f"{path}: no such file or folder")
-    data = load_run_dir(path) if path.is_dir() else load_export(path, label)
+    # the timeline may stay in the export until write_run copies it (`export_rows`)
+    data = load_run_dir(path, in_export=True) if path.is_dir() else load_export(path, label, in_export=True)
     if path.is_dir() and label:
         data.run["label"] = label
     try:
