@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,13 +18,11 @@ import aisp_prof
 from aisp_prof.analyze.flops import add_flops_and_bytes
 from aisp_prof.cli import cli
 from aisp_prof.parse.metric_table import BY_COLUMN
-from aisp_prof.parse.ncu_csv import parse_ncu_csv
 from aisp_prof.parse.ncu_units import number_text
 from aisp_prof.parse.rate_counts import DERIVED_COLUMN, rate_sources
 
-FOREIGN = Path(__file__).parent / "fixtures" / "foreign_h100"
-FULL = FOREIGN / "full_raw_base.csv"
-SUM = FOREIGN / "sum_raw_base.csv"
+from foreign_exports import FULL, SUM, by_range, full, summed  # noqa: F401 - full, summed: fixtures
+
 INST = ("inst_dadd", "inst_dmul", "inst_dfma", "inst_fadd", "inst_fmul", "inst_ffma", "inst_hadd", "inst_hmul",
         "inst_hfma")
 GEMM, FP64, FP16, ADD = "foreign/fp32_gemm", "foreign/fp64_fma", "foreign/fp16_fma", "foreign/fp32_add"
@@ -36,20 +33,6 @@ HALF_ULP = 0.005
 
 def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
-
-
-@pytest.fixture(scope="module")
-def full():
-    return parse_ncu_csv(FULL)
-
-
-@pytest.fixture(scope="module")
-def summed():
-    return parse_ncu_csv(SUM)
-
-
-def _by_range(parse) -> dict[str, int]:
-    return {r: i for i, r in enumerate(parse.launches["nvtx_range"])}
 
 
 def test_set_full_has_rates_only_and_sum_export_has_counts(full, summed):
@@ -68,8 +51,8 @@ def test_derived_counts_agree_with_sum_capture_within_csv_rounding(full, summed)
     Instruction counts of these kernels are the same in every run, so the two captures compare."""
     cycles = full.launch_metrics.column_values("smsp__cycles_elapsed.avg")
     seen = {}
-    for rng, i in _by_range(full).items():
-        j = _by_range(summed)[rng]
+    for rng, i in by_range(full).items():
+        j = by_range(summed)[rng]
         for col in INST:
             rate = full.launch_metrics.column_values(rate_sources(BY_COLUMN[col].raw)[0][0])[i]
             derived, counted = full.launches[col][i], summed.launches[col][j]
@@ -83,7 +66,7 @@ def test_derived_counts_agree_with_sum_capture_within_csv_rounding(full, summed)
 
 def test_flops_of_gemm_and_fp64_kernel_are_not_zero(full, summed):
     f, s = add_flops_and_bytes(full.launches), add_flops_and_bytes(summed.launches)
-    i, j = _by_range(full), _by_range(summed)
+    i, j = by_range(full), by_range(summed)
     assert f["flops_fp32"][i[GEMM]] == pytest.approx(s["flops_fp32"][j[GEMM]], rel=1e-6)   # 2.15 GFLOP
     assert f["flops_fp32"][i[GEMM]] > 2e9
     assert f["flops_fp64"][i[FP64]] == pytest.approx(2 * 1_048_576, rel=1e-4)

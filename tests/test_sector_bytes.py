@@ -27,9 +27,10 @@ from aisp_prof.parse.sector_bytes import (
     derive_sector_bytes,
 )
 
+from foreign_exports import FOREIGN, FULL, SUM, by_range, full, summed  # noqa: F401 - full, summed: fixtures
+
 FIXTURES = Path(__file__).parent / "fixtures"
-FOREIGN = FIXTURES / "foreign_h100"
-IDENTITY, FULL, SUM = FOREIGN / "identity_raw_base.csv", FOREIGN / "full_raw_base.csv", FOREIGN / "sum_raw_base.csv"
+IDENTITY = FOREIGN / "identity_raw_base.csv"
 H200_FULL = FIXTURES / "h200" / "l2norm_pair_full_raw.csv"
 BYTE_RAWS = ("lts__t_bytes.sum", "l1tex__t_bytes.sum", "lts__t_bytes.sum.peak_sustained",
              "lts__t_bytes.sum.pct_of_peak_sustained_elapsed")
@@ -83,23 +84,9 @@ def test_derived_bytes_equal_the_counted_ones_of_the_same_capture():
     assert derive_sector_bytes(parsed.launch_metrics, parsed.launch_metrics.metrics) == {}
 
 
-@pytest.fixture(scope="module")
-def full():
-    return parse_ncu_csv(FULL)
-
-
-@pytest.fixture(scope="module")
-def summed():
-    return parse_ncu_csv(SUM)
-
-
-def _by_range(parse) -> dict[str, int]:
-    return {r: i for i, r in enumerate(parse.launches["nvtx_range"])}
-
-
 def test_set_full_l1_bytes_equal_the_sum_capture_exactly(full, summed):
     """L1 bytes requested are fixed by the code (the same in every replay): derived == counted."""
-    i, j = _by_range(full), _by_range(summed)
+    i, j = by_range(full), by_range(summed)
     for rng in (GEMM, FP64, FP16, ADD):
         assert full.launches["l1_bytes"][i[rng]] == summed.launches["l1_bytes"][j[rng]], rng
     assert full.launches["l1_bytes"][i[GEMM]] == 104_857_600
@@ -109,7 +96,7 @@ def test_set_full_l2_bytes_are_32_x_sectors_and_near_the_sum_capture(full, summe
     """L2 traffic itself differs from replay to replay (the GEMM's counted lts__t_bytes: 70.8 MB in
     the .sum capture, 75.3 MB in the identity capture), so across captures the derived L2 bytes agree
     only as well as the hardware repeats itself; exactness is the identity capture's test above."""
-    i, j = _by_range(full), _by_range(summed)
+    i, j = by_range(full), by_range(summed)
     sectors = [v["lts__t_sectors.sum"] for v in _cells(FULL)]
     for rng in (GEMM, FP64, FP16, ADD):
         derived, counted = full.launches["l2_bytes"][i[rng]], summed.launches["l2_bytes"][j[rng]]
