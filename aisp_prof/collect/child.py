@@ -200,7 +200,8 @@ def capture_for_nsys(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants
     return {**report, "sizes": sizes, "capture_started_at": began}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The child's command line (runner.child_command writes it)."""
     ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.child")
     ap.add_argument("--pair", required=True)
     ap.add_argument("--pair-file", type=Path, help="the module of a pair outside the kernels folder (pairs.files)")
@@ -224,7 +225,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wait-for", type=Path, help="profile: import and load the pair, then wait for this file "
                                                   "before any CUDA call (the check process's --release)")
     ap.add_argument("--wait-parent", type=int, default=0, help="with --wait-for: give up if this process ends")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     started = time.time()
     rank = ranks.from_env()
     if rank is not None:          # one rank of a torchrun job: its own reports
