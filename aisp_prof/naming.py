@@ -17,6 +17,8 @@ NCU_REP = "ncu.ncu-rep"          # gzipped to ncu.ncu-rep.gz once exported (abou
 NSYS_SQLITE = "nsys.sqlite"
 NSYS_REP = "nsys.nsys-rep"
 NSYS_CHILD_JSON = "nsys_child.json"   # the report of the nsys capture (variants, iterations, warm-up)
+NCU_CHILD_JSON = "ncu_child.json"     # the report of the child ncu profiled
+GPU_RELEASED = ".gpu_released"        # the check process writes it when done with the GPU (collect.child --release)
 COMPILE_CACHE_DIR = "compile_cache"   # Inductor's and Triton's caches while the children run (then removed)
 GENERATED_DIR = "generated"           # what the compilers generated, kept: output code, TTGIR/PTX/SASS
 

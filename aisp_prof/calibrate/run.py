@@ -21,7 +21,7 @@ from ..collect import tools
 from ..collect.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
 from ..collect.steps import Progress, StepContext, child_env, ncu_step, python_module, read_child
 from ..errors import AispError, NoGpuError, ProfilerFailedError
-from ..naming import RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
+from ..naming import NCU_CHILD_JSON, RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from ..store.calibrations import save_calibration, write_calibration_file
 from .probes import BY_NAME, SPECS
@@ -171,7 +171,7 @@ def _profile_into(ctx: StepContext, ncu: Path, names: list[str]) -> None:
     started = time.time()
     metrics = metric_names(DEFAULT_GROUPS)
     ctx.progress(f"ncu: {len(metrics)} metrics for each kernel in aisp/{PAIR_NAME}/*")
-    child_json = ctx.folder / "ncu_child.json"
+    child_json = ctx.folder / NCU_CHILD_JSON
     report = ncu_step(ctx, ncu, _child("profile", names, child_json, 1, 1), child_json,
                       [nvtx_path(PAIR_NAME, n) for n in names], metrics)
     probes, info = report.get("probes", {}), ctx.info

@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import gc
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -294,8 +295,6 @@ def wait_for_release(path: Path, parent_pid: int = 0, poll_s: float = 0.02) -> N
     """Block until `path` exists (`release_gpu` in the check process), never touching CUDA.
     ProfilerFailedError if `parent_pid` (the run that started this process) ends first: a run
     killed with SIGKILL then leaves no process waiting forever."""
-    import os
-
     while not path.exists():
         if parent_pid:
             try:

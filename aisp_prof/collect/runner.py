@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import CorrectnessError, RequirementError
-from ..naming import CHECK_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id, nvtx_path
+from ..naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id,
+                      nvtx_path)
 from ..pairs import KernelPair, parse_sizes
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
@@ -41,8 +42,6 @@ from .steps import (Background, Progress, StepContext, check_nsys_step, check_st
 log = logging.getLogger(__name__)
 CHILD_MODULE = "aisp_prof.collect.child"
 GPU_FIELDS = ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_bytes")
-NCU_CHILD_JSON = "ncu_child.json"
-GPU_RELEASED = ".gpu_released"       # the check process touches it when done with the GPU (collect.child --release)
 
 
 @dataclass

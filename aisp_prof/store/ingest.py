@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
-from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
+from ..naming import CHECK_JSON, NCU_CSV, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
 from ..parse.launch_metrics import LaunchMetrics
 from ..parse.ncu_whole import check_launch_count
 from ..paths import samples_dir
@@ -217,8 +217,6 @@ def _profiled(info: dict[str, Any], run_json: Path | None) -> int | None:
 def _own_run_profiled(path: Path) -> int | None:
     """For a run folder's own ncu export imported by itself (`ncu_raw.csv`, `ncu.ncu-rep[.gz]`
     beside the run's run.json): the count ncu profiled; None for any other file."""
-    from ..naming import NCU_REP
-
     run_json = path.parent / RUN_JSON
     if path.name not in (NCU_CSV, NCU_REP, NCU_REP + ".gz") or not run_json.is_file():
         return None
