@@ -19,10 +19,11 @@ The Hopper port runs no new CUDA: both kernels are the ones two sibling pairs bu
 with `load_sibling` (their sources are part of this pair's digest).
   baseline (hand_written)
       ch10.warp_specialization's `warp_specialized` kernel: 128 x 256 tiles, a setmaxnreg producer
-      warpgroup (40 registers) and two consumer warpgroups (232) on a 4-stage ring, persistent
-      (grid = SMs), tiles in groups of 8 row tiles, fp16 stored from the registers. It already has
-      what made the book's CUTLASS kernel faster than its hand-rolled one: persistence and a
-      producer that loads the next tile during the epilogue.
+      warpgroup (40 registers) and two consumer warpgroups (232) on a 3-stage ring, persistent
+      (grid = SMs), tiles in groups of 8 row tiles, and (since session 9) a TMA-store epilogue:
+      the fp16 tile staged in shared memory and stored by TMA while the consumers start the next
+      tile. It already has what made the book's CUTLASS kernel faster than its hand-rolled one:
+      persistence and a producer that loads the next tile during the epilogue.
   cutlass_cooperative_c2
       ch10.warp_specialization_cutlass's `KernelTmaWarpSpecializedCooperative` 256x128x64 on a 2x1
       cluster (each CTA loads half of the B box and multicasts it to both; Hopper's closest analog
@@ -34,21 +35,25 @@ with `load_sibling` (their sources are part of this pair's digest).
   cublas
       torch.mm(a, b.t(), out=c): the reference library (nvjet 192x192 tiles, 1x2 cluster on H100).
 
-Predicted profile (from the sibling pairs' H100 runs at this size, profiles/samples_h100_ch10/;
-measured numbers belong in kernels/ch10/README.md):
-  - Hopper ratio ~1.0x, nowhere near the book's 1.602x: the hand-written kernel is 1.71 ms by ncu,
-    CUTLASS cooperative 1.86 ms (0.92x: slower) and with swizzle 8 1.59 ms (1.07x); cuBLAS 1.46 ms.
-    The book's gap came from persistence and 2-SM MMA; Hopper's hand-written kernel has the first
-    and Hopper has no second.
+Predicted profile (from the sibling pairs' runs at this size: profiles/samples_h100_ch10/ and the
+session-9 H200 timings of ch10.warp_specialization; measured numbers belong in kernels/ch10/README.md):
+  - Hopper ratio ~1.0x or below, nowhere near the book's 1.602x: with its register epilogue the
+    hand-written kernel was 1.71 ms by ncu on an H100, CUTLASS cooperative 1.86 ms (0.92x) and
+    with swizzle 8 1.59 ms (1.07x), cuBLAS 1.46 ms; with the TMA store the hand-written kernel ran
+    at ~100% of cuBLAS on an H200 (gate timing), so both CUTLASS variants are predicted slower
+    than it (~0.97x with swizzle 8, ~0.9x without). The book's gap came from persistence and 2-SM
+    MMA; Hopper's hand-written kernel has the first and Hopper has no second.
   - DRAM bytes: hand_written ~1.8 GB (group-8 tile order), cooperative with swizzle 1 ~4.5 GB (2.5x:
     its tile order streams A again for every ~2 tile columns), swizzle 8 ~2.3 GB.
   - L2 -> SM bytes (lts__t_bytes): ~13.8 GB hand-written (128 x 256 tiles read A once per 256 columns
     and B once per 128 rows, 12 GiB of operand reads), ~14.8 GB cooperative (256 x 128 tiles,
     B multicast: 10 GiB predicted, more measured): the cluster's multicast does not buy fewer L2
-    bytes than a wider tile does, so the cooperative kernel's edge, where it has one, is elsewhere:
-    its epilogue (UTMASTG from shared memory, overlapping the next tile) and the tile order.
-  - SASS: HGMMA.64x256x16 + UTMALDG.2D, USETMAXREG, no UTMASTG in hand_written; HGMMA.64x128x16,
-    UTMALDG.3D.MULTICAST, UTMASTG, UCGABAR in the cooperative kernels.
+    bytes than a wider tile does (ch10.warp_specialization's c2 variant, B multicast on the
+    hand-written kernel, bought no time either), so the cooperative kernel's edge over the
+    register-epilogue kernel was elsewhere: its epilogue (UTMASTG from shared memory, overlapping
+    the next tile) and the tile order. With both epilogues alike, the tile order is what is left.
+  - SASS: HGMMA.64x256x16 + UTMALDG.2D, USETMAXREG, STS + UTMASTG.2D in hand_written;
+    HGMMA.64x128x16, UTMALDG.3D.MULTICAST, UTMASTG, UCGABAR in the cooperative kernels.
   - Launch: hand_written 132 blocks x 384 threads, no cluster; cooperative 132 CTAs x 384 threads
     in 2x1 clusters (launch__cluster_dim_x = 2).
   - Tensor pipe active: highest for cuBLAS and swizzle 8, lowest for cooperative swizzle 1.
@@ -77,7 +82,6 @@ _HAND = load_sibling(__file__, "warp_specialization.py", "aisp_ch10_warp_special
 _CUTLASS = load_sibling(__file__, "warp_specialization_cutlass.py", "aisp_ch10_ws_cutlass_for_warpgroup")
 
 make_inputs = _HAND.make_inputs          # a [m, k] ~ N(0, 1/k), b [n, k] ~ N(0, 1), fp16: the same in both siblings
-validate_sizes = _CUTLASS.validate_sizes
 
 hand_written = _HAND.warp_specialized
 cutlass_cooperative_c2 = _CUTLASS.cooperative_256x128_c2
