@@ -13,4 +13,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 if [ -f .cutlass_xz/cutlass_include.tar.xz ]; then
   mkdir -p /tmp/cutlass && tar xJf .cutlass_xz/cutlass_include.tar.xz -C /tmp/cutlass && export AISP_CUTLASS_INCLUDE=/tmp/cutlass/include
 fi
+# cuda-python's cuda.bindings.{driver,nvrtc} + cuda.pathfinder (cp312) as a ~1.6 MB .cudapy/cuda_bindings_min.tar.xz (the 7 MB
+# wheels don't fit the 64 MiB a call carries; ch14.cuda_python's nvrtc variant needs them): unpacked into /tmp/site, on PYTHONPATH
+if [ -f .cudapy/cuda_bindings_min.tar.xz ]; then
+  mkdir -p /tmp/site && tar xJf .cudapy/cuda_bindings_min.tar.xz -C /tmp/site
+fi
 AISP="python3 -m aisp_prof"

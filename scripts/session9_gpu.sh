@@ -35,14 +35,19 @@ for step in ${STEPS:-}; do
       $AISP bench run $(targets) --repeats 10 --budget-s 1.5 --update-expectations \
         --record-processes ${RECORD_PROCESSES:-3} --db /tmp/gate.db --profiles-dir /tmp/profiles \
         --json > "$OUT/record.json"; echo "record_rc $? $(t)"
-      for c in ch10 ch14; do for f in kernels/$c/expectations_*.json; do cp "$f" "$OUT/${c}_$(basename "$f")"; done; done ;;
+      for c in $(for p in $PAIRS; do echo "${p%%.*}"; done | sort -u); do
+        for f in kernels/$c/expectations_*.json; do cp "$f" "$OUT/${c}_$(basename "$f")"; done
+      done ;;
     run)
       for p in $PAIRS; do
         $AISP run "$p" --profiles-dir profiles --label session9 --json > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
         echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
-      done
-      tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' profiles/2026* "$OUT"/run_*.err 2>/dev/null && rm -f "$OUT"/run_*.err ;;
+      done ;;
   esac
 done
-python3 scripts/session9_table.py "$OUT"
+python3 scripts/session9_table.py "$OUT" "$PAIRS"
 } 2>&1 | tee -a "$OUT/session.log"
+# at most 8 files come back: the run folders and their logs go in one archive
+if ls "$OUT"/run_* >/dev/null 2>&1; then
+  tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' profiles/2026* "$OUT"/run_* 2>/dev/null && rm -f "$OUT"/run_*
+fi

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 out = Path(sys.argv[1])
+wanted = set(sys.argv[2].split()) if len(sys.argv) > 2 else None      # the visit's pairs (default: all)
 for f in sorted(out.glob("sanitize_*.json")):
     try:
         for r in json.loads(f.read_text())["results"]:
@@ -18,6 +19,8 @@ for f in sorted(out.glob("*expectations*.json")):
     except (ValueError, KeyError):
         continue
     for name, entry in pairs.items():
+        if wanted and name not in wanted:
+            continue
         variants = entry["summary"]["variants"]
         ref = variants.get("cublas", {}).get("median_ns")
         for v, s in variants.items():

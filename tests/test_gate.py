@@ -91,6 +91,21 @@ def test_a_session_from_another_machine_widens_the_margin(runs, recorded):
     assert entry["summary"]["variants"]["baseline"]["margin"]["time"] == exp.MARGIN_FLOOR["time"]
 
 
+def test_a_session_of_other_code_replaces_the_old_evidence(runs, recorded):
+    """A recording of changed code (another source digest) must not be pooled with the old
+    kernel's sessions: session 9 found an H200 summary blending a rewritten kernel's times with
+    its predecessor's. Sessions of the same digest, or of an unknown one, still pool."""
+    data = load_run_dir(runs / DRIFT_RUN)
+    old = dict(recorded["ch09.compute_bound"])
+    old["sessions"] = [dict(s, source_sha256="a" * 64) for s in old["sessions"]]
+    def add(sha):
+        session = exp.session_of(data.samples, {"run_id": data.run_id, "source_sha256": sha}, data.info["sensor"])
+        return exp.add_session(old, session, data.info["sizes"])
+    assert len(add("b" * 64)["sessions"]) == 1                              # other code: the old evidence goes
+    assert add("b" * 64)["summary"]["variants"]["bf16"]["processes"] == 4   # the new session's processes only
+    assert len(add("a" * 64)["sessions"]) == 2 and len(add(None)["sessions"]) == 2
+
+
 def test_the_speedup_interval_comes_from_side_by_side_samples(runs):
     data = load_run_dir(runs / SAME_RUN)
     df = with_cycles(data.samples, 1980)

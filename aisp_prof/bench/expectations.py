@@ -148,8 +148,17 @@ def _margin(metric: str, replicas: list[float]) -> float:
 
 def add_session(entry: Mapping[str, Any] | None, session: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
     """The pair's entry with `session` appended (the oldest dropped beyond MAX_SESSIONS) and its
-    summary recomputed. Sessions of other problem sizes are dropped: they measured another thing."""
-    kept = [s for s in (entry or {}).get("sessions", []) if (entry or {}).get("sizes") == dict(sizes)]
+    summary recomputed. Sessions of other problem sizes, or of other code (another source digest,
+    where both are known), are dropped: they measured another thing, and pooling them would blend
+    the old kernel's times into the new one's."""
+    kept = [s for s in (entry or {}).get("sessions", [])
+            if (entry or {}).get("sizes") == dict(sizes) and same_code(s, session)]
     new = {"sizes": dict(sizes), "sessions": (kept + [dict(session)])[-MAX_SESSIONS:]}
     new["summary"] = summarize(new)
     return new
+
+
+def same_code(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """False only when both sessions name their source digest and the digests differ."""
+    x, y = a.get("source_sha256"), b.get("source_sha256")
+    return not (x and y and x != y)
