@@ -89,13 +89,33 @@ def test_the_four_stage_wgmma_ring_reaches_ninety_percent_of_cublas(db):
 
 
 def test_warpgroup_specialization_default_tile_order_streams_a_again(db):
-    """The pair's predicted mechanism on the real run: CUTLASS's cooperative 2x1 kernel in its
-    default tile order reads > 2x the hand-written kernel's DRAM bytes; group-8 order takes it
-    back below; only the CUTLASS kernels (and cuBLAS) run on 2x1 clusters; cuBLAS is fastest."""
+    """The pair's predicted mechanism on the real run (session 9, git 35150e2): CUTLASS's cooperative
+    2x1 kernel in its default tile order reads > 2x the hand-written kernel's DRAM bytes; a group-8
+    order takes most of it back; only the CUTLASS kernels (and cuBLAS) run on 2x1 clusters; with its
+    TMA-store epilogue the hand-written kernel beats both CUTLASS orders and ties cuBLAS."""
     k = kernels(db, "ch10.warpgroup_specialization")
     assert k.loc["cutlass_cooperative_c2", "dram_bytes"] > 2 * k.loc["baseline", "dram_bytes"]
-    assert k.loc["cutlass_cooperative_c2_swizzle8", "dram_bytes"] < k.loc["baseline", "dram_bytes"]
+    assert k.loc["cutlass_cooperative_c2_swizzle8", "dram_bytes"] < 0.6 * k.loc["cutlass_cooperative_c2", "dram_bytes"]
     assert k.loc["baseline", "cluster_dim"] is None and k.loc["baseline", "grid_dim"] == "(132, 1, 1)"
     assert set(k.drop(index="baseline")["cluster_dim"]) == {"(2, 1, 1)"}
-    assert k["duration_ns"].idxmin() == "cublas"
-    assert k.loc["cutlass_cooperative_c2_swizzle8", "duration_ns"] < k.loc["baseline", "duration_ns"]
+    dur = k["duration_ns"]
+    assert dur["baseline"] < dur["cutlass_cooperative_c2_swizzle8"] < dur["cutlass_cooperative_c2"]
+    assert abs(dur["baseline"] / dur["cublas"] - 1) < 0.02                   # 1.470 vs 1.465 ms
+
+
+def test_the_tma_store_epilogue_closed_the_gap_to_cublas(db):
+    """Session 9 (git 35150e2): the register-epilogue control, the TMA-store kernel and its 2x1-cluster
+    twin, one tile walk each on the SMs (132 blocks), the same tensor FLOPs; only the epilogue moves
+    the time, to cuBLAS's (issue 13's 90%: met)."""
+    k = kernels(db, "ch10.warp_specialization")
+    ours = ("warp_specialized", "warp_specialized_c2", "warp_specialized_reg_epilogue")
+    assert all(k.loc[v, "grid_dim"] == "(132, 1, 1)" for v in ours)
+    assert k.loc["warp_specialized_c2", "cluster_dim"] == "(2, 1, 1)"
+    assert k.loc["warp_specialized", "cluster_dim"] is None
+    assert len({k.loc[v, "flops_tensor"] for v in ours + ("baseline",)}) == 1
+    dur = k["duration_ns"]
+    assert dur["warp_specialized"] < 0.9 * dur["warp_specialized_reg_epilogue"]    # 1.47 vs 1.73 ms
+    assert dur["warp_specialized"] <= 1.02 * dur["cublas"]                          # 1.473 vs 1.466 ms
+    assert dur["warp_specialized_c2"] > dur["warp_specialized"]                    # multicast bought no time
+    # the half-sector register stores show in L2 traffic; the TMA stores write whole lines
+    assert k.loc["warp_specialized", "l2_bytes"] < 0.7 * k.loc["warp_specialized_reg_epilogue", "l2_bytes"]
