@@ -13,6 +13,7 @@ RUN_JSON = "run.json"
 CHECK_JSON = "check.json"        # the check, and the first timing process's samples
 TIMING_JSON = "timing_p{process}.json"   # the samples of each further timing process
 NCU_CSV = "ncu_raw.csv"
+NCU_CSV_GZ = NCU_CSV + ".gz"     # the same, gzipped (shipped samples: a 2.9 MB CSV is 0.2 MB)
 NCU_REP = "ncu.ncu-rep"          # gzipped to ncu.ncu-rep.gz once exported (about 10x smaller)
 NSYS_SQLITE = "nsys.sqlite"
 NSYS_REP = "nsys.nsys-rep"

@@ -380,10 +380,10 @@ def parse_ncu_csv(path: str | Path) -> NcuParse:
 
 
 def parse_ncu_export(path: str | Path) -> NcuParse:
-    """Parse any ncu export by its name: `.csv` (raw page) or `.ncu-rep` / `.ncu-rep.gz`."""
+    """Parse any ncu export by its name: `.csv` / `.csv.gz` (raw page) or `.ncu-rep` / `.ncu-rep.gz`."""
     path = Path(path)
     name = path.name.lower()
-    if name.endswith(".csv"):
+    if name.endswith((".csv", ".csv.gz")):
         return parse_ncu_csv(path)
     if name.endswith((".ncu-rep", ".ncu-rep.gz")):
         from aisp_prof.parse.ncu_rep import (
@@ -392,5 +392,5 @@ def parse_ncu_export(path: str | Path) -> NcuParse:
 
         return parse_ncu_rep(path)
     raise ExportParseError(
-        f"{path}: not an ncu export this tool reads (.csv, .ncu-rep, .ncu-rep.gz); {REEXPORT_HINT}"
+        f"{path}: not an ncu export this tool reads (.csv, .csv.gz, .ncu-rep, .ncu-rep.gz); {REEXPORT_HINT}"
     )

@@ -9,7 +9,9 @@ of cells, else a bad header, else the first bad cell (`FirstError`).
 from __future__ import annotations
 
 import csv
+import gzip
 import logging
+import zlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +27,18 @@ _TOOL_LINE = re.compile(r"==[A-Z]+==")
 
 
 def read_text(path: Path) -> str:
+    """The export's text; a `.gz` name is gunzipped first (a truncated or corrupt gzip is an
+    ExportParseError, as a truncated CSV is)."""
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ExportParseError(f"{path}: cannot read the ncu export ({exc.strerror})") from exc
+    if path.name.lower().endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ExportParseError(f"{path}: not a whole gzip file ({exc}); gzip the CSV again, or "
+                                   f"{REEXPORT_HINT}") from exc
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -15,7 +15,8 @@ import pandas as pd
 
 from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
-from ..naming import CHECK_JSON, NCU_CSV, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id, utc_now, variant_of
+from ..naming import (CHECK_JSON, NCU_CSV, NCU_CSV_GZ, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id,
+                      utc_now, variant_of)
 from ..parse.launch_metrics import LaunchMetrics
 from ..parse.ncu_whole import check_launch_count
 from ..paths import samples_dir
@@ -83,9 +84,10 @@ def load_run_dir(run_dir: Path, in_export: bool = False) -> RunData:
     with _wrong_shape(run_dir / RUN_JSON):
         data = RunData(run=_run_row(info, "run", run_dir))
         world = int(info.get("world_size") or 1)
-    if (run_dir / NCU_CSV).exists():
-        _ncu(run_dir / NCU_CSV, pair, data)
-        check_launch_count(run_dir / NCU_CSV, len(data.kernels), _profiled(info, run_dir / RUN_JSON), PROFILED_WHERE)
+    ncu_csv = next((run_dir / n for n in (NCU_CSV, NCU_CSV_GZ) if (run_dir / n).exists()), None)
+    if ncu_csv is not None:
+        _ncu(ncu_csv, pair, data)
+        check_launch_count(ncu_csv, len(data.kernels), _profiled(info, run_dir / RUN_JSON), PROFILED_WHERE)
         if world > 1:                    # ncu watched one rank
             data.kernels.insert(0, "rank", int(info.get("ncu_rank") or 0))
     if world > 1 and (run_dir / NSYS_SQLITE).exists():
@@ -179,7 +181,7 @@ def load_export(path: Path, label: str | None = None, in_export: bool = False) -
         "imported_from": str(path.resolve()),
     }
     data = RunData(run={})
-    if name.endswith(".csv") or name.endswith(".ncu-rep") or name.endswith(".ncu-rep.gz"):
+    if name.endswith((".csv", ".csv.gz", ".ncu-rep", ".ncu-rep.gz")):
         _ncu(path, None, data)
         if data.kernels.empty:
             raise ExportParseError(f"{path}: no kernel launches in this ncu export")
@@ -194,7 +196,7 @@ def load_export(path: Path, label: str | None = None, in_export: bool = False) -
             info["gpu"] = _nsys(sqlite, None, data)
         info["nsys_export_command"] = command
     else:
-        raise ExportParseError(f"{path}: not an ncu .csv/.ncu-rep or an nsys .sqlite/.nsys-rep export "
+        raise ExportParseError(f"{path}: not an ncu .csv[.gz]/.ncu-rep or an nsys .sqlite/.nsys-rep export "
                                "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")
     data.run = _run_row(info, "import", None)
     return data
@@ -215,10 +217,10 @@ def _profiled(info: dict[str, Any], run_json: Path | None) -> int | None:
 
 
 def _own_run_profiled(path: Path) -> int | None:
-    """For a run folder's own ncu export imported by itself (`ncu_raw.csv`, `ncu.ncu-rep[.gz]`
+    """For a run folder's own ncu export imported by itself (`ncu_raw.csv[.gz]`, `ncu.ncu-rep[.gz]`
     beside the run's run.json): the count ncu profiled; None for any other file."""
     run_json = path.parent / RUN_JSON
-    if path.name not in (NCU_CSV, NCU_REP, NCU_REP + ".gz") or not run_json.is_file():
+    if path.name not in (NCU_CSV, NCU_CSV_GZ, NCU_REP, NCU_REP + ".gz") or not run_json.is_file():
         return None
     try:
         info = json.loads(run_json.read_text())
