@@ -56,8 +56,8 @@ def _runs_here(row: dict[str, Any]) -> str:
 @db_option
 @json_option
 def import_cmd(paths: tuple[Path, ...], label: str | None, job: str | None, db: Path | None, as_json: bool) -> None:
-    """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw) or
-    .ncu-rep, an nsys SQLite export, or an nsys .nsys-rep (exported to SQLite on the fly by
+    """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw; or
+    gzipped, .csv.gz) or .ncu-rep, an nsys SQLite export, or an nsys .nsys-rep (exported to SQLite on the fly by
     nsys from $AISP_NSYS or PATH; without nsys it exits 4 and says the `nsys export` command to
     run). Prints each run id; a run folder already stored is not stored again (its id is
     printed, and stderr says it was already there).
