@@ -8,8 +8,10 @@ list, history and bench list-targets work. It needs an index pip can reach (skip
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -20,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_non_editable_install_runs_the_quickstart_elsewhere(tmp_path):
     venv = tmp_path / "venv"
     # the venv sees this interpreter's packages (pandas, torch...); only aisp-prof is installed into it
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
+    _see_running_packages(python)
     proc = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -73,6 +76,18 @@ def test_light_install_without_torch_runs_the_no_gpu_quick_start(tmp_path):
                          (["bench", "list-targets"], "skipped here: kernels extra not installed")):
         res = subprocess.run([aisp, *args], cwd=work, env=env, capture_output=True, text=True, timeout=300)
         assert res.returncode == 0 and needle in res.stdout, (args, res.stdout[-1000:], res.stderr[-1000:])
+
+
+def _see_running_packages(python: Path) -> None:
+    """Make the venv of `python` see the site-packages of the interpreter running pytest, after its
+    own. `venv --system-site-packages` would show it the base interpreter's packages only, so when
+    pytest itself runs inside a venv (README command 2) the inner one had no pandas. A .pth line is
+    a plain sys.path entry: the running interpreter's own .pth files (its editable aisp-prof) are not
+    run, and the inner venv's site-packages, where aisp-prof is installed, comes first."""
+    paths = dict.fromkeys([*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+    inner = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    (Path(inner) / "_running_interpreter.pth").write_text("".join(f"{p}\n" for p in paths if Path(p).is_dir()))
 
 
 def _readme_command_1() -> str:
