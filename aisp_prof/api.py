@@ -206,7 +206,7 @@ class RunDatabase:
         return compare(*sides)
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
-        """Store a run folder, an ncu CSV (.csv[.gz])/.ncu-rep or an nsys SQLite export; the new run id."""
+        """Store a run folder, an ncu CSV (.csv[.gz])/.ncu-rep or an nsys SQLite export (.sqlite[.gz]); its id."""
         return store_path(self.path, Path(path), label, skip_stored)
 
     def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None) -> str:

@@ -23,9 +23,14 @@ GPU_RELEASED = ".gpu_released"        # the check process writes it when done wi
 COMPILE_CACHE_DIR = "compile_cache"   # Inductor's and Triton's caches while the children run (then removed)
 GENERATED_DIR = "generated"           # what the compilers generated, kept: output code, TTGIR/PTX/SASS
 
-# the timers a speedup can use, primary first (analyze.speedup says why), and how each is shown
-SPEEDUP_TIMERS = ("nsys_gpu_time", "cuda_events", "ncu_duration")
-TIMER_LABELS = {"nsys_gpu_time": "nsys GPU time", "cuda_events": "CUDA events", "ncu_duration": "ncu duration"}
+# the timers a speedup can use, in the default order (analyze.speedup says why), and how each is
+# shown; gpu_events, latency and steady are the timer's three kinds (collect.samplers), cuda_events
+# the one CUDA-event timer of runs before them
+SPEEDUP_TIMERS = ("gpu_events", "nsys_gpu_time", "cuda_events", "ncu_duration", "steady", "latency")
+HOST_TIMERS = ("latency", "steady")          # the timers that include the host's work
+TIMER_KINDS = {"gpu_events": "gpu", "latency": "latency", "steady": "steady"}   # timer -> its samples' kind
+TIMER_LABELS = {"gpu_events": "GPU time, CUDA events", "nsys_gpu_time": "nsys GPU time", "cuda_events": "CUDA events",
+                "ncu_duration": "ncu duration", "steady": "steady time per call", "latency": "latency per call"}
 GENERATED_INDEX = "generated/index.json"
 
 NVTX_ROOT = "aisp"
@@ -58,6 +63,12 @@ def rank_path(path: Path, rank: int) -> Path:
     """A rank's own file of a multi-rank run: rank 0 keeps `path` (what a one-process run
     writes), rank r writes `<stem>.rank<r><suffix>` beside it (check.rank1.json, nsys.rank1.sqlite)."""
     return path if rank == 0 else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
+def stored(path: Path) -> Path | None:
+    """A run folder's file as it is there: `path`, or `path.gz` where it is kept gzipped (the
+    shipped samples' `ncu_raw.csv.gz`, `nsys.sqlite.gz`, `check.json.gz`); None when neither is."""
+    return next((p for p in (path, path.with_name(path.name + ".gz")) if p.exists()), None)
 
 
 def new_run_id(pair_name: str) -> str:

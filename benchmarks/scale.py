@@ -69,6 +69,7 @@ from scale_exports import (
     copies_for,
     ncu_launch_count,
     nsys_kernel_count,
+    resolve_export,
     scale_ncu_csv,
     scale_nsys_export,
 )
@@ -241,7 +242,8 @@ def _precheck(bench: Bench, build: Callable[[Path, int], Any], export_name: str,
 
 def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
     """Import, kernels and ranges of nsys exports of each size."""
-    steps, unit, source = ["nsys import", "nsys kernels --json", "nsys ranges --json"], "kernels", sample / NSYS_FILE
+    steps, unit = ["nsys import", "nsys kernels --json", "nsys ranges --json"], "kernels"
+    source = resolve_export(sample, NSYS_FILE)
     db, per_copy = bench.work / "nsys-shipped.db", nsys_kernel_count(source)
     run = _shipped_import(bench, "nsys import", per_copy, unit, source, db)
     original = _tool_json(bench, ["ranges", run], db, "nsys-ranges-shipped")
@@ -279,7 +281,8 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
 
 def ncu_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
     """Import, roofline and kernels of ncu CSVs of each size."""
-    steps, unit, source = ["ncu import", "ncu roofline --json", "ncu kernels --json"], "launches", sample / NCU_FILE
+    steps, unit = ["ncu import", "ncu roofline --json", "ncu kernels --json"], "launches"
+    source = resolve_export(sample, NCU_FILE)
     db, per_copy = bench.work / "ncu-shipped.db", ncu_launch_count(source)
     run = _shipped_import(bench, "ncu import", per_copy, unit, source, db)
     original = _tool_json(bench, ["kernels", run], db, "ncu-kernels-shipped")

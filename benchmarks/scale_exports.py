@@ -29,11 +29,15 @@ ncu the launch count and per-variant sums of bytes, FLOPs and durations.
 from __future__ import annotations
 
 import argparse
+import atexit
 import csv
+import functools
+import gzip
 import io
 import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,21 +60,36 @@ def copies_for(target: int, per_copy: int) -> int:
     return max(1, round(target / per_copy))
 
 
-def _resolve(source: Path, name: str) -> Path:
-    """A run folder or the export itself."""
-    return source / name if source.is_dir() else source
+def resolve_export(source: Path, name: str) -> Path:
+    """A run folder or the export itself. The shipped samples keep theirs gzipped (`nsys.sqlite.gz`,
+    `ncu_raw.csv.gz`): such an export is a plain copy in a temporary folder, removed at exit."""
+    path = source / name if source.is_dir() else source
+    gz = path.with_name(path.name + ".gz")
+    if not path.exists() and gz.exists():
+        path = gz
+    return _gunzipped(path.resolve()) if path.name.endswith(".gz") else path
+
+
+@functools.lru_cache(maxsize=None)
+def _gunzipped(path: Path) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="aisp_scale_source_"))
+    atexit.register(shutil.rmtree, folder, True)
+    plain = folder / path.name[: -len(".gz")]
+    with gzip.open(path, "rb") as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return plain
 
 
 def nsys_kernel_count(source: Path) -> int:
     """Kernels in an nsys export (a run folder or the .sqlite): the unit one copy adds."""
-    path = _resolve(Path(source), NSYS_FILE)
+    path = resolve_export(Path(source), NSYS_FILE)
     with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as conn:
         return conn.execute(f"SELECT COUNT(*) FROM {KERNEL_TABLE}").fetchone()[0]
 
 
 def ncu_launch_count(source: Path) -> int:
     """Launch rows in an ncu raw-page CSV (a run folder or the .csv)."""
-    return len(_ncu_parts(_resolve(Path(source), NCU_FILE).read_text(encoding="utf-8-sig"))[2])
+    return len(_ncu_parts(resolve_export(Path(source), NCU_FILE).read_text(encoding="utf-8-sig"))[2])
 
 
 # ------------------------------------------------------------------------------------------ nsys
@@ -152,7 +171,7 @@ def scale_nsys_export(source: Path, dest: Path, copies: int, gap_ns: int = DEFAU
     if copies < 1:
         raise ValueError("copies must be at least 1")
     t0 = time.perf_counter()
-    source = _resolve(Path(source), NSYS_FILE)
+    source = resolve_export(Path(source), NSYS_FILE)
     dest = Path(dest)
     dest.unlink(missing_ok=True)
     shutil.copyfile(source, dest)
@@ -248,7 +267,7 @@ def scale_ncu_csv(source: Path, dest: Path, copies: int) -> NcuScaling:
     if copies < 1:
         raise ValueError("copies must be at least 1")
     t0 = time.perf_counter()
-    source = _resolve(Path(source), NCU_FILE)
+    source = resolve_export(Path(source), NCU_FILE)
     preamble, head, launches = _ncu_parts(source.read_text(encoding="utf-8-sig"))
     if not launches:
         raise ValueError(f"{source}: no launch rows")

@@ -2,7 +2,8 @@
 (`export_rows`, issue 17) stores exactly what storing the whole parsed frame stores: the same
 columns in the same order with the same declared types, the same rows in the same order, every
 value of the same SQLite type. Checked on every nsys export the repository holds (the fixtures
-and one export of every sample folder), and the export path must really be taken there."""
+and one export of every sample folder, shipped gzipped: a plain copy of it, since a gzipped export is
+read through a temporary copy and so always as a frame), and the export path must really be taken there."""
 from __future__ import annotations
 
 import sqlite3
@@ -13,9 +14,11 @@ import pytest
 from aisp_prof.export_rows import ExportRows
 from aisp_prof.store import db as store
 from aisp_prof.store.ingest import load_export, store_path
+from sample_files import plain_path
 
 ROOT = Path(__file__).resolve().parent.parent
-EXPORTS = sorted([*(ROOT / "tests" / "fixtures").glob("*/*.sqlite"), *(ROOT / "profiles").glob("*/*/nsys.sqlite")])
+EXPORTS = sorted([*(ROOT / "tests" / "fixtures").glob("*/*.sqlite"), *(ROOT / "profiles").glob("*/*/nsys.sqlite"),
+                  *(ROOT / "profiles").glob("*/*/nsys.sqlite.gz")])
 
 
 def _timeline(db: Path) -> tuple[list[tuple], list[tuple]]:
@@ -31,6 +34,7 @@ def _timeline(db: Path) -> tuple[list[tuple], list[tuple]]:
 
 @pytest.mark.parametrize("export", EXPORTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_copied_timeline_is_the_parsed_frame(tmp_path, export):
+    export = plain_path(export.with_name(export.name.removesuffix(".gz")))
     framed = load_export(export)
     assert not isinstance(framed.timeline, ExportRows)
     store.write_run(tmp_path / "frame.db", framed)

@@ -1,11 +1,11 @@
 """A run folder's ncu export may be shipped gzipped (`ncu_raw.csv.gz`: the big sample CSVs are
 ~15x smaller so, and the device carries 64 MiB): the folder, and the file imported by itself, read
 exactly as the plain CSV; a cut or corrupt gzip is a one-line error and stores nothing.
-Data: a real run folder (profiles/samples/...ch09.fused_l2norm, an H200 run of aisp-prof run)."""
+Data: a real run folder (profiles/samples/...ch09.fused_l2norm, an H200 run of aisp-prof run), shipped
+gzipped; the plain form is a gunzipped copy."""
 from __future__ import annotations
 
 import gzip
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,14 +16,18 @@ from aisp_prof.cli import cli
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.ncu_csv import parse_ncu_export
 from aisp_prof.store.ingest import load_run_dir
+from sample_files import plain_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 
 
+def _plain(tmp_path: Path) -> Path:
+    return plain_copy(SAMPLE, tmp_path / "plain" / SAMPLE.name)
+
+
 def _gzipped_copy(tmp_path: Path) -> Path:
-    folder = tmp_path / SAMPLE.name
-    shutil.copytree(SAMPLE, folder)
+    folder = plain_copy(SAMPLE, tmp_path / "gz" / SAMPLE.name)
     csv = folder / "ncu_raw.csv"
     (folder / "ncu_raw.csv.gz").write_bytes(gzip.compress(csv.read_bytes()))
     csv.unlink()
@@ -31,7 +35,7 @@ def _gzipped_copy(tmp_path: Path) -> Path:
 
 
 def test_a_gzipped_run_folder_reads_as_the_plain_one(tmp_path):
-    plain, gz = load_run_dir(SAMPLE), load_run_dir(_gzipped_copy(tmp_path))
+    plain, gz = load_run_dir(_plain(tmp_path)), load_run_dir(_gzipped_copy(tmp_path))
     assert len(plain.kernels) > 0
     assert plain.kernels.equals(gz.kernels)
     a, b = plain.launch_metrics, gz.launch_metrics
@@ -41,7 +45,7 @@ def test_a_gzipped_run_folder_reads_as_the_plain_one(tmp_path):
 
 def test_the_gzipped_file_imports_by_itself(tmp_path):
     gz = _gzipped_copy(tmp_path) / "ncu_raw.csv.gz"
-    assert parse_ncu_export(gz).launches.equals(parse_ncu_export(SAMPLE / "ncu_raw.csv").launches)
+    assert parse_ncu_export(gz).launches.equals(parse_ncu_export(_plain(tmp_path) / "ncu_raw.csv").launches)
     res = CliRunner().invoke(cli, ["import", str(gz), "--db", str(tmp_path / "a.db")])
     assert res.exit_code == 0, res.output
 

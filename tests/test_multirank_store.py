@@ -3,7 +3,7 @@ run each (rank column, one clock, a `ranks` table), and what `summary`, `ranks` 
 
 Data: profiles/samples_h100x2_ch14/<run-id>/ (a real `aisp-prof run` of ch14.quantized_allreduce on
 2x H100: nsys.sqlite = rank 0, nsys.rank1.sqlite = rank 1, ncu on rank 0 with NCCL kernels left out,
-check.json = both ranks' checks) and tests/fixtures/multigpu_h100x2/ (the two rank exports of an
+check.json = both ranks' checks; shipped gzipped, dev/shrink_samples.py) and tests/fixtures/multigpu_h100x2/ (the two rank exports of an
 earlier capture, no run folder). Counts are read off those files with sqlite3/json here, not
 copied from the code under test. The commands, calibrations and faults are in test_multirank_cli.py.
 """
@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
+from sample_files import plain_file, shipped, shipped_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "profiles" / "samples_h100x2_ch14"
@@ -34,8 +35,9 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 
 
-def raw_kernels(path: Path) -> tuple[int, int]:
-    """(kernels, NCCL kernels) of one nsys export, straight from its SQLite tables."""
+def raw_kernels(path: Path, tmp: Path) -> tuple[int, int]:
+    """(kernels, NCCL kernels) of one nsys export (a plain copy of the shipped one), straight from its SQLite tables."""
+    path = plain_file(path, tmp)
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         row = conn.execute("SELECT count(*), sum(s.value LIKE 'ncclDev%') FROM CUPTI_ACTIVITY_KIND_KERNEL k "
                            "JOIN StringIds s ON s.id = k.shortName").fetchone()
@@ -44,7 +46,7 @@ def raw_kernels(path: Path) -> tuple[int, int]:
 
 
 def checks_in(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["check"]["checks"]
+    return json.loads(shipped_bytes(path))["check"]["checks"]
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +84,12 @@ def job_db(tmp_path_factory) -> tuple[Path, str]:
 
 def test_the_sample_is_a_two_rank_run_of_the_pair():
     assert INFO["pair"] == PAIR and INFO["world_size"] == 2 and INFO["ncu_rank"] == 0
-    assert (RUN_DIR / "nsys.sqlite").exists() and (RUN_DIR / "nsys.rank1.sqlite").exists()
+    assert shipped(RUN_DIR / "nsys.sqlite").exists() and shipped(RUN_DIR / "nsys.rank1.sqlite").exists()
 
 
-def test_timeline_holds_every_kernel_of_both_ranks(run):
+def test_timeline_holds_every_kernel_of_both_ranks(run, tmp_path):
     per_rank = run.timeline.groupby("rank").size().to_dict()
-    raw = {0: raw_kernels(RUN_DIR / "nsys.sqlite"), 1: raw_kernels(RUN_DIR / "nsys.rank1.sqlite")}
+    raw = {0: raw_kernels(RUN_DIR / "nsys.sqlite", tmp_path), 1: raw_kernels(RUN_DIR / "nsys.rank1.sqlite", tmp_path)}
     assert per_rank == {0: raw[0][0], 1: raw[1][0]}
     assert per_rank[0] == per_rank[1]                   # the same program ran on both ranks
     nccl = run.timeline[run.timeline["short_name"].str.startswith("ncclDev")].groupby("rank").size().to_dict()
@@ -108,7 +110,7 @@ def test_ranks_table_says_which_export_was_which_rank_on_one_clock(run):
     ranks = run.ranks.sort_values("rank")
     assert ranks["rank"].tolist() == [0, 1] and ranks["local_rank"].tolist() == [0, 1]
     assert ranks["world_size"].tolist() == [2, 2] and ranks["job_id"].nunique() == 1
-    assert [Path(p).name for p in ranks["path"]] == ["nsys.sqlite", "nsys.rank1.sqlite"]
+    assert [Path(p).name for p in ranks["path"]] == ["nsys.sqlite.gz", "nsys.rank1.sqlite.gz"]     # as shipped
     assert (ranks["matched_collectives"] > 100).all()
     assert (ranks["clock_residual_ns"].abs() < 50 * US).all()
 
@@ -176,7 +178,7 @@ def test_import_job_stores_one_run_of_two_ranks(tmp_path, as_folder):
     data = open_db(db).run("latest")
     assert data.ranks["rank"].tolist() == [0, 1]
     assert [Path(p).name for p in data.ranks["path"]] == [p.name for p in RANK_EXPORTS]
-    raw = [raw_kernels(p) for p in RANK_EXPORTS]
+    raw = [raw_kernels(p, tmp_path) for p in RANK_EXPORTS]
     assert data.timeline.groupby("rank").size().to_dict() == {0: raw[0][0], 1: raw[1][0]}
     assert data.ranks["matched_collectives"].tolist() == [raw[0][1], raw[1][1]]
 

@@ -24,13 +24,15 @@ from aisp_prof.parse.nsys_sqlite import (
     NsysParse,
     parse_nsys_sqlite,
 )
+from sample_files import plain_path, shipped
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 L2NORM = FIXTURES / "l2norm_pair_nsys.sqlite"
 PROBE = FIXTURES / "probe_nested_graph_nsys.sqlite"
 SAMPLES = Path(__file__).parent.parent / "profiles" / "samples"
-SPARSITY = SAMPLES / "20261126T034324Z-ch09.structured_sparsity-c433" / "nsys.sqlite"
-SDPA = SAMPLES / "20261126T033949Z-ch09.sdpa_attention-d4ce" / "nsys.sqlite"
+# shipped gzipped (nsys.sqlite.gz); the SQL oracles below read a plain copy (`plain_path`)
+SPARSITY = shipped(SAMPLES / "20261126T034324Z-ch09.structured_sparsity-c433" / "nsys.sqlite")
+SDPA = shipped(SAMPLES / "20261126T033949Z-ch09.sdpa_attention-d4ce" / "nsys.sqlite")
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +47,7 @@ def probe() -> NsysParse:
 
 def _sql(path: Path, sql: str) -> list[tuple]:
     """Independent look at the fixture, bypassing the parser."""
+    path = plain_path(path.with_name(path.name.removesuffix(".gz")))
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         return conn.execute(sql).fetchall()
 

@@ -23,6 +23,7 @@ from aisp_prof.analyze.roofline import RunInput, build_roofline
 from aisp_prof.api import open_db
 from aisp_prof.analyze.roofline_points import is_sparse_kernel
 from aisp_prof.store.ingest import load_export, load_run_dir, sample_run_dirs, store_path
+from sample_files import shipped_bytes
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 SAMPLE_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
@@ -402,7 +403,7 @@ def test_warning_settings_differ_between_compared_runs(tmp_path):
     cmd[cmd.index("--clock-control") + 1] = "base"                   # the minimal edit
     info["run_id"] = SAMPLE_ID.replace("90df", "base")
     (other / "run.json").write_text(json.dumps(info))
-    (other / "ncu_raw.csv").write_text((_sample_dir() / "ncu_raw.csv").read_text())
+    (other / "ncu_raw.csv").write_bytes(shipped_bytes(_sample_dir() / "ncu_raw.csv"))      # shipped gzipped
     b = store_path(db, other)
     r = open_db(db).roofline(a, b)
     found = _codes(r, "settings_differ")

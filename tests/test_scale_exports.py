@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from scale_check import check_launches, check_ranges  # noqa: E402
-from scale_exports import check_nsys_rows, scale_ncu_csv, scale_nsys_export  # noqa: E402
+from scale_exports import check_nsys_rows, resolve_export, scale_ncu_csv, scale_nsys_export  # noqa: E402
 
 SAMPLE = ROOT / "profiles" / "samples" / "20261126T033949Z-ch09.sdpa_attention-d4ce"   # kernels, memcpy, memset
+NSYS, NCU = resolve_export(SAMPLE, "nsys.sqlite"), resolve_export(SAMPLE, "ncu_raw.csv")   # shipped gzipped: plain copies
 COPIES = 3
 
 
@@ -37,7 +38,7 @@ def _ranges(db: Path, export: Path) -> list[dict]:
 def test_nsys_export_of_k_copies_reads_as_exactly_k_times(tmp_path):
     scaling = scale_nsys_export(SAMPLE, tmp_path / "k3.sqlite", COPIES)
     assert check_nsys_rows(scaling) == []
-    original = _ranges(tmp_path / "t.db", SAMPLE / "nsys.sqlite")
+    original = _ranges(tmp_path / "t.db", NSYS)
     scaled = _ranges(tmp_path / "t.db", scaling.path)
     assert {r["memcpy_count"] > 0 for r in original} == {True, False}      # the sample exercises memory ops
     assert check_ranges(original, scaled, COPIES, scaling.shift_ns) == []
@@ -51,14 +52,14 @@ def test_the_check_catches_an_export_whose_copies_overlap(tmp_path):
         (first,) = conn.execute("SELECT MIN(start) FROM NVTX_EVENTS").fetchone()
         conn.execute('UPDATE NVTX_EVENTS SET start = start - ?1, "end" = "end" - ?1 WHERE start >= ?2 AND start < ?3',
                      (scaling.shift_ns, first + scaling.shift_ns, first + 2 * scaling.shift_ns))
-    original = _ranges(tmp_path / "t.db", SAMPLE / "nsys.sqlite")
+    original = _ranges(tmp_path / "t.db", NSYS)
     assert check_ranges(original, _ranges(tmp_path / "t.db", scaling.path), COPIES, scaling.shift_ns)
 
 
 def test_ncu_csv_of_k_copies_reads_as_exactly_k_times(tmp_path):
     db = tmp_path / "t.db"
     scaling = scale_ncu_csv(SAMPLE, tmp_path / "k3.csv", COPIES)
-    runs = [_tool(db, "import", str(p)).strip() for p in (SAMPLE / "ncu_raw.csv", scaling.path)]
+    runs = [_tool(db, "import", str(p)).strip() for p in (NCU, scaling.path)]
     original, scaled = (json.loads(_tool(db, "kernels", r, "--json")) for r in runs)
     assert check_launches(original, scaled, COPIES) == []
     assert check_launches(original, scaled[:-1], COPIES)                   # one launch short: caught
@@ -67,7 +68,7 @@ def test_ncu_csv_of_k_copies_reads_as_exactly_k_times(tmp_path):
 def test_one_copy_of_an_ncu_csv_is_the_file_itself(tmp_path):
     """The CSV is re-written in ncu's own quoting, so only the IDs differ between copies."""
     scaling = scale_ncu_csv(SAMPLE, tmp_path / "k1.csv", 1)
-    assert scaling.path.read_bytes() == (SAMPLE / "ncu_raw.csv").read_bytes()
+    assert scaling.path.read_bytes() == NCU.read_bytes()
 
 
 @pytest.mark.parametrize("copies", [1, 2])
@@ -76,7 +77,7 @@ def test_scaled_nsys_export_keeps_names_and_offsets_ids(tmp_path, copies):
     with sqlite3.connect(scaling.path) as conn:
         names = conn.execute("SELECT COUNT(*), COUNT(DISTINCT demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
         ids = conn.execute("SELECT MIN(correlationId), MAX(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
-    with sqlite3.connect(SAMPLE / "nsys.sqlite") as conn:
+    with sqlite3.connect(NSYS) as conn:
         base = conn.execute("SELECT COUNT(*), COUNT(DISTINCT demangledName) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
         (top,) = conn.execute("SELECT MAX(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
     assert names == (copies * base[0], base[1])          # same kernels by name, StringIds untouched

@@ -57,10 +57,10 @@ def _runs_here(row: dict[str, Any]) -> str:
 @json_option
 def import_cmd(paths: tuple[Path, ...], label: str | None, job: str | None, db: Path | None, as_json: bool) -> None:
     """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw; or
-    gzipped, .csv.gz) or .ncu-rep, an nsys SQLite export, or an nsys .nsys-rep (exported to SQLite on the fly by
-    nsys from $AISP_NSYS or PATH; without nsys it exits 4 and says the `nsys export` command to
-    run). Prints each run id; a run folder already stored is not stored again (its id is
-    printed, and stderr says it was already there).
+    gzipped, .csv.gz) or .ncu-rep, an nsys SQLite export (or gzipped, .sqlite.gz), or an nsys
+    .nsys-rep (exported to SQLite on the fly by nsys from $AISP_NSYS or PATH; without nsys it
+    exits 4 and says the `nsys export` command to run). Prints each run id; a run folder already
+    stored is not stored again (its id is printed, and stderr says it was already there).
 
     \b
     With --job, the exports of a job's ranks become one run: ranks from each export's environment

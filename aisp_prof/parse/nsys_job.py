@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.errors import ExportParseError
+from aisp_prof.parse.gunzip import gunzipped
 from aisp_prof.parse.nsys_export import table_names
 from aisp_prof.parse.nsys_job_clock import FRAMES, TIME_COLUMNS, refine_offsets, shift_times
-from aisp_prof.parse.nsys_sqlite import _check_file, _connect, parse_nsys_sqlite
+from aisp_prof.parse.nsys_sqlite import REEXPORT_HINT, _check_file, _connect, parse_nsys_sqlite
 
 __all__ = ["FRAMES", "RANK_COLUMNS", "TIME_COLUMNS", "Job", "RankIdentity", "load_job", "parse_environment",
            "rank_identity", "refine_offsets"]
@@ -99,15 +100,16 @@ def rank_identity(path: str | Path) -> RankIdentity:
     """Rank, world size, job id, host and session start of one export (checked as
     `parse_nsys_sqlite` checks it, so a bad file fails with the same message)."""
     path = Path(path)
-    _check_file(path)
-    conn = _connect(path)
-    try:
-        props, start = _read_target(conn)
-    except sqlite3.DatabaseError as exc:
-        raise ExportParseError(
-            f"{path}: unreadable SQLite export ({exc}); re-run `nsys export --type sqlite` on the .nsys-rep") from exc
-    finally:
-        conn.close()
+    with gunzipped(path, REEXPORT_HINT) as plain:
+        _check_file(plain)
+        conn = _connect(plain)
+        try:
+            props, start = _read_target(conn)
+        except sqlite3.DatabaseError as exc:
+            raise ExportParseError(f"{plain}: unreadable SQLite export ({exc}); "
+                                   "re-run `nsys export --type sqlite` on the .nsys-rep") from exc
+        finally:
+            conn.close()
     env = parse_environment(props.get("DeviceEnvironment"))
     names = next((n for n in LAUNCHERS if _int(env.get(n[0])) is not None), None)
     job_id = next((env[n] for n in JOB_ID_NAMES if env.get(n, "").strip().lower() not in _NO_JOB_ID), None)

@@ -23,6 +23,7 @@ on a second connection in a second thread meanwhile (`_beside`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -38,6 +39,7 @@ from aisp_prof.errors import ExportParseError
 from aisp_prof.export_rows import ExportColumns, ExportRows
 from aisp_prof.parse import nsys_export as export
 from aisp_prof.parse import nsys_kernels
+from aisp_prof.parse.gunzip import gunzipped, is_gzipped
 from aisp_prof.parse.nsys_attribution import attribute_all
 from aisp_prof.parse.nsys_gpu import read_gpu
 from aisp_prof.parse.nsys_ranges import (
@@ -54,6 +56,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+REEXPORT_HINT = "gzip the export again, or re-run `nsys export --type sqlite` on the .nsys-rep"
 
 KERNEL_COLUMNS = (
     "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "duration_ns", "device_id",
@@ -103,8 +106,14 @@ def parse_nsys_sqlite(path: str | Path, kernels_in_export: bool = False) -> Nsys
     With `kernels_in_export`, `kernels` is an ExportRows where the export allows it: the columns
     SQLite can copy from the export's kernel table stay there (`nsys_kernels.kernel_copy`), for
     a store that attaches the export (a 1M-kernel import then reads and binds a few columns per
-    kernel, not 21). The export must then stay in place until the rows are stored."""
+    kernel, not 21). The export must then stay in place until the rows are stored.
+
+    A gzipped export (`nsys.sqlite.gz`) is read through a temporary plain copy (`gunzip`), so its
+    kernels are always a frame: the copy is gone when this returns."""
     path = Path(path)
+    if is_gzipped(path):
+        with gunzipped(path, REEXPORT_HINT) as plain:
+            return dataclasses.replace(parse_nsys_sqlite(plain), source=path)
     _check_file(path)
     conn = _connect(path)
     try:

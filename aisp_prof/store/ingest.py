@@ -6,8 +6,10 @@ folder copied to a laptop produce the same rows.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,7 +18,7 @@ import pandas as pd
 from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
 from ..naming import (CHECK_JSON, NCU_CSV, NCU_CSV_GZ, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id,
-                      utc_now, variant_of)
+                      stored, utc_now, variant_of)
 from ..parse.launch_metrics import LaunchMetrics
 from ..parse.ncu_whole import check_launch_count
 from ..paths import samples_dir
@@ -84,21 +86,23 @@ def load_run_dir(run_dir: Path, in_export: bool = False) -> RunData:
     with _wrong_shape(run_dir / RUN_JSON):
         data = RunData(run=_run_row(info, "run", run_dir))
         world = int(info.get("world_size") or 1)
-    ncu_csv = next((run_dir / n for n in (NCU_CSV, NCU_CSV_GZ) if (run_dir / n).exists()), None)
+    ncu_csv = stored(run_dir / NCU_CSV)
     if ncu_csv is not None:
         _ncu(ncu_csv, pair, data)
         check_launch_count(ncu_csv, len(data.kernels), _profiled(info, run_dir / RUN_JSON), PROFILED_WHERE)
         if world > 1:                    # ncu watched one rank
             data.kernels.insert(0, "rank", int(info.get("ncu_rank") or 0))
-    if world > 1 and (run_dir / NSYS_SQLITE).exists():
+    nsys = stored(run_dir / NSYS_SQLITE)
+    if world > 1 and nsys is not None:
         warnings = fill_from_job(run_dir_exports(run_dir, world), pair, data, _with_variant)["warnings"]
         if warnings:
             data.run = _run_row({**info, "rank_warnings": warnings}, "run", run_dir)
-    elif (run_dir / NSYS_SQLITE).exists():
-        _nsys(run_dir / NSYS_SQLITE, pair, data, in_export)
-    if (run_dir / CHECK_JSON).exists():
-        check = _json_object(run_dir / CHECK_JSON, f"{run_dir} holds a broken {CHECK_JSON}")
-        with _wrong_shape(run_dir / CHECK_JSON):
+    elif nsys is not None:
+        _nsys(nsys, pair, data, in_export)
+    check_json = stored(run_dir / CHECK_JSON)
+    if check_json is not None:
+        check = _json_object(check_json, f"{run_dir} holds a broken {check_json.name}")
+        with _wrong_shape(check_json):
             data.checks = pd.DataFrame([_flat(c) for c in check.get("check", {}).get("checks", [])])
             data.samples, data.timings = _timing(run_dir, check)
             data.compiles = _compiles(run_dir, check)
@@ -116,11 +120,12 @@ def _wrong_shape(path: Path) -> Iterator[None]:
 
 
 def _json_object(path: Path, problem: str) -> dict[str, Any]:
-    """A JSON file that must hold an object (run.json, check.json, timing_pN.json); anything
-    else (unreadable, not JSON, a list, a field of the wrong type) is an ExportParseError."""
+    """A JSON file that must hold an object (run.json, check.json[.gz], timing_pN.json); anything
+    else (unreadable, a cut gzip, not JSON, a list, a field of the wrong type) is an ExportParseError."""
     try:
-        value = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = path.read_bytes()
+        value = json.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ExportParseError(f"{problem} ({path.name}: {exc})") from exc
     if not isinstance(value, dict):
         raise ExportParseError(f"{problem} ({path.name} holds a JSON {type(value).__name__}, not an object)")
@@ -187,7 +192,7 @@ def load_export(path: Path, label: str | None = None, in_export: bool = False) -
             raise ExportParseError(f"{path}: no kernel launches in this ncu export")
         check_launch_count(path, len(data.kernels), _own_run_profiled(path), PROFILED_WHERE)
         info["gpu"] = _gpu_from_metrics(data.launch_metrics)
-    elif name.endswith(".sqlite") or name.endswith(".db"):
+    elif name.endswith((".sqlite", ".db", ".sqlite.gz", ".db.gz")):
         info["gpu"] = _nsys(path, None, data, in_export)
     elif is_nsys_report(path):
         if not path.is_file():
@@ -196,7 +201,7 @@ def load_export(path: Path, label: str | None = None, in_export: bool = False) -
             info["gpu"] = _nsys(sqlite, None, data)
         info["nsys_export_command"] = command
     else:
-        raise ExportParseError(f"{path}: not an ncu .csv[.gz]/.ncu-rep or an nsys .sqlite/.nsys-rep export "
+        raise ExportParseError(f"{path}: not an ncu .csv[.gz]/.ncu-rep or an nsys .sqlite[.gz]/.nsys-rep export "
                                "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")
     data.run = _run_row(info, "import", None)
     return data
@@ -236,12 +241,12 @@ def _gpu_from_metrics(metrics: LaunchMetrics) -> dict[str, Any]:
 
 def store_job(db: Path, paths: list[Path], job: str, label: str | None = None) -> str:
     """`aisp-prof import --job NAME PATHS`: the nsys exports of one job's ranks as one run; its id.
-    A folder among the paths stands for the nsys SQLite exports in it (natural order)."""
+    A folder among the paths stands for the nsys SQLite exports in it, gzipped or not (natural order)."""
     files: list[Path] = []
     for p in paths:
         if not p.exists():
             raise ExportParseError(f"{p}: no such file or folder")
-        files += sorted(p.glob("*.sqlite"), key=_natural) if p.is_dir() else [p]
+        files += sorted([*p.glob("*.sqlite"), *p.glob("*.sqlite.gz")], key=_natural) if p.is_dir() else [p]
     return write_run(db, load_job_exports(files, job, label, _with_variant, _run_row))
 
 

@@ -16,15 +16,16 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from ..naming import NSYS_SQLITE, new_run_id, rank_path, utc_now
+from ..naming import NSYS_SQLITE, new_run_id, rank_path, stored, utc_now
 from .run_data import RunData
 
 Tagger = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]     # ingest._with_variant
 
 
 def run_dir_exports(run_dir: Path, world_size: int) -> list[Path]:
-    """The nsys exports of a multi-rank run folder, rank order."""
-    return [rank_path(run_dir / NSYS_SQLITE, r) for r in range(world_size)]
+    """The nsys exports of a multi-rank run folder, rank order, each plain or gzipped (`.sqlite.gz`)."""
+    plain = [rank_path(run_dir / NSYS_SQLITE, r) for r in range(world_size)]
+    return [stored(p) or p for p in plain]
 
 
 def fill_from_job(paths: Sequence[Path], pair: str | None, data: RunData, with_variant: Tagger) -> dict[str, Any]:
@@ -48,7 +49,7 @@ def load_job_exports(paths: Sequence[Path], job: str, label: str | None,
     """`aisp-prof import --job NAME PATHS...`: the nsys SQLite exports of one job's ranks as one run."""
     from ..errors import ExportParseError
 
-    bad = [p for p in paths if not p.name.lower().endswith((".sqlite", ".db"))]
+    bad = [p for p in paths if not p.name.lower().endswith((".sqlite", ".db", ".sqlite.gz", ".db.gz"))]
     if bad:
         raise ExportParseError(f"{bad[0]}: --job takes nsys SQLite exports (one per rank); export a .nsys-rep "
                                "with `nsys export --type sqlite` first")

@@ -1,0 +1,55 @@
+"""Plain copies of the shipped sample files. The samples are kept gzipped (`nsys.sqlite.gz`,
+`ncu_raw.csv.gz`, `check.json.gz`: dev/shrink_samples.py) and aisp-prof reads them so; a test that
+needs the plain file (to cut it, to open it with sqlite3, to compare the two forms) takes a copy."""
+from __future__ import annotations
+
+import atexit
+import functools
+import gzip
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def shipped(path: Path) -> Path:
+    """`path` as shipped: itself, or `path.gz`."""
+    gz = path.with_name(path.name + ".gz")
+    return path if path.exists() or not gz.exists() else gz
+
+
+def shipped_bytes(path: Path) -> bytes:
+    """The plain bytes of the shipped `path`, gunzipped if shipped gzipped."""
+    src = shipped(path)
+    data = src.read_bytes()
+    return gzip.decompress(data) if src != path else data
+
+
+def plain_file(path: Path, dest: Path) -> Path:
+    """A plain copy of the shipped `path` (gunzipped if shipped gzipped) at `dest` (a file or a folder)."""
+    src = shipped(path)
+    target = dest / path.name if dest.is_dir() else dest
+    if src.name.endswith(".gz") and not path.name.endswith(".gz"):
+        target.write_bytes(gzip.decompress(src.read_bytes()))
+    else:
+        shutil.copyfile(src, target)
+    return target
+
+
+def plain_copy(run_dir: Path, dest: Path) -> Path:
+    """A copy of a run folder at `dest` with every gzipped file of it gunzipped."""
+    shutil.copytree(run_dir, dest)
+    for gz in sorted(dest.glob("*.gz")):
+        gz.with_name(gz.name[: -len(".gz")]).write_bytes(gzip.decompress(gz.read_bytes()))
+        gz.unlink()
+    return dest
+
+
+@functools.lru_cache(maxsize=None)
+def plain_path(path: Path) -> Path:
+    """`path` if it is there, else a plain copy of the shipped `path.gz` in a folder of this test
+    process (removed when it exits), made once: for tests that open a sample with sqlite3."""
+    if path.exists():
+        return path
+    folder = Path(tempfile.mkdtemp(prefix="aisp_plain_samples_"))
+    atexit.register(shutil.rmtree, folder, True)
+    return plain_file(path, folder)
