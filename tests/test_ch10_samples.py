@@ -1,5 +1,5 @@
 """profiles/samples_h100_ch10: one real `aisp-prof run` of every chapter 10 pair on an H100
-(2026-11-26, scripts/ch10_gpu_session.sh STEP=profile; provenance in that folder's README).
+(2026-11-26, 0f4424e:scripts/ch10_gpu_session.sh STEP=profile; provenance in that folder's README).
 What the lessons say must show in the profile, read back on the CPU: the cluster shape of each
 launch, DSMEM traffic only where a cluster shares shared memory, atomics before and after, the
 L2 traffic a TMA multicast saves, and every variant's check passing."""

@@ -1,7 +1,7 @@
 """Issue 16, items 2 and 3 and the .nsys-rep bullet, on exports aisp-prof did not make: nested
 NVTX ranges on two threads, a CUDA graph traced the default way (whole graphs) and per node.
 
-Fixtures: tests/fixtures/foreign_h100 (H100, Nsight Systems 2025.3.1, scripts/capture_foreign_exports.sh;
+Fixtures: tests/fixtures/foreign_h100 (H100, Nsight Systems 2025.3.1, 0f4424e:scripts/capture_foreign_exports.sh;
 see tests/fixtures/README.md). Expected values are recomputed from the files with plain SQL and a
 brute-force walk where cheap, so a regenerated fixture fails loudly; the graph numbers were read
 with sqlite3 and are stated in the tests.

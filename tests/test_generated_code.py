@@ -2,7 +2,7 @@
 folder (Triton kernels' TTGIR/PTX/SASS with summaries, Inductor's output code), per kernel name,
 and `aisp-prof code` prints it, narrowed to a variant's launches through the ncu/nsys tables.
 
-tests/fixtures/compile_cache/ is a real cache (scripts/compile_cache_fixture.sh, no GPU needed):
+tests/fixtures/compile_cache/ is a real cache (0f4424e:scripts/compile_cache_fixture.sh, no GPU needed):
 two Triton kernels compiled for sm_90 by Triton 3.9 (a plain add+relu, and ch09.triton's
 _softmax_rows, the kernel the shipped ch09.triton sample launched), and Inductor's output code
 of a torch.compile'd CPU function (torch 2.13). SASS needs cuobjdump (Triton bundles one); the

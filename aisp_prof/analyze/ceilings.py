@@ -14,8 +14,9 @@ Rules that are easy to get wrong, and what this module does:
   1,081,344 bf16 FLOP/cycle = 2,141 TFLOP/s at 1.98 GHz, while the datasheet's dense bf16 is
   ~990 TFLOP/s and a cuBLAS 8192^3 GEMM measures ~790). Dense kernels are bounded by half of it,
   so those five are halved (`SPARSE_REPORTED`); fp64 (DMMA) has no sparse mode and is taken
-  as reported. Checked on the GPU against the `_sparsity_off` peaks and measured GEMMs
-  (notes/2026-11-26-roofline.md). A profile that carries dense peaks itself
+  as reported. Checked on the GPU against the `_sparsity_off` peaks (one H200 capture of both,
+  tests/fixtures/h200/roofline_sections_raw_base.csv; tests/test_roofline.py) and measured GEMMs
+  (profiles/calibration/). A profile that carries dense peaks itself
   (`peak_tensor_<p>_dense_flop_per_cycle`) is used as is.
 * 2:4-sparse roofs: each of those five also gets `tensor_<p>_sparse` (`SPARSE_PRECISIONS`), the
   reported peak as is, for kernels that run sparse MMAs (the roofline picks them by kernel name).
@@ -47,8 +48,9 @@ CLOCK_COLUMNS = {"sm": "sm_clock_hz", "dram": "dram_clock_hz", "l2": "l2_clock_h
 
 # What each level's theoretical peak means. The byte counters aisp-prof collects (lts__t_bytes,
 # l1tex__t_bytes) have tag-stage peaks that loads cannot reach; ncu's own hierarchical charts use
-# other counters (measured on an H200, notes/2026-11-26-roofline.md). The measured ceiling is the
-# one to believe at L1 and L2.
+# other counters (an H200 capture with ncu's roofline sections: tests/fixtures/h200/
+# roofline_sections_raw_base.csv; the streams: profiles/calibration/h200.json). The measured ceiling
+# is the one to believe at L1 and L2.
 LEVEL_NOTES = {
     "l2": "lts__t_bytes peak (9,024 B/cycle on an H200); ncu's hierarchical chart uses lts2xbar "
           "(6,016 B/cycle); an L2-resident read stream reaches ~4,950 B/cycle",

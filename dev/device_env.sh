@@ -1,5 +1,5 @@
-# Sourced by the GPU-machine scripts (gate, ch10, house): $OUT, the commit, nsys's libraries, the
-# carried wheels, and $AISP. Usage, first thing after `set`:  . scripts/device_env.sh /tmp/default_out
+# Sourced by GPU-machine scripts (dev/gpu_visit.sh): $OUT, the commit, nsys's libraries, the carried
+# wheels, and $AISP. Usage, from the repository root, first thing after `set`:  . dev/device_env.sh /tmp/default_out
 OUT=${OUT:-$1}; export OUT; mkdir -p "$OUT"
 # The commit profiled: the machine gets a copy without history, so `git rev-parse HEAD > .device_sha`
 # here before the call and carry it (a hand-typed AISP_GIT_SHA once recorded a wrong commit).

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One visit to the GPU machine: the steps asked for, on the pairs asked for; logs and JSON in $OUT,
+# a short table last (dev/visit_summary.py). Clocks are never touched. Run from the repository root:
+#
+#   PAIRS="ch10.warp_specialization ch10.warpgroup_specialization" STEPS="tests record run" bash dev/gpu_visit.sh
+#
+#   STEPS (space-separated, run in the order given):
+#     tests      the GPU tests (pytest -m gpu) of TESTS (default: tests/test_<chapter>_<name>.py of each
+#                pair where that file exists, else every test)
+#     sanitize   compute-sanitizer memcheck/racecheck/synccheck of SAN_PAIRS (default PAIRS) at the small
+#                size, SAN_VARIANTS (comma-separated; default all); logs -> $OUT/sanitizer_logs.tgz
+#     gate       bench run of PAIRS against the committed expectations (no code change: every verdict must
+#                pass), then ch09.fused_l2norm with the gate's deliberate slowdown fixture of each SLOW
+#                fraction (e.g. SLOW="0.03 0.10"; tests/fixtures/gate_kernels)
+#     scratch    time PAIRS side by side into a scratch expectations file ($OUT, not the repository's)
+#     record     the gate's evidence for PAIRS: bench run --update-expectations (RECORD_PROCESSES, default
+#                3); each chapter's expectations_*.json comes back in $OUT
+#     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2");
+#                the run folders, without .nsys-rep, -> $OUT/runs.tgz (shrink them with
+#                dev/shrink_samples.py before committing any as a sample)
+#     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> $OUT/*.json
+#     cost       benchmarks/profile_cost.py on COST_PAIRS (default ch09.fused_l2norm), COST_REPEATS times,
+#                and first on the checkout COST_BEFORE (a folder carried along) if set
+# Carry what dev/device_env.sh unpacks (.whl, .devlib, .cutlass_xz, .cudapy, .device_sha). Multi-GPU
+# pairs run with NVLink multicast off (NCCL_NVLS_ENABLE=0 and the like), as the machines ask.
+set -u -o pipefail
+. dev/device_env.sh /tmp/visit_out
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+PAIRS=${PAIRS:-}
+STEPS=${STEPS:-}
+RUNS=/tmp/visit_profiles
+ARGS="--repeats ${REPEATS:-10} --budget-s ${BUDGET_S:-1.5} --db /tmp/visit_gate.db --profiles-dir /tmp/visit_bench --json"
+START=$(date +%s)
+t() { echo "t=$(( $(date +%s) - START ))s"; }
+targets() { for p in $PAIRS; do printf -- '--targets %s ' "$p"; done; }
+default_tests() {
+  local files=""
+  for p in $PAIRS; do f=tests/test_${p%%.*}_${p#*.}.py; [ -f "$f" ] && files="$files $f"; done
+  echo "${files:-tests}"
+}
+{
+echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader | sort | uniq -c | tr -s ' ') git ${AISP_GIT_SHA:-?} steps ${STEPS:-none} pairs ${PAIRS:-none}"
+for step in $STEPS; do
+  case $step in
+    tests)
+      python3 -m pytest -q -p no:cacheprovider -m gpu -rfE ${TESTS:-$(default_tests)} 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+      echo "gpu_tests_rc $? $(t)" ;;
+    sanitize)
+      for p in ${SAN_PAIRS:-$PAIRS}; do
+        $AISP sanitize "$p" ${SAN_VARIANTS:+--variants $SAN_VARIANTS} --log-dir "$OUT/sanitizer" --json \
+          > "$OUT/sanitize_$p.json"; echo "sanitize $p rc $? $(t)"
+      done
+      (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer && rm -rf sanitizer) ;;
+    gate)
+      $AISP bench run $(targets) $ARGS > "$OUT/gate.json"; echo "gate_rc $? $(t)"
+      for f in ${SLOW:-}; do
+        AISP_KERNELS=tests/fixtures/gate_kernels AISP_GATE_SLOWDOWN=$f $AISP bench run --targets ch09.fused_l2norm \
+          $ARGS > "$OUT/gate_slow_$f.json"; echo "gate_slow_${f}_rc $? $(t)"
+      done ;;
+    scratch)
+      $AISP bench run $(targets) $ARGS --update-expectations --record-processes 2 \
+        --expectations "$OUT/scratch_expectations.json" > "$OUT/scratch.json"; echo "scratch_rc $? $(t)" ;;
+    record)
+      $AISP bench run $(targets) $ARGS --update-expectations --record-processes "${RECORD_PROCESSES:-3}" \
+        > "$OUT/record.json"; echo "record_rc $? $(t)"
+      for c in $(for p in $PAIRS; do echo "${p%%.*}"; done | sort -u); do
+        for f in kernels/$c/expectations_*.json; do cp "$f" "$OUT/${c}_$(basename "$f")"; done
+      done ;;
+    run)
+      mkdir -p "$RUNS"
+      for p in $PAIRS; do
+        $AISP run "$p" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" --label "${LABEL:-visit}" ${RUN_ARGS:-} --json \
+          > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
+        echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
+      done ;;
+    calibrate)
+      $AISP calibrate --write-json "$OUT" > "$OUT/calibrate.txt" 2>&1; echo "calibrate rc $? $(t)"
+      if [ -n "${LINK:-}" ]; then
+        $AISP calibrate --link "$LINK" --write-json "$OUT" > "$OUT/calibrate_link.txt" 2>&1; echo "link rc $? $(t)"
+      fi ;;
+    cost)
+      if [ -n "${COST_BEFORE:-}" ]; then
+        python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
+          --code "$COST_BEFORE" --label before --out-dir "$OUT" 2>&1 | tail -3
+      fi
+      python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
+        --compare-bare --label after --out-dir "$OUT" 2>&1 | tail -8; echo "cost rc $? $(t)" ;;
+    *) echo "unknown step $step (tests sanitize gate scratch record run calibrate cost)" ;;
+  esac
+done
+python3 dev/visit_summary.py "$OUT" "$PAIRS"
+} 2>&1 | tee -a "$OUT/session.log"
+# the machine sends back a few files: the run folders and their logs go in one archive
+if ls "$OUT"/run_* >/dev/null 2>&1; then
+  tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' -C / "${RUNS#/}" -C "$OUT" $(cd "$OUT" && ls run_*) 2>/dev/null \
+    && rm -f "$OUT"/run_*
+fi
