@@ -7,10 +7,11 @@ gzipped, and check that the folder still reads the same.
 
 Gzipped in place (X -> X.gz, the plain file removed): the nsys SQLite exports (`nsys.sqlite`,
 `nsys.rank<r>.sqlite`, ~6x smaller), ncu's CSV (`ncu_raw.csv`, ~7x), the check's report
-(`check.json`, `check.rank<r>.json`, ~18x) and an ncu report (`ncu.ncu-rep`). run.json, the small
-child reports, the logs and generated/ stay plain (read as they are, or read by people). Each
-folder is loaded before and after (`aisp_prof.store.ingest.load_run_dir`); if any table differs,
-the plain files are put back and the command exits 1. The gzip streams carry no name or time, so
+(`check.json`, `check.rank<r>.json`, ~18x), an ncu report (`ncu.ncu-rep`), the index of generated
+code (`generated/index.json`, ~10x) and the logs (`*.log`: people read them, with `zcat`). run.json,
+the small child reports and the rest of generated/ stay plain. Each folder is loaded before and after
+(`aisp_prof.store.ingest.load_run_dir`, `parse.generated_code.read_index`); if anything differs, the
+plain files are put back and the command exits 1. The gzip streams carry no name or time, so
 shrinking the same file twice gives the same bytes.
 """
 from __future__ import annotations
@@ -25,10 +26,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from aisp_prof.naming import RUN_JSON
+from aisp_prof.naming import GENERATED_INDEX, RUN_JSON
+from aisp_prof.parse.generated_code import read_index
 from aisp_prof.store.ingest import load_run_dir
 
-GZIPPED = re.compile(r"nsys(\.rank\d+)?\.sqlite|ncu_raw\.csv|check(\.rank\d+)?\.json|ncu\.ncu-rep")
+GZIPPED = re.compile(r"nsys(\.rank\d+)?\.sqlite|ncu_raw\.csv|check(\.rank\d+)?\.json|ncu\.ncu-rep|[\w.]+\.log")
 TABLES = ("kernels", "timeline", "memory_ops", "ranges", "range_levels", "graph_launches", "checks", "timings",
           "samples", "compiles", "ranks")
 
@@ -42,7 +44,8 @@ def run_folders(paths: list[Path]) -> list[Path]:
 
 
 def to_shrink(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.is_file() and GZIPPED.fullmatch(p.name))
+    found = [p for p in folder.iterdir() if p.is_file() and GZIPPED.fullmatch(p.name)]
+    return sorted(found + [p for p in [folder / GENERATED_INDEX] if p.is_file()])
 
 
 def gzip_in_place(path: Path) -> Path:
@@ -87,11 +90,12 @@ def shrink(folder: Path, verify: bool = True) -> tuple[int, int]:
     files = to_shrink(folder)
     if not files:
         return 0, 0
-    before = load_run_dir(folder) if verify else None
+    before = (load_run_dir(folder), read_index(folder)) if verify else None
     size_before = sum(p.stat().st_size for p in files)
     done = [gzip_in_place(p) for p in files]
     if verify:
-        bad = differences(before, load_run_dir(folder))
+        bad = differences(before[0], load_run_dir(folder))
+        bad += [] if read_index(folder) == before[1] else [GENERATED_INDEX]
         if bad:
             for gz in done:
                 gunzip_in_place(gz)

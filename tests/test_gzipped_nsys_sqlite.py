@@ -1,5 +1,6 @@
-"""A run folder's nsys SQLite exports and check report may be kept gzipped (`nsys.sqlite.gz`,
-`nsys.rank<r>.sqlite.gz`, `check.json.gz`: the shipped samples are, dev/shrink_samples.py): the
+"""A run folder's nsys SQLite exports, check report and generated-code index may be kept gzipped
+(`nsys.sqlite.gz`, `nsys.rank<r>.sqlite.gz`, `check.json.gz`, `generated/index.json.gz`: the shipped
+samples are, dev/shrink_samples.py): the
 folder, and the export imported by itself or as a job's rank, read exactly as the plain files. The
 export is decompressed into a temporary folder that is always removed; a cut or corrupt gzip is one
 line, exit 6, and stores nothing.
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 from aisp_prof.errors import ExportParseError
+from aisp_prof.parse.generated_code import read_index
 from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
 from aisp_prof.store.ingest import load_run_dir
 from sample_files import plain_copy
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 TWO_RANKS = next(p for p in sorted((ROOT / "profiles" / "samples_h100x2_ch14").glob("*")) if (p / "run.json").exists())
 FIXTURE = ROOT / "tests" / "fixtures" / "multigpu_h100x2"
+COMPILED = next((ROOT / "profiles" / "samples_h100_ch14").glob("*ch14.graph_break_control_flow*"))
 FRAMES = ("kernels", "timeline", "memory_ops", "ranges", "range_levels", "graph_launches", "checks", "timings",
           "samples", "compiles")
 
@@ -60,6 +63,16 @@ def test_a_gzipped_run_folder_reads_as_the_plain_one(tmp_path, scratch):
     assert len(plain.timeline) > 0 and len(plain.checks) > 0 and len(plain.timings) > 0
     _same(plain, load_run_dir(SAMPLE))
     assert not list(scratch.iterdir())                                  # the plain copies are gone
+
+
+def test_a_gzipped_generated_code_index_reads_as_the_plain_one(tmp_path):
+    assert (COMPILED / "generated" / "index.json.gz").is_file()
+    plain = tmp_path / "plain"
+    (plain / "generated").mkdir(parents=True)
+    shipped = (COMPILED / "generated" / "index.json.gz").read_bytes()
+    (plain / "generated" / "index.json").write_bytes(gzip.decompress(shipped))
+    index = read_index(COMPILED)
+    assert index == read_index(plain) and len(index["kernels"]) > 0
 
 
 def test_a_gzipped_multi_rank_folder_reads_as_the_plain_one(tmp_path, scratch):

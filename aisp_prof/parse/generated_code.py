@@ -12,13 +12,15 @@ Pure functions of text and folder listings, so they run on saved output anywhere
 """
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..naming import GENERATED_INDEX
+from ..naming import GENERATED_INDEX, stored
 
 _DEFINE = re.compile(r"^(\w+)\s*=\s*async_compile\.(\w+)\(", re.M)
 _ATEN = re.compile(r"Original ATen:\s*\[([^\]]*)\]")
@@ -105,9 +107,11 @@ def kernel_source_file(ttir: str) -> str | None:
 
 
 def read_index(run_dir: Path) -> dict[str, Any] | None:
-    """A run folder's generated/index.json (`collect.generated`), or None when it has none."""
-    path = Path(run_dir) / GENERATED_INDEX
+    """A run folder's generated/index.json (`collect.generated`; or index.json.gz, as the shipped
+    samples keep it), or None when it has none."""
+    path = stored(Path(run_dir) / GENERATED_INDEX)
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = path.read_bytes() if path is not None else None
+        return None if data is None else json.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)
+    except (OSError, EOFError, zlib.error, json.JSONDecodeError):
         return None
