@@ -3,12 +3,15 @@ database open per report page. Static checks of the source, plus one counted rep
 from __future__ import annotations
 
 import ast
+import re
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "aisp_prof"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "aisp_prof"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 MAX_PARAMETERS = 8
@@ -92,3 +95,52 @@ def test_a_report_page_opens_the_database_once(tmp_path, monkeypatch):
     report = db.report(out=tmp_path / "report")
     assert len(report.pages) == 3
     assert len(opened) == 1 + 3, opened
+
+
+# ------------------------------------------------------------- the tree is a product (issue 30)
+
+MAX_TREE_MB = 25        # a GPU call carries 64 MiB; the tree must leave room for what it builds
+HISTORY = "0f4424e"     # the last commit holding notes/ and scripts/: pointers into git history
+
+
+def _tracked(*paths: str) -> list[str]:
+    """Files git tracks (under `paths`); skipped where this is not a git checkout (an installed copy)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--", *paths], cwd=ROOT, capture_output=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    return [p for p in out.stdout.decode().split("\0") if p]
+
+
+def test_the_tracked_tree_is_under_25_mb():
+    sizes = {p: (ROOT / p).stat().st_size for p in _tracked() if (ROOT / p).is_file()}
+    total = sum(sizes.values()) / 2**20
+    biggest = sorted(sizes.items(), key=lambda kv: -kv[1])[:5]
+    assert total < MAX_TREE_MB, f"{total:.1f} MB tracked; the biggest: {biggest} (dev/shrink_samples.py gzips run folders)"
+
+
+@pytest.mark.parametrize("folder", ["notes", "scripts"])
+def test_no_diary_in_the_tree(folder):
+    """What a GPU visit logged or ran once goes into the issue's closing note, its evidence beside the
+    claim; reusable GPU-machine tooling lives in dev/."""
+    assert not _tracked(f"{folder}/"), f"{folder}/ is tracked"
+
+
+def test_every_dev_file_is_listed_in_its_index():
+    index = (ROOT / "dev" / "README.md").read_text()
+    files = [p for p in _tracked("dev/") if p != "dev/README.md"]
+    assert files, "dev/ holds no tooling"
+    missing = [p for p in files if f"| `{p[len('dev/'):]}` |" not in index]
+    assert not missing, f"not in dev/README.md's table: {missing}"
+
+
+def test_no_readme_points_into_notes_or_scripts():
+    """A README names a removed visit's script or log only as a pointer into git history
+    (`0f4424e:scripts/...`), never as a path of the tree."""
+    bad = []
+    for path in _tracked():
+        if Path(path).name == "README.md" and (ROOT / path).is_file():
+            for n, line in enumerate((ROOT / path).read_text().splitlines(), 1):
+                if re.search(r"(?<![\w/.-])(notes|scripts)/[\w.*{-]", re.sub(f"{HISTORY}:\\S+", "", line)):
+                    bad.append(f"{path}:{n}: {line.strip()[:100]}")
+    assert not bad, bad
