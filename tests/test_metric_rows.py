@@ -23,10 +23,12 @@ from aisp_prof.paths import data_root
 from aisp_prof.store import db as store
 from aisp_prof.store.ingest import load_run_dir
 from aisp_prof.store.metric_rows import read_metrics, write_metrics
+from sample_files import plain_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 SAMPLE = data_root() / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
-CSVS = [FIXTURES / "probe_curated_raw_base.csv", FIXTURES / "l2norm_pair_full_raw.csv", SAMPLE / "ncu_raw.csv"]
+CSVS = [FIXTURES / "probe_curated_raw_base.csv", FIXTURES / "l2norm_pair_full_raw.csv",
+        plain_path(SAMPLE / "ncu_raw.csv")]                 # the sample is shipped gzipped: a plain copy
 
 
 def _bits(a: np.ndarray) -> np.ndarray:
