@@ -1,11 +1,13 @@
 """The correctness check must reject wrong "optimized" kernels, and say why.
 
 A tiny row-L2-norm pair is built here on CPU with deliberately broken variants: wrong math,
-outputs left half unwritten, a fresh tensor per call, an exception, and a correct one.
+outputs left half unwritten, a fresh tensor per call, an exception, a few wrong rows that the
+norm bound alone lets through, an fp32 variant that rounds through bf16, and a correct one.
 """
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from dataclasses import replace
@@ -227,3 +229,145 @@ def test_import_does_not_need_torch():
     repo = Path(__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+# --- the row bound and per-variant tolerances (issue 28) ------------------------------------
+
+def _rows_pair(**variants) -> KernelPair:
+    """The l2norm pair at a bf16 pair's loose norm bound (3e-2), 4096 rows of 64."""
+    return replace(_pair(**variants), sizes={"rows": 4096, "cols": 64}, tolerance=3e-2)
+
+
+def _two_rows_zeroed(inputs):
+    x = inputs["x"]
+    y = torch.empty_like(x)
+
+    def launch():
+        torch.div(x, x.norm(dim=1, keepdim=True), out=y)
+        y[7].zero_()                  # two tiles the "kernel" forgot: every other row is right
+        y[2049].zero_()
+        return y
+    return launch
+
+
+def test_a_few_wrong_rows_pass_the_norm_bound_and_fail_the_row_bound():
+    result = check.check_pair(_rows_pair(bad=_two_rows_zeroed, good=_correct), device="cpu")
+    assert result.failed_variants == ["bad"]
+    for c in _only(result, "bad"):
+        # what the check saw before the row bound: inside the norm tolerance, against both
+        assert c.rel_err_vs_reference == pytest.approx(math.sqrt(2 / 4096)) and c.rel_err_vs_reference < 3e-2
+        assert c.rel_err_vs_baseline < 3e-2 and c.unwritten_elements == 0
+        assert c.max_row_rel_err_vs_reference == pytest.approx(1.0)      # a zeroed row errs by its whole size
+        assert c.tolerance == 3e-2 and c.row_tolerance == pytest.approx(check.row_tolerance(3e-2, 4096, 64))
+        assert 0.1 < c.row_tolerance < 0.25
+        assert c.message.startswith("max_row_rel_err_vs_reference=1 > row tolerance 0.22")
+    for c in _only(result, "good"):
+        assert c.passed and c.max_row_rel_err_vs_reference < 1e-6
+        assert "max_row_rel_err_vs_reference=" in c.message
+    with pytest.raises(CorrectnessError, match="bad .*some rows are wrong"):
+        check.raise_if_failed(result)
+
+
+def test_one_wrong_element_of_a_vector_fails_the_elementwise_bound():
+    """A 1-D output has no rows: each element is measured on its own (against its own size, or the
+    typical element's where it is smaller)."""
+    def make_inputs(sizes, device, seed):
+        return {"x": torch.randn(sizes["n"], generator=torch.Generator(device=device).manual_seed(seed))}
+
+    def twice(inputs, flip=False):
+        x = inputs["x"]
+        y = torch.empty_like(x)
+
+        def launch():
+            torch.mul(x, 2.0, out=y)
+            if flip:
+                y[y.abs().argmax()] *= -1          # one sign wrong, of 2M
+            return y
+        return launch
+
+    pair = KernelPair("test.twice", 0, "", make_inputs, {"baseline": twice, "flip": lambda i: twice(i, True)},
+                      lambda i: 2 * i["x"].double(), len, len, sizes={"n": 1 << 21}, tolerance=1e-2)
+    result = check.check_pair(pair, device="cpu", trials=1)
+    (base, flip) = result.checks
+    assert base.passed and base.max_row_rel_err_vs_reference < 1e-12
+    assert flip.rel_err_vs_reference < 1e-2 < flip.row_tolerance < 0.5          # the norm bound lets it through
+    assert flip.max_row_rel_err_vs_reference == pytest.approx(2.0) and not flip.passed
+
+
+def test_a_scalar_output_is_one_row():
+    def make_inputs(sizes, device, seed):
+        return {"x": torch.randn(1000, generator=torch.Generator(device=device).manual_seed(seed))}
+
+    def total(inputs):
+        y = torch.empty((), dtype=torch.float32)
+
+        def launch():
+            return torch.sum(inputs["x"], dim=0, out=y)
+        return launch
+
+    pair = KernelPair("test.sum", 0, "", make_inputs, {"baseline": total}, lambda i: i["x"].double().sum(),
+                      len, len, tolerance=1e-5)
+    (c,) = check.check_pair(pair, device="cpu", trials=1).checks
+    assert c.passed and c.max_row_rel_err_vs_reference == pytest.approx(c.rel_err_vs_reference)
+
+
+def test_each_row_is_measured_against_its_own_size():
+    """A row 1000x the others (causal attention's first query row) is held to its own relative error,
+    not to the small rows' absolute one; a row whose reference is zero, to the typical row's size."""
+    ref = torch.ones(4, 8, dtype=torch.float64)
+    ref[0] *= 1000
+    ref[3] = 0
+    out = ref * (1 + 1e-3)
+    out[3] = 1e-3 * float(ref.norm()) / 2 / math.sqrt(8)     # an absolute error of 1e-3 x the rms row norm
+    c = check.VariantCheck("v", 0, 0)
+    assert check._against_reference(out, ref, 2e-3, c) == []
+    assert c.max_row_rel_err_vs_reference == pytest.approx(1e-3)    # rows 0 and 3 alike, neither inflated
+    assert c.rel_err_vs_reference < 2e-3
+
+
+def test_row_tolerance_follows_the_norm_bound_and_the_row_length():
+    assert check.row_tolerance(0.0, 1000, 64) == 0.0                      # exact pairs stay exact
+    t = 1e-3
+    assert 7 * t < check.row_tolerance(t, 10**5, 64) < 8 * t             # attention heads
+    assert 4 * t < check.row_tolerance(t, 8192, 8192) < 4.5 * t          # GEMM rows
+    assert 30 * t < check.row_tolerance(t, 10**8, 1) < 40 * t            # element by element
+    assert check.row_tolerance(t, 10**6, 64) > check.row_tolerance(t, 10**3, 64)
+
+
+def _bf16_rounded(inputs):
+    x = inputs["x"]
+    y = torch.empty_like(x)
+
+    def launch():
+        torch.div(x, x.norm(dim=1, keepdim=True), out=y)
+        return y.copy_(y.bfloat16())              # an "fp32" kernel that stores through bf16: ~1.5e-3
+    return launch
+
+
+def test_a_variant_is_held_to_its_own_tolerance():
+    loose = replace(_pair(rounded=_bf16_rounded), tolerance=5e-3)
+    assert check.check_pair(loose, device="cpu").passed                   # at the pair's bf16 bound
+    strict = replace(loose, variant_tolerance={"rounded": 1e-4})
+    assert strict.tolerance_for("rounded") == 1e-4 and strict.tolerance_for("baseline") == 5e-3
+    result = check.check_pair(strict, device="cpu", trials=1)
+    base, rounded = result.checks
+    assert base.passed and base.tolerance == 5e-3
+    assert not rounded.passed and rounded.tolerance == 1e-4
+    assert "rel_err_vs_reference=" in rounded.message and "> tolerance 0.0001" in rounded.message
+    d = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert {c["variant"]: c["tolerance"] for c in d["checks"]} == {"baseline": 5e-3, "rounded": 1e-4}
+    assert all(c["row_tolerance"] > c["tolerance"] for c in d["checks"])
+
+
+def test_against_the_baseline_the_looser_of_the_two_bounds_applies():
+    """An fp32 baseline held to 1e-4 and a bf16 variant to 5e-3 differ by the bf16 rounding."""
+    pair = replace(_pair(rounded=_bf16_rounded), tolerance=5e-3, variant_tolerance={"baseline": 1e-4})
+    result = check.check_pair(pair, device="cpu", trials=1)
+    assert result.passed
+    (rounded,) = [c for c in result.checks if c.variant == "rounded"]
+    assert 1e-4 < rounded.rel_err_vs_baseline < 5e-3
+
+
+def test_bad_tolerances_are_refused():
+    with pytest.raises(ValueError, match="tolerance of 'good' must be >= 0"):
+        replace(_pair(good=_correct), variant_tolerance={"good": -1.0})

@@ -35,7 +35,9 @@ class KernelPair:
     optimization, never its headline). `comparison` pairs claim no speedup, only a side by side.
     `expect` is what the docstring predicts the profile shows, as data the verdict checks.
     `reference` computes the expected output in float64 so that baseline and optimized are
-    both checked against the math, not only against each other.
+    both checked against the math, not only against each other. `tolerance` bounds every variant's
+    error unless `variant_tolerance` gives it its own (an fp32 variant of a pair whose bf16 ones
+    need a looser bound is held to what fp32 can do).
     """
 
     name: str                                   # "ch09.fused_l2norm"
@@ -48,6 +50,9 @@ class KernelPair:
     bytes: Callable[[Mapping[str, int]], int]          # analytic minimum DRAM bytes of one call
     sizes: Mapping[str, int] = field(default_factory=dict)    # default problem size
     tolerance: float = 1e-5                     # max ||out - ref|| / ||ref||
+    # a variant's own bound where the pair mixes precisions ({"baseline": 5e-4} in a bf16 pair whose
+    # baseline is fp32); collect.check also derives each variant's per-row bound from it
+    variant_tolerance: Mapping[str, float] = field(default_factory=dict)
     requires: Requirements = field(default_factory=Requirements)
     # per-variant needs beyond the pair's: {"cuda": ("gpu", "nvcc"), "triton": ("triton",)};
     # lets the CPU-only CI check the variants that can run there (Triton under TRITON_INTERPRET=1)
@@ -73,6 +78,9 @@ class KernelPair:
     def __post_init__(self) -> None:
         # role values only: a pair narrowed by `replace(pair, variants=...)` may drop a reference
         check_roles(list(self.roles), self.roles)
+        for v, tol in {"": self.tolerance, **self.variant_tolerance}.items():
+            if not tol >= 0:
+                raise ValueError(f"{self.name}: tolerance{' of ' + repr(v) if v else ''} must be >= 0, got {tol}")
         if not 1 <= self.min_world_size <= self.world_size:
             raise ValueError(f"{self.name}: need 1 <= min_world_size ({self.min_world_size}) <= "
                              f"world_size ({self.world_size})")
@@ -89,6 +97,10 @@ class KernelPair:
     @property
     def optimized(self) -> dict[str, Factory]:
         return {k: v for k, v in self.variants.items() if k != "baseline"}
+
+    def tolerance_for(self, variant: str) -> float:
+        """The bound on `variant`'s ||out - ref|| / ||ref||: its own, else the pair's."""
+        return float(self.variant_tolerance.get(variant, self.tolerance))
 
     def role(self, variant: str) -> str:
         """baseline, optimization or reference (pairs.roles)."""
