@@ -205,6 +205,11 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     tolerance=5e-3,      # bf16 output rounding ~1.1e-3; SIMT fp32 ~1e-6
+    # the SIMT baseline accumulates k = 8192 products of bf16-exact operands with fp32 FFMA (u = 2^-24),
+    # partial sums averaging ~0.53 |c|: rounding to nearest gives ~u sqrt(k / 6) = 2.2e-6, and even
+    # every add erring half an ulp the same way stays under u k x 0.53 = 2.6e-4. 5e-4 is ~2x that
+    # and ~2x under the bf16 output rounding (1.1e-3) that an fp32 kernel writing bf16 would show.
+    variant_tolerance={"baseline": 5e-4},
     requires=Requirements(min_cc=(9, 0), needs=("nvcc",),
                           note="Hopper (sm_90a): CUTLASS 3.x TMA/wgmma kernels; builds CUDA C++"),
     variant_needs={"baseline": ("gpu", "nvcc", "cutlass"), "tensorop_sm90": ("gpu", "nvcc", "cutlass"),

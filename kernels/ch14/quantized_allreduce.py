@@ -271,6 +271,11 @@ PAIR = KernelPair(
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
     tolerance=0.03,
+    # the fp32 variants sum W values per element in fp32 (W - 1 roundings of u = 2^-24 each, any
+    # order: ring or tree); for Gaussian x_r the sum of |x_r| is <= sqrt(1 + 0.64 (W - 1)) x |sum|
+    # in norm, so <= (W - 1) u sqrt(1 + 0.64 (W - 1)) = 1.0e-6 at W = 8; 1e-5 is 10x that, and the
+    # int8 variants keep the pair's 3%
+    variant_tolerance={"baseline": 1e-5, "fp32_rs_ag": 1e-5},
     requires=Requirements(min_cc=(8, 0), note="2 GPUs (NCCL), one rank each"),
     variant_needs={"int8": ("triton",), "int8_overlap": ("triton",)},
     roles={"fp32_rs_ag": "control"},          # the int8 path's collectives in fp32: quantization alone
