@@ -122,7 +122,7 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
                                                                         len(run.ranks)))
         sentences += rank_sentences(report)
         per_rank = {"per_rank": frame_records(report.per_rank)}     # every rank (`aisp-prof ranks` has more)
-    return {"headline": headline(summary, comparison), "findings": [f.to_dict() for f in found],
+    return {"headline": headline(summary, comparison, info.get("book")), "findings": [f.to_dict() for f in found],
             "verdict": sentences, **per_rank}
 
 

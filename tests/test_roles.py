@@ -55,6 +55,7 @@ def test_static_reading_matches_every_shipped_pair():
         assert dict(found.get("roles") or {}) == dict(pair.roles), pair.name
         assert tuple(found.get("expect") or ()) == pair.expect, pair.name
         assert bool(found.get("comparison")) == pair.comparison, pair.name
+        assert found.get("book") == pair.book, pair.name
         check_roles(list(pair.variants), pair.roles)         # every role names a variant of the pair
 
 

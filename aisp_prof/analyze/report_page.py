@@ -100,18 +100,18 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     roof_dict = roof.to_dict() if roof is not None else None
     ceilings = _ceiling_rows(roof_dict)
     headline = _headline(summary, _bounds(roof_dict))
+    the_answer = answer(summary, bool(info.get("comparison")), info.get("book"))
     _add_intervals(headline, run)
     stalls, selected = stall_rows(kernels_f, variants)
     matches = match_launches(run.kernels, generated) if generated else None     # ncu launch -> the build that ran
     ranks = rank_page(run, variants, calibrations)
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
-        # the fastest optimization whose output passed (or was not checked); a wrong one only if all
-        # are; never a reference (a vendor library), and none for a comparison pair
-        "best": None if info.get("comparison") else max(
-            (h for h in headline if h["role"] == OPTIMIZATION),
-            key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None),
-        "answer": answer(summary, bool(info.get("comparison"))),
+        # the headline's variant (analyze.headline): the book's optimization, else the fastest optimization
+        # whose output passed (or was not checked); never a reference the book does not name, and none
+        # for a comparison pair
+        "best": _lead_card(headline, the_answer),
+        "answer": the_answer,
         "findings": [f.to_dict() for f in findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))],
         "verdict": verdict_sentences(summary, bounds_of(roof_dict), bool(info.get("comparison")))
         + (ranks["sentences"] if ranks else []),
@@ -136,6 +136,18 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
                               (ranks or {}).get("warnings", [])),
         "provenance": _provenance(row, info, run.kernels), **({"ranks": ranks} if ranks else {}),
     }
+
+
+def _lead_card(cards: list[dict[str, Any]], ans: dict[str, Any]) -> dict[str, Any] | None:
+    """The headline card of the answer's variant; where the answer has none and the pair names no
+    book (no timing in the run), the fastest optimization card as before."""
+    if ans.get("comparison"):
+        return None
+    lead = next((h for h in cards if h["variant"] == ans.get("best")), None)
+    if lead is not None or ans.get("book_variant"):
+        return lead
+    return max((h for h in cards if h["role"] == OPTIMIZATION),
+               key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None)
 
 
 def _identity(row: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
@@ -169,6 +181,7 @@ def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float 
         "bound_before_pct_of_roof": (base or {}).get("bound_pct_of_roof"),
         "bound_after_pct_of_roof": s.get("bound_pct_of_roof"), "role": s.get("role") or OPTIMIZATION,
         "pct_of_reference": s.get("pct_of_reference"), "reference_variant": s.get("reference_variant"),
+        "book": s.get("book"), "book_ratio_b200": s.get("book_ratio_b200"),
     } for s in summary if s["variant"] != "baseline"]
 
 

@@ -162,7 +162,7 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             if row["variant"] in speedups:
                 row.update(speedups[row["variant"]].fields())
     _add_break_even(rows)
-    add_role_fields(rows, roles_of(info, [r["variant"] for r in rows]))
+    add_role_fields(rows, roles_of(info, [r["variant"] for r in rows]), info.get("book"))
     return rows
 
 

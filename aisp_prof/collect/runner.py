@@ -167,7 +167,7 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
                         if pair.collective_bytes else {})},
         "source": source_digest(Path(pair.source)) if pair.source else {},
         **run_declarations(the_plan.variants, {v: r for v, r in pair.roles.items() if v in the_plan.variants},
-                           pair.comparison, pair.expect, pair.timer),
+                           pair.comparison, pair.expect, pair.timer, pair.book),
         "tools": {}, "commands": {}, "wall_s": {}, "world_size": the_plan.world_size,
     }
     nvcc = tools.nvcc_if_found()

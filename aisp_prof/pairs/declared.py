@@ -1,10 +1,11 @@
 """A stored run's roles and expected mechanism, for runs recorded before run.json carried them.
 
-New runs record `roles`, `comparison` and `expect` (pairs.roles). An older run gets them from
-its pair's module as it is now, read without importing it (the module needs torch; reading a
-run must not): the literal keywords of `PAIR = KernelPair(...)`, `Mechanism(...)` calls with
-literal arguments included. A keyword that is not a literal is left out (defaults apply), and
-`declared_from` says where the run's declarations came from.
+New runs record `roles`, `comparison`, `expect`, `timer` and `book` (pairs.roles, pairs.book). An
+older run gets them from its pair's module as it is now, read without importing it (the module
+needs torch; reading a run must not): the literal keywords of `PAIR = KernelPair(...)`,
+`Mechanism(...)` and `Book(...)` calls with literal arguments included. A keyword that is not a
+literal is left out (defaults apply), and `declared_from` says where the run's declarations came
+from.
 """
 from __future__ import annotations
 
@@ -16,17 +17,21 @@ from typing import Any, Mapping
 
 from ..errors import AispError
 from ..store.run_data import RunData
+from .book import Book
 from .roles import CONTROL, OPTIMIZATION, REFERENCE, Mechanism, run_declarations
 from .source import expected_module
 
 log = logging.getLogger(__name__)
-KEYWORDS = ("roles", "comparison", "expect", "timer")
+KEYWORDS = ("roles", "comparison", "expect", "timer", "book")
 
 
 def _literal(node: ast.expr) -> Any:
-    """A literal, or a list/tuple of Mechanism(...) calls with literal arguments."""
+    """A literal, a list/tuple of Mechanism(...) calls or a Book(...) call, with literal arguments."""
     if isinstance(node, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Call) for e in node.elts):
         return [_mechanism(e) for e in node.elts]
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Book":
+        return Book(*(ast.literal_eval(a) for a in node.args),
+                    **{k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
     return ast.literal_eval(node)
 
 
@@ -72,7 +77,7 @@ def with_declarations(info: Mapping[str, Any]) -> dict[str, Any]:
             found = {}
     roles = {v: r for v, r in (found.get("roles") or {}).items() if v in variants}
     out.update(run_declarations(variants, roles, bool(found.get("comparison")), found.get("expect") or (),
-                                str(found.get("timer") or "")))
+                                str(found.get("timer") or ""), found.get("book")))
     out["declared_from"] = "pair module now" if found else "defaults"
     return out
 
@@ -88,7 +93,7 @@ def declared(run: RunData) -> RunData:
 def _with_controls(info: dict[str, Any]) -> dict[str, Any]:
     """A run recorded before the `control` role called its controls optimizations (or references):
     where the pair's module now declares one of those a control, it is one; and a run recorded
-    before pairs declared their `timer` takes the module's (declared_from says which)."""
+    before pairs declared their `timer` or `book` takes the module's (declared_from says which)."""
     roles = info.get("roles")
     if not isinstance(roles, Mapping) or not info.get("pair"):
         return info
@@ -99,6 +104,9 @@ def _with_controls(info: dict[str, Any]) -> dict[str, Any]:
     if declared_now.get("timer") and "timer" not in info:        # recorded before pairs declared one
         info["timer"] = str(declared_now["timer"])
         info["declared_from"] = f"{info.get('declared_from', 'run')}; timer from the pair module now"
+    if isinstance(declared_now.get("book"), Book) and "book" not in info:   # recorded before pairs declared it
+        info["book"] = declared_now["book"].to_dict()
+        info["declared_from"] = f"{info.get('declared_from', 'run')}; book from the pair module now"
     now = declared_now.get("roles") or {}
     controls = {v for v, r in now.items() if r == CONTROL and roles.get(v) in (OPTIMIZATION, REFERENCE)}
     if not controls:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .roles import Mechanism, check_roles, variant_roles
+from .book import Book
+from .roles import CONTROL, Mechanism, check_roles, variant_roles
 
 Inputs = dict[str, Any]
 Launch = Callable[[], Any]            # zero-argument closure that only launches work, returns the output
@@ -37,7 +38,8 @@ class KernelPair:
     `reference` computes the expected output in float64 so that baseline and optimized are
     both checked against the math, not only against each other. `tolerance` bounds every variant's
     error unless `variant_tolerance` gives it its own (an fp32 variant of a pair whose bf16 ones
-    need a looser bound is held to what fp32 can do).
+    need a looser bound is held to what fp32 can do). `book` names the variant that ports the
+    book's optimized code, the headline, with the book's B200 ratio (pairs.book).
     """
 
     name: str                                   # "ch09.fused_l2norm"
@@ -74,6 +76,7 @@ class KernelPair:
     # work is on the host (GPU time would leave it out); "" for the default order
     timer: str = ""
     source: str = ""                            # module path, filled in by discovery
+    book: Book | None = None                    # the book's optimized variant and B200 ratio (pairs.book)
 
     def __post_init__(self) -> None:
         # role values only: a pair narrowed by `replace(pair, variants=...)` may drop a reference
@@ -81,6 +84,8 @@ class KernelPair:
         for v, tol in {"": self.tolerance, **self.variant_tolerance}.items():
             if not tol >= 0:
                 raise ValueError(f"{self.name}: tolerance{' of ' + repr(v) if v else ''} must be >= 0, got {tol}")
+        if self.book is not None and self.roles.get(self.book.variant) == CONTROL:
+            raise ValueError(f"{self.name}: the book's variant {self.book.variant!r} is declared a control")
         if not 1 <= self.min_world_size <= self.world_size:
             raise ValueError(f"{self.name}: need 1 <= min_world_size ({self.min_world_size}) <= "
                              f"world_size ({self.world_size})")

@@ -17,7 +17,8 @@ numbers by `analyze.verdict_rules`:
     Mechanism("kernels_per_call", "decrease")           # variant < baseline
     Mechanism("tensor_pipe_active_pct", "increase", variants=("tensorop_sm90",))
 
-Both travel with a run in run.json (`roles`, `comparison`, `expect`) as plain JSON. Torch-free.
+Both travel with a run in run.json (`roles`, `comparison`, `expect`, and the pair's `book`) as plain
+JSON. Torch-free.
 """
 from __future__ import annotations
 
@@ -74,11 +75,14 @@ def variant_roles(variants: Sequence[str], declared: Mapping[str, str] | None = 
 
 
 def run_declarations(variants: Sequence[str], roles: Mapping[str, str], comparison: bool,
-                     expect: Sequence[Mechanism], timer: str = "") -> dict[str, Any]:
+                     expect: Sequence[Mechanism], timer: str = "", book: Any = None) -> dict[str, Any]:
     """What run.json records of a pair's declarations: roles of every variant, comparison, expect,
-    and the timer its speedups are taken by first, where it declares one."""
+    the timer its speedups are taken by first and its book (pairs.book: the book's optimized
+    variant and B200 ratio, a Book or its dict), where it declares them."""
+    book = book.to_dict() if hasattr(book, "to_dict") else book
     return {"roles": variant_roles(variants, roles), "comparison": bool(comparison),
-            "expect": [m.to_dict() for m in expect], **({"timer": timer} if timer else {})}
+            "expect": [m.to_dict() for m in expect], **({"timer": timer} if timer else {}),
+            **({"book": dict(book)} if book else {})}
 
 
 def roles_of(info: Mapping[str, Any], variants: Sequence[str]) -> dict[str, str]:

@@ -6,6 +6,7 @@ import textwrap
 from typing import Any, Mapping, Sequence
 
 from ..naming import TIMER_LABELS
+from ..pairs.book import BEYOND_THE_BOOK, IN_THE_BOOK, THE_BOOKS
 from ..units import duration, si
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None, *,
@@ -118,11 +119,19 @@ def memory_ops_cell(count: float | None, size_bytes: float | None, time_ns: floa
 
 # What a narrow terminal loses first (`render`'s drop order) and what wraps, per table; a column
 # named here that a table does not have is ignored.
-SUMMARY_FIT = dict(drop=("DRAM BW", "FLOPs", "kernels", "FLOP/s", "memset", "memcpy", "DRAM bytes"),
+SUMMARY_FIT = dict(drop=("DRAM BW", "FLOPs", "kernels", "FLOP/s", "memset", "memcpy", "DRAM bytes", "book"),
                    wrap=("top stalls (cycles/inst)", "memcpy", "memset"))
 LAUNCH_FIT = dict(drop=("break-even calls", "warm-cache first", "steady call", "recompiles", "graphs", "mean kernel",
                         "gaps/call"))
 BENCH_FIT = dict(drop=("cycles", "time"), wrap=("why", "time vs baseline", "time", "cycles"), clip=("pair", "variant"))
+
+
+BOOK_CELLS = {THE_BOOKS: "book", IN_THE_BOOK: "in book", BEYOND_THE_BOOK: "beyond"}
+
+
+def book_cell(r: Mapping[str, Any]) -> str:
+    """A summary row's `book` mark, short: book (the book's optimization), in book, beyond (the book)."""
+    return BOOK_CELLS.get(r.get("book") or "", "-")
 
 
 def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
@@ -130,12 +139,14 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
 
     "gpu time" includes the memcpys and memsets a call issued (nsys); the two memory columns
     show how many, how many bytes and how long, so a copy that costs time is visible. A
-    reference variant (cuBLAS, ...) is marked: its speedup is the library's, not the lesson's.
+    reference variant (cuBLAS, ...) is marked: its speedup is the library's, not the lesson's; where
+    the pair names its book (pairs.book), the "book" column says which variant is the book's
+    optimization and which go beyond the book.
     """
     # numpy (through parse): imported only where a summary is drawn
     from ..parse.rate_counts import derivation_note, derives_flops
 
-    headers = ["variant", "kernels", "gpu time", "memcpy", "memset", "speedup", "correct", "DRAM bytes",
+    headers = ["variant", "kernels", "gpu time", "memcpy", "memset", "speedup", "book", "correct", "DRAM bytes",
                "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
     body = []
     for r in rows:
@@ -147,10 +158,13 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
             f"{kernels:g}" if kernels is not None else "-", duration(r.get("gpu_time_ns")),
             memory_ops_cell(r.get("memcpy_per_call"), r.get("memcpy_bytes_per_call"), r.get("memcpy_time_ns")),
             memory_ops_cell(r.get("memset_per_call"), r.get("memset_bytes_per_call"), r.get("memset_time_ns")),
-            f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", correct,
+            f"{r['speedup_vs_baseline']:.2f}x" if r.get("speedup_vs_baseline") else "-", book_cell(r), correct,
             si(r.get("dram_bytes"), "B"), si(r.get("flops_total")) + ("*" if derives_flops(r.get("derived_from_rates")) else ""),
             si(r.get("dram_bytes_per_s"), "B/s"), si(r.get("flops_per_s"), "FLOP/s"), stalls or "-",
         ])
+    if not any("book" in r for r in rows):        # a pair with no book counterpart: no column for it
+        headers.pop(6)
+        body = [b[:6] + b[7:] for b in body]
     table = render(headers, body, width, **SUMMARY_FIT)
     timers = speedup_note(rows)
     if timers:
