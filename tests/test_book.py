@@ -9,12 +9,20 @@ Runs: profiles/samples_h100_ch10 (real `aisp-prof run` captures on an H100).
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner
 
 from aisp_prof.analyze.headline import add_role_fields, headline
-from aisp_prof.pairs import Book, KernelPair
+from aisp_prof.api import summary_records
+from aisp_prof.cli import cli
+from aisp_prof.pairs import Book, KernelPair, discover
 from aisp_prof.pairs.book import BEYOND_THE_BOOK, IN_THE_BOOK, THE_BOOKS, book_of
-from aisp_prof.pairs.roles import CONTROL
+from aisp_prof.pairs.declared import module_declarations, with_declarations
+from aisp_prof.pairs.roles import CONTROL, run_declarations
+from verdict_samples import sample
 
 MICRO = Book("tma_ring3", 1.289, "spec §3.2", off_reason="the book's q and o live in local memory")
 
@@ -91,3 +99,76 @@ def test_a_library_call_can_be_the_books_optimization_and_comparisons_claim_noth
     assert comparison["best"] is None
     assert comparison["text"] == ("comparison pair, no speed claim: fastest is baseline; the book's side: "
                                   "cutlass_sm80, book B200 2.62x")
+
+
+def test_every_shipped_book_names_one_of_its_pairs_optimizations():
+    pairs = {p.name: p for p in discover()}
+    without = sorted(n for n, p in pairs.items() if p.book is None)
+    assert without == ["ch09.compute_bound", "ch14.quantized_allreduce", "ch14.sliding_window"]
+    for p in pairs.values():
+        if p.book is None:
+            continue
+        for v in (p.book.variant, *p.book.also):
+            assert v in p.variants and p.role(v) not in ("baseline", "control"), (p.name, v)
+        assert p.book.source, p.name
+    ratios = {n: p.book.ratio_b200 for n, p in pairs.items() if p.book}
+    assert ratios["ch10.flash_attn_tma_micro_pipeline"] == 1.289 and ratios["ch14.gpu_quantization"] == 11.334
+    assert ratios["ch14.regional_triton"] == 2.471 and ratios["ch10.warp_specialized_pipeline"] == 1.283
+    assert pairs["ch14.triton_persistent"].book.variant == "persistent"            # not the retuned tile
+    assert pairs["ch10.persistent_matmul_tma"].book.variant == "persistent_tma_b200"
+    assert pairs["ch10.warp_specialization_cutlass"].comparison and pairs["ch14.cublas_vs_cutlass"].comparison
+
+
+def test_run_json_carries_the_book_and_old_runs_read_the_module_now():
+    rec = run_declarations(["baseline", "tma_ring3"], {}, False, (), book=MICRO)
+    assert rec["book"] == MICRO.to_dict() and json.dumps(rec)
+    assert "book" not in run_declarations(["baseline"], {}, False, ())
+    stored = with_declarations({"pair": "ch10.flash_attn_tma_micro_pipeline", "variants": ["baseline", "tma_ring3"],
+                                **rec})
+    assert stored["book"] == MICRO.to_dict() and stored["declared_from"] == "run"
+    old = with_declarations({"pair": "ch10.flash_attn_tma_micro_pipeline", "variants": ["baseline", "tma_ring3"],
+                             "roles": {"baseline": "baseline", "tma_ring3": "optimization"}})
+    assert old["book"]["variant"] == "tma_ring3" and "book from the pair module now" in old["declared_from"]
+    assert with_declarations({"pair": "ch99.nothing", "variants": ["baseline"]}).get("book") is None
+    source = Path(discover()[0].source).parent.parent / "ch10" / "flash_attn_tma_micro_pipeline.py"
+    assert module_declarations(source)["book"].ratio_b200 == 1.289
+
+
+def test_a_stored_run_recorded_before_the_book_leads_with_it():
+    """The shipped H100 sample of flash_attn_tma_micro_pipeline headlined 49x from a variant the book
+    does not have, while TMA itself gives 2.68x; it now leads with tma_ring3 and says why."""
+    run = sample("samples_h100_ch10", "ch10.flash_attn_tma_micro_pipeline")
+    assert run.info["declared_from"] == "pair module now" and run.info["book"]["variant"] == "tma_ring3"
+    rows = summary_records(run)
+    h = headline(rows, book=run.info["book"])
+    assert h["best"] == "tma_ring3" and round(h["speedup"], 2) == 2.68 and h["book_off"]
+    assert h["beyond_the_book"]["variant"] == "tma_ring3_rows8" and h["beyond_the_book"]["speedup"] > 40
+    assert "local memory" in h["text"]
+    assert {r["variant"]: r.get("book") for r in rows}["tma_ring3_rows8"] == BEYOND_THE_BOOK
+
+
+def test_list_json_shows_the_book():
+    res = CliRunner().invoke(cli, ["list", "--chapter", "ch10", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = {r["name"]: r for r in json.loads(res.stdout)}
+    assert rows["ch10.flash_attn_tma_micro_pipeline"]["book"]["variant"] == "tma_ring3"
+    assert rows["ch10.warp_specialization_cutlass"]["comparison"] is True
+
+
+def test_summary_leads_with_the_book_and_marks_the_rest(tmp_path):
+    from aisp_prof.store.ingest import store_path
+    from verdict_samples import PROFILES
+
+    db = tmp_path / "a.db"
+    run_id = store_path(db, next((PROFILES / "samples_h100_ch10").glob("*ch10.flash_attn_tma_micro_pipeline*")))
+    res = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db), "--wide"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "headline: tma_ring3 (the book's optimization): 2.68x over baseline (nsys GPU time), book B200 1.29x;" in text
+    assert text.split("; beyond the book: ")[1].startswith("tma_ring3_rows8 49.19x")
+    table = res.output.split("\nvariant ", 1)[1].split("\n\n")[0]                 # the summary table only
+    cells = {line.split()[0]: line.split() for line in table.splitlines() if line.startswith("tma_ring3")}
+    assert "book" in cells["tma_ring3"] and "beyond" in cells["tma_ring3_rows8"]
+    data = json.loads(CliRunner().invoke(cli, ["summary", run_id, "--db", str(db), "--json"]).stdout)
+    assert data["headline"]["best"] == "tma_ring3" and data["headline"]["book_ratio_b200"] == 1.289
+    assert {r["variant"]: r.get("book") for r in data["summary"]}["tma_ring3"] == THE_BOOKS

@@ -37,7 +37,7 @@ import torch
 from aisp_kernels import triton_helpers
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Mechanism, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Mechanism, Requirements
 
 try:
     import triton
@@ -193,4 +193,7 @@ PAIR = KernelPair(
     variant_needs={"cuda": ("gpu", "nvcc"), "triton": ("triton",)},
     expect=(Mechanism("dram_bytes", "decrease", factor=2.0, why="~5N -> 2N x 4 bytes: the intermediates never reach DRAM"),
             Mechanism("kernels_per_call", "decrease", why="5 launches -> 1")),
+    book=Book("cuda", 2.44, "spec §3.1 fused_l2norm_cuda",
+              off_reason="both sides are DRAM-bound: the ratio is the bytes saved (5 -> 2 passes) and how far "
+                         "below peak bandwidth the five eager kernels run on each GPU"),
 )

@@ -30,7 +30,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 BLOCK = 16                                         # values per e4m3 scale (NVFP4)
@@ -166,4 +166,5 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(10, 0),
                           note="needs sm_100 (tcgen05 + NVFP4 block-scaled MMA); no Hopper equivalent"),
     variant_needs={"nvfp4": ("gpu",)},
+    book=Book("nvfp4", None, "spec §3.1 has no bf16 -> NVFP4 ratio (its fp4 keys have other baselines)"),
 )

@@ -47,7 +47,7 @@ import torch
 
 from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 
@@ -159,4 +159,6 @@ PAIR = KernelPair(
     tolerance=5e-3,      # bf16 output rounding ~1.7e-3, same operands in both variants
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"sparse24": ("gpu",), "sparse24_tuned": ("gpu",)},
+    book=Book("sparse24_tuned", None, "seed 001 (the chapter 9 README): cuSPARSELt compression + "
+              "algorithm search; spec §3.1 has no ratio for it"),
 )

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 
 from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"tokens": 8 * 8192, "hidden": 6144, "ffn": 24576}
 REFERENCE_CHUNK_TOKENS = 4096
@@ -183,4 +183,6 @@ PAIR = KernelPair(
     tolerance=1e-2,      # compounded bf16 rounding of the intermediates, ~4e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"sparse24": ("gpu",), "sparse24_tuned": ("gpu",)},
+    book=Book("sparse24_tuned", None, "seed 001 (the chapter 9 README): 2:4 SwiGLU FFN with cuSPARSELt; "
+              "spec §3.1 has no ratio for it"),
 )

@@ -60,7 +60,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Inputs, KernelPair, Mechanism, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Mechanism, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("tma_wgmma_pipeline.cu")
 DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 8192}
@@ -153,4 +153,7 @@ PAIR = KernelPair(
                       why="the next tile loads while this one multiplies: the tensor cores stop waiting"),
             Mechanism("stall_long_scoreboard", "decrease", factor=2.0,
                       why="warps no longer wait on each tile's load")),
+    book=Book("pipelined", 1.288, "spec §3.1 tcgen05_tma_pipeline (tcgen05_basic.cu -> tcgen05_pipelined.cu)",
+              off_reason="tcgen05 with TMEM on the B200 against wgmma with register accumulators here: the "
+                         "serial kernel idles a different share of each GPU's tensor rate"),
 )

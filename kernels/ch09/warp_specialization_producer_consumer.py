@@ -83,7 +83,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("warp_specialization_producer_consumer.cu")
 DEFAULT_SIZES = {"n": 1 << 26, "degree": 64, "blocks_per_sm": 0}   # 0: as many blocks as fit
@@ -212,4 +212,7 @@ PAIR = KernelPair(
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0)),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    roles={"direct": "control"},      # no staging at all: what the schedulers overlap on their own
+    book=Book("warp_specialized", None, "seed 001 (the chapter 9 README): the book's producer/consumer "
+              "pair and two_stage_pipeline.cu; spec §3.1 has no ratio for it", also={"pipelined": None}),
 )

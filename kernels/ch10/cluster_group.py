@@ -62,7 +62,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cluster_group.cu")
 ARCH = "sm_90a"                        # clusters and DSMEM: the arch-specific Hopper target
@@ -175,4 +175,8 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper clusters/DSMEM); on Blackwell run the book's pairs"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("cluster2_dsmem", 19.05, "spec §3.2 cluster_group_cuda (no_dsmem, single_cta: their _cuda keys)",
+              off_reason="the baseline runs at the L2 atomic units' rate, which differs by GPU, and the book's "
+                         "loop, never flushed, ran partly from the B200's 126 MB L2",
+              also={"block_reduce": 41.582, "single_cta_float4": 74.659}),
 )

@@ -97,7 +97,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cluster_multicast.cu")
 ARCH = "sm_90a"                        # TMA multicast and clusters: the arch-specific Hopper target
@@ -230,4 +230,7 @@ PAIR = KernelPair(
                           note="built for sm_90a (Hopper TMA multicast, clusters of 16); on Blackwell run the "
                                "book's pair"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("multicast", 2.72, "spec §3.2 cluster_multicast_cuda",
+              off_reason="the book's ratio mixes TMA and the multicast (tma_no_multicast splits them), and the "
+                         "per-CTA loads' L2 cost differs by GPU"),
 )

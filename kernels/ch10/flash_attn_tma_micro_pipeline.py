@@ -96,7 +96,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("flash_attn_tma_micro_pipeline.cu")
 ARCH = "sm_90a"                       # TMA and mbarrier expect_tx: the Hopper target
@@ -236,4 +236,7 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper TMA/mbarrier); on Blackwell run the book's pair"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("tma_ring3", 1.289, "spec §3.2 flash_attn_tma_micro_pipeline_cuda",
+              off_reason="the book's kernels keep q and o in local memory (float[64]) and its B200 times carry "
+                         "that traffic on both sides; here they are registers, so the copy TMA removes is a larger share"),
 )

@@ -60,7 +60,7 @@ import torch
 import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 DEFAULT_SIZES = {"batch": 4, "seq": 4096, "hidden": 2048, "heads": 32}
 SMALL_SIZES = {"batch": 1, "seq": 512, "hidden": 512, "heads": 8}
@@ -211,4 +211,9 @@ PAIR = KernelPair(
     tolerance=2e-2,      # bf16 intermediates: ~3.2e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"efficient": ("gpu",), "cudnn": ("gpu",)},
+    book=Book("flash", 6.55, "spec §3.2 flashattention3_pipeline (EFFICIENT_ATTENTION on the B200, "
+              "FLASH_ATTENTION on SM 9.x)",
+              off_reason="the B200's 6.55x is the efficient backend, the book's pick on SM >= 10; on Hopper its "
+                         "code runs FA2, and the eager baseline streams ~43 GB of scores at Hopper's bandwidth",
+              also={"efficient": 6.55}),
 )

@@ -56,7 +56,7 @@ import torch
 
 from aisp_kernels import gemm, triton_helpers
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 # NB: discovery loads this file under another module name, so `import triton` is the package.
 try:
@@ -256,4 +256,7 @@ PAIR = KernelPair(
     small_sizes=SMALL_SIZES,
     tolerance=2e-3,      # fp16 rounding of C: ~3e-4 (see docstring)
     requires=Requirements(min_cc=(9, 0), needs=("triton",), note="Hopper (sm_90) or newer: TMA"),
+    book=Book("persistent_tma_b200", 1.275, "spec §3.2 persistent_matmul_tma (its B200 tile configuration)",
+              off_reason="the book's tile configuration was tuned for the B200's 148 SMs; Hopper has 132 and "
+                         "another best tile (persistent_tma)"),
 )

@@ -102,7 +102,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("tma_2d_pipeline.cu")
 ARCH = "sm_90a"                            # TMA tensor copies: the arch-specific Hopper target
@@ -223,4 +223,7 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (TMA tensor copies); on Blackwell run the book's binary"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("tma_book_config", 1.777, "spec §3.2 tma_2d_pipeline_cuda",
+              off_reason="a DRAM-bound copy: the ratio is how far below bandwidth each GPU's plain loads and "
+                         "stores run, which differs between the B200 (8 TB/s) and Hopper"),
 )

@@ -112,7 +112,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("warp_spec_pingpong.cu")
 ARCH = "sm_90a"                        # mbarrier try_wait and the 96 KiB opt-in: Hopper's target
@@ -244,4 +244,7 @@ PAIR = KernelPair(
                           note="built for sm_90a (Hopper mbarriers, 96 KiB opt-in shared memory); "
                                "on Blackwell run the book's pair"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("pingpong_flags", 1.378, "spec §3.2 warp_spec_pingpong_cuda",
+              off_reason="DRAM-bound at 64 MiB per operand: the ratio is how much of the serialized stage's "
+                         "latency each GPU's bandwidth leaves exposed"),
 )

@@ -142,7 +142,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 NAME = "ch10.warp_specialization"
 CUDA_SOURCE = Path(__file__).with_name("warp_specialization.cu")
@@ -248,4 +248,7 @@ PAIR = KernelPair(
     variant_needs={"baseline": ("gpu", "nvcc"), "warp_specialized": ("gpu", "nvcc"),
                    "warp_specialized_c2": ("gpu", "nvcc"), "warp_specialized_reg_epilogue": ("gpu", "nvcc"),
                    "cublas": ("gpu",)},
+    book=Book("warp_specialized", 1.351, "spec §3.2 tcgen05_warp_specialization",
+              off_reason="this port goes past the book's kernel (persistent tiles, a TMA-store epilogue); the "
+                         "B200's faster MMA makes each drained k-tile cost its baseline relatively more"),
 )

@@ -108,7 +108,7 @@ import torch
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.collect import tools
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 NAME = "ch10.warp_specialization_cutlass"
 CUDA_SOURCE = Path(__file__).with_name("warp_specialization_cutlass.cu")
@@ -228,4 +228,9 @@ PAIR = KernelPair(
                           note="built for sm_90a (CUTLASS 3.x TMA/wgmma kernels); on Blackwell run the "
                                "book's tcgen05 pair"),
     variant_needs={**{v: _CUTLASS_NEEDS for v in CONFIGS}, "cublas": ("gpu",)},
+    comparison=True,                   # the book's goal for this pair is "comparison" (spec §3.2): no speed claim
+    book=Book("cooperative_256x128_c2", 1.033, "spec §3.2 tcgen05_warp_specialization_cutlass "
+              "(goal: comparison)",
+              off_reason="the B200's 2-SM UMMA has no Hopper equivalent: here a 2x1 cluster sharing B by "
+                         "multicast against a 1-CTA kernel that is slower on Hopper than the book's 1-SM one"),
 )

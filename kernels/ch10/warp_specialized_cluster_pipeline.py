@@ -108,7 +108,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("warp_specialized_cluster_pipeline.cu")
 ARCH = "sm_90a"                        # clusters, DSMEM, cp.async: the arch-specific Hopper target
@@ -240,4 +240,8 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper clusters/DSMEM/cp.async); on Blackwell run the book's pair"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("async_copy_pipeline", 1.859, "spec §3.2 warp_specialized_cluster_pipeline_cuda "
+              "(8 tiles on 8 clusters: the prefetch never ran)",
+              off_reason="the book's size gives each cluster one tile, so its ratio is 16-byte async copies "
+                         "against scalar ones; here 264 tiles let the prefetch run, from DRAM, not a warm L2"),
 )

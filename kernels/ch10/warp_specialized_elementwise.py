@@ -68,7 +68,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("warp_specialized_elementwise.cu")
 ARCH = "sm_90a"
@@ -167,4 +167,7 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper); on Blackwell run the book's pair"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("pipelined", 1.527, "spec §3.2 warp_specialized_pipeline_enhanced_cuda",
+              off_reason="the book's loop ran warm from the B200's 126 MB L2 with five barriers per tile; "
+                         "here DRAM with the L2 flushed, one barrier per tile"),
 )

@@ -85,7 +85,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("warp_specialized_pipeline.cu")
 ARCH = "sm_90a"
@@ -184,4 +184,8 @@ PAIR = KernelPair(
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper); on Blackwell run the book's pair"),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},
+    book=Book("pipelined", 1.283, "spec §3.2 warp_specialized_pipeline_cuda (one cold launch)",
+              off_reason="one compute warp per block is the bottleneck, so hiding copies cannot pay (the 96 KiB "
+                         "ring costs occupancy); the book's 1.283x is one cold launch of a kernel that, as "
+                         "written, fails to launch"),
 )

@@ -74,7 +74,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 NAME = "ch14.graph_break_control_flow"
 DEFAULT_SIZES = {"batch": 1024, "hidden": 2048, "depth": 3}
@@ -225,4 +225,7 @@ PAIR = KernelPair(
     tolerance=2e-2,      # bf16 layer outputs: <= 4.7e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), needs=("gpu", "triton"),
                           note="Hopper (sm_90) or newer; torch.compile (Inductor) needs triton"),
+    book=Book("tensor_branch", 1.65, "spec §3.3 graph_break_control_flow",
+              off_reason="the gain is the host sync and the second graph the Python branch costs: it follows "
+                         "the host's speed and the launch latency, not the GPU's"),
 )

@@ -58,7 +58,7 @@ import torch
 
 from aisp_kernels import triton_helpers
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 # NB: discovery loads this file under another module name, so `import triton` is the package.
 try:
@@ -263,4 +263,7 @@ PAIR = KernelPair(
     small_sizes=SMALL_SIZES,
     tolerance=1e-6,      # integer data: every variant is exact (see docstring)
     requires=Requirements(min_cc=(9, 0), needs=("triton",), note="Hopper (sm_90) or newer"),
+    book=Book("persistent", 6.088, "spec §3.3 triton_persistent",
+              off_reason="the book's calls end in a host sync (float(out.sum())), most of its 0.13 ms; without "
+                         "it the gain is 64 launches -> 1, which follows the host's launch rate"),
 )
