@@ -167,28 +167,12 @@ def test_a_row_without_events_is_all_zero():
     assert dynamo_loaded()
 
 
-class _FakeEvent:
-    """torch.cuda.Event's timing surface, on the host clock (the timer's wiring, not its numbers)."""
-
-    def __init__(self, enable_timing=True):
-        self.t = 0.0
-
-    def record(self):
-        import time
-        self.t = time.perf_counter()
-
-    def elapsed_time(self, end):
-        return (end.t - self.t) * 1e3
-
-
-def test_time_rounds_hands_every_call_to_the_observer(monkeypatch):
-    """A closure that meets a new shape on its 7th call recompiles inside the timed phase (5
-    warm-up calls, then the block's untimed opening call, then timed calls): the observer puts
-    that compile under (variant, timed)."""
+def test_time_rounds_hands_every_call_to_the_observer():
+    """A closure that meets a new shape on its 8th call recompiles inside the timed phase (5
+    warm-up calls, the probe of whether it waits for the GPU, the untimed call that estimates its
+    latency, then timed calls): the observer puts that compile under (variant, timed)."""
     from aisp_prof.collect.timing import SamplingPlan, time_rounds
-
-    monkeypatch.setattr(torch.cuda, "Event", _FakeEvent)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    from sim_device import SimDevice
 
     def shift(x):
         return x - 1
@@ -202,8 +186,9 @@ def test_time_rounds_hands_every_call_to_the_observer(monkeypatch):
 
     observer = CallObserver()
     plan = SamplingPlan(min_rounds=4, max_rounds=4, warmup=5, budget_s=10.0)
-    samples = time_rounds({"compiled": [launch], "eager": [lambda: None]}, plan, observer=observer)
-    assert len(samples) == 8
+    samples = time_rounds({"compiled": [launch], "eager": [lambda: None]}, plan, observer=observer,
+                          device=SimDevice())
+    assert len(samples) == 4 * 2 * 3       # rounds x variants x kinds
     rows = {(r["variant"], r["phase"]): r for r in observer.rows(["compiled", "eager"], process=0)}
     assert rows[("compiled", "timing_warmup")]["frames_compiled"] == 1
     assert rows[("compiled", "timed")]["frames_compiled"] == 1 and rows[("compiled", "timed")]["recompiles"] == 1

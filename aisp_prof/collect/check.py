@@ -40,7 +40,7 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import AispError, CorrectnessError, UnknownTargetError
 from ..pairs import KernelPair
-from .dynamo import CompileWatch, compile_row
+from .dynamo import CompileWatch, compile_row, stop_compile_workers
 
 log = logging.getLogger(__name__)
 ROW_SLACK = 4.0        # how much worse than the whole output's error one row may be (row_tolerance)
@@ -168,12 +168,14 @@ def _two_calls(factory: Any, inputs: dict, check: VariantCheck, walls: dict[str,
     began = time.perf_counter_ns()
     launch = factory(inputs)
     walls["factory_wall_ns"] = time.perf_counter_ns() - began
+    stop_compile_workers()        # a compile's worker processes would slow every call after it
     began = time.perf_counter_ns()
     first = launch()              # warm-up: compiles, autotunes, fills caches
     if not isinstance(first, torch.Tensor):
         return first, None
     _synchronize(first)
     walls["first_call_wall_ns"] = time.perf_counter_ns() - began
+    stop_compile_workers()
     check.poisoned = first.is_floating_point()
     if check.poisoned:
         first.fill_(float("nan"))

@@ -3,8 +3,8 @@
 It builds inputs, warms every variant up (compilation and autotuning stay outside the
 measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
 `--mode check` instead runs the correctness check and then times the variants interleaved with
-CUDA events (aisp_prof.collect.timing: L2 flushed, inputs rotated, the GPU's clocks beside each
-sample), with no profiler collecting; `--mode bench` only times them (one of the bench's repeat
+CUDA events (aisp_prof.collect.timing: GPU time, latency and steady time per call, L2 flushed,
+inputs rotated, the GPU's clocks beside each round), with no profiler collecting; `--mode bench` only times them (one of the bench's repeat
 processes, with the reference kernels); `--mode sanitize` only checks (under compute-sanitizer).
 `--mode check --nsys-iterations N` then also runs the nsys timeline's iterations inside a
 cudaProfilerStart/Stop capture range (`capture_for_nsys`): one process under nsys does what a
@@ -35,6 +35,7 @@ from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError, ProfilerFailedError
 from ..naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from . import ranks
+from .dynamo import stop_compile_workers
 from .timing import SamplingPlan
 
 
@@ -90,7 +91,8 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
     and what torch.compile did meanwhile (`compiles`: rows of `dynamo.compile_row`)."""
     from .dynamo import observer_if_compiling
     from .sensors import open_sensor
-    from .timing import pair_launches, reference_launches, summarize_times, time_rounds
+    from ..stats import summarize_samples
+    from .timing import pair_launches, reference_launches, time_rounds
 
     sensor = open_sensor(_gpu_index())
     launches, input_sets = pair_launches(pair, variants, sizes, seed=process)
@@ -102,9 +104,9 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
     if observer is not None:
         compiles += observer.rows(variants, process)
     del input_sets
-    timing = {v: {**summarize_times([s["time_ns"] for s in samples if s["variant"] == v]), "input_sets":
-                  len(launches[v]), "l2_flushed": bool(plan.flush_bytes), "interleaved": plan.interleaved}
-              for v in launches}
+    stats = summarize_samples(samples)
+    timing = {v: {**stats.get(v, {}), "input_sets": len(launches[v]), "l2_flushed": bool(plan.flush_bytes),
+                  "interleaved": plan.interleaved} for v in launches}
     return {"timing": timing, "samples": samples, "sensor": sensor.limits(), "env": _env(),
             "plan": dataclasses.asdict(plan), "compiles": compiles}
 
@@ -124,6 +126,7 @@ def first_calls(launches: Any, variants: list[str], process: int) -> list[dict[s
         torch.cuda.synchronize()
         rows.append(compile_row(v, process, "warm_process", watch.take(),
                                 first_call_wall_ns=time.perf_counter_ns() - began))
+        stop_compile_workers()
     return rows
 
 
@@ -138,9 +141,13 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
         for _ in range(warmup):
             launch()
     torch.cuda.synchronize()
+    stop_compile_workers()           # no compile worker runs beside the profiled iterations
     ranks.barrier()                  # the ranks of a job start the iterations together
+    flush = _flush_buffer()
     for _ in range(iterations):
         for v, launch in launches.items():
+            if flush is not None:      # a cold L2, as the timer and ncu see each call (outside the ranges)
+                flush.zero_()
             # nested ranges, so ncu's --nvtx-include "aisp/<pair>/<variant>/" matches them
             for name in nvtx_path(pair.name, v).split("/"):
                 push(name)
@@ -149,6 +156,17 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
                 pop()
             torch.cuda.synchronize()
     return {"variants": variants, "iterations": iterations, "warmup": warmup}
+
+
+def _flush_buffer() -> Any:
+    """Twice the L2 of int32 to memset before each profiled call: without it nsys timed the calls
+    with their inputs still in L2 from the call before (ch14.triton_persistent's persistent
+    kernel: 95 us under nsys, 169 us by CUDA events and 153 us by ncu, both with a cold L2)."""
+    import torch
+
+    from .timing import l2_flush_bytes
+
+    return torch.empty(l2_flush_bytes() // 4, dtype=torch.int32, device="cuda")
 
 
 def _profiler() -> tuple[Callable[[], Any], Callable[[], Any]]:
@@ -216,6 +234,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
     ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
     ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
+    ap.add_argument("--kinds", default="gpu,latency,steady", help="timing: which kinds of time (collect.samplers)")
     ap.add_argument("--nsys-iterations", type=int, default=0,
                     help="check: then run this many iterations per variant inside a cudaProfilerStart/Stop "
                          "capture range, for nsys --capture-range=cudaProfilerApi (0: none)")
@@ -259,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from .timing import SamplingPlan, l2_flush_bytes
 
-            plan = SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, flush_bytes=l2_flush_bytes())
+            plan = SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, flush_bytes=l2_flush_bytes(),
+                                kinds=tuple(args.kinds.split(",")))
             report = (run_check(pair, sizes, variants, plan, args.references) if args.mode == "check"
                       else run_timing(pair, sizes, variants, plan, args.references, args.process))
         report.update(ok=True, sizes=sizes, wall_s=time.time() - started)

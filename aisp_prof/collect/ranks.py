@@ -62,6 +62,13 @@ def leave() -> None:
         dist.destroy_process_group()
 
 
+def in_group() -> bool:
+    """Whether this process is one rank of a joined process group."""
+    import torch.distributed as dist
+
+    return bool(dist.is_available() and dist.is_initialized())
+
+
 def agree(stop: bool) -> bool:
     """Rank 0's `stop`, on every rank; `stop` itself outside a process group."""
     import torch

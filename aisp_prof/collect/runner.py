@@ -56,6 +56,7 @@ class TimingOptions:
     max_processes: int = 1
     references: bool = False
     more: Callable[[list[dict[str, Any]]], bool] | None = None
+    kinds: tuple[str, ...] = ("gpu", "latency", "steady")   # collect.samplers; the gate takes its own only
 
 
 @dataclass
@@ -110,9 +111,9 @@ def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, 
 
 
 def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
-    """The child's timing flags: rounds, budget, which process, reference kernels."""
+    """The child's timing flags: rounds, budget, which process, kinds of time, reference kernels."""
     return ["--repeats", str(timing.min_rounds), "--budget-s", str(timing.budget_s), "--process", str(process),
-            *(["--references"] if timing.references else [])]
+            "--kinds", ",".join(timing.kinds), *(["--references"] if timing.references else [])]
 
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:

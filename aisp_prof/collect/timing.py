@@ -1,36 +1,39 @@
 """The one CUDA-event timer: pairs' variants (run, bench) and calibration probes use it.
 
-`time_rounds` is the timer. Each call is one sample: CUDA events around it, optionally the L2
-flushed before it (a memset over twice the L2, outside the events) and inputs rotated among
-several sets when one set would fit in L2, so repeats measure DRAM, not a warm cache.
+`time_rounds` is the timer. A variant has three kinds of time (`collect.samplers` says how each
+is measured and why one timer cannot give all three): its GPU time per call, its latency per
+call on an idle GPU, and its steady time per call back to back. Each round takes one sample of
+every kind of every variant, the variants in ABBA order (in order, then reversed), the GPU's
+clocks, power and temperature (collect.sensors) read after each round; a ratio of two variants
+is then measured side by side, under the same conditions. The L2 is flushed before each gpu and
+latency sample (a memset over twice the L2, outside the events) and inputs are rotated among
+several sets when one set would fit in L2, so repeats measure DRAM, not a warm cache. Sampling
+stops once every median is known to the target precision, or the time budget is spent.
 
-Two designs share it:
-  - interleaved (`aisp-prof run`, `bench run`): the variants of a pair take turns in ABBA rounds
-    (in order, then reversed), queued a few rounds at a time, the GPU's clocks, power and
-    temperature (collect.sensors) read after each block; a ratio of two variants is then
-    measured side by side, under the same conditions. Sampling stops once every variant's
-    median is known to the target precision, or the time budget is spent.
-  - queued (calibration probes): all calls of one launch in one block, one synchronize at the end.
-Reference kernels (a device copy and a cuBLAS GEMM) can ride along: when they move, the machine
-moved. The statistics are robust: the median and a spread (MAD) that ignores stragglers. torch
-is imported lazily: only the GPU child times anything.
+Reference kernels (a device copy and a cuBLAS GEMM) can ride along, in rounds of their own:
+when they move, the machine moved. Calibration probes use the queued design (all calls of one
+launch in one block, one synchronize). The statistics are robust: the median and a spread (MAD)
+that ignores stragglers. torch is imported lazily: only the GPU child times anything.
 """
 from __future__ import annotations
 
+import logging
 import math
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..pairs import KernelPair
+from ..stats import median_rel_halfwidth, summarize_times
+from .dynamo import stop_compile_workers
+from .samplers import (KINDS, CudaDevice, Device, Hold, call_variant, gpu_round, latency_round, steady_calls,
+                       steady_round, waits_for_gpu)
 from .sensors import GpuSensor
 
+log = logging.getLogger(__name__)
 ROTATION_BUDGET_BYTES = 4 << 30    # at most this much extra memory for rotated input sets
 MAX_INPUT_SETS = 8
-MAD_TO_SIGMA = 1.4826              # for normally distributed noise, 1.4826 x MAD estimates the std deviation
 REF_PREFIX = "ref:"
-ROUNDS_PER_BLOCK = 4               # interleaved rounds queued between two synchronizes
 Launches = Mapping[str, Sequence[Callable[[], Any]]]
 Observer = Callable[[str, bool], None]   # after each call: (variant, timed); collect.dynamo.CallObserver
 
@@ -46,42 +49,7 @@ class SamplingPlan:
     warmup: int = 5
     flush_bytes: int = 0             # 0: no L2 flush
     interleaved: bool = True         # False: queue every call, synchronize once (fixed max_rounds)
-
-
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    if len(sorted_values) == 1:
-        return float(sorted_values[0])
-    pos = q * (len(sorted_values) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return float(sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo))
-
-
-def summarize_times(times_ns: Sequence[float]) -> dict[str, float]:
-    """median_ns, min/max, p10/p90, mad_ns and rel_spread (robust sigma / median)."""
-    if not times_ns:
-        raise ValueError("no timings to summarize")
-    values = sorted(float(t) for t in times_ns)
-    median = statistics.median(values)
-    mad = statistics.median(abs(v - median) for v in values)
-    return {
-        "median_ns": median, "min_ns": values[0], "max_ns": values[-1],
-        "p10_ns": _quantile(values, 0.10), "p90_ns": _quantile(values, 0.90),
-        "mad_ns": mad, "rel_spread": MAD_TO_SIGMA * mad / median if median else 0.0,
-        "repeats": len(values),
-    }
-
-
-def median_rel_halfwidth(values: Sequence[float]) -> float:
-    """Half the width of the distribution-free 95% interval of the median, over the median."""
-    n = len(values)
-    if n < 5:
-        return math.inf
-    s = sorted(values)
-    k = 1.96 * math.sqrt(n) / 2
-    lo, hi = s[max(0, math.floor(n / 2 - k))], s[min(n - 1, math.ceil(n / 2 + k))]
-    mid = statistics.median(s)
-    return (hi - lo) / 2 / mid if mid else math.inf
+    kinds: tuple[str, ...] = KINDS   # which times to take (collect.samplers)
 
 
 def round_order(names: Sequence[str], round_index: int) -> list[str]:
@@ -99,73 +67,79 @@ def input_sets_needed(working_set_bytes: int, l2_bytes: int) -> int:
 
 
 def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None = None,
-                process: int = 0, observer: Observer | None = None) -> list[dict[str, Any]]:
-    """Time every variant of `launches` in rounds; one dict per call (process, round, slot,
-    variant, time_ns and the sensor's readings). `launches[v]` holds one or more closures of v,
-    taken in rotation.
+                process: int = 0, observer: Observer | None = None, device: Device | None = None) -> list[dict[str, Any]]:
+    """Time every variant of `launches` in ABBA rounds, each round one sample of every kind in
+    `plan.kinds` (`collect.samplers`: gpu, latency, steady); reference kernels (`ref:` names) get
+    gpu samples only. No sample shares a queued block with another variant's calls. One
+    dict per sample: process, round, slot, variant, kind, time_ns (per call) and the sensor's
+    readings, taken once per round. `launches[v]` holds closures of v over rotated input sets.
 
-    Calls are queued a block of rounds at a time and the host synchronizes once per block: with
-    a synchronize per call the GPU would finish the flush and wait for the host to launch the
-    next kernel inside the timed region (a Triton launch costs tens of microseconds of Python),
-    and that wait varied by a quarter between processes on an H200. An untimed call opens each
-    block, so the GPU is busy while the host queues the first timed one. The sensor is read after
-    each block (clocks move over milliseconds, a block lasts a few). `observer`, when given, is
-    called after every call with (variant, timed): it sees a recompile inside the timed phase
-    (timed: False for the warm-up calls). The ranks of a torchrun job stop at the same round:
-    rank 0's stop decision is everyone's (`ranks.agree`)."""
-    import torch
+    `observer`, when given, is called after every call with (variant, timed): it sees a recompile
+    inside the timed phase. The ranks of a torchrun job stop at the same round (rank 0 decides,
+    `ranks.agree`) and their gpu rounds are not held by a spin (each rank's would end at another
+    moment, and a collective would wait for the latest)."""
+    from .ranks import agree, in_group
 
-    from .ranks import agree
-
-    names = list(launches)
-    flush = torch.empty(plan.flush_bytes // 4, dtype=torch.int32, device="cuda") if plan.flush_bytes else None
+    if not plan.interleaved:
+        return _queued(launches, plan, device)
+    dev = device or CudaDevice(plan.flush_bytes)
+    names = [v for v in launches if not v.startswith(REF_PREFIX)]
+    refs = [v for v in launches if v.startswith(REF_PREFIX)]
+    untimed = (lambda v, _: observer(v, False)) if observer is not None else None
     for i in range(plan.warmup):
-        for v in names:
-            launches[v][i % len(launches[v])]()
-            if observer is not None:
-                observer(v, False)
-    torch.cuda.synchronize()
-    block = ROUNDS_PER_BLOCK if plan.interleaved else plan.max_rounds
+        for v in launches:
+            call_variant(launches, v, i, untimed)
+    stop_compile_workers()          # a first call that compiled: its workers must not run beside the timing
+    joint = in_group()
+    waits = {v: not joint and waits_for_gpu(dev, launches[v][0]) for v in names}
+    estimate = {row["variant"]: row["time_ns"] for row in latency_round(dev, launches, names, 0, untimed)}
+    calls = {v: steady_calls(estimate[v]) for v in names}
+    holds: dict[str, Hold] | None = None if joint else {}
     out: list[dict[str, Any]] = []
-    times: dict[str, list[float]] = {v: [] for v in names}
+    series: dict[tuple[str, str], list[float]] = {}
     began = time.monotonic()
-    for first in range(0, plan.max_rounds, block):
-        rounds = range(first, min(first + block, plan.max_rounds))
-        rows = _timed_block(launches, names, rounds, plan.interleaved, flush, sensor, process, observer)
+    for r in range(plan.max_rounds):
+        order = round_order(names, r)
+        rows = gpu_round(dev, launches, [v for v in order if not waits[v]], r, holds, observer) if "gpu" in plan.kinds else []
+        rows += gpu_round(dev, launches, round_order(refs, r), r, holds)
+        if "latency" in plan.kinds:
+            rows += latency_round(dev, launches, order, r, observer)
+        if "steady" in plan.kinds:
+            rows += steady_round(dev, launches, order, r, calls, observer)
+        reading = sensor.read() if sensor else {}
         for row in rows:
-            times[row["variant"]].append(row["time_ns"])
+            row.update(process=process, **reading)
+            series.setdefault((row["variant"], row["kind"]), []).append(row["time_ns"])
         out += rows
-        if plan.interleaved and rounds[-1] + 1 >= plan.min_rounds and agree(time.monotonic() - began > plan.budget_s or all(
-                median_rel_halfwidth(t) <= plan.target_rel_ci for t in times.values())):
+        if r + 1 >= plan.min_rounds and agree(time.monotonic() - began > plan.budget_s or all(
+                median_rel_halfwidth(t) <= plan.target_rel_ci for t in series.values())):
             break
+    for row in out:
+        row.setdefault("waits_for_gpu", waits.get(row["variant"], False))
+    for v, hold in (holds or {}).items():
+        if hold.discarded_rounds:
+            log.info("%s: %d gpu blocks discarded, the host caught up with the spin", v, hold.discarded_rounds)
     return out
 
 
-def _timed_block(launches: Launches, names: list[str], rounds: range, interleaved: bool, flush: Any,
-                 sensor: GpuSensor | None, process: int, observer: Observer | None = None) -> list[dict[str, Any]]:
-    """One block: an untimed opening call, then every round's calls queued with their events;
-    one synchronize, one sensor reading for the block."""
-    import torch
-
-    order = round_order(names, rounds[0]) if interleaved else names
-    launches[order[0]][rounds[0] % len(launches[order[0]])]()          # keeps the GPU busy while we queue
-    if observer is not None:
-        observer(order[0], True)
+def _queued(launches: Launches, plan: SamplingPlan, device: Device | None) -> list[dict[str, Any]]:
+    """The queued design (calibration probes, GPU-bound by construction): every call of one
+    launch queued back to back with its events, one synchronize at the end."""
+    dev = device or CudaDevice(plan.flush_bytes)
+    names = list(launches)
+    for i in range(plan.warmup):
+        for v in names:
+            call_variant(launches, v, i, None)
+    dev.synchronize()
     pending = []
-    for r in rounds:
-        for slot, v in enumerate(round_order(names, r) if interleaved else names):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if flush is not None:
-                flush.zero_()
-            start.record()
-            launches[v][r % len(launches[v])]()
-            end.record()
-            if observer is not None:     # outside the events: the GPU does not wait for it
-                observer(v, True)
-            pending.append((r, slot, v, start, end))
-    torch.cuda.synchronize()
-    reading = sensor.read() if sensor else {}
-    return [{"process": process, "round": r, "slot": slot, "variant": v, "time_ns": s.elapsed_time(e) * 1e6, **reading}
+    for r in range(plan.max_rounds):
+        for slot, v in enumerate(names):
+            dev.flush()
+            start = dev.record()
+            call_variant(launches, v, r, None)
+            pending.append((r, slot, v, start, dev.record()))
+    dev.synchronize()
+    return [{"process": 0, "round": r, "slot": slot, "variant": v, "kind": "gpu", "time_ns": dev.elapsed_ns(s, e)}
             for r, slot, v, s, e in pending]
 
 
@@ -198,7 +172,9 @@ def pair_launches(pair: KernelPair, variants: Sequence[str], sizes: dict[str, in
 
     l2_bytes = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 << 20))
     input_sets = [pair.make_inputs(sizes, "cuda", seed + i) for i in range(input_sets_needed(int(pair.bytes(sizes)), l2_bytes))]
-    return {v: [pair.variants[v](inputs) for inputs in input_sets] for v in variants}, input_sets
+    launches = {v: [pair.variants[v](inputs) for inputs in input_sets] for v in variants}
+    stop_compile_workers()
+    return launches, input_sets
 
 
 def l2_flush_bytes() -> int:
