@@ -47,7 +47,8 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
 Progress = Callable[[str], None]
 # what a summary reads (metrics: the device attributes the roofline of its verdict needs)
 HISTORY_TABLES = ("kernels", "ranges", "range_levels", "timings")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics", "range_levels", "ranks")
+SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics", "range_levels", "ranks",
+                  "samples")
 NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
                "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
 
@@ -102,6 +103,7 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
     """The run's headline (best optimization, % of the reference), the verdict rules' findings and
     the verdict sentences (bounds from the run's roofline when `calibrations` are given)."""
     from .analyze.headline import headline
+    from .analyze.validity import withhold
     from .analyze.verdict_rules import RuleInput, findings
     from .analyze.verdict_text import bounds_of, verdict_sentences
 
@@ -111,7 +113,7 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
             roof = roofline_of([run], calibrations).to_dict()
         except AispError:
             roof = None
-    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))
+    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles))
     comparison = bool(info.get("comparison"))
     sentences, per_rank = verdict_sentences(summary, bounds_of(roof), comparison), {}
     if not run.ranks.empty and not run.timeline.empty:
@@ -122,8 +124,8 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]],
                                                                         len(run.ranks)))
         sentences += rank_sentences(report)
         per_rank = {"per_rank": frame_records(report.per_rank)}     # every rank (`aisp-prof ranks` has more)
-    return {"headline": headline(summary, comparison, info.get("book")), "findings": [f.to_dict() for f in found],
-            "verdict": sentences, **per_rank}
+    return {"headline": withhold(headline(summary, comparison, info.get("book")), found, summary),
+            "findings": [f.to_dict() for f in found], "verdict": sentences, **per_rank}
 
 
 def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -43,7 +43,8 @@ def test_the_primary_timer_is_the_first_both_variants_have():
     base = {"nsys_gpu_time": 300.0, "cuda_events": 330.0, "ncu_duration": 270.0}
     s = speedup(base, {"nsys_gpu_time": 100.0, "cuda_events": 100.0, "ncu_duration": 90.0})
     assert (s.value, s.timer) == (3.0, "nsys_gpu_time")
-    assert s.by_timer == {"nsys_gpu_time": 3.0, "cuda_events": 3.3, "ncu_duration": 3.0}
+    assert s.by_timer == {"nsys_gpu_time": 3.0, "cuda_events": 3.3, "ncu_duration": 3.0, "gpu_events": None,
+                          "latency": None, "steady": None}
     # a variant without nsys: both sides by CUDA events, never nsys over events
     s = speedup(base, {"nsys_gpu_time": None, "cuda_events": 110.0, "ncu_duration": 90.0})
     assert (s.value, s.timer) == (3.0, "cuda_events")
@@ -51,6 +52,23 @@ def test_the_primary_timer_is_the_first_both_variants_have():
     assert (s.value, s.timer, s.label) == (2.0, "ncu_duration", "ncu duration")
     s = speedup({}, {"cuda_events": 1.0})
     assert (s.value, s.timer) == (None, None)
+
+
+def test_the_timer_kinds_come_first_in_the_order_a_pair_declares():
+    """Issue 28: GPU time by CUDA events (calls queued ahead) leads by default, so `run` and the
+    gate use the same quantity; a pair about the host's cost declares latency or steady, and a run
+    that lacks its timer falls back on the other host timer, then the legacy events."""
+    from aisp_prof.analyze.speedup import timer_order
+
+    assert timer_order({})[:3] == ("gpu_events", "nsys_gpu_time", "cuda_events")
+    assert timer_order({"timer": "latency"})[:3] == ("latency", "steady", "cuda_events")
+    assert timer_order({"timer": "steady", "world_size": 2})[:3] == ("steady", "latency", "cuda_events")
+    assert timer_order({"world_size": 2})[0] == "steady"
+    base = {"gpu_events": 100.0, "latency": 900.0, "steady": 800.0, "nsys_gpu_time": 99.0}
+    var = {"gpu_events": 50.0, "latency": 300.0, "steady": 400.0, "nsys_gpu_time": 51.0}
+    assert speedup(base, var, timer_order({})).timer == "gpu_events"
+    s = speedup(base, var, timer_order({"timer": "latency"}))
+    assert (s.value, s.timer, s.label) == (3.0, "latency", "latency per call")
 
 
 # ---------------------------------------------------------------------- every shipped sample

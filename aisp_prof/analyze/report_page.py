@@ -19,6 +19,7 @@ from .ceilings import precision_label
 from .compiled import compile_warnings
 from .generated_code import code_rows, link_kernel_rows, match_launches
 from .headline import headline as answer
+from .validity import withhold
 from .flops import add_flops_and_bytes
 from .intervals import paired_groups, ratio_interval, with_cycles
 from .ncu_command import ncu_settings
@@ -100,9 +101,10 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     roof_dict = roof.to_dict() if roof is not None else None
     ceilings = _ceiling_rows(roof_dict)
     headline = _headline(summary, _bounds(roof_dict))
-    the_answer = answer(summary, bool(info.get("comparison")), info.get("book"))
     _add_intervals(headline, run)
     stalls, selected = stall_rows(kernels_f, variants)
+    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles))
+    the_answer = withhold(answer(summary, bool(info.get("comparison")), info.get("book")), found, summary)
     matches = match_launches(run.kernels, generated) if generated else None     # ncu launch -> the build that ran
     ranks = rank_page(run, variants, calibrations)
     return {
@@ -112,7 +114,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         # for a comparison pair
         "best": _lead_card(headline, the_answer),
         "answer": the_answer,
-        "findings": [f.to_dict() for f in findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels))],
+        "findings": [f.to_dict() for f in found],
         "verdict": verdict_sentences(summary, bounds_of(roof_dict), bool(info.get("comparison")))
         + (ranks["sentences"] if ranks else []),
         "correctness": correctness(run.checks, variants),

@@ -1,28 +1,27 @@
-"""One speedup per comparison (issue 16): which time a speedup uses, in one place.
+"""One speedup per comparison (issues 16 and 28): which time a speedup uses, in one place.
 
-A run can time a variant three ways, and they differ by a few percent for the same launches:
+A variant has several times, and they answer different questions (collect.samplers measures them):
 
-- `nsys_gpu_time`: GPU busy time per call of the variant's NVTX range on the nsys timeline (kernels,
-  memcpys and memsets, real launches, no replay): the summary's `gpu_time_ns` where it came from nsys;
-- `cuda_events`: the median of the CUDA-event timer (`timings.median_ns`, per call, measured in the
-  check child; includes launch gaps the GPU sat idle in);
-- `ncu_duration`: ncu's `gpu__time_duration` summed over the variant's replayed kernels (cache
-  flushed and clocks locked between replays, no memory ops).
+- `gpu_events`: GPU time per call, CUDA events around calls queued ahead of the GPU (no host in
+  between, L2 flushed), in the check child and the bench's timing processes;
+- `latency`: one call on an idle GPU, host launches included (the book's harness times this way);
+- `steady`: per call, back to back: the GPU's pace where it keeps up, the host's where it cannot;
+- `nsys_gpu_time`: GPU busy time per call of the variant's NVTX range on the nsys timeline
+  (kernels, memcpys and memsets, the union of their intervals): the summary's `gpu_time_ns`;
+- `ncu_duration`: ncu's `gpu__time_duration` summed over the variant's replayed kernels;
+- `cuda_events`: the one CUDA-event timer of runs before issue 28 (calls queued in blocks behind
+  other variants and reference kernels: a host-bound variant's time depended on its position).
 
 The primary speedup of a variant is baseline time / variant time, both by the SAME timer: the first
-of `TIMERS` that both have. nsys comes first because it measures the real launches of exactly the
-profiled call, memory ops included, and is what the summary's `gpu_time_ns` and the headline show;
-CUDA events next (real launches, but wall time between two events); ncu last (replayed kernels in
-isolation: only when nothing else timed the pair). A run of several ranks puts CUDA events first
-(`timer_order`): there a collective's kernel time includes waiting for the other ranks. The other
-timers' ratios are secondary figures, always shown with their timer's name (`speedup_by_timer`).
-Every place that prints a speedup (summary, headline, roofline arrow, history, report page) takes
-it from here.
-
-A GPU timer says nothing of host work: a pair whose baseline runs on the CPU (ch14.gpu_quantization)
-gets an honest GPU-time ratio that is no end-to-end speedup. The verdict rules flag that
-(`analyze.verdict_rules`, rules `host_bound` and `timers_disagree`, the latter with its noise
-bands); those rules, not this definition, are the place to change.
+of `timer_order` that both have. By default that is `gpu_events`, the quantity of a GPU kernel's
+lesson, measured the same way by `aisp-prof run` and by the gate (`bench run`), so the two agree;
+then nsys, the legacy events, ncu. A pair whose lesson is the host's cost (a round trip through
+the CPU, launch overhead, torch.compile's guards) declares `timer="latency"` or `"steady"` and its
+speedups include the host; a run of several ranks puts `steady` first (a collective's kernel
+spins while it waits for the other ranks, so GPU time counts waiting). The other timers' ratios are
+secondary figures, always shown with their timer's name (`speedup_by_timer`). Every place that
+prints a speedup (summary, headline, roofline arrow, history, report page) takes it from here; the
+validity rules (`analyze.validity`) decide whether it may be a headline at all.
 """
 from __future__ import annotations
 
@@ -32,8 +31,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..naming import HOST_TIMERS, TIMER_KINDS, TIMER_LABELS
 from ..naming import SPEEDUP_TIMERS as TIMERS
-from ..naming import TIMER_LABELS
 from .variant_ranges import variant_ranges
 
 Times = Mapping[str, "float | None"]
@@ -63,18 +62,29 @@ def _ratio(b: float | None, v: float | None) -> float | None:
 
 # a multi-rank run's order: a collective's kernel spins while it waits for the other ranks, and on
 # a second stream it runs beside the variant's own kernels, so GPU busy time counts waiting (and a
-# pipelined variant's waiting most); the CUDA events around each call time what the caller waits for
-MULTI_RANK_TIMERS = ("cuda_events", "nsys_gpu_time", "ncu_duration")
+# pipelined variant's waiting most); back-to-back calls time what the training loop waits for
+# (older runs: the CUDA events around each call)
+MULTI_RANK_TIMERS = ("steady", "cuda_events", "latency", "gpu_events", "nsys_gpu_time", "ncu_duration")
 
 
 def timer_order(info: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """Which timer a run's speedups use first: the one its pair declares (run.json's `timer`: a
-    baseline that works on the host is timed by CUDA events, GPU time would leave its work out),
-    else `MULTI_RANK_TIMERS` for a run of several ranks (world_size), else `TIMERS`."""
+    """Which timer a run's speedups use first: the one its pair declares (run.json's `timer`), else
+    `MULTI_RANK_TIMERS` for a run of several ranks (world_size), else `TIMERS`. A declared host
+    timer (latency, steady) falls back on the other one, then on the legacy CUDA events (which
+    counted some host time), before any GPU-only timer: a run that lacks it keeps its meaning."""
     info = info or {}
     order = MULTI_RANK_TIMERS if int(info.get("world_size") or 1) > 1 else TIMERS
     first = info.get("timer")
+    if first in HOST_TIMERS:
+        lead = (first, *(t for t in HOST_TIMERS if t != first), "cuda_events")
+        return (*lead, *(t for t in order if t not in lead))
     return (first, *(t for t in order if t != first)) if first in TIMERS else order
+
+
+def headline_kind(info: Mapping[str, Any] | None) -> str:
+    """The kind of samples (collect.samplers) a run's headline timer summarizes: what the gate
+    records and judges, so that `bench run` and `aisp-prof run` speak of the same time."""
+    return next((TIMER_KINDS[t] for t in timer_order(info) if t in TIMER_KINDS), "gpu")
 
 
 def speedup(baseline: Times, variant: Times, timers: Sequence[str] = TIMERS) -> Speedup:
@@ -98,8 +108,13 @@ def variant_times(variant: str, kernels: pd.DataFrame, ranges: pd.DataFrame,
         occ = float(r["occurrences"].sum()) or 1.0
         out["nsys_gpu_time"] = float(r["gpu_time_ns"].sum()) / occ
     t = _frame_of(timings, variant)
-    if not t.empty and "median_ns" in t and pd.notna(t["median_ns"].iloc[0]):
-        out["cuda_events"] = float(t["median_ns"].iloc[0])
+    if not t.empty:
+        row = t.iloc[0]
+        kinds = "design" in t and pd.notna(row["design"])       # the three kinds (issue 28), else legacy
+        for timer, col in (("gpu_events" if kinds else "cuda_events", "median_ns"),
+                           ("latency", "latency_median_ns"), ("steady", "steady_median_ns")):
+            if col in t and pd.notna(row[col]):
+                out[timer] = float(row[col])
     if not k.empty and "duration_ns" in k and k["duration_ns"].notna().any():
         out["ncu_duration"] = float(k["duration_ns"].astype(float).sum())
     return out

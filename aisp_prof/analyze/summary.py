@@ -19,9 +19,14 @@ Compile cost and torch.compile's graphs, breaks and recompiles come from the run
 rows (`analyze.compiled`); `compile_break_even_calls` is how many calls repay the first call's
 extra wall time from the time each call saves against the baseline.
 
-`speedup_vs_baseline` is the one primary speedup (`analyze.speedup`: nsys GPU time where both
-variants have it, else CUDA events, else ncu duration), `speedup_timer` names its timer and
-`speedup_by_timer` holds every timer's ratio, the secondary figures under their timer's name.
+The timer's three kinds (collect.samplers) come from the check child and any further timing
+processes: `cuda_event_median_ns` / `gpu_events_median_ns` (GPU time per call, CUDA events, calls
+queued ahead), `latency_median_ns` (one call on an idle GPU), `steady_median_ns` (back to back),
+and `time_class` (gpu_bound, launch_bound, host_bound: `analyze.time_kinds`).
+
+`speedup_vs_baseline` is the one primary speedup (`analyze.speedup`: by the time the pair's lesson
+is about, GPU time by CUDA events unless it declares otherwise), `speedup_timer` names its timer
+and `speedup_by_timer` holds every timer's ratio, the secondary figures under their timer's name.
 
 `derived_from_rates` (only where it applies) lists the counter columns that the export held as
 rates or sectors only (`ncu --set full`): FLOP counters are rate x elapsed cycles, not counts
@@ -40,6 +45,7 @@ from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
 from .headline import add_role_fields
 from .speedup import run_speedups, timer_order
+from .time_kinds import time_fields
 
 NOT_STALLS = {"selected"}   # a warp being issued is not a stall
 
@@ -135,7 +141,8 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             row["gpu_time_ns"] = _sum(k, "duration_ns")
             row["gpu_time_source"] = "ncu"
         if not timings.empty and v in set(timings["variant"]):
-            row["cuda_event_median_ns"] = float(timings.loc[timings["variant"] == v, "median_ns"].iloc[0])
+            timing = timings.loc[timings["variant"] == v].iloc[0].to_dict()
+            row.update(time_fields(timing, row.get("gpu_time_ns") if row.get("gpu_time_source") == "nsys" else None))
         if not checks.empty and v in set(checks["variant"]):
             c = checks[checks["variant"] == v]
             row["correct"] = bool(c["passed"].astype(bool).all())
@@ -168,14 +175,14 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
 
 def _add_break_even(rows: list[dict[str, Any]]) -> None:
     """compile_break_even_calls of each variant that compiled, against the baseline's steady time
-    per call (CUDA events where timed, else nsys GPU time). Where the baseline compiled too,
+    per call (back to back where timed so, else CUDA events, else nsys GPU time). Where the baseline compiled too,
     only the variant's extra first-call time has to be repaid."""
     base = next((r for r in rows if r["variant"] == "baseline"), None)
     for row in rows:
         if row is base or not row.get("compiled") or base is None:
             continue
-        key = "cuda_event_median_ns" if row.get("cuda_event_median_ns") and base.get("cuda_event_median_ns") \
-            else "gpu_time_ns"
+        key = next((k for k in ("steady_median_ns", "cuda_event_median_ns") if row.get(k) and base.get(k)),
+                   "gpu_time_ns")
         overhead = row.get("compile_overhead_ns")
         if overhead is not None and base.get("compiled") and base.get("compile_overhead_ns") is not None:
             overhead -= base["compile_overhead_ns"]

@@ -1,25 +1,31 @@
 """Verdict rules: what the measured numbers of one run mean, each rule a pure function of the run's
 stored frames and its summary, returning zero or more `Finding`s built from those numbers.
 
-  host_bound       CUDA events time a call (in the check process) longer than nsys saw the GPU
-                   busy: the gap is the host launching, not the GPU working.
+  host_bound       how much of a call is the host's: from the variant's own kinds of time where the
+                   run has them (`time_kinds.host_share`); in older runs, CUDA events timing a call
+                   longer than nsys saw the GPU busy (the gap is the host launching).
   timers_disagree  the speedup by CUDA events, nsys GPU time and ncu's replayed duration differ
                    by more than the timers' spread: the claim rests on one timer.
   mechanisms       the pair's declared `expect` (pairs.roles.Mechanism) against what moved.
+  bimodal, drifted, below_floor
+                   whether a time may be published at all (`analyze.validity`): those, and
+                   timers_disagree on a GPU-bound variant, withhold the headline.
 
 A rule stays silent when what it looks for is within noise, and says "not measured" (severity
 info) where the run lacks a field, never raises on an old run.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from ..naming import TIMER_LABELS
-from ..pairs.roles import BASELINE, OPTIMIZATION, expectations_of
+from ..pairs.roles import OPTIMIZATION, expectations_of
 from ..units import duration, si
+from .rule_input import Finding, RuleInput
+from .time_kinds import host_share
+from .validity import below_floor, bimodal, drifted
 
 # The three timers run in separate processes (check, nsys, ncu) at clocks a few percent apart even
 # on a quiet machine (the H200 and H100 samples: 1-3% between timers on single-kernel GEMMs), so a
@@ -32,41 +38,6 @@ MECHANISM_NOISE = 0.02           # a counter that moved under 2% did not move
 # per launch is not launching (ch10.warp_specialized_cluster_pipeline's baseline: 153 us on one
 # launch, nsys alone faster than ncu and CUDA events), so host_bound leaves it to timers_disagree.
 MAX_HOST_NS_PER_LAUNCH = 30_000.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One thing the numbers say, in a sentence; `variant` is None for the run as a whole."""
-
-    rule: str                    # host_bound | timers_disagree | mechanism
-    severity: str                # warning | info
-    message: str
-    variant: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "severity": self.severity, "variant": self.variant, "message": self.message}
-
-
-@dataclass
-class RuleInput:
-    """What the rules read: run.json, the per-variant summary, and the frames it came from."""
-
-    info: Mapping[str, Any]
-    summary: Sequence[Mapping[str, Any]]
-    timings: pd.DataFrame = field(default_factory=pd.DataFrame)    # CUDA-event timing, per variant
-    timeline: pd.DataFrame = field(default_factory=pd.DataFrame)   # nsys kernels, with range_instance
-    kernels: pd.DataFrame = field(default_factory=pd.DataFrame)    # ncu launches
-
-    def row(self, variant: str) -> Mapping[str, Any] | None:
-        return next((r for r in self.summary if r["variant"] == variant), None)
-
-    def baseline(self) -> Mapping[str, Any] | None:
-        return next((r for r in self.summary if r.get("role", r["variant"] == "baseline" and BASELINE) == BASELINE),
-                    None)
-
-    def claims(self) -> list[Mapping[str, Any]]:
-        """The rows whose speed the pair claims (optimizations), or shows (references), not the baseline."""
-        return [r for r in self.summary if r.get("role") != BASELINE and r["variant"] != "baseline"]
 
 
 # ------------------------------------------------------------------------------ noise of each timer
@@ -104,8 +75,8 @@ def host_bound(inp: RuleInput) -> list[Finding]:
     out = []
     for r in inp.summary:
         ev, gpu, v = r.get("cuda_event_median_ns"), r.get("gpu_time_ns"), r["variant"]
-        if not ev or not gpu or r.get("gpu_time_source") != "nsys":
-            continue
+        if not ev or not gpu or r.get("gpu_time_source") != "nsys" or r.get("time_class"):
+            continue                  # a run timed in kinds says it from its own times (time_kinds.host_share)
         gap = ev - gpu
         noise = (event_noise_ns(inp.timings, v) or 0.0) + (nsys_noise_ns(inp.timeline, v) or 0.0)
         if gap <= noise or gap < HOST_GAP_MIN_SHARE * ev:
@@ -173,7 +144,8 @@ def timers_disagree(inp: RuleInput) -> list[Finding]:
             "timers_disagree", "warning",
             f"{v}: the {x:.2f}x by {claim} rests on that timer alone: {said}, {min(apart[o] for o in differ):.0%} or "
             f"more apart, beyond the timers' spread and the {TIMER_FLOOR:.0%} their clocks allow (ncu replays each "
-            "kernel alone with flushed caches; CUDA events time the call with its launches in another process)", v))
+            "kernel alone with flushed caches; CUDA events time the whole call on the GPU, gaps between its kernels "
+            "included; nsys adds up the time its kernels and copies were busy)", v))
     return out
 
 
@@ -236,7 +208,8 @@ def mechanisms(inp: RuleInput) -> list[Finding]:
     return out
 
 
-RULES: tuple[Callable[[RuleInput], list[Finding]], ...] = (host_bound, timers_disagree, mechanisms)
+RULES: tuple[Callable[[RuleInput], list[Finding]], ...] = (bimodal, drifted, below_floor, host_bound, host_share,
+                                                          timers_disagree, mechanisms)
 
 
 def findings(inp: RuleInput) -> list[Finding]:

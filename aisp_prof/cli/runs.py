@@ -255,6 +255,7 @@ def print_summary(result: dict[str, Any]) -> None:
     the numbers mean (verdict rules) and compile warnings."""
     from ..analyze.compiled import compile_warnings
     from ..render.table import launch_compile_table, summary_table, wrap_lines
+    from ..render.times_table import times_table
 
     info, width = result["run"], table_width()
     for line in wrap_lines([f"run {info['run_id']}  ({info.get('gpu_name') or 'unknown GPU'}, status {info['status']})"],
@@ -264,6 +265,11 @@ def print_summary(result: dict[str, Any]) -> None:
         for line in wrap_lines([f"headline: {result['headline']['text']}"], width):
             click.echo(line)
     click.echo(summary_table(result["summary"], width))
+    times = times_table(result["summary"], width)
+    if times:
+        click.echo("\ntimes per call (GPU: CUDA events, calls queued ahead; latency: one call on an idle GPU; "
+                   "steady: back to back):")
+        click.echo(times)
     launches = launch_compile_table(result["summary"], width)
     if launches:
         click.echo("\nlaunches (nsys, per call) and first call (wall):")

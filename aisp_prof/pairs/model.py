@@ -72,8 +72,9 @@ class KernelPair:
     # (sizes, world_size) -> {"variant/Op": bytes}: each collective's message size S as nccl-tests
     # defines it (analyze.collectives), for bus bandwidths; nsys exports carry no message sizes
     collective_bytes: Callable[[Mapping[str, int], int], Mapping[str, int]] | None = None
-    # the timer its speedups are taken by first (analyze.speedup): "cuda_events" where the baseline's
-    # work is on the host (GPU time would leave it out); "" for the default order
+    # the time its lesson is about, which its speedups and the gate use (analyze.speedup): "" for GPU
+    # time (CUDA events, calls queued ahead of the GPU); "latency" (one call on an idle GPU, host
+    # included) or "steady" (calls back to back) where the lesson is the host's work or launches
     timer: str = ""
     source: str = ""                            # module path, filled in by discovery
     book: Book | None = None                    # the book's optimized variant and B200 ratio (pairs.book)

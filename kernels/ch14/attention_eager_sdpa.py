@@ -160,6 +160,7 @@ PAIR = KernelPair(
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
     tolerance=1.5e-2,    # bf16 S and P in the baseline: ~4e-3 (see docstring)
+    timer="steady",      # the lesson is the GPU idle between a loop's launches: calls back to back
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     book=Book("sdpa_flash", 6.426, "spec §3.3 attention_eager_sdpa",
               off_reason="the book's calls end in a host sync (float(out.sum())), a fixed cost on both sides "

@@ -227,7 +227,7 @@ PAIR = KernelPair(
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
     tolerance=0.0,       # exact: power-of-two scales on a 1/8 grid (see docstring)
-    timer="cuda_events",  # the baseline works on the host: GPU time would count its copies only
+    timer="latency",     # the baseline waits for its copies: one call, host and GPU, as the book times it
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"gpu_compiled": ("gpu", "triton")},
     book=Book("gpu", 11.334, "spec §3.3 nccl_quantization",

@@ -262,6 +262,7 @@ PAIR = KernelPair(
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
     tolerance=1e-6,      # integer data: every variant is exact (see docstring)
+    timer="steady",      # the lesson is 64 launches -> 1 and the GPU idle between them: back to back
     requires=Requirements(min_cc=(9, 0), needs=("triton",), note="Hopper (sm_90) or newer"),
     book=Book("persistent", 6.088, "spec §3.3 triton_persistent",
               off_reason="the book's calls end in a host sync (float(out.sum())), most of its 0.13 ms; without "

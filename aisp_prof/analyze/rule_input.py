@@ -1,0 +1,48 @@
+"""What every verdict rule reads and returns: `RuleInput` (a run's stored frames and its summary)
+and `Finding` (one sentence the numbers say). The rules live in `verdict_rules` and `validity`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ..pairs.roles import BASELINE
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the numbers say, in a sentence; `variant` is None for the run as a whole."""
+
+    rule: str                    # host_bound | timers_disagree | mechanism
+    severity: str                # warning | info
+    message: str
+    variant: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "severity": self.severity, "variant": self.variant, "message": self.message}
+
+
+@dataclass
+class RuleInput:
+    """What the rules read: run.json, the per-variant summary, and the frames it came from."""
+
+    info: Mapping[str, Any]
+    summary: Sequence[Mapping[str, Any]]
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)    # CUDA-event timing, per variant
+    timeline: pd.DataFrame = field(default_factory=pd.DataFrame)   # nsys kernels, with range_instance
+    kernels: pd.DataFrame = field(default_factory=pd.DataFrame)    # ncu launches
+    samples: pd.DataFrame = field(default_factory=pd.DataFrame)    # every timed call (collect.timing)
+    compiles: pd.DataFrame = field(default_factory=pd.DataFrame)   # the check's walls per variant and trial
+
+    def row(self, variant: str) -> Mapping[str, Any] | None:
+        return next((r for r in self.summary if r["variant"] == variant), None)
+
+    def baseline(self) -> Mapping[str, Any] | None:
+        return next((r for r in self.summary if r.get("role", r["variant"] == "baseline" and BASELINE) == BASELINE),
+                    None)
+
+    def claims(self) -> list[Mapping[str, Any]]:
+        """The rows whose speed the pair claims (optimizations), or shows (references), not the baseline."""
+        return [r for r in self.summary if r.get("role") != BASELINE and r["variant"] != "baseline"]
