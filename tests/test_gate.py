@@ -10,7 +10,6 @@ Fixtures (tests/fixtures/gate/, README there says how they were made):
 from __future__ import annotations
 
 import json
-import shutil
 import tarfile
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from aisp_prof.bench import expectations as exp
 from aisp_prof.bench.verdict import SAME, SLOWER, judge
 from aisp_prof.cli import cli
 from aisp_prof.store.ingest import load_run_dir
+from legacy_evidence import current_format_copy
 
 GATE = Path(__file__).parent / "fixtures" / "gate"
 SAME_RUN = "20261126T081831Z-ch09.fused_l2norm-7f86"
@@ -41,7 +41,7 @@ def runs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def recorded() -> dict:
-    return exp.load(GATE / "expectations_h200_session1.json")["pairs"]
+    return exp.read_any(GATE / "expectations_h200_session1.json")["pairs"]
 
 
 def _verdicts(runs: Path, run: str, recorded: dict) -> dict:
@@ -122,7 +122,7 @@ def test_bench_record_history_and_report(runs, tmp_path):
     from aisp_prof.store.db import write_run
 
     db, file = tmp_path / "a.db", tmp_path / "expectations_h200.json"
-    shutil.copy(GATE / "expectations_h200_session1.json", file)
+    current_format_copy(GATE / "expectations_h200_session1.json", file)
     for run in (SAME_RUN, SLOW_RUN):
         data = load_run_dir(runs / run)
         found = judge("ch09.fused_l2norm", data.samples, exp.load(file)["pairs"]["ch09.fused_l2norm"], 1980)

@@ -1,5 +1,6 @@
-"""The gate on chapter 10's recorded H100 evidence (kernels/ch10/expectations_h100_80gb_hbm3.json,
-3 processes per pair, 2026-11-26, scripts/ch10_gpu_session.sh STEP=record): a variant whose
+"""The gate on chapter 10's recorded H100 evidence (ch10.flash_attention's entry of
+kernels/ch10/expectations_h100_80gb_hbm3.json as recorded in format 2, 3 processes, 2026-11-26,
+now tests/fixtures/gate/expectations_h100_ch10_flash_attention.json): a variant whose
 recorded processes disagree wildly is judged SAME but said to be unguarded, not silently passed.
 
 ch10.flash_attention's cudnn variant ran 55.2, 54.8 and 130.4 us in its three recording
@@ -10,11 +11,11 @@ from aisp_prof.bench import expectations as exp
 from aisp_prof.bench.verdict import SAME, UNGUARDED_MARGIN, judge
 from aisp_prof.paths import data_root
 
-FILE = data_root() / "kernels" / "ch10" / "expectations_h100_80gb_hbm3.json"
+FILE = data_root() / "tests" / "fixtures" / "gate" / "expectations_h100_ch10_flash_attention.json"
 
 
 def test_a_bimodal_recording_is_named_unguarded_and_a_tight_one_is_not():
-    entry = exp.load(FILE)["pairs"]["ch10.flash_attention"]
+    entry = exp.read_any(FILE)["pairs"]["ch10.flash_attention"]
     margins = {v: row["margin"]["time"] for v, row in entry["summary"]["variants"].items()}
     assert margins["cudnn"] > 2.5 and margins["flash"] <= 0.05         # what the recording says
     samples = exp.session_samples(entry).drop(columns=["cycles"])       # the recording judged against itself

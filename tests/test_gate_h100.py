@@ -8,7 +8,6 @@ kernel by 3% and 10%: only that variant is SLOWER, by about what was asked.
 from __future__ import annotations
 
 import json
-import shutil
 import tarfile
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from aisp_prof.pairs.source import source_digest, source_mismatch
 from aisp_prof.paths import data_root
 from aisp_prof.store.db import write_run
 from aisp_prof.store.ingest import load_run_dir
+from legacy_evidence import current_format_copy
 
 GATE = Path(__file__).parent / "fixtures" / "gate"
 SLOW = {"lease2": {"20261126T102530Z-ch09.fused_l2norm-557f": 1.03, "20261126T102549Z-ch09.fused_l2norm-0139": 1.10},
@@ -43,7 +43,7 @@ def leases(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def recorded() -> dict:
-    return exp.load(GATE / "expectations_h100_session1.json")["pairs"]
+    return exp.read_any(GATE / "expectations_h100_session1.json")["pairs"]
 
 
 def _judged(run_dir: Path, recorded: dict) -> dict:
@@ -99,7 +99,7 @@ def test_bench_record_refuses_a_run_of_other_code(leases, tmp_path):
     assert source_mismatch(real, "ch09.fused_l2norm") == "" and source_mismatch({}, "ch09.fused_l2norm") == ""
 
     db, file = tmp_path / "a.db", tmp_path / "expectations.json"
-    shutil.copy(GATE / "expectations_h100_session1.json", file)
+    current_format_copy(GATE / "expectations_h100_session1.json", file)
     slowed, unchanged = list(SLOW["lease2"])[0], "20261126T102002Z-ch09.fused_l2norm-5698"
     _stored_with_source(leases, slowed, fixture, db)
     _stored_with_source(leases, unchanged, real, db)

@@ -1,10 +1,13 @@
 """What a pair measured on one kind of GPU, kept as evidence: `kernels/chNN/expectations_<key>.json`.
 
-Format 2 keeps, per pair, the recording sessions themselves (newest last, at most MAX_SESSIONS):
-each session is one `bench run --update-expectations` on one machine, with its provenance, the
-clocks the GPU ran at, and every sample (time and SM clock, one list per process). The
-summary beside them is derived, for the reader of a diff: each variant's median time and
-cycles, its time relative to the baseline, and the A/A margin the gate allows.
+Format 3 keeps, per pair, the recording sessions themselves (newest last, at most MAX_SESSIONS):
+each session is one `bench run --update-expectations` on one machine, with its provenance (the
+pair's source digest among it), the clocks the GPU ran at, and every sample of the kind of time
+the pair's headline uses (`kind`: gpu, latency or steady, collect.samplers; time and SM clock,
+one list per process; the reference kernels' gpu samples beside them). Format 2 kept the one
+CUDA-event timer whose times depended on a variant's position (issue 28): such a file reads as
+outdated. The summary beside the sessions is derived, for the reader of a diff: each variant's
+median time and cycles, its time relative to the baseline, and the A/A margin the gate allows.
 
 The A/A margin is learnt, not set: every process of every session measured the same code, so
 how far their medians lie apart is how far an unchanged tree can move. margin = max(floor,
@@ -23,7 +26,7 @@ import pandas as pd
 
 from ..analyze.intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
 
-FORMAT = 2
+FORMAT = 3
 MAX_SESSIONS = 4
 MARGIN_FACTOR = 2.0
 MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
@@ -43,8 +46,15 @@ def load(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
     if data.get("format") != FORMAT:
         return {"format": FORMAT, "pairs": {}, "outdated": f"{path.name} was recorded in an older format "
-                "without samples; record it again with `aisp-prof bench run --update-expectations`"}
+                "(before format 3: one CUDA-event timer whose times depended on a variant's position); record "
+                "it again with `aisp-prof bench run --update-expectations`"}
     return data
+
+
+def read_any(path: Path) -> dict[str, Any]:
+    """The file as recorded, whatever its format (tests and readers of older evidence; the gate
+    uses `load`, which compares only evidence of the current format)."""
+    return json.loads(path.read_text())
 
 
 def save(path: Path, data: Mapping[str, Any]) -> None:
@@ -68,17 +78,28 @@ def dumps(value: Any, indent: int = 0) -> str:
     return json.dumps(value)
 
 
-def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Any]:
-    """One recording: provenance, the clocks the GPU ran at, and every unthrottled sample by
-    variant and process (throttled ones are counted, not kept)."""
-    df = with_cycles(samples, limits.get("sm_clock_max_mhz"))
+def of_kind(samples: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The samples the gate compares: the variants' of `kind`, the reference kernels' gpu ones
+    (samples without a kind, from runs before issue 28, are all one timer's)."""
+    if samples.empty or "kind" not in samples:
+        return samples
+    refs = samples["variant"].astype(str).str.startswith("ref:")
+    return samples[(samples["kind"] == kind) | (refs & (samples["kind"] == "gpu"))].reset_index(drop=True)
+
+
+def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Mapping[str, Any],
+               kind: str = "gpu") -> dict[str, Any]:
+    """One recording: provenance, the clocks the GPU ran at, and every unthrottled sample of
+    `kind` by variant and process (throttled ones are counted, not kept)."""
+    df = with_cycles(of_kind(samples, kind), limits.get("sm_clock_max_mhz"))
     per_variant: dict[str, Any] = {}
     for v, rows in df[~df["throttled"]].groupby("variant", sort=False):
         by_process = [g for _, g in rows.groupby("process", sort=True)]
         per_variant[str(v)] = {"time_ns": [[round(float(t)) for t in g["time_ns"]] for g in by_process],
                                "sm_clock_mhz": [[_int(c) for c in g["sm_clock_mhz"]] if "sm_clock_mhz" in g else []
                                                 for g in by_process]}
-    return {**{k: provenance.get(k) for k in PROVENANCE_KEYS}, "processes": int(df["process"].nunique()),
+    kind = kind if "kind" in samples else "legacy"      # a run before issue 28: one timer
+    return {**{k: provenance.get(k) for k in PROVENANCE_KEYS}, "kind": kind, "processes": int(df["process"].nunique()),
             "clocks": _clocks(df, limits), "samples": per_variant}
 
 
@@ -148,14 +169,28 @@ def _margin(metric: str, replicas: list[float]) -> float:
 
 def add_session(entry: Mapping[str, Any] | None, session: Mapping[str, Any], sizes: Mapping[str, int]) -> dict[str, Any]:
     """The pair's entry with `session` appended (the oldest dropped beyond MAX_SESSIONS) and its
-    summary recomputed. Sessions of other problem sizes, or of other code (another source digest,
-    where both are known), are dropped: they measured another thing, and pooling them would blend
-    the old kernel's times into the new one's."""
+    summary recomputed. Sessions of other problem sizes, of another kind of time, or of other code
+    (another source digest, where both are known), are dropped: they measured another thing, and
+    pooling them would blend the old kernel's times into the new one's."""
     kept = [s for s in (entry or {}).get("sessions", [])
-            if (entry or {}).get("sizes") == dict(sizes) and same_code(s, session)]
+            if (entry or {}).get("sizes") == dict(sizes) and same_code(s, session)
+            and s.get("kind", "legacy") == session.get("kind", "legacy")]
     new = {"sizes": dict(sizes), "sessions": (kept + [dict(session)])[-MAX_SESSIONS:]}
     new["summary"] = summarize(new)
     return new
+
+
+def other_code(entry: Mapping[str, Any] | None, sha256: str | None) -> str:
+    """Why the recorded evidence is not of the code measured now ('' when every session names
+    `sha256`, or nothing is recorded): the gate's verdict then says it compares other code."""
+    sessions = (entry or {}).get("sessions") or []
+    recorded = {s.get("source_sha256") for s in sessions}
+    if not sessions or not sha256 or recorded == {sha256}:
+        return ""
+    if None in recorded:
+        return "some recorded sessions name no source digest: which code they measured is unknown"
+    return (f"the evidence was recorded from other code (source digest {', '.join(sorted(x[:12] for x in recorded))}, "
+            f"now {sha256[:12]}): record it again")
 
 
 def same_code(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

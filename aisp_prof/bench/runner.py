@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..analyze.speedup import headline_kind
 from ..collect.runner import RunOptions, TimingOptions
 from ..errors import AispError, NoGpuError
 from ..naming import hardware_key, utc_now
@@ -42,8 +43,8 @@ class BenchOptions:
     """How `bench run` measures each pair, and against what."""
 
     profile: str = "none"
-    repeats: int = 20                  # interleaved rounds per process, at least
-    budget_s: float = 3.0              # sampling time per process
+    repeats: int = 10                  # interleaved rounds per process, at least
+    budget_s: float = 2.0              # sampling time per process
     processes: int = 2                 # timing processes per pair, at least
     max_processes: int = 5             # ... and at most, while a verdict is AMBIGUOUS
     record_processes: int = 4          # processes of a recording session (--update-expectations)
@@ -53,16 +54,17 @@ class BenchOptions:
     profiles_dir: Path = Path("profiles")
     expectations: Path | None = None   # default: kernels/chNN/expectations_<hardware key>.json
 
-    def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None) -> TimingOptions:
+    def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
+        """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost."""
         count = self.record_processes if self.update_expectations else self.processes
         top = count if self.update_expectations else max(count, self.max_processes)
         return TimingOptions(min_rounds=self.repeats, budget_s=self.budget_s, processes=count, max_processes=top,
-                             references=True, more=None if self.update_expectations else more)
+                             references=True, more=None if self.update_expectations else more, kinds=(kind,))
 
     def run_options(self, pair: KernelPair, more: Callable[[list[dict[str, Any]]], bool] | None) -> RunOptions:
         with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]
         return RunOptions(pair=pair, profiles_dir=self.profiles_dir, label=f"bench:{self.profile}",
-                          with_ncu=with_ncu, with_nsys=with_nsys, timing=self.timing(more),
+                          with_ncu=with_ncu, with_nsys=with_nsys, timing=self.timing(more, gate_kind(pair)),
                           metric_groups=DEFAULT_GROUPS + extra)
 
 
@@ -103,8 +105,13 @@ def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _still_ambiguous(pair: str, entry: Any) -> Callable[[list[dict[str, Any]]], bool]:
-    return lambda samples: any(v.verdict == AMBIGUOUS for v in judge(pair, pd.DataFrame(samples), entry))
+def _still_ambiguous(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
+    return lambda samples: any(v.verdict == AMBIGUOUS for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry))
+
+
+def gate_kind(pair: KernelPair) -> str:
+    """The kind of time the gate records and judges: the pair's headline's (analyze.speedup)."""
+    return headline_kind({"timer": pair.timer, "world_size": pair.world_size})
 
 
 def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
@@ -116,21 +123,24 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
         return PairOutcome(pair.name, None, "skipped", answer.reason)
     path = opts.expectations or exp.expectations_path(kernels_root(), pair.chapter_key, key)
     recorded = exp.load(path)
-    entry = recorded["pairs"].get(pair.name)
+    entry, kind = recorded["pairs"].get(pair.name), gate_kind(pair)
     found: list[VariantVerdict] = []
+    said: list[str] = [recorded.get("outdated", "")]
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:
-            found.extend(judge(pair.name, data.samples, entry, (data.info.get("sensor") or {}).get("sm_clock_max_mhz"),
-                               recorded.get("outdated", "")))
+            found.extend(judge(pair.name, exp.of_kind(data.samples, kind), entry,
+                               (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", "")))
             data.verdicts = verdict_frame(found, str(path))
+        said.append(exp.other_code(entry, (data.info.get("source") or {}).get("sha256")))
     try:
-        result = runs.profile(opts.run_options(pair, _still_ambiguous(pair.name, entry)), progress, annotate)
+        result = runs.profile(opts.run_options(pair, _still_ambiguous(pair.name, entry, kind)), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
         return PairOutcome(pair.name, None, "error", str(e))
     if result.error is not None:
         return PairOutcome(pair.name, result.run["run_id"], "failed_check", str(result.error), found)
-    outcome = PairOutcome(pair.name, result.run["run_id"], "ok", recorded.get("outdated", ""), found, strict=opts.strict)
+    outcome = PairOutcome(pair.name, result.run["run_id"], "ok", "; ".join(m for m in said if m), found,
+                          strict=opts.strict)
     if opts.update_expectations:
         record(outcome, result.data, path, recorded, key, opts.force)
     return outcome
@@ -161,7 +171,7 @@ def record(outcome: PairOutcome, data: Any, path: Path, recorded: dict[str, Any]
     if other_code and not force:
         outcome.message = f"not recorded: {other_code}; run the pair again, or pass --force"
         return
-    session = exp.session_of(data.samples, provenance(data), limits)
+    session = exp.session_of(data.samples, provenance(data), limits, headline_kind(info))
     throttled = session["clocks"]["throttled_samples"]
     if throttled and not force:
         outcome.message = (f"not recorded: {throttled} samples ran below 75% of the maximum SM clock "

@@ -82,8 +82,8 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
 @click.option("--targets", multiple=True, required=True, help="Chapters (ch09) or pairs; repeatable.")
 @click.option("--profile", type=click.Choice(["none", "minimal", "roofline", "full"]), default="none",
               show_default=True, help="none: timing only; minimal: + nsys; roofline: + ncu; full: + both, more metrics.")
-@click.option("--repeats", default=20, show_default=True, help="Interleaved rounds per timing process, at least.")
-@click.option("--budget-s", default=3.0, show_default=True, help="Sampling time per timing process (seconds).")
+@click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
+@click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
 @click.option("--processes", default=2, show_default=True, help="Timing processes per pair, at least.")
 @click.option("--max-processes", default=5, show_default=True, help="More processes while a verdict is AMBIGUOUS, up to this.")
 @click.option("--update-expectations", is_flag=True, help="Record this run as a new session of each passing pair's "
