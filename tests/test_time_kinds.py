@@ -72,7 +72,7 @@ def test_a_block_the_host_cannot_queue_behind_the_spin_is_discarded_and_the_spin
     slow_host = {"v": [dev.variant(3_000 * US, 10 * US)]}
     holds = {"v": Hold(ns=HOLD_MIN_NS)}
     assert gpu_round(dev, slow_host, ["v"], 0, holds) == []
-    assert holds["v"].discarded_rounds == 1 and holds["v"].ns >= 4 * 3_000 * US
+    assert holds["v"].discarded_blocks == 1 and holds["v"].ns >= 4 * 3_000 * US
     rows = gpu_round(dev, slow_host, ["v"], 1, holds)
     assert len(rows) == 1 and rows[0]["time_ns"] == pytest.approx(10 * US)
 

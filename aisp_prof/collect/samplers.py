@@ -113,13 +113,13 @@ class Hold:
     one, and longer after a block the spin failed to hold."""
 
     ns: float = 1e6
-    discarded_rounds: int = 0
+    discarded_blocks: int = 0
 
     def after(self, queue_ns: float, held: bool) -> None:
         if held:
             self.ns = min(HOLD_MAX_NS, max(HOLD_MIN_NS, 2.0 * queue_ns, self.ns * 0.9))
         else:
-            self.discarded_rounds += 1
+            self.discarded_blocks += 1
             self.ns = min(HOLD_MAX_NS, max(4.0 * queue_ns, 2.0 * self.ns))
 
 

@@ -117,8 +117,8 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     for row in out:
         row.setdefault("waits_for_gpu", waits.get(row["variant"], False))
     for v, hold in (holds or {}).items():
-        if hold.discarded_rounds:
-            log.info("%s: %d gpu blocks discarded, the host caught up with the spin", v, hold.discarded_rounds)
+        if hold.discarded_blocks:
+            log.info("%s: %d gpu blocks discarded, the host caught up with the spin", v, hold.discarded_blocks)
     return out
 
 
