@@ -168,9 +168,10 @@ def test_a_row_without_events_is_all_zero():
 
 
 def test_time_rounds_hands_every_call_to_the_observer():
-    """A closure that meets a new shape on its 8th call recompiles inside the timed phase (5
-    warm-up calls, the probe of whether it waits for the GPU, the untimed call that estimates its
-    latency, then timed calls): the observer puts that compile under (variant, timed)."""
+    """A closure that meets a new shape on its 9th call recompiles inside the timed phase (5
+    warm-up calls, the probe of whether it waits for the GPU, the round that estimates its latency
+    (a call of itself, then the estimate), then timed calls): the observer puts that compile under
+    (variant, timed)."""
     from aisp_prof.collect.timing import SamplingPlan, time_rounds
     from sim_device import SimDevice
 
@@ -182,7 +183,7 @@ def test_time_rounds_hands_every_call_to_the_observer():
 
     def launch():
         calls["n"] += 1
-        return f(torch.randn(3) if calls["n"] < 8 else torch.randn(3, 2))
+        return f(torch.randn(3) if calls["n"] < 9 else torch.randn(3, 2))
 
     observer = CallObserver()
     plan = SamplingPlan(min_rounds=4, max_rounds=4, warmup=5, budget_s=10.0)

@@ -140,6 +140,7 @@ for flag in ("--pair", "--variants", "--sizes", "--mode", "--repeats", "--budget
 ap.add_argument("--out", type=Path)
 ap.add_argument("--nsys-iterations", type=int, default=0)
 ap.add_argument("--references", action="store_true")
+ap.add_argument("--kinds", default="gpu,latency,steady")
 ap.add_argument("--release", type=Path)
 ap.add_argument("--wait-for", type=Path)
 ap.add_argument("--wait-parent", type=int, default=0)

@@ -30,8 +30,10 @@ def db(tmp_path_factory):
 
 
 def _recorded(key: str, session: int):
-    entry = json.loads((REPO_ROOT / "kernels" / "ch09" / f"expectations_{key}.json").read_text())
-    return session_samples({"sessions": [entry["pairs"]["ch09.fused_l2norm"]["sessions"][session]]})
+    """A format-2 session of ch09.fused_l2norm on one card (tests/fixtures/gate/, as recorded)."""
+    path = REPO_ROOT / "tests" / "fixtures" / "gate" / "expectations_ch09_fused_l2norm_by_card.json"
+    entry = json.loads(path.read_text())
+    return session_samples({"sessions": [entry["pairs"][key]["sessions"][session]]})
 
 
 def test_diff_two_gpus_table(db):
