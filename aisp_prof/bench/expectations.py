@@ -31,7 +31,8 @@ MAX_SESSIONS = 4
 MARGIN_FACTOR = 2.0
 MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
 PROVENANCE_KEYS = ("run_id", "date", "git_sha", "gpu_name", "driver_version", "torch_version", "cuda_version",
-                   "triton_version", "host", "source_sha256")
+                   "triton_version", "host", "boot_id", "source_sha256")
+HOST_KINDS = ("latency", "steady")       # kinds of time that include the host's work (collect.samplers)
 
 
 def expectations_path(kernels_root: Path, chapter_key: str, hw_key: str) -> Path:
@@ -191,6 +192,14 @@ def other_code(entry: Mapping[str, Any] | None, sha256: str | None) -> str:
         return "some recorded sessions name no source digest: which code they measured is unknown"
     return (f"the evidence was recorded from other code (source digest {', '.join(sorted(x[:12] for x in recorded))}, "
             f"now {sha256[:12]}): record it again")
+
+
+def machines(entry: Mapping[str, Any] | None) -> int:
+    """How many machines the recorded sessions of a pair come from, as far as known: distinct
+    boot ids (a session without one counts as a machine of its own)."""
+    sessions = (entry or {}).get("sessions") or []
+    known = {s.get("boot_id") for s in sessions if s.get("boot_id")}
+    return len(known) + sum(1 for s in sessions if not s.get("boot_id"))
 
 
 def same_code(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

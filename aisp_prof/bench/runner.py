@@ -27,7 +27,7 @@ from ..pairs.source import source_mismatch
 from ..parse.metric_table import DEFAULT_GROUPS
 from ..paths import kernels_root
 from . import expectations as exp
-from .verdict import AMBIGUOUS, VariantVerdict, judge
+from .verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
@@ -109,6 +109,23 @@ def _still_ambiguous(pair: str, entry: Any, kind: str) -> Callable[[list[dict[st
     return lambda samples: any(v.verdict == AMBIGUOUS for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry))
 
 
+def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
+    """A host-side time (latency, steady) judged against evidence from one machine cannot tell the
+    code from the host: the same kind of H200 ran ch14.triton_persistent's baseline at 1.76 ms per
+    call back to back on one lease and 0.94 ms on the next, GPU reference kernels within 1%. There
+    FASTER and SLOWER become AMBIGUOUS, saying so, until a session from another machine widens the
+    margin to what machines do."""
+    if kind not in exp.HOST_KINDS or exp.machines(entry) > 1:
+        return verdicts
+    for v in verdicts:
+        if v.verdict in (FASTER, SLOWER) and not v.is_reference:
+            v.cause = (f"{v.verdict.lower()} by {kind} time against evidence from one machine, and a host-side time "
+                       "moves with the host: record a session on another machine (bench run --update-expectations) "
+                       f"so the margin covers machines{'; ' + v.cause if v.cause else ''}")
+            v.verdict = AMBIGUOUS
+    return verdicts
+
+
 def gate_kind(pair: KernelPair) -> str:
     """The kind of time the gate records and judges: the pair's headline's (analyze.speedup)."""
     return headline_kind({"timer": pair.timer, "world_size": pair.world_size})
@@ -129,8 +146,9 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:
-            found.extend(judge(pair.name, exp.of_kind(data.samples, kind), entry,
-                               (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", "")))
+            verdicts = judge(pair.name, exp.of_kind(data.samples, kind), entry,
+                             (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
+            found.extend(one_machine(verdicts, kind, entry))
             data.verdicts = verdict_frame(found, str(path))
         said.append(exp.other_code(entry, (data.info.get("source") or {}).get("sha256")))
     try:
@@ -191,7 +209,7 @@ def provenance(data: Any) -> dict[str, Any]:
     return {"run_id": run["run_id"], "date": run.get("created_at"), "git_sha": run.get("git_sha"),
             "gpu_name": run.get("gpu_name"), "driver_version": run.get("driver_version"),
             "torch_version": env.get("torch_version"), "cuda_version": env.get("torch_cuda_version"),
-            "triton_version": env.get("triton_version"), "host": info.get("host"),
+            "triton_version": env.get("triton_version"), "host": info.get("host"), "boot_id": info.get("boot_id"),
             "source_sha256": (info.get("source") or {}).get("sha256")}
 
 

@@ -171,6 +171,17 @@ def git_sha(root: Path | None = None) -> str:
     return sha + ("-dirty" if dirty else "")
 
 
+def boot_id() -> str | None:
+    """This boot of this machine (Linux's random boot id): two leases of the same kind of machine,
+    whose hostnames are all `vm`, tell apart by it; None where the kernel has none."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def provenance() -> dict[str, Any]:
-    """created_at, git_sha, host and the nvidia-smi view of the GPU: the start of a run.json."""
-    return {"created_at": utc_now(), "git_sha": git_sha(), "host": os.uname().nodename, "gpu": nvidia_smi()}
+    """created_at, git_sha, host (and its boot id) and the nvidia-smi view of the GPU: the start of
+    a run.json."""
+    return {"created_at": utc_now(), "git_sha": git_sha(), "host": os.uname().nodename, "boot_id": boot_id(),
+            "gpu": nvidia_smi()}
