@@ -182,6 +182,7 @@ def listing(pairs: list[KernelPair], machine: Machine,
             "lesson": pair.lesson, "variants": list(pair.variants),
             "roles": {v: pair.role(v) for v in pair.variants}, "comparison": pair.comparison,
             "expect": [m.to_dict() for m in pair.expect], "book": pair.book.to_dict() if pair.book else None,
+            "timer": pair.timer or None,        # the time its headline and gate use (None: GPU time)
             "requires": {"min_cc": ".".join(map(str, pair.requires.min_cc)),
                          "max_cc": ".".join(map(str, pair.requires.max_cc)) if pair.requires.max_cc else None,
                          "needs": sorted({n for v in pair.variants for n in pair.needs(v)}),
@@ -206,6 +207,6 @@ def _static_row(info: PairInfo, reason: str) -> dict:
         "requires": {"min_cc": cc(req.get("min_cc", (7, 0))), "max_cc": cc(req.get("max_cc")),
                      "needs": None, "note": req.get("note", "")},
         "default_sizes": info.sizes, "world_size": None, "min_world_size": None, "can_run": False, "reason": reason,
-        "book": None,
+        "book": None, "timer": None,
         "variants_runnable_here": [], "variants_skipped_here": {},
     }
