@@ -109,6 +109,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     ranks = rank_page(run, variants, calibrations)
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
+        "timer_labels": dict(TIMER_LABELS), "timed_in_kinds": any(s.get("time_class") for s in summary),
         # the headline's variant (analyze.headline): the book's optimization, else the fastest optimization
         # whose output passed (or was not checked); never a reference the book does not name, and none
         # for a comparison pair
