@@ -5,9 +5,10 @@ shows (issue 28):
 
   bimodal      the variant's samples fall in groups far apart (a fifth or more lie over 25%
                from the densest half; 50% for a host-side time, which jitters more), or spread
-               that far even in their densest half: a median of them picks one group by chance. The legacy timer's samples of a host-bound
-               variant did this (ch10.stream_concurrency streams32: 121-131 us at one position,
-               133-952 us at another).
+               that far even in their densest half: a median of them picks one group by
+               chance. The legacy timer's samples of a host-bound variant did this
+               (ch10.stream_concurrency streams32: 121-131 us at one position, 133-952 us at
+               another).
   drifted      the variant's time later in its process is well above its own earlier time: a
                call after other variants ran costs more than the same call before them, so some
                state they left behind (threads, caches, allocator, compiled code) is timed, not
@@ -157,8 +158,9 @@ def below_floor(inp: RuleInput) -> list[Finding]:
     return out
 
 
-_TIMER_FIELDS = {"gpu_events": "gpu_events_median_ns", "latency": "latency_median_ns", "steady": "steady_median_ns",
-                 "cuda_events": "cuda_event_median_ns", "nsys_gpu_time": "gpu_time_ns", "ncu_duration": "ncu_duration_ns"}
+_TIMER_FIELDS = {"gpu_events": "gpu_events_median_ns", "latency": "latency_median_ns",
+                 "steady": "steady_median_ns", "cuda_events": "cuda_event_median_ns",
+                 "nsys_gpu_time": "gpu_time_ns", "ncu_duration": "ncu_duration_ns"}
 
 
 def _time_of(row: Mapping[str, Any]) -> tuple[float | None, str]:

@@ -106,7 +106,8 @@ def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
 
 
 def _still_ambiguous(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
-    return lambda samples: any(v.verdict == AMBIGUOUS for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry))
+    return lambda samples: any(v.verdict == AMBIGUOUS
+                               for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry))
 
 
 def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
