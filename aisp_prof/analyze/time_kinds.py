@@ -23,8 +23,7 @@ from .rule_input import Finding, RuleInput
 HOST_BOUND_RATIO = 1.25      # steady / GPU time: the GPU idles a fifth of a back-to-back loop or more
 LAUNCH_BOUND_RATIO = 1.5     # latency / GPU time: an idle-GPU call costs half again its GPU time or more
 GPU_BOUND, LAUNCH_BOUND, HOST_BOUND = "gpu_bound", "launch_bound", "host_bound"
-_COLUMNS = {"latency_median_ns": "latency_median_ns", "latency_wall_median_ns": "latency_wall_median_ns",
-            "steady_median_ns": "steady_median_ns", "steady_calls": "steady_calls"}
+_COLUMNS = ("latency_median_ns", "latency_wall_median_ns", "steady_median_ns", "steady_calls")
 
 
 def time_class(gpu_ns: float | None, latency_ns: float | None, steady_ns: float | None,
@@ -62,7 +61,7 @@ def time_fields(timing: Mapping[str, Any] | None, nsys_gpu_ns: float | None = No
         return out
     waits = bool(_value(timing, "waits_for_gpu"))
     out["gpu_events_median_ns"] = float(median) if median is not None else None
-    out.update({key: _value(timing, col) for key, col in _COLUMNS.items()})
+    out.update({col: _value(timing, col) for col in _COLUMNS})
     out["waits_for_gpu"] = waits
     gpu = out["gpu_events_median_ns"] or nsys_gpu_ns
     out["time_class"] = time_class(gpu, out["latency_median_ns"], out["steady_median_ns"], waits)

@@ -36,6 +36,7 @@ from ..errors import AispError, NoGpuError, ProfilerFailedError
 from ..naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from . import ranks
 from .dynamo import stop_compile_workers
+from .samplers import KINDS
 from .timing import SamplingPlan
 
 
@@ -89,9 +90,9 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
                references: bool, process: int) -> dict[str, Any]:
     """Interleaved samples of the variants (and the reference kernels), with the GPU's clocks,
     and what torch.compile did meanwhile (`compiles`: rows of `dynamo.compile_row`)."""
+    from ..stats import summarize_samples
     from .dynamo import observer_if_compiling
     from .sensors import open_sensor
-    from ..stats import summarize_samples
     from .timing import pair_launches, reference_launches, time_rounds
 
     sensor = open_sensor(_gpu_index())
@@ -234,7 +235,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
     ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
     ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
-    ap.add_argument("--kinds", default="gpu,latency,steady", help="timing: which kinds of time (collect.samplers)")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="timing: which kinds of time (collect.samplers)")
     ap.add_argument("--nsys-iterations", type=int, default=0,
                     help="check: then run this many iterations per variant inside a cudaProfilerStart/Stop "
                          "capture range, for nsys --capture-range=cudaProfilerApi (0: none)")

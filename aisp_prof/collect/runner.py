@@ -36,6 +36,7 @@ from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from . import tools
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
+from .samplers import KINDS
 from .steps import (Background, Progress, StepContext, check_nsys_step, check_step, finish_ncu_early, ncu_step,
                     python_module, start_ncu_early, timing_step)
 
@@ -56,7 +57,7 @@ class TimingOptions:
     max_processes: int = 1
     references: bool = False
     more: Callable[[list[dict[str, Any]]], bool] | None = None
-    kinds: tuple[str, ...] = ("gpu", "latency", "steady")   # collect.samplers; the gate takes its own only
+    kinds: tuple[str, ...] = KINDS      # collect.samplers; the gate takes its own only
 
 
 @dataclass

@@ -12,9 +12,6 @@ from ..units import duration
 from .table import render
 
 TIMES_FIT = dict(drop=("ncu", "nsys GPU"))
-# the summary field each timer's time per call is in
-TIME_FIELDS = {"gpu_events": "gpu_events_median_ns", "latency": "latency_median_ns", "steady": "steady_median_ns",
-               "nsys_gpu_time": "gpu_time_ns", "ncu_duration": "ncu_duration_ns"}
 BOUND = {"gpu_bound": "GPU", "launch_bound": "launches", "host_bound": "host"}
 
 
