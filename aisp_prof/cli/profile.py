@@ -36,11 +36,11 @@ class RunRequest:
     def options(self, pair: Any) -> Any:
         """The collection options for one pair (its --sizes parsed against its own sizes)."""
         from ..collect.runner import RunOptions, TimingOptions
-        from ..pairs import parse_sizes
+        from ..pairs import pair_sizes
         from ..parse.metric_table import DEFAULT_GROUPS
 
         return RunOptions(
-            pair=pair, profiles_dir=self.profiles_dir, sizes=parse_sizes(self.sizes, pair.sizes),
+            pair=pair, profiles_dir=self.profiles_dir, sizes=pair_sizes(pair, self.sizes),
             variants=self.variants.split(",") if self.variants else [], ncu=self.ncu, nsys=self.nsys,
             label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
             nsys_iterations=self.nsys_iterations,

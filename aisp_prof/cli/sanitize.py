@@ -33,7 +33,7 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str
     """
     from ..collect import sanitizer as san
     from ..collect.tools import find_sanitizer
-    from ..pairs import capabilities, parse_sizes, select
+    from ..pairs import capabilities, pair_sizes, select
 
     tool_path = find_sanitizer(sanitizer)
     machine = capabilities.detect_machine()
@@ -43,8 +43,8 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str
         answers[0][1].require()
     chosen = [(p, list(a.variants)) for p, a in answers if a.ok]
     skipped = [(p, a.reason) for p, a in answers if not a.ok]
-    results = san.sanitize_pairs(chosen, tools or san.DEFAULT_TOOLS,
-                                 lambda p: parse_sizes(sizes, p.sizes) if sizes else dict(p.small_sizes or p.sizes),
+    size_of = {p.name: pair_sizes(p, sizes) if sizes else dict(p.small_sizes or p.sizes) for p, _ in chosen}
+    results = san.sanitize_pairs(chosen, tools or san.DEFAULT_TOOLS, lambda p: size_of[p.name],
                                  tool_path, log_dir, lambda m: click.echo(m, err=True))
     if as_json:
         echo_json({"results": [r.to_dict() for r in results],

@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank is not None:
             ranks.join(rank)
         pair = pair or _pair(args.pair, args.pair_file)
-        sizes = pairs_mod.parse_sizes(args.sizes, pair.sizes)
+        sizes = pairs_mod.pair_sizes(pair, args.sizes)
         variants = args.variants.split(",")
         if args.mode == "profile":
             report = run_profile(pair, sizes, variants, args.warmup, args.iterations)

@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ..errors import CorrectnessError, RequirementError
 from ..naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id,
                       nvtx_path)
-from ..pairs import KernelPair, parse_sizes
+from ..pairs import KernelPair
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
 from ..pairs.files import pair_file_args
@@ -118,13 +118,14 @@ def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
 
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
-    """Decide variants, sizes, ranks and profilers; every 'cannot run here' error is raised here."""
+    """Decide variants, sizes, ranks and profilers; every 'cannot run here' error is raised here,
+    sizes off the pair's rules first (SizesError)."""
+    sizes = opts.pair.checked_sizes({**opts.pair.sizes, **opts.sizes})
     machine = machine or capabilities.detect_machine()
     variants = runnable(opts.pair, machine, opts.variants).require()
     world = world_size(opts.pair, opts.nproc_per_node, machine.gpu_count, opts.ncu_rank)
     ncu = tools.find_ncu(opts.ncu) if opts.with_ncu else None
     nsys = tools.find_nsys(opts.nsys, ncu) if opts.with_nsys else None
-    sizes = parse_sizes(None, {**opts.pair.sizes, **opts.sizes})
     return _Plan(opts.pair, variants, sizes, ncu, nsys, world)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import AispError, NoGpuError, RequirementError, ToolNotFoundError, UnknownTargetError
 from .model import KernelPair
+from .size_rules import rule_texts
 from .static import PairInfo
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,8 @@ def listing(pairs: list[KernelPair], machine: Machine,
                          "max_cc": ".".join(map(str, pair.requires.max_cc)) if pair.requires.max_cc else None,
                          "needs": sorted({n for v in pair.variants for n in pair.needs(v)}),
                          "note": pair.requires.note},
-            "default_sizes": dict(pair.sizes), "world_size": pair.world_size,
+            "default_sizes": dict(pair.sizes), "size_rules": rule_texts(pair.size_rules),
+            "world_size": pair.world_size,
             "min_world_size": pair.min_world_size, "can_run": answer.ok, "reason": answer.reason,
             "variants_runnable_here": list(answer.variants) if answer.ok else [],
             "variants_skipped_here": answer.skipped if answer.ok else {},
@@ -206,7 +208,8 @@ def _static_row(info: PairInfo, reason: str) -> dict:
         "lesson": info.lesson, "variants": list(info.variants),
         "requires": {"min_cc": cc(req.get("min_cc", (7, 0))), "max_cc": cc(req.get("max_cc")),
                      "needs": None, "note": req.get("note", "")},
-        "default_sizes": info.sizes, "world_size": None, "min_world_size": None, "can_run": False, "reason": reason,
+        "default_sizes": info.sizes, "size_rules": None, "world_size": None, "min_world_size": None,
+        "can_run": False, "reason": reason,
         "book": None, "timer": None,
         "variants_runnable_here": [], "variants_skipped_here": {},
     }

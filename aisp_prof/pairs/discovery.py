@@ -148,3 +148,9 @@ def parse_sizes(text: str | None, defaults: Mapping[str, int]) -> dict[str, int]
             raise SizesError(f"bad size {part.strip()!r}; this pair takes {known} (whole numbers)")
         sizes[key] = int(value)
     return sizes
+
+
+def pair_sizes(pair: KernelPair, text: str | None = None) -> dict[str, int]:
+    """`--sizes` over the pair's defaults (`parse_sizes`), held to its size rules: SizesError
+    naming each broken rule and the nearest valid sizes (pairs.size_rules), before anything runs."""
+    return pair.checked_sizes(parse_sizes(text, pair.sizes))

@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping
 
 from .book import Book
 from .roles import CONTROL, Mechanism, check_roles, variant_roles
+from .size_rules import SizeRule, check_sizes
 
 Inputs = dict[str, Any]
 Launch = Callable[[], Any]            # zero-argument closure that only launches work, returns the output
@@ -76,6 +77,8 @@ class KernelPair:
     # time (CUDA events, calls queued ahead of the GPU); "latency" (one call on an idle GPU, host
     # included) or "steady" (calls back to back) where the lesson is the host's work or launches
     timer: str = ""
+    # the sizes the kernels take (pairs.size_rules): --sizes off them is a SizesError before anything runs
+    size_rules: tuple[SizeRule, ...] = ()
     source: str = ""                            # module path, filled in by discovery
     book: Book | None = None                    # the book's optimized variant and B200 ratio (pairs.book)
 
@@ -90,6 +93,14 @@ class KernelPair:
         if not 1 <= self.min_world_size <= self.world_size:
             raise ValueError(f"{self.name}: need 1 <= min_world_size ({self.min_world_size}) <= "
                              f"world_size ({self.world_size})")
+        stray = [r.key for r in self.size_rules if r.key not in self.sizes or (r.per and r.per not in self.sizes)]
+        if stray:
+            raise ValueError(f"{self.name}: size rules for sizes it does not have: {', '.join(stray)}")
+
+    def checked_sizes(self, sizes: Mapping[str, int]) -> dict[str, int]:
+        """`sizes` if they pass the pair's size rules, else SizesError naming each rule and the
+        nearest valid sizes (pairs.size_rules)."""
+        return check_sizes(self.name, self.size_rules, sizes)
 
     @property
     def distributed(self) -> bool:

@@ -30,10 +30,11 @@ from typing import Callable, Mapping
 
 import torch
 
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 BLOCK = 16                                         # values per e4m3 scale (NVFP4)
+SIZE_RULES = (SizeRule("k", step=2 * BLOCK, minimum=2 * BLOCK, why="two NVFP4 scale blocks of 16 values per byte row"),)
 E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 E2M1_MAX = 6.0
 _E2M1_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
@@ -162,6 +163,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # same quantized operands in both, bf16 output rounding ~1.7e-3
     requires=Requirements(min_cc=(10, 0),
                           note="needs sm_100 (tcgen05 + NVFP4 block-scaled MMA); no Hopper equivalent"),

@@ -83,11 +83,13 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("warp_specialization_producer_consumer.cu")
 DEFAULT_SIZES = {"n": 1 << 26, "degree": 64, "blocks_per_sm": 0}   # 0: as many blocks as fit
 DEGREES = (16, 32, 64, 128)            # the degrees the CUDA library is instantiated for
+SIZE_RULES = (SizeRule("degree", choices=DEGREES, why="the degrees the CUDA library is instantiated for"),
+              SizeRule("blocks_per_sm", minimum=0, why="0: as many blocks as fit"))
 VARIANT_IDS = {"baseline": 0, "pipelined": 1, "warp_specialized": 2, "direct": 3, "warp_specialized_tma": 4}
 INFO_FIELDS = ("threads", "static_smem_bytes", "registers", "local_bytes", "max_blocks_per_sm",
                "blocks_per_sm", "sm_count")
@@ -209,6 +211,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0)),
     variant_needs={name: ("gpu", "nvcc") for name in VARIANT_IDS},

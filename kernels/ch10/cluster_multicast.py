@@ -97,7 +97,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("cluster_multicast.cu")
 ARCH = "sm_90a"                        # TMA multicast and clusters: the arch-specific Hopper target
@@ -107,6 +107,9 @@ TILE_M, TILE_N, TILE_K = 4, 128, 128
 CLUSTERS = (2, 4, 8, 16)               # 16 is non-portable; 8 is the largest portable size
 MAX_ABS = 2                            # inputs are integers in [-2, 2]
 MAX_K = 1 << 22                        # |partial sums| <= 4K < 2^24: exact in fp32
+SIZE_RULES = (SizeRule("n", step=4, minimum=4, maximum=65535 * TILE_N, why="TMA needs 16-byte row pitches"),
+              SizeRule("k", maximum=MAX_K, why="beyond it the fp32 sums of the integer inputs are no longer exact"),
+              SizeRule("cluster", choices=CLUSTERS, why="the cluster sizes the kernel is built for"))
 MAP_BYTES = 128                        # sizeof(CUtensorMap)
 SMEM_BYTES = TILE_K * TILE_N * 4 + TILE_M * TILE_K * 4 + 8
 VARIANT_IDS = {"baseline": 0, "multicast": 1, "tma_no_multicast": 2}
@@ -225,6 +228,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=0.0,                     # integer-valued inputs: the fp32 GEMM is exact
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper TMA multicast, clusters of 16); on Blackwell run the "

@@ -122,7 +122,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Book, Inputs, KernelPair, Mechanism, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Mechanism, Requirements, SizeRule
 
 NAME = "ch10.cluster_pipeline"
 CUDA_SOURCE = Path(__file__).with_name("cluster_pipeline.cu")
@@ -132,6 +132,8 @@ SMALL_SIZES = {"m": 300, "n": 264, "k": 584}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
 CLUSTER = 2                            # CTAs per cluster (along m): they share B's column tile
 ALIGN = 8                              # n and k: 16-byte row pitches for TMA
+SIZE_RULES = (SizeRule("n", step=ALIGN, minimum=ALIGN, why="TMA needs 16-byte row pitches"),
+              SizeRule("k", step=ALIGN, minimum=ALIGN, why="TMA needs 16-byte row pitches"))
 KERNEL_IDS = {"two_stage": 0, "four_stage": 1, "four_stage_no_multicast": 2}
 STAGES = {"two_stage": 2, "four_stage": 4, "four_stage_no_multicast": 4}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
@@ -262,6 +264,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,                    # fp16 output rounding ~2e-4 (Frobenius)
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (wgmma, clusters, TMA multicast); on Blackwell run the book's "

@@ -73,13 +73,15 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("cooperative_persistent.cu")
 ARCH = "sm_90a"
 DEFAULT_SIZES = {"n": 1 << 24, "iters": 40}
 SMALL_SIZES = {"n": 65536, "iters": 40}          # for compute-sanitizer
 TILE = 1024                                       # floats per tile; n must be a multiple
+SIZE_RULES = (SizeRule("n", step=TILE, minimum=TILE, maximum=(2**31 - 1) * TILE, why="whole 1024-float tiles"),
+              SizeRule("iters", minimum=1))
 VARIANT_IDS = {"baseline": 0, "async_pipeline": 1, "cooperative": 2}
 INFO_FIELDS = ("grid", "max_blocks_per_sm", "sm_count", "registers", "local_bytes", "static_smem_bytes")
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
@@ -181,6 +183,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0),
                           note="built for sm_90a (Hopper) only; the book's B200 build is the one to run elsewhere"),

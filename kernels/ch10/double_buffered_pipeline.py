@@ -61,13 +61,15 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("double_buffered_pipeline.cu")
 ARCH = "sm_90a"
 DEFAULT_SIZES = {"m": 2048, "n": 2048, "k": 2048}
 SMALL_SIZES = {"m": 128, "n": 128, "k": 128}     # for compute-sanitizer
 TILE = 64                                         # M, N, K must be multiples of this
+SIZE_RULES = tuple(SizeRule(key, step=TILE, minimum=TILE, maximum=2**31 - 1, why="the kernels have no edge tiles")
+                   for key in ("m", "n", "k"))
 VARIANT_IDS = {"baseline": 0, "tiled": 1, "double_buffered": 2}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
     "aisp_db_gemm": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
@@ -156,6 +158,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0),
                           note="built for sm_90a (Hopper) only; the book's B200 build is the one to run elsewhere"),

@@ -63,10 +63,11 @@ import torch
 import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 DEFAULT_SIZES = {"batch": 4, "seq": 1024, "hidden": 512, "heads": 8}
 SMALL_SIZES = {"batch": 2, "seq": 256, "hidden": 256, "heads": 4}
+SIZE_RULES = (SizeRule("hidden", per="heads", why="heads of equal width"),)
 DTYPE = torch.float16
 EXTERNAL_ENGINES = {"fa3": "flash_attn_interface", "fa2": "flash_attn"}   # the book's first choices
 
@@ -211,6 +212,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # fp16 intermediates: ~6e-4 in the baseline (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"cudnn": ("gpu",)},

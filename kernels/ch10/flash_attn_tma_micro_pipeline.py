@@ -96,7 +96,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("flash_attn_tma_micro_pipeline.cu")
 ARCH = "sm_90a"                       # TMA and mbarrier expect_tx: the Hopper target
@@ -109,6 +109,8 @@ CLAMP = 10.0
 SCALE = struct.unpack("f", struct.pack("f", 1e-3))[0]   # the fp32 constant the kernels multiply by
 DEFAULT_SIZES = {"seq": 4096, "d": D}
 SMALL_SIZES = {"seq": 100, "d": D}    # 4 tiles, the last with 4 rows: the sanitizer size
+SIZE_RULES = (SizeRule("d", choices=(D,), why="the kernels hold one head dimension of 64"),
+              SizeRule("seq", maximum=MAX_SEQ))
 VARIANT_IDS = {"baseline": 0, "tma_ring3": 1, "tma_ring3_warp_reduce": 2, "tma_ring3_rows8": 3}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_micro_attention": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -232,6 +234,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-6,                   # __expf and fp32 accumulation: ~1e-6 at seq 4096 (see above)
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (Hopper TMA/mbarrier); on Blackwell run the book's pair"),

@@ -60,10 +60,11 @@ import torch
 import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 DEFAULT_SIZES = {"batch": 4, "seq": 4096, "hidden": 2048, "heads": 32}
 SMALL_SIZES = {"batch": 1, "seq": 512, "hidden": 512, "heads": 8}
+SIZE_RULES = (SizeRule("hidden", per="heads", why="heads of equal width"),)
 DTYPE = torch.bfloat16
 WEIGHT_STD = 0.02          # the book's
 REFERENCE_HEADS = 8        # heads per float64 chunk in the reference
@@ -208,6 +209,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-2,      # bf16 intermediates: ~3.2e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"efficient": ("gpu",), "cudnn": ("gpu",)},

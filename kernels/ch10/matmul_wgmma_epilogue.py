@@ -89,7 +89,7 @@ import torch.nn.functional as F
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch10.matmul_wgmma_epilogue"
 CUDA_SOURCE = Path(__file__).with_name("matmul_wgmma_epilogue.cu")
@@ -97,6 +97,8 @@ ARCH = "sm_90a"                        # wgmma exists only on the arch-specific 
 DEFAULT_SIZES = {"m": 2048, "n": 2048, "k": 64}
 SMALL_SIZES = {"m": 256, "n": 512, "k": 128}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
+SIZE_RULES = tuple(SizeRule(key, step=TILE[key], minimum=TILE[key], maximum=gemm.INT_MAX,
+                            why="the kernels have no edge tiles") for key in ("m", "n", "k"))
 VARIANT_IDS = {"gemm_store": 0, "gemm_bias_silu": 1}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_matmul_wgmma_epilogue": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -221,6 +223,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,                    # one or two fp16 roundings, ~2-3e-4 (Frobenius)
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (wgmma, TMA); on Blackwell run the book's tcgen05 pair"),

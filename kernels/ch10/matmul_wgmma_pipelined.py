@@ -95,7 +95,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch10.matmul_wgmma_pipelined"
 CUDA_SOURCE = Path(__file__).with_name("matmul_wgmma_pipelined.cu")
@@ -103,6 +103,8 @@ ARCH = "sm_90a"                        # wgmma exists only on the arch-specific 
 DEFAULT_SIZES = {"m": 12288, "n": 12288, "k": 12288}
 SMALL_SIZES = {"m": 256, "n": 768, "k": 576}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
+SIZE_RULES = tuple(SizeRule(key, step=TILE[key], minimum=TILE[key], maximum=gemm.INT_MAX,
+                            why="the kernels have no edge tiles") for key in ("m", "n", "k"))
 STAGES = 4                             # the pipelined kernel's ring (kStages in the .cu)
 VARIANT_IDS = {"single_stage": 0, "pipelined": 1}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
@@ -192,6 +194,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,                    # fp16 output rounding ~2e-4 (Frobenius)
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (wgmma, TMA); on Blackwell run the book's tcgen05 pair"),

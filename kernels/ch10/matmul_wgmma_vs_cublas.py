@@ -82,7 +82,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch10.matmul_wgmma_vs_cublas"
 CUDA_SOURCE = Path(__file__).with_name("matmul_wgmma_vs_cublas.cu")
@@ -90,6 +90,8 @@ ARCH = "sm_90a"                        # wgmma exists only on the arch-specific 
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
 SMALL_SIZES = {"m": 384, "n": 512, "k": 192}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
+SIZE_RULES = tuple(SizeRule(key, step=TILE[key], minimum=TILE[key], maximum=gemm.INT_MAX,
+                            why="the kernel has no edge tiles") for key in ("m", "n", "k"))
 VARIANT_IDS = {"single_stage": 0}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_matmul_wgmma_vs_cublas": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
@@ -166,6 +168,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,                    # fp16 output rounding ~2e-4 (Frobenius)
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (wgmma, TMA); on Blackwell run the book's tcgen05 pair"),

@@ -56,7 +56,7 @@ import torch
 
 from aisp_kernels import gemm, triton_helpers
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 # NB: discovery loads this file under another module name, so `import triton` is the package.
 try:
@@ -71,6 +71,8 @@ DEFAULT_SIZES = {"m": 4096, "n": 4096, "k": 4096}
 SMALL_SIZES = {"m": 3000, "n": 2056, "k": 264}    # ragged edges; 24 x 9 = 216 tiles > 132 SMs
 INTERPRETER_PROGRAMS = 3     # persistent programs under TRITON_INTERPRET=1 (no SMs to count)
 TMA_ALIGN = 8                # fp16 elements in 16 bytes: TMA row strides must be 16-byte multiples
+SIZE_RULES = (SizeRule("n", step=TMA_ALIGN, minimum=TMA_ALIGN, why="TMA needs 16-byte row strides"),
+              SizeRule("k", step=TMA_ALIGN, minimum=TMA_ALIGN, why="TMA needs 16-byte row strides"))
 
 
 class TileConfig(NamedTuple):
@@ -254,6 +256,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,      # fp16 rounding of C: ~3e-4 (see docstring)
     requires=Requirements(min_cc=(9, 0), needs=("triton",), note="Hopper (sm_90) or newer: TMA"),
     book=Book("persistent_tma_b200", 1.275, "spec §3.2 persistent_matmul_tma (its B200 tile configuration)",

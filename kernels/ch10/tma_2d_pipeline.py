@@ -102,7 +102,7 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("tma_2d_pipeline.cu")
 ARCH = "sm_90a"                            # TMA tensor copies: the arch-specific Hopper target
@@ -110,6 +110,8 @@ DEFAULT_SIZES = {"m": 4096, "n": 4096}
 SMALL_SIZES = {"m": 300, "n": 388}         # for compute-sanitizer: ragged in both dimensions
 N_MULTIPLE = 4                             # TMA row pitch: a multiple of 16 bytes of fp32
 MAX_M = 65535 * 128                        # the 128-row tiles' grid y extent
+SIZE_RULES = (SizeRule("m", maximum=MAX_M, why="65535 tiles of 128 rows: the grid's y extent"),
+              SizeRule("n", step=N_MULTIPLE, minimum=N_MULTIPLE, maximum=2**31 - 4, why="TMA needs 16-byte row pitches"))
 VARIANT_IDS = {"baseline": 0, "tma_book_config": 1, "tma_hopper": 2}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {       # built for sm_90a on first use, never on import
     "aisp_tma_2d_pipeline": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
@@ -219,6 +221,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=0.0,                     # the kernels' two fp32 roundings, reproduced exactly
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (TMA tensor copies); on Blackwell run the book's binary"),

@@ -66,11 +66,12 @@ from typing import Callable, Mapping
 import torch
 import torch.nn.functional as F
 
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch14.attention_eager_sdpa"
 DEFAULT_SIZES = {"seq": 1024, "heads": 16, "head_dim": 64}
 SMALL_SIZES = {"seq": 200, "heads": 3, "head_dim": 64}
+SIZE_RULES = (SizeRule("head_dim", step=8, minimum=8, maximum=256, why="what FLASH_ATTENTION takes"),)
 DTYPE = torch.bfloat16
 
 
@@ -159,6 +160,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1.5e-2,    # bf16 S and P in the baseline: ~4e-3 (see docstring)
     timer="steady",      # the lesson is the GPU idle between a loop's launches: calls back to back
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),

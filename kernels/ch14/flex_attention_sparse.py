@@ -63,11 +63,14 @@ from typing import Callable, Mapping
 import torch
 
 from aisp_kernels.siblings import load_sibling
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch14.flex_attention_sparse"
 DEFAULT_SIZES = {"batch": 1, "seq": 4096, "embed": 1024, "heads": 16, "window": 128}
 SMALL_SIZES = {"batch": 1, "seq": 600, "embed": 256, "heads": 4, "window": 100}
+SIZE_RULES = (SizeRule("embed", step=8, per="heads", why="heads x a head_dim that is a multiple of 8: the "
+                                                     "fused attention kernels' vector loads"),
+              SizeRule("window", minimum=0, why="keys before the query a query sees"))
 DTYPE = torch.bfloat16
 
 
@@ -145,6 +148,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-2,      # bf16 scores and probabilities in the baseline: ~4.8e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"flex": ("triton",)},

@@ -77,12 +77,14 @@ import torch
 import torch.nn as nn
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch14.model_compile_reduced_precision"
 DEFAULT_SIZES = {"batch": 24, "seq": 1536, "d_model": 512, "heads": 8, "layers": 6, "d_ff": 2048, "vocab": 10000}
 SMALL_SIZES = {"batch": 2, "seq": 100, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 96, "vocab": 1000}
 MAX_POSITIONS = 2048             # the book's positional table
+SIZE_RULES = (SizeRule("seq", maximum=MAX_POSITIONS, why="the book's positional table"),
+              SizeRule("d_model", step=8, per="heads", why="heads of a head_dim that is a multiple of 8"))
 EPS = 1e-5                       # nn.TransformerEncoderLayer's layer_norm_eps
 COMPILE_OPTIONS = {"mode": "max-autotune-no-cudagraphs", "fullgraph": False, "dynamic": False}
 WARMUP_CALLS = 2
@@ -274,6 +276,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=3e-2,      # bf16 activations through 6 layers: <= 8.4e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"compiled": ("gpu", "triton"), "compiled_no_fastpath": ("gpu", "triton")},

@@ -105,11 +105,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch14.regional_triton"
 DEFAULT_SIZES = {"batch": 8, "hidden": 1536, "heads": 12, "mlp_hidden": 12288, "seq_step": 128, "seq_count": 4}
 SMALL_SIZES = {"batch": 2, "hidden": 96, "heads": 4, "mlp_hidden": 200, "seq_step": 40, "seq_count": 4}
+SIZE_RULES = (SizeRule("hidden", step=8, per="heads", why="heads of a head_dim that is a multiple of 8"),)
 EPS = 1e-5
 X_STD = 0.1                      # see Correctness
 COMPILE_OPTIONS = {"backend": "inductor", "mode": "max-autotune", "fullgraph": False, "dynamic": True}
@@ -326,6 +327,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-2,      # bf16 block: <= 4.5e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"baseline": ("gpu", "triton"), "regional": ("gpu", "triton"), "book_baseline": ("gpu", "triton")},

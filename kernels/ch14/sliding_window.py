@@ -84,11 +84,14 @@ import torch
 import torch.nn.functional as F
 
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch14.sliding_window"
 DEFAULT_SIZES = {"batch": 4, "seq": 4096, "embed": 1024, "heads": 16, "window": 512}
 SMALL_SIZES = {"batch": 1, "seq": 600, "embed": 256, "heads": 4, "window": 200}
+SIZE_RULES = (SizeRule("embed", step=8, per="heads", why="heads x a head_dim that is a multiple of 8: the "
+                                                     "fused attention kernels' vector loads"),
+              SizeRule("window", minimum=0, why="keys before the query a query sees"))
 DTYPE = torch.float16
 REFERENCE_HEADS = 8        # heads per float64 chunk in the reference
 FLEX_BLOCK = 128           # create_block_mask's default block size
@@ -332,6 +335,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # fp16 scores and probabilities in the baseline: ~5.7e-4 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"flex": ("triton",), "sdpa_band_mask": ("gpu",)},

@@ -54,11 +54,13 @@ import torch
 import torch.nn.functional as F
 
 from aisp_kernels.siblings import load_sibling
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 NAME = "ch14.sliding_window_causal"
 DEFAULT_SIZES = {"batch": 4, "seq": 4096, "embed": 1024, "heads": 16}
 SMALL_SIZES = {"batch": 1, "seq": 600, "embed": 256, "heads": 4}
+SIZE_RULES = (SizeRule("embed", step=8, per="heads", why="heads x a head_dim that is a multiple of 8: the "
+                                                     "fused attention kernels' vector loads"),)
 
 
 # ch14.sliding_window, whose inputs, projections, baseline and reference this pair reuses
@@ -131,6 +133,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # fp16 scores and probabilities in the baseline: ~5.6e-4 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     book=Book("causal_sdpa_no_window", 12.046, "spec §3.3 sliding_window (its optimized side has no window)",

@@ -58,7 +58,7 @@ import torch
 
 from aisp_kernels import triton_helpers
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 # NB: discovery loads this file under another module name, so `import triton` is the package.
 try:
@@ -73,6 +73,7 @@ DEFAULT_SIZES = {"batch": 64, "m": 256, "n": 256, "k": 256}
 SMALL_SIZES = {"batch": 5, "m": 200, "n": 136, "k": 72}
 INTERPRETER_PROGRAMS = 3     # persistent programs under TRITON_INTERPRET=1 (no SMs to count)
 MAX_EXACT_K = 512            # |C| <= 4 k must stay <= 2048, fp16's last exact integer step of 1
+SIZE_RULES = (SizeRule("k", maximum=MAX_EXACT_K, why="every C stays an exact fp16 integer (the check is exact)"),)
 VALUE_RANGE = 2              # A and B uniform integers in [-VALUE_RANGE, VALUE_RANGE]
 
 
@@ -261,6 +262,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-6,      # integer data: every variant is exact (see docstring)
     timer="steady",      # the lesson is 64 launches -> 1 and the GPU idle between them: back to back
     requires=Requirements(min_cc=(9, 0), needs=("triton",), note="Hopper (sm_90) or newer"),
