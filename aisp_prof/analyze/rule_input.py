@@ -15,7 +15,7 @@ from ..pairs.roles import BASELINE
 class Finding:
     """One thing the numbers say, in a sentence; `variant` is None for the run as a whole."""
 
-    rule: str                    # host_bound | timers_disagree | mechanism
+    rule: str                    # host_bound | timers_disagree | mechanism | skipped | ...
     severity: str                # warning | info
     message: str
     variant: str | None = None

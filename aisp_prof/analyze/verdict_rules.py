@@ -208,8 +208,15 @@ def mechanisms(inp: RuleInput) -> list[Finding]:
     return out
 
 
+def skipped(inp: RuleInput) -> list[Finding]:
+    """Each variant the check skipped because its backend has no kernel at the run's sizes
+    (run.json's `skipped_variants`, collect.check.no_kernel_reason): not run, not wrong."""
+    return [Finding("skipped", "info", f"{v} was not run at these sizes: {why}", v)
+            for v, why in (inp.info.get("skipped_variants") or {}).items()]
+
+
 RULES: tuple[Callable[[RuleInput], list[Finding]], ...] = (bimodal, drifted, below_floor, host_bound, host_share,
-                                                          timers_disagree, mechanisms)
+                                                          timers_disagree, mechanisms, skipped)
 
 
 def findings(inp: RuleInput) -> list[Finding]:

@@ -7,6 +7,10 @@ It guards against the usual ways a benchmark lies:
     never writes show up instead of passing with the previous call's values;
   - allocating in the timed closure: the second call must return the same tensor;
   - swallowed errors: a variant that raises is recorded as failed with its exception text.
+A variant whose backend has no kernel for the shape (`no_kernel_reason`: a narrow list of the
+refusals torch's SDPA and cuDNN give) cannot run at these sizes; it is not wrong: it is recorded as
+skipped with the reason, never as a failure, and the others are checked as usual (a skipped
+baseline leaves them checked against the reference only).
 Beside each variant's result it records what the first call cost (`compiles`: the factory's and
 the first two calls' wall times, and what torch.compile did, from `collect.dynamo`), since the
 first call is where torch.compile, Triton's JIT and autotuning spend their time.
@@ -43,6 +47,10 @@ from ..pairs import KernelPair
 from .dynamo import CompileWatch, compile_row, stop_compile_workers
 
 log = logging.getLogger(__name__)
+# what a backend says when it has no kernel for the shape (RuntimeError's text): torch's
+# scaled_dot_product_attention with every backend refusing, cuDNN's status and its frontend's
+NO_KERNEL_MESSAGES = ("No available kernel", "CUDNN_STATUS_NOT_SUPPORTED", "No execution plans support the graph")
+_BASELINE_SKIPPED = object()     # the baseline had no kernel: the others are held to the reference only
 ROW_SLACK = 4.0        # how much worse than the whole output's error one row may be (row_tolerance)
 FALSE_ALARM = 1e-6     # chance that a correct kernel's worst row exceeds its bound, by the model
 
@@ -76,6 +84,7 @@ class VariantCheck:
     max_abs_diff_vs_baseline: float | None = None
     tolerance: float | None = None       # this variant's bound on rel_err_vs_reference
     row_tolerance: float | None = None   # its bound on max_row_rel_err_vs_reference (row_tolerance())
+    skipped: bool = False                # the backend has no kernel for these sizes (message says why)
     unwritten_elements: int = 0          # still NaN after poisoning + a second call
     poisoned: bool = False               # the output was poisoned and the same tensor came back
     passed: bool = False
@@ -92,11 +101,17 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
+        """Nothing wrong: every variant passed or was skipped (no kernel for these sizes)."""
+        return bool(self.checks) and all(c.passed or c.skipped for c in self.checks)
 
     @property
     def failed_variants(self) -> list[str]:
-        return list(dict.fromkeys(c.variant for c in self.checks if not c.passed))
+        return list(dict.fromkeys(c.variant for c in self.checks if not (c.passed or c.skipped)))
+
+    @property
+    def skipped_variants(self) -> dict[str, str]:
+        """{variant: why} for the variants whose backend has no kernel for these sizes."""
+        return {c.variant: c.message for c in self.checks if c.skipped}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able (strict JSON: non-finite errors become None; the message keeps the text)."""
@@ -107,6 +122,7 @@ class CheckResult:
                     c[k] = None
         d["passed"] = self.passed
         d["failed_variants"] = self.failed_variants
+        d["skipped_variants"] = self.skipped_variants
         return d
 
 
@@ -138,8 +154,8 @@ def check_pair(pair: KernelPair, sizes: Mapping[str, int] | None = None, device:
             check = VariantCheck(variant=name, trial=trial, seed=trial_seed)
             check, out = _check_variant(pair, name, inputs, ref, baseline_out, check, walls)
             result.compiles.append(compile_row(name, 0, "check", watch.take(), trial=trial, **walls))
-            if name == "baseline" and check.passed:
-                baseline_out = out
+            if name == "baseline" and (check.passed or check.skipped):
+                baseline_out = _BASELINE_SKIPPED if check.skipped else out
             result.checks.append(check)
             log.info("%s/%s trial %d: %s", pair.name, name, trial, check.message)
         del inputs, ref, baseline_out
@@ -154,7 +170,7 @@ def raise_if_failed(result: CheckResult) -> None:
         raise CorrectnessError(f"{result.pair}: no variant was checked")
     reasons = {}
     for c in result.checks:
-        if not c.passed and c.variant not in reasons:
+        if not (c.passed or c.skipped) and c.variant not in reasons:
             reasons[c.variant] = f"{c.variant} (trial {c.trial}, seed {c.seed}): {c.message}"
     raise CorrectnessError(f"{result.pair} failed the correctness check: " + "; ".join(reasons.values()))
 
@@ -197,7 +213,8 @@ def _check_variant(pair: KernelPair, name: str, inputs: dict, ref: Any, baseline
     except AispError:
         raise
     except Exception as exc:  # a correctness result, not a crash: record it, never hide it
-        check.message = _one_line(f"raised {type(exc).__name__}: {exc}")
+        check.skipped = no_kernel_reason(exc) is not None
+        check.message = no_kernel_reason(exc) or _one_line(f"raised {type(exc).__name__}: {exc}")
         log.debug("%s/%s raised", pair.name, name, exc_info=True)
         return check, None
     if not isinstance(first, torch.Tensor):
@@ -223,7 +240,9 @@ def _check_variant(pair: KernelPair, name: str, inputs: dict, ref: Any, baseline
             problems.append(f"{check.unwritten_elements} of {out.numel()} output elements were never "
                             "written (still NaN after poisoning)")
     problems += _against_reference(out64, ref.to(out64.device), pair.tolerance_for(name), check)
-    if baseline_out is not None and name != "baseline":
+    if baseline_out is _BASELINE_SKIPPED:
+        pass                                  # no baseline kernel at these sizes: the reference only
+    elif baseline_out is not None and name != "baseline":
         base64 = baseline_out.detach().double().to(out64.device)
         check.rel_err_vs_baseline = _rel_err(out64, base64)
         check.max_abs_diff_vs_baseline = float((out64 - base64).abs().max()) if out.numel() else 0.0
@@ -263,6 +282,15 @@ def _against_reference(out64: Any, ref64: Any, tolerance: float, check: VariantC
         problems.append(f"max_row_rel_err_vs_reference={check.max_row_rel_err_vs_reference:.3g} > row "
                         f"tolerance {check.row_tolerance:.3g} (some rows are wrong)")
     return problems
+
+
+def no_kernel_reason(exc: BaseException) -> str | None:
+    """"skipped: no kernel for these sizes (...)" when `exc` is a backend saying it has no kernel
+    for the shape (a RuntimeError holding one of NO_KERNEL_MESSAGES), else None."""
+    text = str(exc)
+    if isinstance(exc, RuntimeError) and any(m in text for m in NO_KERNEL_MESSAGES):
+        return _one_line(f"skipped: the backend has no kernel for these sizes ({type(exc).__name__}: {text})")[:500]
+    return None
 
 
 def _ratio(num: float, den: float) -> float:

@@ -81,8 +81,9 @@ def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[
 
     result = check_pair(pair, sizes, device="cuda", variants=variants)
     report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": _env()}
-    if result.passed:   # no timing of a variant that is wrong
-        report.update(run_timing(pair, sizes, variants, plan, references=references, process=0))
+    ran = [v for v in variants if v not in result.skipped_variants]   # no kernel at these sizes: not timed
+    if result.passed and "baseline" in ran:   # no timing of a variant that is wrong
+        report.update(run_timing(pair, sizes, ran, plan, references=references, process=0))
     return report
 
 
@@ -137,10 +138,7 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
 
     push, pop = _nvtx()
     inputs = pair.make_inputs(sizes, "cuda", 0)
-    launches = {v: pair.variants[v](inputs) for v in variants}
-    for launch in launches.values():
-        for _ in range(warmup):
-            launch()
+    launches = _warm_launches(pair, inputs, variants, warmup)
     torch.cuda.synchronize()
     stop_compile_workers()           # no compile worker runs beside the profiled iterations
     ranks.barrier()                  # the ranks of a job start the iterations together
@@ -157,6 +155,25 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
                 pop()
             torch.cuda.synchronize()
     return {"variants": variants, "iterations": iterations, "warmup": warmup}
+
+
+def _warm_launches(pair: pairs_mod.KernelPair, inputs: Any, variants: list[str], warmup: int) -> dict[str, Any]:
+    """Each variant's closure, called `warmup` times; a variant whose backend has no kernel for
+    these sizes (check.no_kernel_reason: the check skipped it too) is left out, not profiled."""
+    from .check import no_kernel_reason
+
+    launches = {}
+    for v in variants:
+        try:
+            launch = pair.variants[v](inputs)
+            for _ in range(warmup):
+                launch()
+        except RuntimeError as exc:
+            if no_kernel_reason(exc) is None:
+                raise
+            continue
+        launches[v] = launch
+    return launches
 
 
 def _flush_buffer() -> Any:
@@ -283,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
                                 kinds=tuple(args.kinds.split(",")))
             report = (run_check(pair, sizes, variants, plan, args.references) if args.mode == "check"
                       else run_timing(pair, sizes, variants, plan, args.references, args.process))
+        if args.mode == "check":           # the capture leaves out what had no kernel at these sizes
+            variants = [v for v in variants if v not in report["check"].get("skipped_variants", {})]
         report.update(ok=True, sizes=sizes, wall_s=time.time() - started)
         code = 0
     except AispError as exc:

@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -190,6 +190,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
         ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
         ctx.info["timing_cuda_events"] = check.get("timing", {})
         ctx.info["sensor"] = check.get("sensor", {})
+        the_plan = _without_skipped(ctx, the_plan, check["check"].get("skipped_variants") or {})
         if not check["check"]["passed"]:
             if early is not None:         # it never touched the GPU: nothing of it is kept
                 early.cancel()
@@ -213,6 +214,24 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
     write_json(folder / RUN_JSON, ctx.info)
+
+
+def _without_skipped(ctx: StepContext, the_plan: _Plan, skipped: dict[str, str]) -> _Plan:
+    """The plan without the variants whose backend has no kernel at these sizes (the check
+    skipped them: collect.check.no_kernel_reason), recorded in run.json's `skipped_variants`;
+    RequirementError (exit 9) when that is the baseline: nothing can be compared with it here."""
+    if not skipped:
+        return the_plan
+    if "baseline" in skipped:
+        raise RequirementError(f"{the_plan.pair.name}: the baseline cannot run at these sizes: {skipped['baseline']}")
+    for v, why in skipped.items():
+        ctx.progress(f"      {v} {why}")
+    kept = [v for v in the_plan.variants if v not in skipped]
+    ctx.info["skipped_variants"] = dict(skipped)
+    ctx.info["variants"] = kept
+    if isinstance(ctx.info.get("roles"), dict):
+        ctx.info["roles"] = {v: r for v, r in ctx.info["roles"].items() if v in kept}
+    return replace(the_plan, variants=kept)
 
 
 def _ncu_child(the_plan: _Plan, folder: Path, *extra: str) -> list[str]:
