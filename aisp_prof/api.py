@@ -35,7 +35,7 @@ from .store import db as store_db
 from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
 from .store.history import pair_history
 from .store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
-from .store.run_data import RunData
+from .model.run_data import RunData
 from .store.select import resolve_run, select_runs
 from .store.variants import check_variant
 

@@ -11,7 +11,7 @@ import pytest
 from aisp_prof.errors import AispError
 from aisp_prof.store import bulk
 from aisp_prof.store.db import read_table, write_run
-from aisp_prof.store.run_data import RunData
+from aisp_prof.model.run_data import RunData
 
 
 def _edge_frame(rows: int) -> pd.DataFrame:

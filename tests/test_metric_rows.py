@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 from aisp_prof.errors import AispError
-from aisp_prof.parse.launch_metrics import LaunchMetrics
+from aisp_prof.model.launch_metrics import LaunchMetrics
 from aisp_prof.parse.ncu_columns import cell_values, fast_values
 from aisp_prof.parse.ncu_csv import _IDENTITY_HEADERS, _is_metric_header, parse_ncu_csv
 from aisp_prof.parse.ncu_units import base_unit, number_text, scale_value

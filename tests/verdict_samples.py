@@ -8,7 +8,7 @@ from pathlib import Path
 from aisp_prof.analyze.verdict_rules import RuleInput
 from aisp_prof.api import declared, summary_records
 from aisp_prof.store.ingest import load_run_dir
-from aisp_prof.store.run_data import RunData
+from aisp_prof.model.run_data import RunData
 
 PROFILES = Path(__file__).resolve().parent.parent / "profiles"
 

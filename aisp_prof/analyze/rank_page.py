@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ..naming import hardware_key
-from ..store.run_data import RunData
+from ..model.run_data import RunData
 from .rank_lanes import rank_lanes
 from .rank_report import link_busbw, rank_report, rank_sentences
 from .records import frame_records

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..naming import chapter_of_pair
 from ..pairs.roles import OPTIMIZATION
-from ..store.run_data import RunData
+from ..model.run_data import RunData
 from .ceilings import precision_label
 from .compiled import compile_warnings
 from .generated_code import code_rows, link_kernel_rows, match_launches

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import AispError
-from ..store.run_data import RunData
+from ..model.run_data import RunData
 from .book import Book
 from .roles import CONTROL, OPTIMIZATION, REFERENCE, Mechanism, run_declarations
 from .source import expected_module

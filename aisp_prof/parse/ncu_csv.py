@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.launch_metrics import LONG_COLUMNS, LaunchMetrics
+from aisp_prof.model.launch_metrics import LONG_COLUMNS, LaunchMetrics
 from aisp_prof.parse.metric_table import BY_RAW, METRICS, Metric
 from aisp_prof.parse.ncu_columns import cell_values, fast_values
 from aisp_prof.parse.ncu_csv_text import (

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.launch_metrics import LaunchMetrics
+from aisp_prof.model.launch_metrics import LaunchMetrics
 from aisp_prof.parse.ncu_csv import NcuParse, build_parse, nvtx_columns
 from aisp_prof.parse.ncu_rep_frame import check_report_frame
 from aisp_prof.parse.ncu_units import base_unit, scale_value

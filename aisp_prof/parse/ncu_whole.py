@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.launch_metrics import LaunchMetrics
+from aisp_prof.model.launch_metrics import LaunchMetrics
 
 FILE_HINT = "copy the file again from where it was made, or profile again"
 

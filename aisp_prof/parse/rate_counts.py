@@ -30,7 +30,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from aisp_prof.parse.launch_metrics import LaunchMetrics
+from aisp_prof.model.launch_metrics import LaunchMetrics
 from aisp_prof.parse.metric_table import METRICS, Metric
 
 DERIVED_COLUMN = "derived_from_rates"          # per launch: the tidy columns derived, comma-joined

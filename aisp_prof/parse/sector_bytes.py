@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from aisp_prof.parse.launch_metrics import LaunchMetrics
+from aisp_prof.model.launch_metrics import LaunchMetrics
 
 SECTOR_BYTES = 32
 

@@ -1,5 +1,5 @@
 """The store stage: the run database (`db`), turning files into runs (`ingest`), choosing runs
 by id, prefix, pair or chapter (`select`), a pair's history, and measured calibrations.
 
-Nothing is imported here, so `from aisp_prof.store.run_data import RunData` stays light.
+Nothing is imported here, so `from aisp_prof.store.db import ...` stays light.
 """

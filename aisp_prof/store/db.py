@@ -39,7 +39,7 @@ from . import connection
 from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
-from .run_data import TABLES, RunData
+from ..model.run_data import TABLES, RunData
 
 log = logging.getLogger(__name__)
 

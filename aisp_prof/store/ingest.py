@@ -19,12 +19,12 @@ from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
 from ..naming import (CHECK_JSON, NCU_CSV, NCU_CSV_GZ, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id,
                       stored, utc_now, variant_of)
-from ..parse.launch_metrics import LaunchMetrics
+from ..model.launch_metrics import LaunchMetrics
 from ..parse.ncu_whole import check_launch_count
 from ..paths import samples_dir
 from .db import write_run
 from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
-from .run_data import RunData
+from ..model.run_data import RunData
 
 
 def _with_variant(df: pd.DataFrame | ExportRows, pair: str | None, column: str = "nvtx_range") -> pd.DataFrame:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import pandas as pd
 
 from ..naming import NSYS_SQLITE, new_run_id, rank_path, stored, utc_now
-from .run_data import RunData
+from ..model.run_data import RunData
 
 Tagger = Callable[[pd.DataFrame, "str | None"], pd.DataFrame]     # ingest._with_variant
 

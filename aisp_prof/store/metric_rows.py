@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..parse.launch_metrics import LaunchMetrics
+from ..model.launch_metrics import LaunchMetrics
 
 COLUMNS_TABLE, ROWS_TABLE = "metric_columns", "metric_rows"
 TABLES = (COLUMNS_TABLE, ROWS_TABLE)

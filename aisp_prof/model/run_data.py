@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..parse.launch_metrics import LaunchMetrics
+from .launch_metrics import LaunchMetrics
 
 TABLES = ("kernels", "metrics", "timeline", "memory_ops", "ranges", "checks", "timings", "samples", "verdicts",
           "compiles", "range_levels", "graph_launches", "ranks")
