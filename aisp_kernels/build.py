@@ -1,6 +1,6 @@
 """Build a pair's CUDA C++ source into a shared library, once, and load it with ctypes.
 
-This is the one place that calls nvcc (found by aisp_prof.collect.tools.find_nvcc), so every
+This is the one place that calls nvcc (found by aisp_prof.tools.find_nvcc), so every
 pair is built with the same flags (`-O3`, `-lineinfo` so Nsight Compute can map stalls to source
 lines) and lands in the same cache.
 The cache key hashes the source bytes, the flags and `nvcc --version`, and then every local
@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from aisp_prof.collect import tools
+from aisp_prof import tools
 from aisp_prof.errors import BuildError, ToolNotFoundError
 from aisp_prof.pairs.source import local_includes
 

@@ -51,7 +51,7 @@ STAGES = ("check", "nsys_capture", "nsys_export", "nsys", "ncu")
 def require_gpu() -> None:
     """One line and exit 3 where there is no GPU, ncu or nsys."""
     sys.path.insert(0, str(ROOT))
-    from aisp_prof.collect import tools
+    from aisp_prof import tools
     from aisp_prof.errors import ToolNotFoundError
 
     smi = shutil.which("nvidia-smi")

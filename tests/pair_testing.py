@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from aisp_kernels import build
-from aisp_prof.collect import tools
+from aisp_prof import tools
 from aisp_prof.errors import ToolNotFoundError
 from aisp_prof.pairs.capabilities import Machine, runnable
 

@@ -93,7 +93,7 @@ def test_bad_sizes_get_their_own_error(monkeypatch, tmp_path):
 def test_several_targets_skip_what_cannot_run(monkeypatch, tmp_path):
     """A chapter run on a GPU without nvcc skips the pairs that need it (with the reason) and
     profiles the rest; here the rest fails for want of ncu, which still fails the command."""
-    from aisp_prof.collect import tools
+    from aisp_prof import tools
 
     def no_ncu(explicit=None):
         raise ToolNotFoundError("ncu (Nsight Compute) not found; install it")

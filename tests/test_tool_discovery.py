@@ -1,4 +1,4 @@
-"""aisp_prof.collect.tools: finding nvcc and the CUTLASS headers (the "nvcc" and "cutlass"
+"""aisp_prof.tools: finding nvcc and the CUTLASS headers (the "nvcc" and "cutlass"
 capabilities that `aisp-prof list` reports without importing torch)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aisp_prof.collect import tools
+from aisp_prof import tools
 from aisp_prof.errors import ToolNotFoundError
 
 

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
-from aisp_prof.collect import tools  # noqa: E402
+from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..collect import tools
+from .. import tools
 from ..collect.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
 from ..collect.steps import Progress, StepContext, child_env, ncu_step, python_module, read_child
 from ..errors import AispError, NoGpuError, ProfilerFailedError

@@ -32,8 +32,8 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str
       aisp-prof sanitize ch10.dsmem_reduction --tool racecheck --sizes n=65536 --log-dir /tmp/san
     """
     from ..collect import sanitizer as san
-    from ..collect.tools import find_sanitizer
     from ..pairs import capabilities, pair_sizes, select
+    from ..tools import find_sanitizer
 
     tool_path = find_sanitizer(sanitizer)
     machine = capabilities.detect_machine()

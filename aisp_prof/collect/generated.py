@@ -24,7 +24,7 @@ autotuning of pointwise and reduction kernels) are all kept: which one ran is to
 shape (`analyze.generated_code.match_launches`).
 
 Each kernel's entry holds its launch configuration (warps, stages, shared memory), registers and
-local memory (cuobjdump -res-usage), PTX and SASS summaries (`analyze.ptx.kernel_code_summary`)
+local memory (cuobjdump -res-usage), PTX and SASS summaries (`parse.ptx.kernel_code_summary`)
 and the output-code modules that define it. Kernel names are those ncu and nsys report, so a
 row of the kernel tables finds its code (`aisp-prof code RUN --kernel NAME`). A cache the user
 pointed elsewhere ($TORCHINDUCTOR_CACHE_DIR, $TRITON_CACHE_DIR) is left alone and not indexed.
@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import Any, Mapping
 
-from ..analyze.ptx import kernel_code_summary
+from ..parse.ptx import kernel_code_summary
 from ..naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
 from ..parse.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
                                     triton_kernel_dirs)

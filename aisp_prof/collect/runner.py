@@ -33,7 +33,7 @@ from ..pairs.files import pair_file_args
 from ..pairs.roles import run_declarations
 from ..pairs.source import source_digest
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
-from . import tools
+from .. import tools
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
 from .samplers import KINDS

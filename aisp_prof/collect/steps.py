@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from .. import tools
 from ..errors import CounterPermissionError, NoGpuError, ProfilerFailedError
 from ..naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE, rank_path
 from ..paths import checkout_root, kernels_root
-from . import commands, tools
+from . import commands
 from .run_folder import gzip_file
 
 Progress = Callable[[str], None]

@@ -58,7 +58,7 @@ class Machine:
 
 def detect_machine() -> Machine:
     """This machine: torch's view of GPU 0, and whether triton, nvcc and CUTLASS are found."""
-    from ..collect.tools import find_nvcc, have_cutlass
+    from ..tools import find_nvcc, have_cutlass
 
     have = set()
     cc = name = None

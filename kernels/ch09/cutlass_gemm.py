@@ -45,7 +45,7 @@ alone is ~2^-9 / sqrt(3) ~ 1.1e-3 relative (Frobenius), so the tolerance is 5e-3
 
 Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA). The CUTLASS headers
 come from $AISP_CUTLASS_INCLUDE, else the `nvidia-cutlass` package, else `.cutlass/include` at the
-repository root (aisp_prof.collect.tools.find_cutlass_include).
+repository root (aisp_prof.tools.find_cutlass_include).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.collect import tools
+from aisp_prof import tools
 from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 CUDA_SOURCE = Path(__file__).with_name("cutlass_gemm.cu")

@@ -93,7 +93,7 @@ device memory for the check in all), affordable where the check runs; on a CPU u
 Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA; TMA zero-fills the
 ragged edges and clips the stores). The kernels are built for sm_90a (wgmma, setmaxnreg and
 multicast TMA are arch-specific): Hopper only, and the CUTLASS headers come from the
-`nvidia-cutlass` package (aisp_prof.collect.tools.cutlass_include_dirs: include/ and
+`nvidia-cutlass` package (aisp_prof.tools.cutlass_include_dirs: include/ and
 tools/util/include/), $AISP_CUTLASS_INCLUDE or `.cutlass/include`. Building the three kernel
 instantiations takes ~2 minutes of nvcc (2 CPU cores), on first use only.
 """
@@ -107,7 +107,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.collect import tools
+from aisp_prof import tools
 from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 NAME = "ch10.warp_specialization_cutlass"

@@ -86,7 +86,7 @@ Sizes: m is free; n and k must be multiples of 8 (16-byte rows for TMA and for t
 520 x 264 x 520 gives ragged M, N, K, 5 x 3 Sm80 tiles and 3 x 3 Sm90 tiles (one cluster half out of
 range) and 9 k-blocks, so both rings wrap. Built for sm_90a (wgmma, setmaxnreg and multicast TMA
 are arch-specific): Hopper only; the CUTLASS headers come from the `nvidia-cutlass` package
-(aisp_prof.collect.tools.cutlass_include_dirs), $AISP_CUTLASS_INCLUDE or `.cutlass/include`.
+(aisp_prof.tools.cutlass_include_dirs), $AISP_CUTLASS_INCLUDE or `.cutlass/include`.
 Building both kernels takes ~45 s of nvcc on 2 CPU cores, on first use only (build cache).
 Nothing here is compiled by torch.compile: there is no compile cost or graph to report.
 """
@@ -101,7 +101,7 @@ import torch
 
 from aisp_kernels import gemm
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.collect import tools
+from aisp_prof import tools
 from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
 
 NAME = "ch14.cublas_vs_cutlass"

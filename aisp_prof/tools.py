@@ -17,8 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..errors import ToolNotFoundError
-from ..paths import checkout_root
+from .errors import ToolNotFoundError
+from .paths import checkout_root
 
 
 def _first_executable(candidates: list[str]) -> Path | None:
