@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aisp_prof.bench import expectations as exp
+from aisp_prof.analyze.gate import expectations as exp
 
 
 def current_format_copy(src: Path, dst: Path) -> Path:

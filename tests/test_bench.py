@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from aisp_prof.analyze.intervals import Interval
-from aisp_prof.bench import expectations as exp
-from aisp_prof.bench.verdict import AMBIGUOUS, FASTER, SAME, SLOWER, decide, judge
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.analyze.gate.verdict import AMBIGUOUS, FASTER, SAME, SLOWER, decide, judge
 from aisp_prof.cli import cli
 from aisp_prof.collect.timing import input_sets_needed, summarize_times
 from aisp_prof.naming import hardware_key

@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from aisp_prof.analyze.intervals import paired_groups, ratio_interval, with_cycles
 from aisp_prof.api import open_db
-from aisp_prof.bench import expectations as exp
-from aisp_prof.bench.verdict import SAME, SLOWER, judge
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.analyze.gate.verdict import SAME, SLOWER, judge
 from aisp_prof.cli import cli
 from aisp_prof.store.ingest import load_run_dir
 from legacy_evidence import current_format_copy

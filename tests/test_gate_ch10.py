@@ -7,8 +7,8 @@ ch10.flash_attention's cudnn variant ran 55.2, 54.8 and 130.4 us in its three re
 processes (cuDNN chose differently in one), a 272% margin; its flash variant agreed to 2%."""
 from __future__ import annotations
 
-from aisp_prof.bench import expectations as exp
-from aisp_prof.bench.verdict import SAME, UNGUARDED_MARGIN, judge
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.analyze.gate.verdict import SAME, UNGUARDED_MARGIN, judge
 from aisp_prof.paths import data_root
 
 FILE = data_root() / "tests" / "fixtures" / "gate" / "expectations_h100_ch10_flash_attention.json"

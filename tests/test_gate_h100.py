@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.bench import expectations as exp
+from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.bench.runner import PairOutcome
-from aisp_prof.bench.verdict import AMBIGUOUS, SAME, SLOWER, judge
+from aisp_prof.analyze.gate.verdict import AMBIGUOUS, SAME, SLOWER, judge
 from aisp_prof.cli import cli
 from aisp_prof.pairs.source import source_digest, source_mismatch
 from aisp_prof.paths import data_root

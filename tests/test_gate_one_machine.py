@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-from aisp_prof.bench import expectations as exp
+from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.bench.runner import PairOutcome, one_machine
-from aisp_prof.bench.verdict import AMBIGUOUS, FASTER, SLOWER, MetricVerdict, VariantVerdict
+from aisp_prof.analyze.gate.verdict import AMBIGUOUS, FASTER, SLOWER, MetricVerdict, VariantVerdict
 from aisp_prof.analyze.intervals import Interval
 from aisp_prof.paths import data_root
 

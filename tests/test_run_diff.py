@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from aisp_prof import api
 from aisp_prof.analyze.run_diff import NOT_JUDGED, RunSide, compare, primary_time
-from aisp_prof.bench.expectations import session_samples
+from aisp_prof.analyze.gate.expectations import session_samples
 from aisp_prof.cli import cli
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

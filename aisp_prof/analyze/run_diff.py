@@ -3,9 +3,9 @@ or the same code on two GPUs.
 
 Per variant: the primary time, DRAM bytes, FLOPs, the top stalls and the roofline position of
 each run, taken from the run summary (`api.run_summary`) and the roofline points, never
-recomputed here; then the gate's verdict (`bench.verdict.judge`) on the runs' timed samples:
+recomputed here; then the gate's verdict (`analyze.gate.verdict.judge`) on the runs' timed samples:
 run A's samples play the recorded expectation (median, cycles, ratio to the baseline and the
-A/A margin learnt across A's processes, `bench.expectations.summarize`), run B's are judged
+A/A margin learnt across A's processes, `analyze.gate.expectations.summarize`), run B's are judged
 against them. FASTER/SLOWER therefore say how B moved relative to A. A run without samples
 (recorded before interleaved timing, or an imported export) is "no samples: not judged".
 """
@@ -95,8 +95,8 @@ def judged(a: RunSide, b: RunSide, pair: str) -> dict[str, Any]:
     """variant -> the gate's verdict dict, B judged against A's samples (empty without samples)."""
     if a.samples.empty or b.samples.empty:
         return {}
-    from ..bench.expectations import session_of, summarize
-    from ..bench.verdict import judge
+    from .gate.expectations import session_of, summarize
+    from .gate.verdict import judge
 
     entry = {"summary": summarize({"sessions": [session_of(a.samples, {}, {"sm_clock_max_mhz": a.sm_clock_max_mhz})]})}
     return {v.variant: v.to_dict() for v in judge(pair, b.samples, entry, b.sm_clock_max_mhz)}

@@ -4,7 +4,7 @@ Each pair goes through `aisp-prof run`'s pipeline (check first; a failed check i
 stops the pair), then its variants and two reference kernels are timed side by side in fresh
 processes (`collect.timing`, interleaved, clocks beside every sample), at least `processes` of
 them and more while any verdict is still AMBIGUOUS (up to `max_processes`). The verdicts
-(`bench.verdict`) are stored with the run, so `history` and reports read them back; with
+(`analyze.gate.verdict`) are stored with the run, so `history` and reports read them back; with
 `--update-expectations` the run's samples become a new session of the pair's recorded evidence,
 unless its check failed or its clocks were throttled (then only with `force`).
 """
@@ -26,8 +26,8 @@ from ..pairs.capabilities import Machine, runnable
 from ..pairs.source import source_mismatch
 from ..parse.metric_table import DEFAULT_GROUPS
 from ..paths import kernels_root
-from . import expectations as exp
-from .verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
+from ..analyze.gate import expectations as exp
+from ..analyze.gate.verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {

@@ -4,7 +4,7 @@ Each metric is an interval of observed / expected (expected: the recorded sessio
   - time: the variant's median time;
   - cycles: its median time x SM clock (a compute-bound kernel's cycles do not follow the clock);
   - ratio: its time relative to the baseline's, measured side by side in the same processes.
-Against the A/A margin d of that metric (bench.expectations): SLOWER when the whole interval lies
+Against the A/A margin d of that metric (analyze.gate.expectations): SLOWER when the whole interval lies
 above 1 + d, FASTER below 1 - d, SAME inside [1 - d, 1 + d], AMBIGUOUS when it straddles an edge.
 
 A variant is SLOWER (a code regression, which fails the gate) when its cycles are SLOWER and its
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..analyze.intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
+from ..intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
 
 FASTER, SLOWER, SAME, AMBIGUOUS = "FASTER", "SLOWER", "SAME", "AMBIGUOUS"
 NEW, MISSING = "NEW", "MISSING"
