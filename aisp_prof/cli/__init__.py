@@ -13,6 +13,7 @@ import click
 
 from .. import __version__
 from .bench import bench_group
+from .check import check_cmd
 from .code import code_cmd
 from .common import AispGroup, db_option, json_option, wide_option
 from .own import diff_cmd, new_cmd
@@ -27,6 +28,7 @@ EXAMPLES = """
 Examples:
   aisp-prof list                          # the pairs, and whether each runs here
   aisp-prof run ch09.fused_l2norm         # check, profile (ncu + nsys), store, summarize
+  aisp-prof check ch10 --fuzz 20          # correctness at 20 shapes per pair, no profiler
   aisp-prof import profiles/samples/*/    # store saved runs/exports, no GPU needed
   aisp-prof summary latest                # per-variant summary of the newest run
   aisp-prof kernels latest --json         # one record per profiled kernel launch
@@ -54,8 +56,8 @@ def cli(verbose: bool) -> None:
                         format="aisp-prof: %(levelname)s: %(message)s", stream=sys.stderr)
 
 
-for _command in (list_cmd, run_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd, summary_cmd, quickstart_cmd,
-                 roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd,
+for _command in (list_cmd, run_cmd, check_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd, summary_cmd,
+                 quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd,
                  new_cmd, diff_cmd):
     cli.add_command(_command)
 

@@ -54,12 +54,13 @@ import torch
 
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 CUDA_SOURCE = Path(__file__).with_name("stream_concurrency.cu")
 ARCH = "sm_90a"
 DEFAULT_SIZES = {"segments": 128, "seg_len": 65536, "streams": 32}
 SMALL_SIZES = {"segments": 8, "seg_len": 4096, "streams": 32}     # for compute-sanitizer
+SIZE_RULES = (SizeRule("streams", maximum=1024, why="the pool of streams the factory creates"),)
 ROUNDS = 8
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built on first use, never on import
     "aisp_stream_serial": ((ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p),
@@ -166,6 +167,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-5,
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0),
                           note="built for sm_90a (Hopper) only; the book's B200 build is the one to run elsewhere"),
