@@ -3,13 +3,13 @@ parsed once per test module, for the tests that compare the two (test_foreign_nc
 Import the fixtures into a test module to use them."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof.parse.ncu_csv import parse_ncu_csv
 
-FOREIGN = Path(__file__).parent / "fixtures" / "foreign_h100"
+FOREIGN = FIXTURES / "foreign_h100"
 FULL = FOREIGN / "full_raw_base.csv"
 SUM = FOREIGN / "sum_raw_base.csv"
 

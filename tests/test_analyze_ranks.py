@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof.analyze import collectives as coll
 from aisp_prof.analyze import ranks
@@ -40,7 +40,7 @@ def load_job(folder) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def timeline() -> pd.DataFrame:
-    return load_job(Path(__file__).parent / "fixtures" / JOB)
+    return load_job(FIXTURES / JOB)
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from repo_paths import ROOT
 
 import aisp_prof
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = ROOT / "README.md"
 L2NORM = "20261126T011557Z-ch09.fused_l2norm-90df"
 
 

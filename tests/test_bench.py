@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 import tarfile
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 from aisp_prof.analyze.intervals import Interval
@@ -57,7 +57,7 @@ def test_expectations_keep_number_lists_on_one_line(tmp_path):
 def test_files_of_the_old_format_are_outdated_not_compared(tmp_path):
     """The recorded files before the gate (format 1: the H100's ch09 file until it was recorded
     again) hold medians without samples; each variant's verdict then says so, not 'no expectation'."""
-    old = Path(__file__).resolve().parent / "fixtures" / "gate" / "expectations_h100_format1.json"
+    old = FIXTURES / "gate" / "expectations_h100_format1.json"
     data = exp.load(old)
     assert data["pairs"] == {} and "older format" in data["outdated"]
     with tarfile.open(old.parent / "h100_lease2_runs.tgz") as tar:     # a real H100 run of the pair

@@ -10,12 +10,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import requires_nvcc
 
 from aisp_kernels import build
 from aisp_prof.errors import BuildError, ToolNotFoundError
 
-L2NORM_CU = Path(__file__).resolve().parent.parent / "kernels" / "ch09" / "fused_l2norm.cu"
+L2NORM_CU = ROOT / "kernels" / "ch09" / "fused_l2norm.cu"
 
 
 def test_nvcc_command_sm90():

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES, ROOT
 from click.testing import CliRunner
 
 from aisp_prof.naming import hardware_key
@@ -18,8 +18,7 @@ from aisp_prof.calibrate.run import calibration_from_report
 from aisp_prof.store.calibrations import load_calibration, save_calibration, stored_calibrations
 from aisp_prof.cli import cli
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
-REPO = Path(__file__).resolve().parent.parent
+H200 = FIXTURES / "h200"
 
 
 @pytest.mark.parametrize("name,key", [
@@ -32,7 +31,7 @@ def test_hardware_key(name, key):
 
 def test_the_committed_h200_calibration():
     cal = json.loads((H200 / "calibration_h200.json").read_text())
-    assert cal == json.loads((REPO / "profiles" / "calibration" / "h200.json").read_text())
+    assert cal == json.loads((ROOT / "profiles" / "calibration" / "h200.json").read_text())
     assert cal["hardware_key"] == "h200" and cal["gpu_name"] == "NVIDIA H200"
     assert cal["driver_version"] == "580.159.04" and cal["torch_version"] == "2.11.0+cu130"
     p = cal["probes"]
@@ -52,7 +51,7 @@ def test_the_committed_h200_calibration():
 
 
 def test_the_committed_h100_calibration():
-    cal = json.loads((REPO / "profiles" / "calibration" / "h100_80gb_hbm3.json").read_text())
+    cal = json.loads((ROOT / "profiles" / "calibration" / "h100_80gb_hbm3.json").read_text())
     assert cal["hardware_key"] == "h100_80gb_hbm3" and cal["sm_count"] == 132
     assert 2.8e12 < cal["ceilings"]["dram_bytes_per_s"] < 3.35e12      # theoretical 1280 B x 2.62 GHz
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES, ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -27,9 +28,8 @@ from aisp_prof.parse import ptx  # noqa: E402
 from aisp_prof.pairs.capabilities import Machine, runnable  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-KERNELS = REPO_ROOT / "kernels" / "ch09"
-PTX_FIXTURES = Path(__file__).parent / "fixtures" / "ch09_ptx"
+KERNELS = ROOT / "kernels" / "ch09"
+PTX_FIXTURES = FIXTURES / "ch09_ptx"
 requires_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs triton")
 
 NEW_PAIRS = ["memory_bound", "compute_bound", "triton", "sdpa_attention", "structured_sparsity",
@@ -406,7 +406,7 @@ def test_triton_variants_pass_check_under_interpreter():
              ("ch09.triton", {"rows": 3, "cols": 20000})]    # > 16384: online-softmax chunks
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     proc = subprocess.run([sys.executable, "-c", _TRITON_CPU_SCRIPT, json.dumps(cases)], env=env,
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     for (name, sizes), result in zip(cases, results):

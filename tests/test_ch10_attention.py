@@ -6,9 +6,9 @@ and a call launches 4 kernels in the baseline and at most 3 in SDPA.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch10" / "attention.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "attention.py"
 NAME = "ch10.attention"
 TINY = {"batch": 2, "heads": 2, "seq": 96, "head_dim": 32}
 

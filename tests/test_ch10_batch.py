@@ -7,9 +7,9 @@ the one-batch variants, and none from the CPU in the graph replay.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -18,7 +18,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch10" / "batch.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "batch.py"
 NAME = "ch10.batch"
 VARIANTS = ["baseline", "micro_batches_graph", "one_batch", "one_batch_fused"]
 CPU_VARIANTS = ["baseline", "one_batch", "one_batch_fused"]

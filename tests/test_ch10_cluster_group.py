@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (build_with_report, fake_library, forbid_build, forbid_import_side_effects, have_nvcc,
                           import_fresh, requires_nvcc, runnable_variants, sass_functions)
 
@@ -26,8 +27,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "cluster_group.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "cluster_group.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.cluster_group"
 VARIANTS = ["baseline", "cluster2_dsmem", "block_reduce", "single_cta_float4"]

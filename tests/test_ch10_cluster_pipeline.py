@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (assert_support_probe, build_with_report, forbid_build, forbid_import_side_effects,
                           have_nvcc, import_fresh, opcodes_by_kernel, requires_nvcc, runnable_variants,
                           sass_by_kernel)
@@ -35,8 +36,7 @@ from aisp_prof.collect import check, tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 from aisp_prof.pairs.source import source_digest  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "cluster_pipeline.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "cluster_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.cluster_pipeline"
 VARIANTS = ["baseline", "four_stage", "four_stage_no_multicast", "four_stage_eager", "cublas"]

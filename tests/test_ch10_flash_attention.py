@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -19,7 +19,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch10" / "flash_attention.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "flash_attention.py"
 NAME = "ch10.flash_attention"
 VARIANTS = ["baseline", "flash", "cudnn"]
 TINY = {"batch": 2, "seq": 80, "hidden": 64, "heads": 2}

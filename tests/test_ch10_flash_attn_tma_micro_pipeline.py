@@ -17,9 +17,9 @@ import math
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (build_with_report, fake_library, forbid_build, forbid_import_side_effects, have_nvcc,
                           import_fresh, requires_nvcc, runnable_variants, sass_opcodes)
 
@@ -30,8 +30,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "flash_attn_tma_micro_pipeline.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "flash_attn_tma_micro_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.flash_attn_tma_micro_pipeline"
 VARIANTS = ["baseline", "tma_ring3", "tma_ring3_warp_reduce", "tma_ring3_rows8"]

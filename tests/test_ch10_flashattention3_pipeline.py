@@ -7,9 +7,9 @@ small and the book's size and each SDPA variant ran the backend it names.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -18,7 +18,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch10" / "flashattention3_pipeline.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "flashattention3_pipeline.py"
 NAME = "ch10.flashattention3_pipeline"
 VARIANTS = ["baseline", "flash", "efficient", "cudnn"]
 TINY = {"batch": 2, "seq": 96, "hidden": 128, "heads": 4}

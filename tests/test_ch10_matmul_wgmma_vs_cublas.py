@@ -13,9 +13,9 @@ import ctypes
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (assert_support_probe, build_with_report, forbid_build, forbid_import_side_effects,
                           have_nvcc, import_fresh, requires_nvcc, runnable_variants, sass_functions, sass_opcodes)
 
@@ -25,8 +25,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "matmul_wgmma_vs_cublas.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "matmul_wgmma_vs_cublas.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.matmul_wgmma_vs_cublas"
 VARIANTS = ["baseline", "cublas"]

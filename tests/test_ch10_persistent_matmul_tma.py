@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -30,8 +31,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "persistent_matmul_tma.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "persistent_matmul_tma.py"
 NAME = "ch10.persistent_matmul_tma"
 VARIANTS = ["baseline", "persistent_tma", "persistent_tma_b200"]
 TINY = {"m": 40, "n": 24, "k": 16}
@@ -156,7 +156,7 @@ def test_every_variant_passes_check_under_the_interpreter():
     # over 3 persistent programs; the second size spans several GROUP_M bands of the B200 tune
     sizes = [{"m": 600, "n": 136, "k": 72}, {"m": 1100, "n": 264, "k": 64}]
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", _INTERPRETER_SCRIPT, json.dumps(sizes)], env=env, cwd=REPO_ROOT,
+    proc = subprocess.run([sys.executable, "-c", _INTERPRETER_SCRIPT, json.dumps(sizes)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     for result in json.loads(proc.stdout.strip().splitlines()[-1]):

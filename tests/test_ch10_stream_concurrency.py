@@ -8,9 +8,9 @@ from __future__ import annotations
 import ctypes
 import gc
 import re
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (build_with_report, forbid_build, forbid_import_side_effects, have_nvcc, import_fresh,
                           requires_nvcc, runnable_variants, sass_opcodes)
 
@@ -20,8 +20,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "stream_concurrency.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "stream_concurrency.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.stream_concurrency"
 VARIANTS = ["baseline", "streams32"]

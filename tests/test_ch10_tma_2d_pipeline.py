@@ -14,9 +14,9 @@ import ctypes
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (build_with_report, fake_library, forbid_build, forbid_import_side_effects, have_nvcc,
                           import_fresh, requires_nvcc, runnable_variants, sass_functions, sass_opcodes)
 
@@ -27,8 +27,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "tma_2d_pipeline.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "tma_2d_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.tma_2d_pipeline"
 VARIANTS = ["baseline", "tma_book_config", "tma_hopper"]

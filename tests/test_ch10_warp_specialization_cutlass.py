@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, runnable_variants,
                           sass_functions)
 
@@ -29,8 +30,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check, tools  # noqa: E402
 from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "warp_specialization_cutlass.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "warp_specialization_cutlass.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.warp_specialization_cutlass"
 VARIANTS = ["baseline", "cooperative_256x128_c2", "cooperative_256x128_c2_swizzle8", "pingpong_128x128", "cublas"]

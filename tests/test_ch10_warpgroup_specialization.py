@@ -8,9 +8,9 @@ variant against the float64 reference at ragged and multi-wave sizes.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -20,8 +20,7 @@ from aisp_prof.collect import check, tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 from aisp_prof.pairs.source import source_digest  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch10" / "warpgroup_specialization.py"
+PAIR_PATH = ROOT / "kernels" / "ch10" / "warpgroup_specialization.py"
 NAME = "ch10.warpgroup_specialization"
 VARIANTS = ["baseline", "cutlass_cooperative_c2", "cutlass_cooperative_c2_swizzle8", "cublas"]
 
@@ -73,8 +72,8 @@ def test_variants_are_the_sibling_pairs_kernels(mod):
 
 
 def test_inputs_reference_and_counts_are_the_siblings(mod):
-    hand = import_fresh(REPO_ROOT / "kernels" / "ch10" / "warp_specialization.py", "ws_for_inputs_check")
-    cut = import_fresh(REPO_ROOT / "kernels" / "ch10" / "warp_specialization_cutlass.py", "wsc_for_inputs_check")
+    hand = import_fresh(ROOT / "kernels" / "ch10" / "warp_specialization.py", "ws_for_inputs_check")
+    cut = import_fresh(ROOT / "kernels" / "ch10" / "warp_specialization_cutlass.py", "wsc_for_inputs_check")
     sizes = {"m": 6, "n": 16, "k": 40}
     ours = mod.make_inputs(sizes, "cpu", 3)
     for sibling in (hand, cut):

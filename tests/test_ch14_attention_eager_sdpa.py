@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import collections
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "attention_eager_sdpa.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "attention_eager_sdpa.py"
 NAME = "ch14.attention_eager_sdpa"
 TINY = {"seq": 96, "heads": 2, "head_dim": 32}
 # aten ops that only make views: no kernel behind them

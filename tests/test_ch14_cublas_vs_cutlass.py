@@ -23,6 +23,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (
     forbid_build,
     forbid_import_side_effects,
@@ -39,8 +40,7 @@ from aisp_prof import pairs
 from aisp_prof.collect import check, tools
 from aisp_prof.errors import RequirementError, ToolNotFoundError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch14" / "cublas_vs_cutlass.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "cublas_vs_cutlass.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch14.cublas_vs_cutlass"
 VARIANTS = ["baseline", "cutlass_sm80", "cutlass_sm90"]

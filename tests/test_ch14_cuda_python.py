@@ -15,9 +15,9 @@ import importlib.util
 import sys
 import types
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
@@ -26,7 +26,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import BuildError, RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "cuda_python.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "cuda_python.py"
 NAME = "ch14.cuda_python"
 TINY = {"batch": 2, "seq": 7, "hidden": 72}
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -20,7 +20,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "flex_attention_sparse.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "flex_attention_sparse.py"
 NAME = "ch14.flex_attention_sparse"
 TINY = {"batch": 2, "seq": 96, "embed": 64, "heads": 2, "window": 20}
 RAGGED = {"batch": 1, "seq": 300, "embed": 128, "heads": 2, "window": 100}

@@ -10,9 +10,9 @@ kernel, gpu launches 11 kernels and copies nothing, gpu_compiled at most 3 kerne
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -21,7 +21,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "gpu_quantization.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "gpu_quantization.py"
 NAME = "ch14.gpu_quantization"
 TINY = {"rows": 9, "cols": 333}
 

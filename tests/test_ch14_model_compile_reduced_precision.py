@@ -10,9 +10,9 @@ matches at the small size and at the book's, and the compiled variants never rec
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -21,7 +21,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "model_compile_reduced_precision.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "model_compile_reduced_precision.py"
 NAME = "ch14.model_compile_reduced_precision"
 TINY = {"batch": 2, "seq": 24, "d_model": 32, "heads": 2, "layers": 2, "d_ff": 48, "vocab": 50}
 

@@ -11,13 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import TESTS
 
 from aisp_prof import pairs
 from aisp_prof.errors import RequirementError
 
 pytest.importorskip("torch")
 pytest.importorskip("triton")
-HERE = Path(__file__).parent
+HERE = TESTS
 NAME = "ch14.quantized_allreduce"
 SMALL = "numel=65536"
 

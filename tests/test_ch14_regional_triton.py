@@ -12,9 +12,9 @@ GPU tests: every variant matches at the small and the book's size, no recompiles
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -23,7 +23,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-PAIR_PATH = Path(__file__).resolve().parent.parent / "kernels" / "ch14" / "regional_triton.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "regional_triton.py"
 NAME = "ch14.regional_triton"
 TINY = {"batch": 2, "hidden": 32, "heads": 2, "mlp_hidden": 40, "seq_step": 5, "seq_count": 4}
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_paths import PROFILES
 
 from aisp_prof.api import open_db, run_summary
 
-ROOT = Path(__file__).resolve().parent.parent / "profiles" / "samples_h100_ch14"
-RUNS = sorted(p for p in ROOT.glob("*") if (p / "run.json").exists())
+RUNS = sorted(p for p in (PROFILES / "samples_h100_ch14").glob("*") if (p / "run.json").exists())
 
 
 def pair_of(run_dir: Path) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -22,7 +22,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels" / "ch14"
+KERNELS = ROOT / "kernels" / "ch14"
 PAIR_PATH = KERNELS / "sliding_window.py"
 NAME = "ch14.sliding_window"
 VARIANTS = ["baseline", "flex", "sdpa_band_mask"]

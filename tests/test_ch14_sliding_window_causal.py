@@ -7,9 +7,9 @@ the small and the book's size, launches drop, and the dispatcher picks a fused b
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels" / "ch14"
+KERNELS = ROOT / "kernels" / "ch14"
 PAIR_PATH = KERNELS / "sliding_window_causal.py"
 NAME = "ch14.sliding_window_causal"
 VARIANTS = ["baseline", "causal_sdpa_no_window"]

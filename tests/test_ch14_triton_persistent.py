@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -29,8 +30,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch14" / "triton_persistent.py"
+PAIR_PATH = ROOT / "kernels" / "ch14" / "triton_persistent.py"
 NAME = "ch14.triton_persistent"
 VARIANTS = ["baseline", "persistent", "persistent_128"]
 TINY = {"batch": 2, "m": 40, "n": 24, "k": 16}
@@ -152,7 +152,7 @@ def test_every_variant_is_exact_under_the_interpreter_and_wrong_ones_fail():
     # 16 x 16 config with GROUP_M 2 over 5 tile rows (bands of 2, 2, 1) and two broken launches
     sizes = [{"batch": 3, "m": 72, "n": 40, "k": 40}]
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", _INTERPRETER_SCRIPT, json.dumps(sizes)], env=env, cwd=REPO_ROOT,
+    proc = subprocess.run([sys.executable, "-c", _INTERPRETER_SCRIPT, json.dumps(sizes)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     *results, extra = json.loads(proc.stdout.strip().splitlines()[-1])

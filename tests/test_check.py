@@ -11,9 +11,9 @@ import math
 import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 torch = pytest.importorskip("torch")
 
@@ -226,7 +226,7 @@ def test_runnable_variants():
 
 def test_import_does_not_need_torch():
     code = "import sys; sys.modules['torch'] = None; import aisp_prof.collect.check, aisp_prof.tools, aisp_kernels.build, aisp_kernels.binding"
-    repo = Path(__file__).resolve().parent.parent
+    repo = ROOT
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 

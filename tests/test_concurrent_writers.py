@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from stored_digest import digest
+from repo_paths import FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).parent / "fixtures" / "stored_tables_digest.json"
+GOLDEN = FIXTURES / "stored_tables_digest.json"
 SAMPLES = sorted(p for d in ("samples", "samples_h100") for p in (ROOT / "profiles" / d).iterdir()
                  if (p / "run.json").exists())
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ctypes
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -22,9 +22,8 @@ from aisp_prof.collect import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "cublaslt_gemm.py"
-CU_PATH = REPO_ROOT / "kernels" / "ch09" / "cublaslt_gemm.cu"
+PAIR_PATH = ROOT / "kernels" / "ch09" / "cublaslt_gemm.py"
+CU_PATH = ROOT / "kernels" / "ch09" / "cublaslt_gemm.cu"
 SYMBOLS = ("aisp_hgemm_mma_sync", "aisp_cuda_error_string")
 VARIANTS = ["baseline", "cublaslt_fp16", "cublaslt_fp8"]
 

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import (forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, runnable_variants,
                           sass_functions)
 
@@ -27,9 +28,8 @@ from aisp_prof.collect import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "cutlass_gemm.py"
-CU_PATH = REPO_ROOT / "kernels" / "ch09" / "cutlass_gemm.cu"
+PAIR_PATH = ROOT / "kernels" / "ch09" / "cutlass_gemm.py"
+CU_PATH = ROOT / "kernels" / "ch09" / "cutlass_gemm.cu"
 SYMBOLS = ("aisp_cutlass_simt", "aisp_cutlass_tensorop", "aisp_cutlass_tensorop_workspace_size",
            "aisp_cutlass_tensorop_config_count", "aisp_cutlass_tensorop_config_name",
            "aisp_cuda_error_string")

@@ -10,13 +10,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from aisp_prof.export_rows import ExportRows
 from aisp_prof.store import db as store
 from aisp_prof.store.ingest import load_export, store_path
 from sample_files import plain_path
 
-ROOT = Path(__file__).resolve().parent.parent
 EXPORTS = sorted([*(ROOT / "tests" / "fixtures").glob("*/*.sqlite"), *(ROOT / "profiles").glob("*/*/nsys.sqlite"),
                   *(ROOT / "profiles").glob("*/*/nsys.sqlite.gz")])
 

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
@@ -27,7 +28,6 @@ from aisp_prof.store import connection
 from aisp_prof.store import db as store
 from aisp_prof.store.ingest import sample_run_dirs
 
-ROOT = Path(__file__).resolve().parent.parent
 RUN = sample_run_dirs()[0]                       # the real ch09.fused_l2norm run (H200)
 LONG = "L" * 5000
 

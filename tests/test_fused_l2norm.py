@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -23,8 +24,7 @@ from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "fused_l2norm.py"
+PAIR_PATH = ROOT / "kernels" / "ch09" / "fused_l2norm.py"
 requires_gpu = pytest.mark.gpu          # tests/conftest.py skips these where torch sees no GPU
 requires_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="needs triton")
 
@@ -111,7 +111,7 @@ def test_triton_passes_check_under_interpreter():
     sizes = [(64, 256), (33, 100), (3, 20000)]          # 20000 > 16384: the chunked loop
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     proc = subprocess.run([sys.executable, "-c", _TRITON_CPU_SCRIPT, json.dumps(sizes)], env=env,
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     for (rows, cols), result in zip(sizes, results):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 from aisp_prof.analyze.intervals import paired_groups, ratio_interval, with_cycles
@@ -25,7 +26,7 @@ from aisp_prof.cli import cli
 from aisp_prof.store.ingest import load_run_dir
 from legacy_evidence import current_format_copy
 
-GATE = Path(__file__).parent / "fixtures" / "gate"
+GATE = FIXTURES / "gate"
 SAME_RUN = "20261126T081831Z-ch09.fused_l2norm-7f86"
 SLOW_RUN = "20261126T082135Z-ch09.fused_l2norm-d477"
 DRIFT_RUN = "20261126T081911Z-ch09.compute_bound-af3a"

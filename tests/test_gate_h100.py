@@ -12,6 +12,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 from aisp_prof.analyze.gate import expectations as exp
@@ -24,7 +25,7 @@ from aisp_prof.store.db import write_run
 from aisp_prof.store.ingest import load_run_dir
 from legacy_evidence import current_format_copy
 
-GATE = Path(__file__).parent / "fixtures" / "gate"
+GATE = FIXTURES / "gate"
 SLOW = {"lease2": {"20261126T102530Z-ch09.fused_l2norm-557f": 1.03, "20261126T102549Z-ch09.fused_l2norm-0139": 1.10},
         "lease3": {"20261126T103353Z-ch09.fused_l2norm-6284": 1.03, "20261126T103406Z-ch09.fused_l2norm-397d": 1.10}}
 AMBIGUOUS_RUN = "20261126T103028Z-ch09.structured_sparsity_ffn-1ef4"
@@ -92,7 +93,7 @@ def test_bench_record_refuses_a_run_of_other_code(leases, tmp_path):
     """The slowdown fixture carries the real pair's name: its runs must never become the real
     pair's evidence. Nor may a run of an older version of the pair."""
     real = source_digest(data_root() / "kernels" / "ch09" / "fused_l2norm.py")
-    fixture = source_digest(Path(__file__).parent / "fixtures" / "gate_kernels" / "ch09" / "fused_l2norm.py")
+    fixture = source_digest(FIXTURES / "gate_kernels" / "ch09" / "fused_l2norm.py")
     assert real["files"] == ["fused_l2norm.cu", "fused_l2norm.py"] and real["path"] == "kernels/ch09/fused_l2norm.py"
     assert "not the pair's module kernels/ch09/fused_l2norm.py" in source_mismatch(fixture, "ch09.fused_l2norm")
     assert "changed since the run" in source_mismatch({**real, "sha256": "0" * 64}, "ch09.fused_l2norm")

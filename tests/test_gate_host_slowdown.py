@@ -4,14 +4,14 @@ under $AISP_KERNELS, timed by the same kind of time as the real pair (steady) so
 recorded evidence applies. The GPU run that shows the gate catching it is in the issue's closing note."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof.pairs.source import source_digest
 from aisp_prof.paths import data_root
 
-FIXTURE = Path(__file__).parent / "fixtures" / "gate_kernels" / "ch14" / "attention_eager_sdpa.py"
+FIXTURE = FIXTURES / "gate_kernels" / "ch14" / "attention_eager_sdpa.py"
 REAL = data_root() / "kernels" / "ch14" / "attention_eager_sdpa.py"
 
 

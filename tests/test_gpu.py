@@ -2,15 +2,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 
 pytestmark = pytest.mark.gpu
-BROKEN = Path(__file__).parent / "fixtures" / "broken_kernels"
+BROKEN = FIXTURES / "broken_kernels"
 
 
 def test_fused_l2norm_all_variants_pass_on_gpu():

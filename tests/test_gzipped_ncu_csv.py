@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
@@ -18,7 +19,6 @@ from aisp_prof.parse.ncu_csv import parse_ncu_export
 from aisp_prof.store.ingest import load_run_dir
 from sample_files import plain_copy
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
@@ -23,7 +24,6 @@ from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
 from aisp_prof.store.ingest import load_run_dir
 from sample_files import plain_copy
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 TWO_RANKS = next(p for p in sorted((ROOT / "profiles" / "samples_h100x2_ch14").glob("*")) if (p / "run.json").exists())
 FIXTURE = ROOT / "tests" / "fixtures" / "multigpu_h100x2"

@@ -9,8 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "aisp_prof"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
 
 _IMPORT_ALL = """
 import importlib, pkgutil, sys
@@ -24,7 +23,7 @@ print(len(names))
 
 
 def test_every_aisp_prof_module_imports_without_torch_or_aisp_kernels():
-    proc = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=REPO_ROOT, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert int(proc.stdout.strip()) > 30          # the walk really found the package's modules
 

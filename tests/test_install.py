@@ -15,8 +15,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_non_editable_install_runs_the_quickstart_elsewhere(tmp_path):

@@ -10,12 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from aisp_kernels import build
 from aisp_prof.pairs import discover
 from aisp_prof.pairs.source import MISSING, local_includes, pair_files, sibling_files, source_digest
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def _old_digest(module: Path) -> str:
@@ -79,9 +79,9 @@ def test_python_files_are_not_scanned_for_includes(tmp_path):
 def test_sources_without_local_includes_keep_their_digest():
     """Every pair whose files include no local header digests exactly as before (recorded
     expectations of ch09/ch10 stay valid); the CUTLASS pairs' quoted includes are library headers."""
-    modules = sorted((REPO / "kernels").glob("ch*/*.py"))
+    modules = sorted((ROOT / "kernels").glob("ch*/*.py"))
     plain = [m for m in modules if not local_includes(*pair_files(m)) and not sibling_files(pair_files(m))]
-    assert len(plain) >= 30 and REPO / "kernels/ch10/warp_specialization_cutlass.py" in plain
+    assert len(plain) >= 30 and ROOT / "kernels/ch10/warp_specialization_cutlass.py" in plain
     for module in plain:
         assert source_digest(module)["sha256"] == _old_digest(module), module
 
@@ -90,13 +90,13 @@ def test_recorded_source_digests_still_match():
     """The sha256 every recorded expectation session carries is the pair's digest today, for each
     pair whose recorded code has not changed since (the newest session of each pair)."""
     checked = 0
-    for file in sorted((REPO / "kernels").glob("ch*/expectations_*.json")):
+    for file in sorted((ROOT / "kernels").glob("ch*/expectations_*.json")):
         chapter = file.parent.name
         for name, entry in json.loads(file.read_text()).get("pairs", {}).items():
             sessions = [s for s in entry.get("sessions", []) if s.get("source_sha256")]
             if not sessions:
                 continue
-            module = REPO / "kernels" / chapter / f"{name.partition('.')[2]}.py"
+            module = ROOT / "kernels" / chapter / f"{name.partition('.')[2]}.py"
             if _old_digest(module) == sessions[-1]["source_sha256"]:       # recorded from today's files
                 assert source_digest(module)["sha256"] == sessions[-1]["source_sha256"], name
                 checked += 1
@@ -155,12 +155,12 @@ PAIR = KernelPair(name="{name}", chapter=1, lesson="", make_inputs=None, variant
 def test_kernels_common_is_not_a_chapter(tmp_path):
     """kernels/common holds shared headers: discovery looks only in ch* folders, so even a module
     with a PAIR under common/ is not a pair (and the real tree's common/ yields none)."""
-    assert (REPO / "kernels" / "common" / "wgmma_tma.cuh").is_file()
+    assert (ROOT / "kernels" / "common" / "wgmma_tma.cuh").is_file()
     for folder, name in (("ch01", "ch01.real"), ("common", "common.stray")):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "k.py").write_text(_PAIR_MODULE.format(name=name))
     assert [p.name for p in discover(tmp_path)] == ["ch01.real"]
-    assert not [p for p in discover(REPO / "kernels") if "/common/" in p.source]
+    assert not [p for p in discover(ROOT / "kernels") if "/common/" in p.source]
 
 
 def test_a_sibling_module_is_part_of_the_digest(tree):
@@ -186,4 +186,4 @@ def test_a_missing_sibling_is_hashed_as_missing(tmp_path):
 
 def test_the_chapter_pairs_that_reuse_a_sibling_hash_it():
     for name in ("ch14/sliding_window_causal.py", "ch14/flex_attention_sparse.py"):
-        assert "sliding_window.py" in source_digest(REPO / "kernels" / name)["files"], name
+        assert "sliding_window.py" in source_digest(ROOT / "kernels" / name)["files"], name

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
@@ -25,9 +26,9 @@ from aisp_prof.store.ingest import load_run_dir
 from aisp_prof.store.metric_rows import read_metrics, write_metrics
 from sample_files import plain_path
 
-FIXTURES = Path(__file__).parent / "fixtures" / "h200"
+H200 = FIXTURES / "h200"
 SAMPLE = data_root() / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
-CSVS = [FIXTURES / "probe_curated_raw_base.csv", FIXTURES / "l2norm_pair_full_raw.csv",
+CSVS = [H200 / "probe_curated_raw_base.csv", H200 / "l2norm_pair_full_raw.csv",
         plain_path(SAMPLE / "ncu_raw.csv")]                 # the sample is shipped gzipped: a plain copy
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import ctypes
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_build, forbid_import_side_effects, have_nvcc, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -22,9 +22,8 @@ from aisp_prof.collect import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "micro_tiling_matmul.py"
-CU_PATH = REPO_ROOT / "kernels" / "ch09" / "micro_tiling_matmul.cu"
+PAIR_PATH = ROOT / "kernels" / "ch09" / "micro_tiling_matmul.py"
+CU_PATH = ROOT / "kernels" / "ch09" / "micro_tiling_matmul.cu"
 SYMBOLS = ("aisp_sgemm_smem_tiled", "aisp_sgemm_micro_tiled", "aisp_sgemm_micro_tiled_config",
            "aisp_sgemm_config_count", "aisp_sgemm_config_name", "aisp_cuda_error_string")
 

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
 RUN_DIR = next(p for p in sorted((ROOT / "profiles" / "samples_h200x2_ch14").glob("*")) if (p / "run.json").exists())
 INFO = json.loads((RUN_DIR / "run.json").read_text())
 VARIANTS = ["baseline", "fp32_rs_ag", "int8", "int8_overlap"]

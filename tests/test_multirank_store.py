@@ -14,13 +14,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
 from sample_files import plain_file, shipped, shipped_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "profiles" / "samples_h100x2_ch14"
 RUN_DIR = next(p for p in sorted(SAMPLES.glob("*")) if (p / "run.json").exists())
 INFO = json.loads((RUN_DIR / "run.json").read_text())

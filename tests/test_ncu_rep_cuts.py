@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 import aisp_prof
@@ -25,7 +26,7 @@ from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.ncu_rep import ncu_report_available, parse_ncu_rep
 from aisp_prof.parse.ncu_rep_frame import check_report_frame, report_blocks
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = FIXTURES / "h200"
 REPORT_GZ = H200 / "probe_all.ncu-rep.gz"
 RUN_DIR = H200 / "calibrate_probe_run"            # a real `aisp-prof calibrate --profile` run folder, 10 kernels
 SEEN_AS_CUT = {1, 2, 3, 4, 5, 6, 7, 8, *range(10, 29, 2)}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.nsys_job import (
@@ -24,7 +25,7 @@ from aisp_prof.parse.nsys_job_clock import MIN_MATCHED, collective_end_gaps
 from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
 from export_copies import edited_copy
 
-FIXTURE = Path(__file__).parent / "fixtures" / "multigpu_h100x2"
+FIXTURE = FIXTURES / "multigpu_h100x2"
 RANK0, RANK1 = FIXTURE / "nsys.rank0.sqlite", FIXTURE / "nsys.rank1.sqlite"
 RUN_ID = "e00126e3-ae97-4d46-809b-b51af20aef3e"
 START_GAP_NS = 1795714210355634040 - 1795714210339639681      # utcEpochNs of rank 1 - rank 0

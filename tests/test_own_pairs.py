@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
@@ -19,7 +20,6 @@ from aisp_prof.errors import OutputError, UnknownTargetError
 from aisp_prof.pairs import discovery, files
 from aisp_prof.pairs.new import render, write_new
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 torch_missing = pytest.mark.skipif(__import__("importlib").util.find_spec("torch") is None, reason="needs torch")
 
 
@@ -32,7 +32,7 @@ def own(tmp_path_factory) -> Path:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
 @torch_missing
@@ -157,7 +157,7 @@ def test_generated_template_imports_and_passes_its_own_test(tmp_path):
 @torch_missing
 def test_readme_loop_runs_on_a_cpu(tmp_path):
     """The README's 'Your own pairs' loop, up to the step that needs a GPU: new, test, list."""
-    text = (REPO_ROOT / "README.md").read_text().split("## Your own pairs", 1)[1].split("```bash", 1)[1]
+    text = (ROOT / "README.md").read_text().split("## Your own pairs", 1)[1].split("```bash", 1)[1]
     lines = [line.split("  #", 1)[0].strip() for line in text.split("```", 1)[0].splitlines()]
     cpu = [line for line in lines if line.startswith(("aisp-prof new", "TRITON_INTERPRET=1", "aisp-prof list"))]
     assert len(cpu) == 3, lines

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof.errors import CounterPermissionError, ExportParseError
 from aisp_prof.parse.metric_table import STALL_REASONS, TENSOR_PATHS
@@ -21,7 +22,6 @@ from aisp_prof.parse.ncu_csv import (
 from aisp_prof.parse.ncu_rep import parse_ncu_rep
 from aisp_prof.parse.ncu_units import base_unit
 
-FIXTURES = Path(__file__).parent / "fixtures"
 FULL_RAW = FIXTURES / "h200" / "l2norm_pair_full_raw.csv"         # --set full, default units
 CURATED = FIXTURES / "h200" / "probe_curated_raw_base.csv"        # curated list, base units
 DETAILS = FIXTURES / "h200" / "l2norm_pair_full_details.csv"

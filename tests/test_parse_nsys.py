@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from repo_paths import FIXTURES, SAMPLES
 
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.nsys_attribution import attribute, launch_queries, paths_at
@@ -26,10 +27,9 @@ from aisp_prof.parse.nsys_sqlite import (
 )
 from sample_files import plain_path, shipped
 
-FIXTURES = Path(__file__).parent / "fixtures" / "h200"
-L2NORM = FIXTURES / "l2norm_pair_nsys.sqlite"
-PROBE = FIXTURES / "probe_nested_graph_nsys.sqlite"
-SAMPLES = Path(__file__).parent.parent / "profiles" / "samples"
+H200 = FIXTURES / "h200"
+L2NORM = H200 / "l2norm_pair_nsys.sqlite"
+PROBE = H200 / "probe_nested_graph_nsys.sqlite"
 # shipped gzipped (nsys.sqlite.gz); the SQL oracles below read a plain copy (`plain_path`)
 SPARSITY = shipped(SAMPLES / "20261126T034324Z-ch09.structured_sparsity-c433" / "nsys.sqlite")
 SDPA = shipped(SAMPLES / "20261126T033949Z-ch09.sdpa_attention-d4ce" / "nsys.sqlite")

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from repo_paths import ROOT
 
 from aisp_prof.collect import child, commands, runner
 from aisp_prof.collect.steps import StepContext
@@ -228,7 +229,7 @@ def test_nsys_that_cannot_start_the_child_is_a_profiler_error(tmp_path, monkeypa
 
 
 def _benchmark():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     import profile_cost
 
     return profile_cost
@@ -262,7 +263,7 @@ def test_benchmark_table_gives_the_ratio_and_the_verdict():
 def test_benchmark_without_a_gpu_stops_with_one_line(tmp_path):
     import subprocess
 
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "profile_cost.py"
+    script = ROOT / "benchmarks" / "profile_cost.py"
     proc = subprocess.run([sys.executable, str(script), "--out-dir", str(tmp_path)], capture_output=True, text=True,
                           env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
     assert proc.returncode == 3 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("profile_cost: ")

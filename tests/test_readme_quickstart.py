@@ -7,11 +7,10 @@ from __future__ import annotations
 import configparser
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def quick_start() -> list[str]:

@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from aisp_prof.analyze.report_page import page_data
 from aisp_prof.api import RunDatabase
@@ -22,9 +23,8 @@ from aisp_prof.render.rank_timeline import rank_timeline_figure
 from aisp_prof.store.calibrations import file_calibrations
 from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "profiles" / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
-CALIBRATIONS = REPO / "profiles" / "calibration"
+SAMPLE = ROOT / "profiles" / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
+CALIBRATIONS = ROOT / "profiles" / "calibration"
 SINGLE_RANK = "20261126T011557Z-ch09.fused_l2norm-90df"
 VARIANTS = ("baseline", "fp32_rs_ag", "int8", "int8_overlap")
 

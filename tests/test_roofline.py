@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof.analyze.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks, with_measured
 from aisp_prof.analyze.roofline import RunInput, build_roofline
@@ -25,7 +26,7 @@ from aisp_prof.analyze.roofline_points import is_sparse_kernel
 from aisp_prof.store.ingest import load_export, load_run_dir, sample_run_dirs, store_path
 from sample_files import shipped_bytes
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = FIXTURES / "h200"
 SAMPLE_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
 PROBE_RUN = H200 / "calibrate_probe_run"
 SECTIONS_CSV = H200 / "roofline_sections_raw_base.csv"

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 from aisp_prof.api import open_db
@@ -13,7 +14,7 @@ from aisp_prof.cli import cli
 from aisp_prof.store.ingest import sample_run_dirs, store_path
 from aisp_prof.render.roofline_plot import draw
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = FIXTURES / "h200"
 SAMPLE_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
 
 

@@ -5,9 +5,9 @@ the real recorded samples of kernels/ch09/expectations_*.json (two H200 sessions
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof import api
@@ -15,10 +15,9 @@ from aisp_prof.analyze.run_diff import NOT_JUDGED, RunSide, compare, primary_tim
 from aisp_prof.analyze.gate.expectations import session_samples
 from aisp_prof.cli import cli
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-H200 = REPO_ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
-H100 = REPO_ROOT / "profiles" / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"
-OTHER = REPO_ROOT / "profiles" / "samples_h100" / "20261126T045319Z-ch09.memory_bound-64b1"
+H200 = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
+H100 = ROOT / "profiles" / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"
+OTHER = ROOT / "profiles" / "samples_h100" / "20261126T045319Z-ch09.memory_bound-64b1"
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +30,7 @@ def db(tmp_path_factory):
 
 def _recorded(key: str, session: int):
     """A format-2 session of ch09.fused_l2norm on one card (tests/fixtures/gate/, as recorded)."""
-    path = REPO_ROOT / "tests" / "fixtures" / "gate" / "expectations_ch09_fused_l2norm_by_card.json"
+    path = ROOT / "tests" / "fixtures" / "gate" / "expectations_ch09_fused_l2norm_by_card.json"
     entry = json.loads(path.read_text())
     return session_samples({"sessions": [entry["pairs"][key]["sessions"][session]]})
 

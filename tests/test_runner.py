@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 
 from aisp_prof import pairs
 from aisp_prof.collect import runner, run_folder, steps
@@ -15,7 +16,7 @@ from aisp_prof.errors import (CounterPermissionError, ProfilerFailedError, ToolN
 from aisp_prof.naming import CHECK_JSON
 from aisp_prof.pairs.capabilities import Machine, runnable
 
-BROKEN = Path(__file__).parent / "fixtures" / "broken_kernels"
+BROKEN = FIXTURES / "broken_kernels"
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
@@ -83,9 +84,8 @@ def test_h100_runs_parse_and_pair_with_the_h200_samples(tmp_path):
     """profiles/samples_h100 (real H100 runs, same day): one run per pair that the H200 samples
     cover, every variant correct; stored next to the H200 runs, a pair name resolves to the
     pair's most recent run by recording time."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent / "profiles" / "samples_h100"
+    
+    root = ROOT / "profiles" / "samples_h100"
     h100 = sorted(p for p in root.glob("*") if (p / "run.json").exists())
     h200_pairs = {d.name.split("-", 1)[1].rsplit("-", 1)[0] for d in sample_run_dirs()}
     assert {d.name.split("-", 1)[1].rsplit("-", 1)[0] for d in h100} == h200_pairs

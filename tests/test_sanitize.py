@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 
 from click.testing import CliRunner
+from repo_paths import FIXTURES
 
 from aisp_prof.cli import cli
 from aisp_prof.collect import sanitizer as san
 from aisp_prof.collect.runner import child_command
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sanitizer"
+SANITIZER = FIXTURES / "sanitizer"
 
 
 def test_the_command_wraps_the_check_child_once_per_tool():
@@ -55,7 +56,7 @@ def _have_gpu() -> bool:
 
 def test_summaries_parsed_from_real_output():
     """Logs from `aisp-prof sanitize` on an H100 (tests/fixtures/sanitizer/README.md)."""
-    read = lambda name: (FIXTURES / name).read_text()     # noqa: E731
+    read = lambda name: (SANITIZER / name).read_text()     # noqa: E731
     assert san.parse_summary(read("ch09.fused_l2norm.memcheck.log")) == (0, 0, [])
     assert san.parse_summary(read("ch09.fused_l2norm.racecheck.log")) == (0, 0, [])   # RACECHECK SUMMARY only
     errors, warnings, reports = san.parse_summary(read("ch09.warp_specialization_producer_consumer.synccheck.log"))
@@ -81,7 +82,7 @@ def test_failed_driver_entry_point_lookups_are_not_kernel_errors():
     """Real H100 log (tests/fixtures/sanitizer/README.md): cuda-python's bindings ask the 580 driver for
     entry points it lacks; memcheck counts 34 API errors, prints 20. The printed lookups are not errors;
     the 14 it did not print cannot be classified, so they stay errors (the print limit is now 200)."""
-    text = (FIXTURES / "ch14.cuda_python.memcheck.log").read_text()
+    text = (SANITIZER / "ch14.cuda_python.memcheck.log").read_text()
     assert "ERROR SUMMARY: 34 errors" in text and san.entry_point_probes(text) == 20
     assert san.parse_summary(text) == (14, 0, [])
     fully_printed = text.replace("========= ERROR SUMMARY: 14 errors were not printed. Use --print-limit option "

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from scale_check import check_launches, check_ranges  # noqa: E402

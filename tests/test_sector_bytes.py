@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 import aisp_prof
@@ -29,7 +30,6 @@ from aisp_prof.parse.sector_bytes import (
 
 from foreign_exports import FOREIGN, FULL, SUM, by_range, full, summed  # noqa: F401 - full, summed: fixtures
 
-FIXTURES = Path(__file__).parent / "fixtures"
 IDENTITY = FOREIGN / "identity_raw_base.csv"
 H200_FULL = FIXTURES / "h200" / "l2norm_pair_full_raw.csv"
 BYTE_RAWS = ("lts__t_bytes.sum", "l1tex__t_bytes.sum", "lts__t_bytes.sum.peak_sustained",

@@ -6,12 +6,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES, ROOT
 from click.testing import CliRunner
 
 from aisp_prof.store import db as store
 from aisp_prof.cli import cli
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = FIXTURES / "h200"
 
 
 def invoke(*args: str):
@@ -142,7 +143,7 @@ def test_import_ncu_rep_gz_through_ncu_report(tmp_path):
 
 # ------------------------------------------------ memcpy/memset through store, summary and CLI
 
-SPARSITY_RUN = Path(__file__).parent.parent / "profiles" / "samples" / "20261126T034324Z-ch09.structured_sparsity-c433"
+SPARSITY_RUN = ROOT / "profiles" / "samples" / "20261126T034324Z-ch09.structured_sparsity-c433"
 COPY_BYTES = 16384 * 16384 * 2      # C = m x n bf16 (run.json sizes), copied once per call by c.copy_
 
 

@@ -7,11 +7,11 @@ tables were added to the golden (branch scale-ncu), every other entry unchanged.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from stored_digest import shipped_digest
+from repo_paths import FIXTURES
 
-GOLDEN = Path(__file__).parent / "fixtures" / "stored_tables_digest.json"
+GOLDEN = FIXTURES / "stored_tables_digest.json"
 
 
 def test_shipped_samples_store_the_same_values(tmp_path):
@@ -23,7 +23,7 @@ def test_shipped_samples_store_the_same_values(tmp_path):
     assert not differ, differ
 
 
-ROOFLINE_GOLDEN = Path(__file__).parent / "fixtures" / "roofline_digest.json"
+ROOFLINE_GOLDEN = FIXTURES / "roofline_digest.json"
 
 
 def roofline_digest(result: dict) -> str:

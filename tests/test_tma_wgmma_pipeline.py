@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
@@ -25,9 +26,8 @@ from aisp_prof.collect import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "tma_wgmma_pipeline.py"
-CU_PATH = REPO_ROOT / "kernels" / "ch09" / "tma_wgmma_pipeline.cu"
+PAIR_PATH = ROOT / "kernels" / "ch09" / "tma_wgmma_pipeline.py"
+CU_PATH = ROOT / "kernels" / "ch09" / "tma_wgmma_pipeline.cu"
 VARIANTS = ["baseline", "pipelined", "pipelined_cluster", "cublas"]
 KERNEL_SYMBOLS = ("aisp_tma_wgmma_serial", "aisp_tma_wgmma_pipelined", "aisp_tma_wgmma_pipelined_cluster")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from aisp_prof import tools
 from aisp_prof.errors import ToolNotFoundError
@@ -71,7 +72,7 @@ def test_cutlass_capability_is_reported(monkeypatch):
 
 
 def test_repo_cutlass_include_is_at_the_repository_root():
-    repo_root = Path(__file__).resolve().parent.parent
+    repo_root = ROOT
     assert tools.REPO_CUTLASS_INCLUDE == repo_root / ".cutlass" / "include"
 
 
@@ -130,7 +131,7 @@ def test_the_installed_wheel_has_every_header_the_cutlass_pairs_include(monkeypa
         pytest.skip("nvidia-cutlass is not installed")
     _only_the_package(monkeypatch, tmp_path)
     dirs = tools.cutlass_include_dirs()
-    kernels = Path(__file__).resolve().parent.parent / "kernels"
+    kernels = ROOT / "kernels"
     sources = [kernels / "ch09" / "cutlass_gemm.cu", kernels / "ch10" / "warp_specialization_cutlass.cu"]
     headers = {h for s in sources for h in re.findall(r'^#include "([^"]+)"', s.read_text(), re.MULTILINE)}
     assert "cutlass/util/packed_stride.hpp" in headers

@@ -8,6 +8,7 @@ import gzip
 from pathlib import Path
 
 import pytest
+from repo_paths import FIXTURES
 from click.testing import CliRunner
 
 import aisp_prof
@@ -17,7 +18,7 @@ from aisp_prof.parse import ncu_rep
 from aisp_prof.parse.ncu_csv import _is_metric_header
 from aisp_prof.parse.ncu_rep import ncu_report_available, parse_ncu_rep
 
-H200 = Path(__file__).parent / "fixtures" / "h200"
+H200 = FIXTURES / "h200"
 REPORT_GZ = H200 / "probe_all.ncu-rep.gz"
 CSV = H200 / "probe_curated_raw_base.csv"
 needs_ncu_report = pytest.mark.skipif(

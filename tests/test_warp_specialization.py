@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, requires_nvcc
 
 torch = pytest.importorskip("torch")
@@ -20,8 +20,7 @@ from aisp_prof.collect import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PAIR_PATH = REPO_ROOT / "kernels" / "ch09" / "warp_specialization_producer_consumer.py"
+PAIR_PATH = ROOT / "kernels" / "ch09" / "warp_specialization_producer_consumer.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch09.warp_specialization_producer_consumer"
 VARIANTS = ("baseline", "pipelined", "warp_specialized", "direct", "warp_specialized_tma")

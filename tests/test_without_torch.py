@@ -11,13 +11,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 from aisp_prof.pairs.static import pair_infos, read_pair_info
 from aisp_prof.store.ingest import sample_run_dirs
 
-ROOT = Path(__file__).resolve().parent.parent
 
 # `python -c NO_TORCH args...`: the CLI with torch and triton unimportable (find_spec raises too)
 NO_TORCH = """

@@ -3,14 +3,12 @@ loaded from their folders, with the pair's declarations read as `aisp-prof summa
 from __future__ import annotations
 
 from functools import cache, lru_cache
-from pathlib import Path
 
 from aisp_prof.analyze.verdict_rules import RuleInput
 from aisp_prof.api import declared, summary_records
 from aisp_prof.store.ingest import load_run_dir
 from aisp_prof.model.run_data import RunData
-
-PROFILES = Path(__file__).resolve().parent.parent / "profiles"
+from repo_paths import PROFILES
 
 
 @cache
