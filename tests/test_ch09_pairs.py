@@ -1,8 +1,9 @@
 """The chapter 9 pairs beyond fused_l2norm, and aisp_prof.parse.ptx, on a CPU.
 
-For every pair: it imports with no side effects, is discovered with its contract, its analytic
-FLOP and byte formulas match hand-computed numbers, and its variants that can run on a CPU pass
-`check_pair` at a tiny size (Triton ones under TRITON_INTERPRET=1 in a fresh interpreter).
+For every pair: it is discovered with its contract (that it imports with no side effects is
+test_every_pair.py's check), its analytic FLOP and byte formulas match hand-computed numbers,
+and its variants that can run on a CPU pass `check_pair` at a tiny size (Triton ones under
+TRITON_INTERPRET=1 in a fresh interpreter).
 Variants that only exist on a GPU (cuSPARSELt/CUTLASS 2:4, NVFP4 _scaled_mm) are checked to
 refuse CPU tensors with a RequirementError; ch09.nvfp4_gemm must be skipped on Hopper.
 GPU tests (marked `gpu`) skip cleanly without one.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import FIXTURES, ROOT
-from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
+from pair_testing import import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -74,13 +75,6 @@ def mods():
 
 
 # --- import, discovery, contract ------------------------------------------------------------
-
-@pytest.mark.parametrize("name", NEW_PAIRS)
-def test_import_has_no_side_effects(monkeypatch, name):
-    forbid_import_side_effects(monkeypatch)
-    module = _load(name, f"ch09_{name}_no_side_effects")
-    assert module.PAIR.name == f"ch09.{name}"
-
 
 @pytest.mark.parametrize("name", ["memory_bound", "triton"])
 def test_triton_pairs_import_without_triton(monkeypatch, name):

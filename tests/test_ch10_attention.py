@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
+from pair_testing import import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -24,11 +24,6 @@ TINY = {"batch": 2, "heads": 2, "seq": 96, "head_dim": 32}
 @pytest.fixture(scope="module")
 def mod():
     return import_fresh(PAIR_PATH, "ch10_attention_under_test")
-
-
-def test_import_has_no_side_effects(monkeypatch):
-    forbid_import_side_effects(monkeypatch)
-    assert import_fresh(PAIR_PATH, "ch10_attention_no_side_effects").PAIR.name == NAME
 
 
 def test_pair_is_discovered_with_its_contract(mod):

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
+from pair_testing import import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -28,11 +28,6 @@ TINY = {"micro_batches": 6, "micro_batch": 4, "hidden": 64, "ffn": 160}
 @pytest.fixture(scope="module")
 def mod():
     return import_fresh(PAIR_PATH, "ch10_batch_under_test")
-
-
-def test_import_has_no_side_effects(monkeypatch):
-    forbid_import_side_effects(monkeypatch)
-    assert import_fresh(PAIR_PATH, "ch10_batch_no_side_effects").PAIR.name == NAME
 
 
 def test_pair_is_discovered_with_its_contract(mod):

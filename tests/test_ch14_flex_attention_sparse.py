@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
+from pair_testing import import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -29,11 +29,6 @@ RAGGED = {"batch": 1, "seq": 300, "embed": 128, "heads": 2, "window": 100}
 @pytest.fixture(scope="module")
 def mod():
     return import_fresh(PAIR_PATH, "ch14_flex_attention_sparse_under_test")
-
-
-def test_import_has_no_side_effects(monkeypatch):
-    forbid_import_side_effects(monkeypatch)
-    assert import_fresh(PAIR_PATH, "ch14_flex_attention_sparse_no_side_effects").PAIR.name == NAME
 
 
 def test_pair_is_discovered_with_its_contract(mod):

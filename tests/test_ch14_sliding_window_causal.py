@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_import_side_effects, import_fresh, runnable_variants
+from pair_testing import import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -32,11 +32,6 @@ def mod():
 @pytest.fixture(scope="module")
 def windowed():
     return import_fresh(KERNELS / "sliding_window.py", "ch14_sliding_window_beside_causal")
-
-
-def test_import_has_no_side_effects(monkeypatch):
-    forbid_import_side_effects(monkeypatch)
-    assert import_fresh(PAIR_PATH, "ch14_sliding_window_causal_no_side_effects").PAIR.name == NAME
 
 
 def test_pair_is_discovered_with_its_contract(mod):

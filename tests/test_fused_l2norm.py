@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, runnable_variants
+from pair_testing import forbid_build, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -36,12 +36,6 @@ def _import_fresh(name: str = "fused_l2norm_under_test"):
 @pytest.fixture(scope="module")
 def mod():
     return _import_fresh()
-
-
-def test_import_has_no_side_effects(monkeypatch):
-    forbid_import_side_effects(monkeypatch)
-    module = _import_fresh("fused_l2norm_no_side_effects")
-    assert module.PAIR.name == "ch09.fused_l2norm"
 
 
 def test_imports_without_triton(monkeypatch):

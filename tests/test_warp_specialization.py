@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, forbid_import_side_effects, import_fresh, requires_nvcc
+from pair_testing import forbid_build, import_fresh, requires_nvcc
 
 torch = pytest.importorskip("torch")
 
@@ -35,12 +35,6 @@ def _import_fresh(name: str = "warp_spec_under_test"):
 @pytest.fixture(scope="module")
 def mod():
     return _import_fresh()
-
-
-def test_import_has_no_side_effects(monkeypatch):
-    forbid_import_side_effects(monkeypatch)
-    module = _import_fresh("warp_spec_no_side_effects")
-    assert module.PAIR.name == NAME
 
 
 def test_pair_is_discovered_with_its_contract():
