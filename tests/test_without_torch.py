@@ -126,3 +126,36 @@ def test_a_broken_import_of_our_own_code_is_not_blamed_on_the_extra(tmp_path):
     pairs, missing = discover_here(tmp_path)
     assert pairs == [] and [(i.name, why) for i, why in missing] == [
         ("ch99.odd", "kernels extra not installed (no module no_such_package_installed)")]
+
+
+# `python -c COLLECT_WITHOUT_TORCH`: pytest collects the whole suite where torch and triton are not
+# installed (`import` fails and importlib.util.find_spec answers None, as after a light install)
+COLLECT_WITHOUT_TORCH = """
+import importlib.util, sys
+GONE = ('torch', 'triton')
+class NoKernelsExtra:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in GONE:
+            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
+sys.meta_path.insert(0, NoKernelsExtra())
+_find_spec = importlib.util.find_spec
+importlib.util.find_spec = lambda name, package=None: None if name.split('.')[0] in GONE else _find_spec(name, package)
+import pytest
+code = pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', 'tests'])
+assert not any(m.split('.')[0] in GONE for m in sys.modules), 'torch was imported'
+sys.exit(code)
+"""
+
+
+@pytest.mark.slow
+def test_the_suite_collects_without_torch():
+    """Without the kernels extra every test module collects: a pair test that needs torch skips
+    (pytest.importorskip) instead of failing on an import at the top of a shared helper."""
+    proc = subprocess.run([sys.executable, "-c", COLLECT_WITHOUT_TORCH], cwd=ROOT, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "error" not in proc.stdout.splitlines()[-1]
+    collected = [line for line in proc.stdout.splitlines() if "::" in line]
+    assert len(collected) > 500
+    # the every-pair checks that need no torch are collected for each pair
+    assert "tests/test_every_pair.py::test_the_declaration_names_the_pair_after_its_file[ch09.fused_l2norm]" in collected
