@@ -82,10 +82,11 @@ def test_make_inputs_are_seeded_with_an_fp32_bias(mod):
     assert 0.9 < float(product.std()) < 1.1 and 0.8 < float(big["bias"].std()) < 1.2   # silu's argument ~ N(0, 2)
 
 
-@pytest.mark.parametrize("sizes", [{"m": 64, "n": 256, "k": 64}, {"m": 128, "n": 200, "k": 64},
-                                   {"m": 128, "n": 256, "k": 32}, {"m": 128, "n": 256, "k": 0}])
-def test_sizes_must_be_whole_tiles(mod, sizes):
-    with pytest.raises(ValueError, match=r"multiples of the 128 x 256 x 64 tile \(m % 128 == 0, n % 256 == 0"):
+@pytest.mark.parametrize("sizes", [{"m": 0, "n": 256, "k": 64}, {"m": 128, "n": 0, "k": 64},
+                                   {"m": 128, "n": 256, "k": 0}, {"m": 128, "n": 256, "k": 4},
+                                   {"m": 128, "n": 256, "k": 100}, {"m": 2**31, "n": 256, "k": 64}])
+def test_sizes_outside_the_tma_limit_are_refused(mod, sizes):
+    with pytest.raises(ValueError, match=r"m, n >= 1 and k a positive multiple of 8 \(TMA needs 16-byte row pitches\)"):
         mod.make_inputs(sizes, "cpu", 0)
 
 
@@ -199,7 +200,8 @@ def test_sass_both_kernels_are_the_single_stage_gemm(sass, ops, kernel):
     assert k["UTMALDG.2D"] == 2 and k["SYNCS.EXCH.64"] == 1 and k["SYNCS.ARRIVE.TRANS64"] == 1
     assert k["SYNCS.PHASECHK.TRANS64.TRYWAIT"] >= 1                        # the mbarrier try-wait
     assert k["WARPGROUP.DEPBAR.LE"] == 1 and "WARPGROUP.DEPBAR.LE gsb0, 0x0" in body   # not serialized
-    assert k["STG.E"] == 64 and k["F2FP.F16.F32.PACK_AB"] == 64            # fp16x2 stores from registers
+    assert k["STG.E"] == 64 and k["F2FP.F16.F32.PACK_AB"] == 64 + 128     # fp16x2 stores from registers, and
+    assert k["STG.E.U16"] == 128                                           # an edge tile's guarded fp16 ones
     assert _count(k, "STL") == 0 and _count(k, "LDL") == 0                 # no local memory
     assert _count(k, "CALL") == 0                                          # no subroutine (C7510's cause)
 
@@ -207,8 +209,10 @@ def test_sass_both_kernels_are_the_single_stage_gemm(sass, ops, kernel):
 @requires_nvcc
 def test_sass_only_the_fused_kernel_reads_bias_and_computes_silu(ops):
     fused, plain = ops["gemm_bias_silu_kernel"], ops["gemm_store_kernel"]
-    assert fused["LDG.E.64.CONSTANT"] == 32                                # a float2 of bias per column pair
-    assert fused["MUFU.EX2"] == 128 and fused["MUFU.RCP"] >= 128           # e^-x and 1 / (1 + e^-x) per element
+    assert fused["LDG.E.64.CONSTANT"] == 32                                # a float2 of bias per column pair,
+    assert fused["LDG.E.CONSTANT"] == 128                                  # and one float per edge-tile element
+    assert fused["MUFU.EX2"] == 2 * 128 and fused["MUFU.RCP"] >= 2 * 128   # e^-x and 1 / (1 + e^-x) per element
+                                                                           # (whole tile, edge tile)
     assert _count(plain, "LDG") == 0 and plain["MUFU.EX2"] == 0            # nothing but the GEMM
     assert _count(fused, "LDS") == 0 and _count(plain, "LDS") == 0         # operands by TMA, epilogue in registers
 
@@ -223,9 +227,9 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built):
     assert fn(2, 16, 16, 16, 16, 128, 256, 64, None) == invalid       # no such variant
     assert fn(1, 16, 16, None, 16, 128, 256, 64, None) == invalid     # the fused kernel needs a bias
     assert fn(0, 16, 16, 16, None, 128, 256, 64, None) == invalid     # null C
-    assert fn(0, 16, 16, 16, 16, 200, 256, 64, None) == invalid       # m not a multiple of 128
-    assert fn(0, 16, 16, 16, 16, 128, 384, 64, None) == invalid       # n not a multiple of 256
-    assert fn(0, 16, 16, 16, 16, 128, 256, 32, None) == invalid       # k not a multiple of 64
+    assert fn(0, 16, 16, 16, 16, 128, 256, 4, None) == invalid         # k not a multiple of 8 (TMA row pitch)
+    assert fn(0, 16, 16, 16, 16, 128, 0, 64, None) == invalid          # no columns
+    assert fn(0, 16, 16, 16, 16, 128, 256, 100, None) == invalid       # k not a multiple of 8
     assert fn(1, 16, 16, 24, 16, 128, 256, 64, None) == misaligned    # bias not 16-byte aligned
 
 
@@ -239,7 +243,10 @@ def _hopper_only():
 @pytest.mark.gpu
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 256, "k": 64}, {"m": 256, "n": 512, "k": 128},
-                                   {"m": 2048, "n": 2048, "k": 64}, {"m": 4096, "n": 2560, "k": 320}])
+                                   {"m": 2048, "n": 2048, "k": 64}, {"m": 4096, "n": 2560, "k": 320},
+                                   # edge tiles: one partial tile; ragged m, n and k; odd n (bias per column)
+                                   {"m": 1, "n": 1, "k": 8}, {"m": 200, "n": 300, "k": 72},
+                                   {"m": 1000, "n": 777, "k": 1000}])
 def test_every_variant_matches_the_float64_reference(sizes):
     # one tile; the sanitizer size; the book's size (128 tiles, one wave); 320 tiles x 5 k-tiles
     _hopper_only()

@@ -88,12 +88,11 @@ def test_make_inputs_are_seeded_k_major_fp16(mod):
     assert 0.9 < float(mod.reference(big).std()) < 1.1                        # C ~ N(0, 1)
 
 
-@pytest.mark.parametrize("sizes", [{"m": 64, "n": 256, "k": 64}, {"m": 200, "n": 256, "k": 64},
-                                   {"m": 128, "n": 128, "k": 64}, {"m": 128, "n": 264, "k": 64},
-                                   {"m": 128, "n": 256, "k": 96}, {"m": 128, "n": 256, "k": 0},
-                                   {"m": 2**31, "n": 256, "k": 64}])
-def test_sizes_must_be_whole_tiles(mod, sizes):
-    with pytest.raises(ValueError, match=r"multiples of the 128 x 256 x 64 tile \(m % 128 == 0, n % 256 == 0"):
+@pytest.mark.parametrize("sizes", [{"m": 0, "n": 256, "k": 64}, {"m": 128, "n": 0, "k": 64},
+                                   {"m": 128, "n": 256, "k": 0}, {"m": 128, "n": 256, "k": 4},
+                                   {"m": 128, "n": 256, "k": 100}, {"m": 2**31, "n": 256, "k": 64}])
+def test_sizes_outside_the_tma_limit_are_refused(mod, sizes):
+    with pytest.raises(ValueError, match=r"m, n >= 1 and k a positive multiple of 8 \(TMA needs 16-byte row pitches\)"):
         mod.make_inputs(sizes, "cpu", 0)
 
 
@@ -225,9 +224,9 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built):
     assert fn(2, 16, 16, 16, 128, 256, 64, None) == invalid       # no such variant
     assert fn(-1, 16, 16, 16, 128, 256, 64, None) == invalid
     assert fn(0, None, 16, 16, 128, 256, 64, None) == invalid     # null A
-    assert fn(0, 16, 16, 16, 200, 256, 64, None) == invalid       # m not a multiple of 128
-    assert fn(0, 16, 16, 16, 128, 384, 64, None) == invalid       # n not a multiple of 256
-    assert fn(0, 16, 16, 16, 128, 256, 96, None) == invalid       # k not a multiple of 64
+    assert fn(0, 16, 16, 16, 128, 256, 4, None) == invalid         # k not a multiple of 8 (TMA row pitch)
+    assert fn(0, 16, 16, 16, 128, 0, 64, None) == invalid          # no columns
+    assert fn(0, 16, 16, 16, 128, 256, 100, None) == invalid       # k not a multiple of 8
     assert fn(0, 16, 16, 16, 0, 256, 64, None) == invalid         # empty
     assert fn(0, 16, 16, 24, 128, 256, 64, None) == misaligned    # C not 16-byte aligned
 
@@ -244,7 +243,10 @@ def _hopper_only():
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 256, "k": 64}, {"m": 128, "n": 256, "k": 128},
                                    {"m": 128, "n": 256, "k": 192}, {"m": 256, "n": 256, "k": 256},
                                    {"m": 128, "n": 512, "k": 320}, {"m": 256, "n": 768, "k": 576},
-                                   {"m": 3072, "n": 4096, "k": 1024}, {"m": 4096, "n": 2048, "k": 8192}])
+                                   {"m": 3072, "n": 4096, "k": 1024}, {"m": 4096, "n": 2048, "k": 8192},
+                                   # edge tiles: one partial tile; ragged m, n and k; odd n; k-tiles < stages
+                                   {"m": 1, "n": 1, "k": 8}, {"m": 200, "n": 300, "k": 72},
+                                   {"m": 1000, "n": 777, "k": 1000}, {"m": 300, "n": 520, "k": 136}])
 def test_every_variant_matches_the_float64_reference(sizes):
     # k-tiles 1, 2, 3 (= stages - 1: the prologue alone), 4 (= stages), 5 (one refill after a
     # wrap); the sanitizer size (9: two wraps); 384 tiles in 2.9 waves; 256 tiles x 128 k-tiles

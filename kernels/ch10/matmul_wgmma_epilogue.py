@@ -40,8 +40,11 @@ blocks, one wave on 132 SMs.
       the read-only cache) to its fp32 accumulators, applies silu with __expf and __fdividef
       (MUFU.EX2 + MUFU.RCP, no division subroutine: a call anywhere in the kernel would make
       ptxas serialize its wgmmas, warning C7510), rounds to fp16 and stores once. 1 launch.
-Sizes must be whole tiles: m % 128 == 0, n % 256 == 0, k % 64 == 0 (make_inputs raises
-ValueError naming them), as the book's kernel also requires.
+Sizes: any m, n >= 1 and k a positive multiple of 8 (make_inputs raises ValueError otherwise):
+TMA needs 16-byte row pitches of the K-major fp16 A and B. Edge tiles cost nothing on the tile
+grid: TMA zero-fills the parts of a box past m, n or k, the grid and the k loop count tiles
+rounded up, and only a tile reaching past m or n stores element by element
+(kernels/common/wgmma_edges.cuh); the book's kernels take whole 128 x 256 x 64 tiles only.
 
 Predicted profile (ncu/nsys; measured numbers belong in kernels/ch10/README.md):
   - Launches per call: 5 -> 1 (nsys). The fused kernel should take about as long as the plain
@@ -97,8 +100,10 @@ ARCH = "sm_90a"                        # wgmma exists only on the arch-specific 
 DEFAULT_SIZES = {"m": 2048, "n": 2048, "k": 64}
 SMALL_SIZES = {"m": 256, "n": 512, "k": 128}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
-SIZE_RULES = tuple(SizeRule(key, step=TILE[key], minimum=TILE[key], maximum=gemm.INT_MAX,
-                            why="the kernels have no edge tiles") for key in ("m", "n", "k"))
+K_ALIGN = 8                            # k: fp16 rows of 16 bytes, TMA's row pitch
+SIZE_RULES = (SizeRule("m", maximum=gemm.INT_MAX), SizeRule("n", maximum=gemm.INT_MAX),
+              SizeRule("k", step=K_ALIGN, minimum=K_ALIGN, maximum=gemm.INT_MAX - K_ALIGN + 1,
+                       why="TMA needs 16-byte row pitches of fp16 A and B"))
 VARIANT_IDS = {"gemm_store": 0, "gemm_bias_silu": 1}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_matmul_wgmma_epilogue": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -108,11 +113,12 @@ LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
-    """(m, n, k), or ValueError: whole 128 x 256 x 64 tiles, at most 2^31 - 1 each."""
+    """(m, n, k), or ValueError: m, n >= 1, k a positive multiple of 8, each below 2^31."""
     m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if any(v < TILE[key] or v % TILE[key] or v > gemm.INT_MAX for key, v in (("m", m), ("n", n), ("k", k))):
-        raise ValueError(f"m, n, k must be positive multiples of the {TILE['m']} x {TILE['n']} x {TILE['k']} tile "
-                         f"(m % 128 == 0, n % 256 == 0, k % 64 == 0, each below 2^31), got m={m} n={n} k={k}")
+    tiles = -(-m // TILE["m"]) * -(-n // TILE["n"])
+    if min(m, n, k) < 1 or max(m, n, k) > gemm.INT_MAX or k % K_ALIGN or tiles > gemm.INT_MAX:
+        raise ValueError(f"m, n >= 1 and k a positive multiple of {K_ALIGN} (TMA needs 16-byte row pitches), each "
+                         f"below 2^31, got m={m} n={n} k={k}")
     return m, n, k
 
 

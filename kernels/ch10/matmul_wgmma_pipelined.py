@@ -45,8 +45,11 @@ registers (no fp32 buffer, no conversion kernel: the ratio here is the schedule'
   cublas
       torch.mm(a, b.t(), out=c) on the same operands: the reference issue 13 holds the pipelined
       kernel to (>= 90% of cuBLAS at this shape and dtype).
-Sizes must be whole tiles: m % 128 == 0, n % 256 == 0, k % 64 == 0 (make_inputs raises
-ValueError naming them), as the book's kernels also require.
+Sizes: any m, n >= 1 and k a positive multiple of 8 (make_inputs raises ValueError otherwise):
+TMA needs 16-byte row pitches of the K-major fp16 A and B. Edge tiles cost nothing on the tile
+grid: TMA zero-fills the parts of a box past m, n or k, the grid and the k loop count tiles
+rounded up, and only a tile reaching past m or n stores element by element
+(kernels/common/wgmma_edges.cuh); the book's kernels take whole 128 x 256 x 64 tiles only.
 
 Why the ratio should be a bit under the book's. ch09.tma_wgmma_pipeline measured the same
 single-stage schedule at 1.41 us per k-tile on an H100 against ~0.56 us of MMA at the tensor
@@ -103,8 +106,10 @@ ARCH = "sm_90a"                        # wgmma exists only on the arch-specific 
 DEFAULT_SIZES = {"m": 12288, "n": 12288, "k": 12288}
 SMALL_SIZES = {"m": 256, "n": 768, "k": 576}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
-SIZE_RULES = tuple(SizeRule(key, step=TILE[key], minimum=TILE[key], maximum=gemm.INT_MAX,
-                            why="the kernels have no edge tiles") for key in ("m", "n", "k"))
+K_ALIGN = 8                            # k: fp16 rows of 16 bytes, TMA's row pitch
+SIZE_RULES = (SizeRule("m", maximum=gemm.INT_MAX), SizeRule("n", maximum=gemm.INT_MAX),
+              SizeRule("k", step=K_ALIGN, minimum=K_ALIGN, maximum=gemm.INT_MAX - K_ALIGN + 1,
+                       why="TMA needs 16-byte row pitches of fp16 A and B"))
 STAGES = 4                             # the pipelined kernel's ring (kStages in the .cu)
 VARIANT_IDS = {"single_stage": 0, "pipelined": 1}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
@@ -115,11 +120,12 @@ LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
-    """(m, n, k), or ValueError: whole 128 x 256 x 64 tiles, at most 2^31 - 1 each."""
+    """(m, n, k), or ValueError: m, n >= 1, k a positive multiple of 8, each below 2^31."""
     m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if any(v < TILE[key] or v % TILE[key] or v > gemm.INT_MAX for key, v in (("m", m), ("n", n), ("k", k))):
-        raise ValueError(f"m, n, k must be positive multiples of the {TILE['m']} x {TILE['n']} x {TILE['k']} tile "
-                         f"(m % 128 == 0, n % 256 == 0, k % 64 == 0, each below 2^31), got m={m} n={n} k={k}")
+    tiles = -(-m // TILE["m"]) * -(-n // TILE["n"])
+    if min(m, n, k) < 1 or max(m, n, k) > gemm.INT_MAX or k % K_ALIGN or tiles > gemm.INT_MAX:
+        raise ValueError(f"m, n >= 1 and k a positive multiple of {K_ALIGN} (TMA needs 16-byte row pitches), each "
+                         f"below 2^31, got m={m} n={n} k={k}")
     return m, n, k
 
 

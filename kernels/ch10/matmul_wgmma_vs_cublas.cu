@@ -30,10 +30,13 @@
 // swizzle, 1024 bytes between 8-row groups); stepping k by 16 elements inside the 64-wide box
 // adds 32 bytes to the start address (the hardware applies the swizzle to the final address).
 //
-// Sizes: M % 128 == 0, N % 256 == 0, K % 64 == 0 (whole tiles only: no edge code, unguarded
-// stores); the entry point refuses anything else. Built for sm_90a (wgmma exists only on the
-// arch-specific target). The CUtensorMaps are encoded on the host per call through the driver's
-// cuTensorMapEncodeTiled, fetched with cudaGetDriverEntryPointByVersion (no -lcuda needed).
+// Sizes: any M, N >= 1 and K a positive multiple of 8 (TMA's 16-byte row pitch); the entry point
+// refuses anything else. Edge tiles (kernels/common/wgmma_edges.cuh): TMA zero-fills the parts of
+// a box past M, N or K, the grid and the k loop count tiles rounded up, and a tile reaching past M
+// or N stores element by element, guarded; on the tile grid every block keeps the unguarded stores.
+// Built for sm_90a (wgmma exists only on the arch-specific target). The CUtensorMaps are encoded
+// on the host per call through the driver's cuTensorMapEncodeTiled, fetched with
+// cudaGetDriverEntryPointByVersion (no -lcuda needed).
 #include <cuda.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -42,14 +45,17 @@
 #include <cstdint>
 
 #include "../common/wgmma_tma.cuh"   // mbarrier, TMA, wgmma PTX wrappers; tensor maps; the sm_90a probe
+#include "../common/wgmma_edges.cuh" // edge tiles: tile counts rounded up, guarded stores
 
 namespace {
 
 using namespace wgmma_tma;
+using namespace wgmma_edges;
 
 constexpr int kBlockM = 128;
 constexpr int kBlockN = 256;
 constexpr int kBlockK = 64;                                  // 64 fp16 = 128 bytes
+constexpr int kKAlign = 8;                                   // K: TMA row pitches of 16 bytes
 constexpr int kMathWarpgroups = 2;                           // each owns 64 rows of the tile
 constexpr int kThreads = 128 * kMathWarpgroups;
 constexpr int kTileABytes = kBlockM * kBlockK * 2;           // 16 KiB
@@ -74,8 +80,8 @@ __device__ __forceinline__ void mma_k_tile(float (&d)[128], const uint8_t* tile_
 // Which tile this block computes: groups of kGroupM row-tiles walked column by column, so the
 // blocks resident at one time share A rows and B columns in L2.
 __device__ __forceinline__ void tile_coordinates(int M, int N, int* tile_m, int* tile_n) {
-    const int tiles_m = M / kBlockM;
-    const int tiles_n = N / kBlockN;
+    const int tiles_m = tiles_of(M, kBlockM);
+    const int tiles_n = tiles_of(N, kBlockN);
     const int per_group = kGroupM * tiles_n;
     const int group = static_cast<int>(blockIdx.x) / per_group;
     const int first_m = group * kGroupM;
@@ -122,7 +128,7 @@ single_stage_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_cons
     __syncthreads();
 
     float d[128];
-    const int k_tiles = K / kBlockK;
+    const int k_tiles = tiles_of(K, kBlockK);
     for (int kt = 0; kt < k_tiles; ++kt) {
         if (threadIdx.x == 0) {
             mbar_arrive_expect_tx(&full, kStageBytes);
@@ -138,7 +144,12 @@ single_stage_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_cons
         fence_registers(d);
         __syncthreads();                    // both warpgroups are done reading the stage before it is refilled
     }
-    store_tile(d, C, N, tile_m * kBlockM + math_wg * 64, tile_n * kBlockN);
+    const int row0 = tile_m * kBlockM + math_wg * 64, col0 = tile_n * kBlockN;
+    if (whole_tile(M, N, tile_m * kBlockM, col0, kBlockM, kBlockN)) {
+        store_tile(d, C, N, row0, col0);
+    } else {                                // an edge tile: element by element, inside M x N only
+        store_tile_guarded<kBlockN>(d, C, M, N, row0, col0, [](float v, int) { return v; });
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -156,7 +167,7 @@ cudaError_t launch_single_stage(const void* A, const void* B, void* C, int M, in
     if (err == cudaSuccess)
         err = cudaFuncSetAttribute(single_stage_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
     if (err != cudaSuccess) return err;
-    const long long tiles = static_cast<long long>(M / kBlockM) * (N / kBlockN);
+    const long long tiles = static_cast<long long>(tiles_of(M, kBlockM)) * tiles_of(N, kBlockN);
     single_stage_kernel<<<static_cast<unsigned>(tiles), kThreads, kSmemBytes, stream>>>(
         map_a, map_b, static_cast<__half*>(C), M, N, K);
     return cudaGetLastError();
@@ -165,13 +176,13 @@ cudaError_t launch_single_stage(const void* A, const void* B, void* C, int M, in
 }  // namespace
 
 // variant: 0 single_stage. A is M x K, B is N x K (so C = A @ B^T), C is M x N, all fp16
-// row-major and 16-byte aligned; M % 128 == 0, N % 256 == 0, K % 64 == 0 (whole tiles), and the
+// row-major and 16-byte aligned; M, N >= 1, K a positive multiple of 8, and the
 // tile count fits an int. Returns a cudaError_t as int (aisp_matmul_wgmma_vs_cublas_error_string).
 extern "C" int aisp_matmul_wgmma_vs_cublas(int variant, const void* A, const void* B, void* C, int M, int N, int K,
                                           cudaStream_t stream) {
-    if (variant < 0 || variant >= kVariants || A == nullptr || B == nullptr || C == nullptr || M < kBlockM ||
-        N < kBlockN || K < kBlockK || M % kBlockM || N % kBlockN || K % kBlockK ||
-        static_cast<long long>(M / kBlockM) * (N / kBlockN) > 0x7fffffffLL)
+    if (variant < 0 || variant >= kVariants || A == nullptr || B == nullptr || C == nullptr || M < 1 || N < 1 ||
+        K < kKAlign || K % kKAlign ||
+        static_cast<long long>(tiles_of(M, kBlockM)) * tiles_of(N, kBlockN) > 0x7fffffffLL)
         return cudaErrorInvalidValue;
     if ((reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C)) % 16)
         return cudaErrorMisalignedAddress;

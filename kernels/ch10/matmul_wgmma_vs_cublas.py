@@ -36,8 +36,11 @@ ch09.tma_wgmma_pipeline proves on H100, in fp16:
   cublas
       torch.mm(a, b.t(), out=c): the same cuBLAS call as the book's torch.matmul(A, B.T), into a
       preallocated C (no allocation in the timed call).
-Sizes must be whole tiles: m % 128 == 0, n % 256 == 0, k % 64 == 0 (make_inputs raises
-ValueError naming them), as the book's kernel also requires; no edge code, unguarded stores.
+Sizes: any m, n >= 1 and k a positive multiple of 8 (make_inputs raises ValueError otherwise):
+TMA needs 16-byte row pitches of the K-major fp16 A and B. Edge tiles cost nothing on the tile
+grid: TMA zero-fills the parts of a box past m, n or k, the grid and the k loop count tiles
+rounded up, and only a tile reaching past m or n stores element by element
+(kernels/common/wgmma_edges.cuh); the book's kernels take whole 128 x 256 x 64 tiles only.
 
 Why the ratio should be smaller than the book's. On H100 a 48 KiB k-tile takes ~0.56 us of MMA
 at the tensor roof per SM and ~0.8-0.9 us of TMA round trip (ch09.tma_wgmma_pipeline's serial
@@ -90,8 +93,10 @@ ARCH = "sm_90a"                        # wgmma exists only on the arch-specific 
 DEFAULT_SIZES = {"m": 8192, "n": 8192, "k": 8192}
 SMALL_SIZES = {"m": 384, "n": 512, "k": 192}
 TILE = {"m": 128, "n": 256, "k": 64}   # the CTA tile (m, n) and the k-tile, in elements
-SIZE_RULES = tuple(SizeRule(key, step=TILE[key], minimum=TILE[key], maximum=gemm.INT_MAX,
-                            why="the kernel has no edge tiles") for key in ("m", "n", "k"))
+K_ALIGN = 8                            # k: fp16 rows of 16 bytes, TMA's row pitch
+SIZE_RULES = (SizeRule("m", maximum=gemm.INT_MAX), SizeRule("n", maximum=gemm.INT_MAX),
+              SizeRule("k", step=K_ALIGN, minimum=K_ALIGN, maximum=gemm.INT_MAX - K_ALIGN + 1,
+                       why="TMA needs 16-byte row pitches of fp16 A and B"))
 VARIANT_IDS = {"single_stage": 0}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on import
     "aisp_matmul_wgmma_vs_cublas": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
@@ -101,11 +106,12 @@ LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, never on
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
-    """(m, n, k), or ValueError: whole 128 x 256 x 64 tiles, at most 2^31 - 1 each."""
+    """(m, n, k), or ValueError: m, n >= 1, k a positive multiple of 8, each below 2^31."""
     m, n, k = (int(sizes[key]) for key in ("m", "n", "k"))
-    if any(v < TILE[key] or v % TILE[key] or v > gemm.INT_MAX for key, v in (("m", m), ("n", n), ("k", k))):
-        raise ValueError(f"m, n, k must be positive multiples of the {TILE['m']} x {TILE['n']} x {TILE['k']} tile "
-                         f"(m % 128 == 0, n % 256 == 0, k % 64 == 0, each below 2^31), got m={m} n={n} k={k}")
+    tiles = -(-m // TILE["m"]) * -(-n // TILE["n"])
+    if min(m, n, k) < 1 or max(m, n, k) > gemm.INT_MAX or k % K_ALIGN or tiles > gemm.INT_MAX:
+        raise ValueError(f"m, n >= 1 and k a positive multiple of {K_ALIGN} (TMA needs 16-byte row pitches), each "
+                         f"below 2^31, got m={m} n={n} k={k}")
     return m, n, k
 
 
