@@ -63,8 +63,9 @@ def test_make_inputs_are_seeded_and_sizes_checked(mod):
     assert a["x"].shape == (65536,) and a["x"].dtype == torch.float32 and a["iters"] == 40
     assert torch.equal(a["x"], b["x"]) and not torch.equal(a["x"], c["x"])
     assert mod.make_inputs({"n": 1024}, "cpu", 0)["iters"] == 40
-    for bad in ({"n": 1000, "iters": 40}, {"n": 0, "iters": 40}, {"n": 1024, "iters": 0}):
-        with pytest.raises(ValueError, match="multiple of 1024|iters"):
+    assert mod.make_inputs({"n": 1000, "iters": 3}, "cpu", 0)["x"].shape == (1000,)    # a tail, no whole tile
+    for bad in ({"n": 0, "iters": 40}, {"n": 1024, "iters": 0}, {"n": 2**41, "iters": 1}):
+        with pytest.raises(ValueError, match="must be >= 1|iters"):
             mod.make_inputs(bad, "cpu", 0)
 
 
@@ -103,15 +104,15 @@ def _by_variant(kernels: dict) -> dict:
 def test_builds_for_sm90a_with_no_local_memory_and_refuses_bad_arguments(built, mod):
     library, report = built
     assert "warning" not in report.lower(), report[-2000:]
-    assert len(re.findall(r"Compiling entry function '\S+' for 'sm_90a'", report)) == 3
+    assert len(re.findall(r"Compiling entry function '\S+' for 'sm_90a'", report)) == 4   # 3 variants + the tail
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    assert len(frames) == 3 and all(f == ("0", "0", "0") for f in frames)
+    assert len(frames) == 4 and all(f == ("0", "0", "0") for f in frames)
     lib = ctypes.CDLL(str(library))
     fn = lib.aisp_coop_persistent
     fn.restype = ctypes.c_int
     fn.argtypes = mod.LIBRARY.functions["aisp_coop_persistent"][0]
     invalid_value, misaligned = 1, 716            # returned before any CUDA call
-    assert fn(0, 256, 512, 1000, 40, None) == invalid_value      # n not a multiple of 1024
+    assert fn(0, 256, 512, 0, 40, None) == invalid_value         # nothing to do
     assert fn(1, 256, 512, 1024, 0, None) == invalid_value       # no iterations
     assert fn(3, 256, 512, 1024, 40, None) == invalid_value      # no such variant
     assert fn(2, None, 512, 1024, 40, None) == invalid_value
@@ -141,7 +142,11 @@ def test_sass_shows_sync_staging_cp_async_and_the_grid_barrier(built):
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"n": 65536, "iters": 40},      # 64 tiles: one per block
                                    {"n": 1024 * 1000, "iters": 7},  # tiles not a multiple of the grid
-                                   {"n": 1024, "iters": 3}])        # one block
+                                   {"n": 1024, "iters": 3},         # one block
+                                   {"n": 1, "iters": 5},            # the tail kernel alone
+                                   {"n": 1000, "iters": 40},        # less than a tile
+                                   {"n": 65536 + 777, "iters": 40},  # whole tiles and a tail
+                                   {"n": 1024 * 1000 + 3, "iters": 7}])
 def test_all_variants_pass_check_on_gpu(sizes):
     check.raise_if_failed(check.check_pair(pairs.find(NAME), sizes, device="cuda"))
 

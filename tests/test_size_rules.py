@@ -62,11 +62,11 @@ def test_a_size_off_each_rule_is_a_sizes_error_with_the_nearest(pair):
 
 
 def test_run_refuses_before_anything_runs(tmp_path):
-    res = CliRunner().invoke(cli, ["run", "ch10.cooperative_persistent", "--sizes", "n=1000",
+    res = CliRunner().invoke(cli, ["run", "ch10.cluster_pipeline", "--sizes", "n=1000,k=1001",
                                    "--db", str(tmp_path / "a.db")])
     assert res.exit_code == 12, res.output
     line = [ln for ln in res.output.splitlines() if ln.startswith("aisp-prof: error")]
-    assert len(line) == 1 and "multiple of 1024" in line[0] and "nearest valid: n=1024" in line[0]
+    assert len(line) == 1 and "k=1001: must be a multiple of 8" in line[0] and "nearest valid: k=1000 or k=1008" in line[0]
     assert "Traceback" not in res.output and not (tmp_path / "a.db").exists()
 
 

@@ -7,7 +7,8 @@
 //
 // Every variant runs one persistent grid of min(tiles, 4 x SMs) blocks of 256 threads; a tile is
 // 1024 floats (256 float4, thread `tid` owns float4 `tid` of every tile it touches), and the loop
-// is iteration-major: each iteration walks all of the block's tiles.
+// is iteration-major: each iteration walks all of the block's tiles. Any n >= 1: the last n % 1024
+// floats, when n is not a whole number of tiles, go to a small tail_kernel after the tiles' kernel.
 //   0 baseline        synchronous staging (the book's): ld.global -> st.shared, __syncthreads,
 //                     transform in shared memory, __syncthreads, shared -> st.global,
 //                     __syncthreads. A block has no load in flight while it computes.
@@ -135,6 +136,19 @@ cooperative_kernel(const float4* __restrict__ x, float4* y, int tiles, int iters
     }
 }
 
+// The last n % 1024 floats, fewer than a tile, when n is not a whole number of tiles: one thread
+// per float, every iteration in registers (the same step(), in fp32). The map is elementwise, so
+// the tail needs nothing of the tiles nor they of it; launched only at such sizes, after the tiles'
+// kernel on the same stream, it leaves the tiles' kernels exactly as they are.
+__global__ void __launch_bounds__(kThreads)
+tail_kernel(const float* __restrict__ x, float* __restrict__ y, int count, int iters) {
+    const int i = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
+    if (i >= count) return;
+    float v = x[i];
+    for (int it = 0; it < iters; ++it) v = step(v);
+    y[i] = v;
+}
+
 using Kernel = void (*)(const float4*, float4*, int, int);
 
 Kernel kernel_for(int variant) {
@@ -177,44 +191,54 @@ long long grid_for(long long tiles, const Placement& where) {
     return grid < tiles ? grid : tiles;
 }
 
-}  // namespace
 
-// variant: 0 baseline, 1 async_pipeline, 2 cooperative. n: a positive multiple of 1024 floats;
-// x, y: 16-byte aligned, not overlapping. y = f^iters(x). The cooperative variant returns
-// cudaErrorCooperativeLaunchTooLarge if its grid cannot be co-resident on this GPU.
-extern "C" int aisp_coop_persistent(int variant, const float* x, float* y, long long n, int iters,
-                                    cudaStream_t stream) {
+// The variant's kernel over the whole tiles (none: nothing to launch).
+cudaError_t launch_tiles(int variant, const float4* x4, float4* y4, long long tiles, int iters, cudaStream_t stream) {
+    if (tiles == 0) return cudaSuccess;
     const Kernel kernel = kernel_for(variant);
-    if (kernel == nullptr || x == nullptr || y == nullptr || n <= 0 || n % kTileFloats != 0 || iters < 1)
-        return cudaErrorInvalidValue;
-    if ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) % 16 != 0)
-        return cudaErrorMisalignedAddress;
-    const long long tiles = n / kTileFloats;
-    if (tiles >= (1LL << 31)) return cudaErrorInvalidValue;
     Placement where{};
     cudaError_t err = placement(variant, &where);
-    if (err != cudaSuccess) return static_cast<int>(err);
+    if (err != cudaSuccess) return err;
     const long long grid = grid_for(tiles, where);
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    float4* y4 = reinterpret_cast<float4*>(y);
     int tiles32 = static_cast<int>(tiles);
     if (variant != 2) {
         kernel<<<static_cast<unsigned>(grid), kThreads, 0, stream>>>(x4, y4, tiles32, iters);
-        return static_cast<int>(cudaGetLastError());
+        return cudaGetLastError();
     }
     if (grid > static_cast<long long>(where.max_blocks_per_sm) * where.sm_count)
         return cudaErrorCooperativeLaunchTooLarge;   // grid.sync() would deadlock: refuse
     void* args[] = {&x4, &y4, &tiles32, &iters};
-    err = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
-                                      dim3(kThreads), args, 0, stream);
-    return static_cast<int>(err);
+    return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(static_cast<unsigned>(grid)),
+                                       dim3(kThreads), args, 0, stream);
+}
+
+}  // namespace
+
+// variant: 0 baseline, 1 async_pipeline, 2 cooperative. n >= 1 floats (the last n % 1024 by
+// tail_kernel); x, y: 16-byte aligned, not overlapping. y = f^iters(x). The cooperative variant
+// returns cudaErrorCooperativeLaunchTooLarge if its grid cannot be co-resident on this GPU.
+extern "C" int aisp_coop_persistent(int variant, const float* x, float* y, long long n, int iters,
+                                    cudaStream_t stream) {
+    if (kernel_for(variant) == nullptr || x == nullptr || y == nullptr || n <= 0 || iters < 1)
+        return cudaErrorInvalidValue;
+    if ((reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) % 16 != 0)
+        return cudaErrorMisalignedAddress;
+    const long long tiles = n / kTileFloats;
+    const int tail = static_cast<int>(n % kTileFloats);
+    if (tiles >= (1LL << 31)) return cudaErrorInvalidValue;
+    cudaError_t err = launch_tiles(variant, reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y), tiles,
+                                   iters, stream);
+    if (err != cudaSuccess || tail == 0) return static_cast<int>(err);
+    const long long done = tiles * kTileFloats;
+    tail_kernel<<<(tail + kThreads - 1) / kThreads, kThreads, 0, stream>>>(x + done, y + done, tail, iters);
+    return static_cast<int>(cudaGetLastError());
 }
 
 // out[0] grid blocks a launch over n floats uses, [1] co-resident blocks per SM (occupancy),
 // [2] SM count, [3] registers per thread, [4] local (stack) bytes per thread, [5] static smem.
 extern "C" int aisp_coop_persistent_info(int variant, long long n, int* out) {
     const Kernel kernel = kernel_for(variant);
-    if (kernel == nullptr || out == nullptr || n <= 0 || n % kTileFloats != 0) return cudaErrorInvalidValue;
+    if (kernel == nullptr || out == nullptr || n <= 0) return cudaErrorInvalidValue;
     cudaFuncAttributes attr{};
     cudaError_t err = cudaFuncGetAttributes(&attr, kernel);
     if (err != cudaSuccess) return static_cast<int>(err);
