@@ -66,9 +66,9 @@ def test_make_inputs_are_seeded_and_sizes_checked(mod):
     assert torch.equal(a["a"], b["a"]) and torch.equal(a["b"], b["b"]) and not torch.equal(a["a"], c["a"])
     ref = mod.reference(a)
     assert ref.dtype == torch.float64 and torch.equal(ref, a["a"].double() @ a["b"].double())
-    for bad in ({"m": 96, "n": 64, "k": 64}, {"m": 64, "n": 100, "k": 64}, {"m": 64, "n": 64, "k": 32},
-                {"m": 0, "n": 64, "k": 64}):
-        with pytest.raises(ValueError, match="multiples of 64"):
+    assert mod.make_inputs({"m": 1, "n": 3, "k": 5}, "cpu", 0)["a"].shape == (1, 5)     # edge twins take any size
+    for bad in ({"m": 0, "n": 64, "k": 64}, {"m": 64, "n": 64, "k": 0}, {"m": mod.MAX_M + 1, "n": 64, "k": 64}):
+        with pytest.raises(ValueError, match="must be >= 1"):
             mod.make_inputs(bad, "cpu", 0)
 
 
@@ -107,17 +107,17 @@ def _by_variant(kernels: dict) -> dict:
 def test_builds_for_sm90a_with_no_local_memory_and_refuses_bad_sizes(built):
     library, report = built
     assert "warning" not in report.lower(), report[-2000:]
-    assert len(re.findall(r"Compiling entry function '\S+' for 'sm_90a'", report)) == 3
+    assert len(re.findall(r"Compiling entry function '\S+' for 'sm_90a'", report)) == 5   # 3 + 2 edge twins
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
-    assert len(frames) == 3 and all(f == ("0", "0", "0") for f in frames)
+    assert len(frames) == 5 and all(f == ("0", "0", "0") for f in frames)
     lib = ctypes.CDLL(str(library))
     fn = lib.aisp_db_gemm
     fn.restype = ctypes.c_int
     fn.argtypes = [ctypes.c_int] + [ctypes.c_void_p] * 3 + [ctypes.c_int] * 3 + [ctypes.c_void_p]
     invalid_value = 1                                                # cudaErrorInvalidValue, before any CUDA call
-    assert fn(1, 256, 256, 256, 96, 64, 64, None) == invalid_value   # m not a multiple of 64
-    assert fn(2, 256, 256, 256, 64, 64, 32, None) == invalid_value   # k not a multiple of 64
-    assert fn(2, 264, 256, 256, 64, 64, 64, None) == invalid_value   # A not 16-byte aligned
+    assert fn(1, 256, 256, 256, 0, 64, 64, None) == invalid_value    # no rows
+    assert fn(2, 256, 256, 256, 64, 64, 0, None) == invalid_value    # no k
+    assert fn(0, 256, 256, 256, 65535 * 32 + 1, 64, 64, None) == invalid_value   # past the naive grid's height
     assert fn(3, 256, 256, 256, 64, 64, 64, None) == invalid_value   # no such variant
     assert fn(0, None, 256, 256, 64, 64, 64, None) == invalid_value
 
@@ -153,7 +153,12 @@ def test_library_exports_the_symbols_the_module_calls(built, mod):
 @pytest.mark.gpu
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 128, "k": 128}, {"m": 64, "n": 192, "k": 320},
-                                   {"m": 320, "n": 64, "k": 64}])
+                                   {"m": 320, "n": 64, "k": 64},
+                                   # the edge twins: one element; ragged m, n, k; k below one chunk;
+                                   # whole tiles but k off the chunk grid
+                                   {"m": 1, "n": 1, "k": 1}, {"m": 100, "n": 130, "k": 77},
+                                   {"m": 65, "n": 63, "k": 5}, {"m": 128, "n": 128, "k": 100},
+                                   {"m": 1000, "n": 999, "k": 1001}])
 def test_all_variants_pass_check_on_gpu(sizes):
     check.raise_if_failed(check.check_pair(pairs.find(NAME), sizes, device="cuda"))
 
