@@ -15,7 +15,8 @@ from click.testing import CliRunner
 from aisp_prof.naming import hardware_key
 from aisp_prof.calibrate.probes import BY_NAME, SPECS
 from aisp_prof.calibrate.run import calibration_from_report
-from aisp_prof.store.calibrations import load_calibration, save_calibration, stored_calibrations
+from aisp_prof.analyze.calibration import find_calibration
+from aisp_prof.store.calibrations import save_calibration, stored_calibrations
 from aisp_prof.cli import cli
 
 H200 = FIXTURES / "h200"
@@ -77,6 +78,11 @@ def test_calibration_from_report_is_pure():
     assert cal["probes"]["gemm_fp8"] == {"ok": False, "error": "RuntimeError: no fp8 here"}
     assert cal["probes"]["copy_dram"]["spread_pct"] == pytest.approx(1.5)
     assert cal["probes"]["gemm_int8"]["ceiling"] is None
+
+
+def load_calibration(db, key=None, sm_count=None, gpu_memory_bytes=None, dirs=None):
+    """The store reads every calibration; analysis chooses the one that fits."""
+    return find_calibration(stored_calibrations(db, dirs), key, sm_count, gpu_memory_bytes)
 
 
 def test_store_db_first_then_files_then_signature(tmp_path):

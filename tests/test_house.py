@@ -6,6 +6,7 @@ import ast
 import re
 import sqlite3
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,148 @@ def test_a_report_page_opens_the_database_once(tmp_path, monkeypatch):
     assert len(report.pages) == 3
     assert len(opened) == 1 + 3, opened
 
+
+# ------------------------------------------------------------- one way, no circles (issue 30)
+
+def import_graph(package_dir: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere in its source (module level, under
+    TYPE_CHECKING, inside functions); `from pkg import name` counts as pkg.name where that is a module."""
+    def module_name(path: Path) -> str:
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    names = {module_name(p): p for p in sorted(package_dir.rglob("*.py"))}
+    graph = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+                found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in names else base for a in node.names}
+        graph[name] = {m for m in found if m in names and m != name}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return circles
+
+
+def stages(package_dir: Path = PACKAGE) -> tuple[tuple[str, ...], ...] | None:
+    """aisp_prof.STAGES as written in the package's __init__.py (None where it has none)."""
+    for node in ast.parse((package_dir / "__init__.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "STAGES" for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+def _stage_of(module: str, order: Sequence[Sequence[str]]) -> tuple[int, str]:
+    """(stage, folder or shared module) of a module of the package."""
+    top = module.split(".")[1] if "." in module else ""
+    for level, members in enumerate(order):
+        if top in members:
+            return level, top
+    raise AssertionError(f"{module}: its folder {top!r} has no stage in aisp_prof.STAGES")
+
+
+def arrows_back_up(graph: dict[str, set[str]], order: Sequence[Sequence[str]]) -> list[str]:
+    """Imports of a folder of the same or a higher stage (shared modules may import each other)."""
+    bad = []
+    for module, imported in sorted(graph.items()):
+        level, top = _stage_of(module, order)
+        for other in sorted(imported):
+            other_level, other_top = _stage_of(other, order)
+            if other_top != top and (other_level > level or (other_level == level and level > 0)):
+                bad.append(f"{module} -> {other}")
+    return bad
+
+
+def test_no_import_circles():
+    assert import_circles(import_graph()) == []
+
+
+def test_no_arrows_back_up():
+    """Each module imports its own folder and stages below it, never above (aisp_prof.STAGES)."""
+    assert arrows_back_up(import_graph(), stages()) == []
+
+
+def test_the_circle_finder_finds_circles():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert arrows_back_up({"aisp_prof.store.db": {"aisp_prof.analyze.summary"},
+                           "aisp_prof.analyze.summary": {"aisp_prof.model.run_data"},
+                           "aisp_prof.model.run_data": set()}, stages()) == [
+        "aisp_prof.store.db -> aisp_prof.analyze.summary"]
+
+
+
+def test_a_summary_and_a_diff_read_each_run_once(tmp_path, monkeypatch):
+    """`summary` is one open of the database; `diff` one for both runs. Neither builds a whole
+    roofline: the verdict's bounds and the diff's positions need only its points, once per run."""
+    from aisp_prof import api
+    from aisp_prof.analyze import roofline
+
+    db = api.open_db(tmp_path / "a.db")
+    samples = {p.name: p for p in api.sample_runs()}
+    h200 = db.import_path(samples["20261126T011557Z-ch09.fused_l2norm-90df"])
+    h100 = db.import_path(ROOT / "profiles" / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93")
+    opened, built, points = [], [], []
+    real_connect, real_build, real_points = sqlite3.connect, roofline.build_roofline, roofline.roofline_points_of
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: opened.append(a) or real_connect(*a, **k))
+    monkeypatch.setattr(roofline, "build_roofline", lambda *a, **k: built.append(1) or real_build(*a, **k))
+    monkeypatch.setattr(roofline, "roofline_points_of", lambda *a, **k: points.append(1) or real_points(*a, **k))
+    result = db.summary_result(h200)
+    assert (len(opened), len(built), len(points)) == (1, 0, 1)
+    assert result["verdict"] and "warnings" in result
+    opened.clear(), points.clear()
+    diff = db.diff(h200, h100)
+    assert diff["variants"]
+    assert (len(opened), len(built), len(points)) == (1, 0, 2)
+    run = db.open(h200)
+    assert run.roofline is run.roofline and run.summary is run.summary and run.verdict is run.verdict
+    assert len(built) == 1 and run.points is run.roofline.points
 
 # ------------------------------------------------------------- the tree is a product (issue 30)
 

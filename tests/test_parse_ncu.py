@@ -17,8 +17,9 @@ from repo_paths import FIXTURES
 from aisp_prof.errors import CounterPermissionError, ExportParseError
 from aisp_prof.parse.metric_table import STALL_REASONS, TENSOR_PATHS
 from aisp_prof.parse.ncu_csv import (
-    IDENTITY_COLUMNS, parse_ncu_csv, parse_ncu_export, parse_nvtx_stack,
+    IDENTITY_COLUMNS, parse_ncu_csv, parse_nvtx_stack,
 )
+from aisp_prof.parse.ncu_export import parse_ncu_export
 from aisp_prof.parse.ncu_rep import parse_ncu_rep
 from aisp_prof.parse.ncu_units import base_unit
 

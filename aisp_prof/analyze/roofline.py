@@ -11,100 +11,19 @@ It opens nothing: `aisp_prof.api` reads the runs and the calibrations and hands 
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from ..naming import hardware_key
 from .ceilings import Ceilings, theoretical_ceilings, with_measured
-from .ncu_command import ncu_iterations, ncu_settings
-from .roofline_points import Point, analytic_for, json_ready, points_for_run, variant_order
+from .ncu_command import ncu_settings
+from .roofline_compare import FLOP_MISMATCH, Comparison, FlopCheck, comparisons_for, flop_checks  # noqa: F401
+from .roofline_input import RunInput  # noqa: F401 (the roofline's input, named here since before the split)
+from .roofline_points import Point, points_for_run, variant_order
 from .roofline_warnings import (RooflineWarning, comparison_warnings, flop_warnings, hfma_move_warnings,
                                 l2_fit_warnings, point_warnings, rate_count_warnings)
-from .speedup import TIMER_LABELS, TIMERS, speedup, timer_order
-
-FLOP_MISMATCH = 0.10        # |counted / analytic - 1| above this is flagged (issue 3)
-
-# ----------------------------------------------------------------------------------- inputs
-
-@dataclass
-class RunInput:
-    """What the roofline needs of one stored run."""
-
-    run_id: str
-    info: dict[str, Any]                  # run.json
-    kernels: pd.DataFrame                 # tidy ncu rows (one per launch), with `variant`
-    device: dict[str, float] = field(default_factory=dict)   # device__attribute_* of the profile
-    gpu_name: str | None = None
-    times: dict[str, dict[str, float | None]] = field(default_factory=dict)   # analyze.speedup.run_times
-
-    @property
-    def label(self) -> str:
-        return self.info.get("pair") or self.info.get("label") or self.run_id
-
-
-# ----------------------------------------------------------------------------------- results
-
-@dataclass
-class FlopCheck:
-    """Hardware-counted FLOPs of a variant's call beside the pair's analytic FLOPs."""
-
-    run_id: str
-    variant: str
-    nvtx_range: str
-    counted_flops: float
-    analytic_flops: float | None
-    ratio: float | None
-    flagged: bool
-    counted_flops_by_precision: dict[str, float]
-    iterations: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: json_ready(v) for k, v in asdict(self).items()}
-
-
-@dataclass
-class Comparison:
-    """Baseline -> optimized, as the chart's arrow: both aggregates and the speedup, the one primary
-    speedup of `analyze.speedup` (the summary's and history's number); `speedup_by_timer` holds the
-    secondary figures, each under its timer's name."""
-
-    baseline: Point
-    optimized: Point
-    speedup: float | None
-    timer: str | None = "ncu_duration"
-    speedup_by_timer: dict[str, float | None] = field(default_factory=dict)
-
-    @property
-    def time_source(self) -> str:
-        return TIMER_LABELS.get(self.timer or "", "no timer")
-
-    @property
-    def secondary(self) -> dict[str, float]:
-        """{timer label: speedup} by the timers other than the primary one, where both variants have it."""
-        return {TIMER_LABELS[t]: x for t, x in self.speedup_by_timer.items() if x is not None and t != self.timer}
-
-    def to_dict(self) -> dict[str, Any]:
-        b, o = self.baseline, self.optimized
-        return {"baseline": {"run_id": b.run_id, "nvtx_range": b.nvtx_range, "variant": b.variant},
-                "optimized": {"run_id": o.run_id, "nvtx_range": o.nvtx_range, "variant": o.variant},
-                "speedup": json_ready(self.speedup), "time_source": self.time_source,
-                "speedup_timer": self.timer,
-                "speedup_by_timer": {k: json_ready(v) for k, v in self.speedup_by_timer.items()},
-                **{f"{k}_change": _ratio(getattr(o, k), getattr(b, k))
-                   for k in ("ai_dram_flop_per_byte", "ai_l2_flop_per_byte", "ai_l1_flop_per_byte", "flops_per_s",
-                             "dram_bytes")}}
-
-
-def _compare(b: Point, o: Point, b_times: Mapping[str, float | None] | None,
-             o_times: Mapping[str, float | None] | None, timers: Sequence[str] = TIMERS) -> Comparison:
-    """The arrow b -> o with the primary speedup of the two variants' times (`analyze.speedup`);
-    the aggregates' ncu durations where the run handed in no times."""
-    if b_times is None or o_times is None:
-        b_times, o_times = {"ncu_duration": b.duration_ns}, {"ncu_duration": o.duration_ns}
-    s = speedup(b_times, o_times, timers)
-    return Comparison(b, o, s.value, s.timer, s.by_timer)
 
 
 @dataclass
@@ -133,69 +52,41 @@ class RooflineResult:
                 "warnings": [w.to_dict() for w in self.warnings]}
 
 
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
-
-
-def flop_checks(run: RunInput, points: Sequence[Point]) -> list[FlopCheck]:
-    """Counted vs analytic FLOPs per variant (per call); flagged above FLOP_MISMATCH."""
-    iterations = ncu_iterations(run.info)
-    out = []
-    for p in points:
-        if not p.is_aggregate or p.run_id != run.run_id:
-            continue
-        analytic = analytic_for(run.info, p.variant)
-        a = analytic.get("flops") if analytic else None
-        counted = p.flops_counted / iterations
-        ratio = counted / a if a else None
-        flagged = bool(ratio is not None and abs(ratio - 1.0) > FLOP_MISMATCH) or bool(a == 0 and counted > 0)
-        out.append(FlopCheck(run.run_id, p.variant, p.nvtx_range, counted, float(a) if a is not None else None,
-                             ratio, flagged, {k: v / iterations for k, v in p.flops_by_precision.items() if v},
-                             iterations))
-    return out
-
-
 # ----------------------------------------------------------------------------------- assembly
 
-def comparisons_for(runs: Sequence[RunInput], points: Sequence[Point]) -> list[Comparison]:
-    """Within a run: baseline -> every other variant. Across runs: run 0's variant -> the same
-    variant of each later run (or its only variant -> their only variant)."""
-    aggs: dict[str, dict[str, Point]] = {}
-    for p in points:
-        if p.is_aggregate:
-            aggs.setdefault(p.run_id, {})[p.variant] = p
-    out = []
-    for run in runs:
-        va = aggs.get(run.run_id, {})
-        if "baseline" in va:
-            out += [_compare(va["baseline"], p, run.times.get("baseline"), run.times.get(v), timer_order(run.info))
-                    for v, p in va.items() if v != "baseline"]
-    first = aggs.get(runs[0].run_id, {}) if runs else {}
-    for run in runs[1:]:
-        later = aggs.get(run.run_id, {})
-        common = [v for v in first if v in later]
-        if not common and len(first) == 1 and len(later) == 1:
-            pairs = [(next(iter(first.values())), next(iter(later.values())))]
-        else:
-            pairs = [(first[v], later[v]) for v in common]
-        first_times = runs[0].times
-        out += [_compare(b, o, first_times.get(b.variant), run.times.get(o.variant)) for b, o in pairs]
-    return out
+def roofline_ceilings(runs: Sequence[RunInput], calibration: tuple[Mapping[str, Any], str] | None = None
+                      ) -> tuple[Ceilings, str | None]:
+    """The runs' ceilings (measured beside theoretical where calibrated) and their hardware key."""
+    frames = [r.kernels for r in runs if not r.kernels.empty]
+    allk = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    gpu = next((r.gpu_name for r in runs if r.gpu_name), None)
+    key = (calibration[0].get("hardware_key") if calibration and not gpu else None) or hardware_key(gpu)
+    ceilings = theoretical_ceilings(allk, gpu, key)
+    if calibration:
+        ceilings = with_measured(ceilings, calibration[0], calibration[1])
+    return ceilings, key
+
+
+def roofline_points_of(runs: Sequence[RunInput], calibration: tuple[Mapping[str, Any], str] | None = None,
+                       flop_basis: str = "auto") -> list[Point]:
+    """Only the points of `build_roofline` (the same ones): what a verdict's bounds and a diff's
+    positions need, without the FLOP checks, comparisons and warnings."""
+    _check_basis(flop_basis)
+    ceilings, _ = roofline_ceilings(runs, calibration)
+    return [p for run in runs for p in points_for_run(run, ceilings, flop_basis)]
+
+
+def _check_basis(flop_basis: str) -> None:
+    if flop_basis not in ("auto", "analytic", "counted"):
+        raise ValueError(f"flop_basis must be auto, analytic or counted, not {flop_basis!r}")
 
 
 def build_roofline(runs: Sequence[RunInput], calibration: tuple[Mapping[str, Any], str] | None = None,
                    flop_basis: str = "auto") -> RooflineResult:
     """Ceilings, points, FLOP check, comparisons and warnings of one or more runs (pure)."""
-    if flop_basis not in ("auto", "analytic", "counted"):
-        raise ValueError(f"flop_basis must be auto, analytic or counted, not {flop_basis!r}")
-    frames = [r.kernels for r in runs if not r.kernels.empty]
-    allk = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    gpu = next((r.gpu_name for r in runs if r.gpu_name), None)
+    _check_basis(flop_basis)
     keys = {hardware_key(r.gpu_name) for r in runs if r.gpu_name}
-    key = (calibration[0].get("hardware_key") if calibration and not gpu else None) or hardware_key(gpu)
-    ceilings = theoretical_ceilings(allk, gpu, key)
-    if calibration:
-        ceilings = with_measured(ceilings, calibration[0], calibration[1])
+    ceilings, key = roofline_ceilings(runs, calibration)
     points: list[Point] = []
     checks: list[FlopCheck] = []
     warnings: list[RooflineWarning] = []

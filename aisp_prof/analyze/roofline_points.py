@@ -41,8 +41,8 @@ from .ceilings import CLOCK_COLUMNS, LEVELS, PRECISIONS, SPARSE_REPORTED, SPARSE
 from .flops import SCALAR_FLOP_WEIGHTS
 from .ncu_command import ncu_iterations
 
-if TYPE_CHECKING:                      # roofline.py imports this module; RunInput is only a type here
-    from .roofline import RunInput
+if TYPE_CHECKING:
+    from .roofline_input import RunInput
 
 LEVEL_BYTES = {"dram": "dram_bytes", "l2": "l2_bytes", "l1": "l1_bytes"}
 # kernels that run 2:4-sparse MMAs: cuSPARSELt (sm90_xmma_sparse_gemm_..._cusparselt), CUTLASS 2.x

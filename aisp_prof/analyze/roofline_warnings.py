@@ -20,8 +20,9 @@ from ..parse.rate_counts import DERIVED_COLUMN, derivation_note
 from .ncu_command import NCU_DEFAULT_SETTINGS, ncu_settings
 from .roofline_points import Point, analytic_for, flops_by_precision
 
-if TYPE_CHECKING:                      # roofline.py imports this module; these are only types here
-    from .roofline import Comparison, FlopCheck, RunInput
+if TYPE_CHECKING:
+    from .roofline_compare import Comparison, FlopCheck
+    from .roofline_input import RunInput
 
 ABOVE_ROOF_TOLERANCE = 1.02  # a point more than 2% above its theoretical roof is flagged
 CLOCK_DIFF = 0.05           # SM clocks of compared variants differing by more than 5%

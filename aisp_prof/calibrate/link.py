@@ -93,7 +93,8 @@ def calibration_of(report: dict[str, Any], smi: dict[str, Any] | None = None, gi
 
 def run_link(world: int, size_bytes: int = DEFAULT_BYTES, repeats: int = 20, warmup: int = 5) -> dict[str, Any]:
     """torchrun `world` ranks of this module; rank 0's report."""
-    from ..collect.steps import child_env, python_module
+    from ..collect.commands import python_module
+    from ..collect.steps import child_env
     from ..errors import ProfilerFailedError
 
     with tempfile.TemporaryDirectory(prefix="aisp-link-") as tmp:

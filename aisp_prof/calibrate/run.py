@@ -19,7 +19,8 @@ from typing import Any
 
 from .. import tools
 from ..collect.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
-from ..collect.steps import Progress, StepContext, child_env, ncu_step, python_module, read_child
+from ..collect.commands import python_module
+from ..collect.steps import Progress, StepContext, child_env, ncu_step, read_child
 from ..errors import AispError, NoGpuError, ProfilerFailedError
 from ..naming import NCU_CHILD_JSON, RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names

@@ -118,7 +118,7 @@ def profile_targets(targets: tuple[str, ...], request: RunRequest, db: Path | No
         result = runs.profile(request.options(pair), progress=lambda m: click.echo(f"   {m}", err=True))
         results.append(result)
         if not as_json:
-            print_summary(result.as_dict())
+            print_summary(result.summary_dict())
     return results
 
 

@@ -238,13 +238,10 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
       aisp-prof summary latest
       aisp-prof summary ch09.fused_l2norm --json
     """
-    from ..analyze.compiled import compile_warnings
-
     result = database(db).summary_result(run)
     if as_json:
         echo_json({"run": result["run"], "headline": result["headline"], "verdict": result["verdict"],
-                   "summary": result["summary"], "findings": result["findings"],
-                   "warnings": compile_warnings(result["summary"]),
+                   "summary": result["summary"], "findings": result["findings"], "warnings": result["warnings"],
                    **({"per_rank": result["per_rank"]} if "per_rank" in result else {})})
     else:
         print_summary(result)
@@ -253,7 +250,6 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
 def print_summary(result: dict[str, Any]) -> None:
     """A run's header line, its headline, per-variant table, launches and compile cost, then what
     the numbers mean (verdict rules) and compile warnings."""
-    from ..analyze.compiled import compile_warnings
     from ..render.table import launch_compile_table, summary_table, wrap_lines
     from ..render.times_table import times_table
 
@@ -278,7 +274,7 @@ def print_summary(result: dict[str, Any]) -> None:
         click.echo("\nwhat the numbers say:")
     lines = list(result.get("verdict") or [])
     lines += [f"{f['severity']}: {f['message']}" for f in result.get("findings") or []]
-    lines += [f"{w['severity']}: {w['message']}" for w in compile_warnings(result["summary"])]
+    lines += [f"{w['severity']}: {w['message']}" for w in result.get("warnings") or []]
     for line in wrap_lines(lines, width):
         click.echo(line)
 

@@ -8,6 +8,7 @@ check and the timing run in the same process before the capture (`collect.child`
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -59,3 +60,8 @@ def nsys_command(nsys: Path, child: Sequence[str], report: Path) -> list[str]:
 def nsys_export_command(nsys: Path, report: Path, sqlite: Path) -> list[str]:
     return [str(nsys), "export", "--type", "sqlite", "--force-overwrite=true", "-o", str(sqlite),
             str(report)]
+
+
+def python_module(module: str, *args: str) -> list[str]:
+    """`python -m module args...` with this interpreter."""
+    return [sys.executable, "-m", module, *args]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .steps import python_module
+from .commands import python_module
 
 MODULE = "aisp_prof.collect.rank_exec"
 

@@ -37,8 +37,9 @@ from .. import tools
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
 from .samplers import KINDS
+from .commands import python_module
 from .steps import (Background, Progress, StepContext, check_nsys_step, check_step, finish_ncu_early, ncu_step,
-                    python_module, start_ncu_early, timing_step)
+                    start_ncu_early, timing_step)
 
 log = logging.getLogger(__name__)
 CHILD_MODULE = "aisp_prof.collect.child"

@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,11 +77,6 @@ def child_env() -> dict[str, str]:
     if root is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     return env
-
-
-def python_module(module: str, *args: str) -> list[str]:
-    """`python -m module args...` with this interpreter."""
-    return [sys.executable, "-m", module, *args]
 
 
 def run_logged(cmd: Sequence[str], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:

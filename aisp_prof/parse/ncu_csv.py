@@ -377,20 +377,3 @@ def parse_ncu_csv(path: str | Path) -> NcuParse:
                             tuple(unit for _, _, unit, _ in layout.metric_cols), values)
     log.debug("%s: %d launches, %d metric values", path, len(identities), metrics.n_values)
     return build_parse(path, identities, metrics, names)
-
-
-def parse_ncu_export(path: str | Path) -> NcuParse:
-    """Parse any ncu export by its name: `.csv` / `.csv.gz` (raw page) or `.ncu-rep` / `.ncu-rep.gz`."""
-    path = Path(path)
-    name = path.name.lower()
-    if name.endswith((".csv", ".csv.gz")):
-        return parse_ncu_csv(path)
-    if name.endswith((".ncu-rep", ".ncu-rep.gz")):
-        from aisp_prof.parse.ncu_rep import (
-            parse_ncu_rep,  # lazy: ncu_rep imports this module
-        )
-
-        return parse_ncu_rep(path)
-    raise ExportParseError(
-        f"{path}: not an ncu export this tool reads (.csv, .csv.gz, .ncu-rep, .ncu-rep.gz); {REEXPORT_HINT}"
-    )

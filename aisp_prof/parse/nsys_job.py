@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,7 @@ import pandas as pd
 from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.gunzip import gunzipped
 from aisp_prof.parse.nsys_export import table_names
-from aisp_prof.parse.nsys_job_clock import FRAMES, TIME_COLUMNS, refine_offsets, shift_times
+from aisp_prof.parse.nsys_job_clock import FRAMES, TIME_COLUMNS, Job, refine_offsets, shift_times
 from aisp_prof.parse.nsys_sqlite import REEXPORT_HINT, _check_file, _connect, parse_nsys_sqlite
 
 __all__ = ["FRAMES", "RANK_COLUMNS", "TIME_COLUMNS", "Job", "RankIdentity", "load_job", "parse_environment",
@@ -64,21 +64,6 @@ class RankIdentity:
     hostname: str | None
     session_start_utc_ns: int | None   # every timestamp of the export counts from here
     rank_source: str | None       # "environment: RANK", ORDER_GIVEN, CALLER_GIVEN
-
-
-@dataclass(frozen=True, eq=False)
-class Job:
-    """The frames of every rank, `rank` first and times on one clock. eq=False: DataFrames."""
-
-    ranks: pd.DataFrame            # one row per rank, RANK_COLUMNS
-    kernels: pd.DataFrame
-    ranges: pd.DataFrame
-    memory_ops: pd.DataFrame
-    range_levels: pd.DataFrame
-    graph_launches: pd.DataFrame
-    hosts: list[str]               # distinct hostnames, sorted
-    gpus: dict[int, dict[str, object]]   # rank -> NsysParse.gpu
-    warnings: list[str] = field(default_factory=list)
 
 
 def parse_environment(text: str | None) -> dict[str, str]:

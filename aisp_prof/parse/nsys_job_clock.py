@@ -22,13 +22,10 @@ point-to-point pipelines pair the wrong kernels. Fewer than MIN_MATCHED pairs: s
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
-if TYPE_CHECKING:                       # nsys_job imports this module
-    from aisp_prof.parse.nsys_job import Job
 
 # points in time on a rank's session clock (KERNEL_COLUMNS ... LEVEL_COLUMNS of nsys_sqlite and
 # nsys_ranges): shifted onto the job's clock; durations (duration_ns, span_ns, gap_*_ns,
@@ -37,6 +34,21 @@ TIME_COLUMNS = ("start_ns", "end_ns", "launch_start_ns", "first_start_ns", "last
 FRAMES = ("kernels", "ranges", "memory_ops", "range_levels", "graph_launches")
 NCCL_PREFIX = "nccl"
 MIN_MATCHED = 3
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """The frames of every rank, `rank` first and times on one clock. eq=False: DataFrames."""
+
+    ranks: pd.DataFrame            # one row per rank, RANK_COLUMNS
+    kernels: pd.DataFrame
+    ranges: pd.DataFrame
+    memory_ops: pd.DataFrame
+    range_levels: pd.DataFrame
+    graph_launches: pd.DataFrame
+    hosts: list[str]               # distinct hostnames, sorted
+    gpus: dict[int, dict[str, object]]   # rank -> NsysParse.gpu
+    warnings: list[str] = field(default_factory=list)
 
 
 def shift_times(frame: pd.DataFrame, offsets: dict[int, int]) -> pd.DataFrame:

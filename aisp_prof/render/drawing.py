@@ -201,15 +201,14 @@ def _worker_start() -> None:
 @contextmanager
 def pool(count: int | None = None) -> Iterator[cf.Executor]:
     """`with pool() as ex:` a process pool of `count` (default `workers()`) drawing processes, or
-    an inline executor for one. On leaving, the pool's processes have all exited and been
+    an inline executor for one (the caller imports the drawing code first, so the forked workers
+    share matplotlib and its fonts). On leaving, the pool's processes have all exited and been
     reaped; when the block raised (an error, Ctrl-C), pages not yet started are cancelled first.
     """
     count = count or workers()
     if count <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         yield _Inline()
         return
-    # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
-    from . import charts, roofline_plot, timeline  # noqa: F401
     executor = cf.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"),
                                       initializer=_worker_start)
     try:

@@ -288,6 +288,8 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
         done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
+        if count > 1:     # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
+            from . import charts as _charts, roofline_plot, timeline  # noqa: F401
         with drawing.pool(count) as charts:
             # pages are finished as their charts come back, in any order, so a worker never waits
             # on a slow page ahead of it; a few are queued per worker while the next data are read

@@ -3,7 +3,7 @@
 Every calibration available is the database's rows, then `profiles/calibration/<hardware_key>.json`
 files for keys the database lacks (shipped with aisp-prof, so a laptop with an empty database
 still draws measured ceilings). Which one fits a run is analysis
-(`analyze.calibration.match_calibration`), done on this list without opening anything.
+(`analyze.calibration.find_calibration`), done on this list without opening anything.
 """
 from __future__ import annotations
 
@@ -108,11 +108,3 @@ def stored_calibrations(db: Path | None, dirs: list[Path] | None = None) -> list
             in_db = db_calibrations(conn)
     return merge_calibrations(in_db, file_calibrations(dirs))
 
-
-def load_calibration(db: Path | None, key: str | None = None, sm_count: int | None = None,
-                     gpu_memory_bytes: int | None = None,
-                     dirs: list[Path] | None = None) -> tuple[dict[str, Any], str] | None:
-    """(calibration, source) for a hardware key, or for a device signature when the key is unknown."""
-    from ..analyze.calibration import find_calibration
-
-    return find_calibration(stored_calibrations(db, dirs), key, sm_count, gpu_memory_bytes)

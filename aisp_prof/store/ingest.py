@@ -40,7 +40,7 @@ def _with_variant(df: pd.DataFrame | ExportRows, pair: str | None, column: str =
 
 def _ncu(path: Path, pair: str | None, data: RunData) -> None:
     """Fill data's kernels and metrics from an ncu export."""
-    from ..parse.ncu_csv import parse_ncu_export
+    from ..parse.ncu_export import parse_ncu_export
 
     parsed = parse_ncu_export(path)
     data.kernels, data.launch_metrics = _with_variant(parsed.launches, pair), parsed.launch_metrics
@@ -172,18 +172,18 @@ def _flat(row: dict[str, Any]) -> dict[str, Any]:
     return {k: (json.dumps(v) if isinstance(v, (dict, list)) else v) for k, v in row.items()}
 
 
-def load_export(path: Path, label: str | None = None, in_export: bool = False) -> RunData:
-    """Parse one ncu CSV / .ncu-rep / nsys SQLite export / .nsys-rep made by anyone into a run
-    (a .nsys-rep is exported to SQLite on the fly: `collect.rep_export`). `in_export`: the
-    timeline of an nsys SQLite export may be an ExportRows (`_nsys`); a .nsys-rep's export is
-    gone once parsed, so its timeline is a frame."""
-    from ..collect.rep_export import exported_sqlite, is_nsys_report
-
+def load_export(path: Path, label: str | None = None, in_export: bool = False,
+                report: Path | None = None, export_command: list[str] | None = None) -> RunData:
+    """Parse one ncu CSV / .ncu-rep / nsys SQLite export made by anyone into a run. `in_export`:
+    the timeline of an nsys SQLite export may be an ExportRows (`_nsys`). `report`,
+    `export_command`: the .nsys-rep that `path` was exported from, and the `nsys export` that made
+    it (collect.rep_export runs it; the store runs no tool)."""
     name = path.name.lower()
+    source = report or path
     info: dict[str, Any] = {
-        "run_id": new_run_id("import"), "pair": None, "label": label or path.name,
+        "run_id": new_run_id("import"), "pair": None, "label": label or source.name,
         "status": "imported", "created_at": utc_now(),
-        "imported_from": str(path.resolve()),
+        "imported_from": str(source.resolve()),
     }
     data = RunData(run={})
     if name.endswith((".csv", ".csv.gz", ".ncu-rep", ".ncu-rep.gz")):
@@ -194,15 +194,14 @@ def load_export(path: Path, label: str | None = None, in_export: bool = False) -
         info["gpu"] = _gpu_from_metrics(data.launch_metrics)
     elif name.endswith((".sqlite", ".db", ".sqlite.gz", ".db.gz")):
         info["gpu"] = _nsys(path, None, data, in_export)
-    elif is_nsys_report(path):
-        if not path.is_file():
-            raise ExportParseError(f"{path}: not a file")
-        with exported_sqlite(path) as (sqlite, command):
-            info["gpu"] = _nsys(sqlite, None, data)
-        info["nsys_export_command"] = command
+    elif name.endswith((".nsys-rep", ".qdrep")):
+        raise ExportParseError(f"{path}: a .nsys-rep is read through its SQLite export: `aisp-prof import` makes "
+                               f"one, or run `nsys export --type sqlite {path}` and import the .sqlite")
     else:
         raise ExportParseError(f"{path}: not an ncu .csv[.gz]/.ncu-rep or an nsys .sqlite[.gz]/.nsys-rep export "
                                "(export with `ncu --import R --csv --page raw` or `nsys export --type sqlite`)")
+    if export_command is not None:
+        info["nsys_export_command"] = export_command
     data.run = _run_row(info, "import", None)
     return data
 

@@ -1,16 +1,5 @@
-"""aisp-prof as a library: the runs in a database as pandas DataFrames, rooflines and reports.
-
-    import aisp_prof
-    db = aisp_prof.open_db("profiles/aisp.db")        # default: $AISP_PROF_DB or profiles/aisp.db
-    db.import_path("profiles/samples/20261126T011557Z-ch09.fused_l2norm-90df")
-    db.summary("ch09.fused_l2norm")                     # one row per variant
-    db.kernels("latest"), db.ranges("latest"), db.roofline_points("latest")
-
-This is the only module that chains the stages: the store reads a run (one open of the
-database), analysis computes from the RunData it is handed, render draws what it is given. A
-RUN argument is a run id, a unique prefix, 'latest' or a pair name (its latest run). The CLI
-commands are thin calls into this module.
-"""
+"""The run database (`RunDatabase`): each read opens it once and closes it; `open(run)` returns a
+`Run` whose analyses are computed from that one read."""
 from __future__ import annotations
 
 import shutil
@@ -21,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .analyze.kernel_table import (  # noqa: F401 (the API's names since before the split)
+from ..analyze.kernel_table import (  # noqa: F401 (the API's names since before the split)
     KERNEL_FIELDS,
     KERNEL_FLOPS,
     KERNEL_RECORD_LAYOUT,
@@ -29,28 +18,24 @@ from .analyze.kernel_table import (  # noqa: F401 (the API's names since before 
     kernel_records,
     kernel_sources,
 )
-from .errors import AispError, ExportParseError
-from .pairs.declared import declared
-from .store import db as store_db
-from .store.calibrations import db_calibrations, file_calibrations, merge_calibrations
-from .store.history import pair_history
-from .store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
-from .model.run_data import RunData
-from .store.select import resolve_run, select_runs
-from .store.variants import check_variant
+from ..errors import AispError, ExportParseError
+from ..pairs.declared import declared
+from ..store import db as store_db
+from ..store.calibrations import db_calibrations, file_calibrations, merge_calibrations
+from ..store.history import pair_history
+from ..store.ingest import load_export, load_run_dir, sample_run_dirs, store_job, store_path
+from ..model.run_data import RunData
+from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
+from ..store.select import resolve_run, select_runs
+from ..store.variants import check_variant
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
-    from .analyze.roofline import RooflineResult, RunInput
-    from .collect.runner import RunOptions
-    from .render.report import Page, Report
+    from ..analyze.roofline import RooflineResult
+    from ..collect.runner import RunOptions
+    from ..render.report import Page, Report
 
 Progress = Callable[[str], None]
-# what a summary reads (metrics: the device attributes the roofline of its verdict needs)
 HISTORY_TABLES = ("kernels", "ranges", "range_levels", "timings")
-SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics", "range_levels", "ranks",
-                  "samples")
-NO_COUNTERS = ("no Nsight Compute kernel rows (an nsys-only import?); a roofline needs ncu's FLOP and byte "
-               "counters: `aisp-prof run` the pair, or import an ncu export (.csv --page raw or .ncu-rep)")
 
 
 def open_db(path: str | Path | None = None) -> RunDatabase:
@@ -61,96 +46,6 @@ def open_db(path: str | Path | None = None) -> RunDatabase:
 def sample_runs() -> list[Path]:
     """The real run folders shipped with aisp-prof (chapter 9 on an H200), one per pair."""
     return sample_run_dirs()
-
-
-def roofline_input(run: RunData) -> RunInput:
-    """What the roofline needs of a stored run."""
-    from .analyze.roofline import RunInput
-    from .analyze.speedup import run_times
-    from .analyze.variant_ranges import variant_ranges
-
-    ranges = variant_ranges(run.ranges, run.range_levels, run.run.get("pair"))
-    return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name,
-                    run_times(None, run.kernels, ranges, run.timings))
-
-
-def roofline_of(runs: Sequence[RunData], calibrations: Sequence[dict[str, Any]],
-                flop_basis: str = "auto") -> RooflineResult:
-    """Ceilings, points, checks and warnings of runs; ExportParseError when none has ncu counters."""
-    from .analyze.calibration import calibration_for_runs
-    from .analyze.roofline import build_roofline
-
-    inputs = [roofline_input(r) for r in runs]
-    if all(i.kernels.empty for i in inputs):
-        raise ExportParseError(f"{', '.join(r.run_id for r in runs)}: {NO_COUNTERS}")
-    return build_roofline(inputs, calibration_for_runs(calibrations, inputs), flop_basis)
-
-
-def summary_records(run: RunData) -> list[dict[str, Any]]:
-    """Per variant, baseline first: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls."""
-    from .analyze.records import clean_value
-    from .analyze.summary import summarize
-    from .analyze.variant_ranges import variant_ranges
-
-    rows = summarize(run.info, run.kernels, variant_ranges(run.ranges, run.range_levels, run.run.get("pair")),
-                     run.checks, run.timings, run.compiles)
-    rank = {"rank": 0} if not run.ranks.empty else {}      # a multi-rank run's figures are rank 0's
-    return [{**{k: clean_value(v) for k, v in s.items()}, **rank} for s in rows]
-
-
-def verdict_of(run: RunData, summary: list[dict[str, Any]],
-               calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The run's headline (best optimization, % of the reference), the verdict rules' findings and
-    the verdict sentences (bounds from the run's roofline when `calibrations` are given)."""
-    from .analyze.headline import headline
-    from .analyze.validity import withhold
-    from .analyze.verdict_rules import RuleInput, findings
-    from .analyze.verdict_text import bounds_of, verdict_sentences
-
-    info, roof = run.info, None
-    if calibrations is not None and not run.kernels.empty:
-        try:
-            roof = roofline_of([run], calibrations).to_dict()
-        except AispError:
-            roof = None
-    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles))
-    comparison = bool(info.get("comparison"))
-    sentences, per_rank = verdict_sentences(summary, bounds_of(roof), comparison), {}
-    if not run.ranks.empty and not run.timeline.empty:
-        from .analyze.rank_report import link_busbw, rank_report, rank_sentences
-        from .analyze.records import frame_records
-
-        report = rank_report(run.timeline, run.ranks, info, link_busbw(calibrations or [], run.gpu_name,
-                                                                        len(run.ranks)))
-        sentences += rank_sentences(report)
-        per_rank = {"per_rank": frame_records(report.per_rank)}     # every rank (`aisp-prof ranks` has more)
-    return {"headline": withhold(headline(summary, comparison, info.get("book")), found, summary),
-            "findings": [f.to_dict() for f in found], "verdict": sentences, **per_rank}
-
-
-def run_summary(run: RunData, calibrations: Sequence[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """What `aisp-prof summary --json` prints: the `runs` row, the per-variant summary, run.json,
-    the headline, the verdict rules' findings and the verdict sentences; of a multi-rank run also
-    `per_rank` (per variant and rank), its summary rows being rank 0's (`rank`)."""
-    run = declared(run)
-    summary = summary_records(run)
-    return {"run": {k: v for k, v in run.run.items() if k != "info_json"}, "summary": summary,
-            "info": run.info, **verdict_of(run, summary, calibrations)}
-
-
-@dataclass
-class RunResult:
-    """A profiled and stored run: its `runs` row, per-variant summary and stored data."""
-
-    run: dict[str, Any]
-    summary: list[dict[str, Any]]
-    data: RunData
-    error: AispError | None = None     # set when the run was stored but must fail the command
-    verdict: dict[str, Any] = field(default_factory=dict)    # headline and findings (verdict_of)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "summary": self.summary, "error": str(self.error) if self.error else None,
-                **self.verdict}
 
 
 @dataclass
@@ -185,31 +80,44 @@ class RunDatabase:
         with store_db.Database(self.path) as conn:
             return declared(conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables))
 
+    def open(self, run: str = "latest", tables: Sequence[str] = SUMMARY_TABLES) -> Run:
+        """A stored run read once (what a summary, its roofline, verdict and ranks need, with the
+        calibrations), its analyses computed on first use and kept (`api.run.Run`)."""
+        return self.open_runs([run], tables)[0]
+
+    def open_runs(self, runs: Sequence[str], tables: Sequence[str] = SUMMARY_TABLES) -> list[Run]:
+        """`open` of several runs in one open of the database."""
+        with store_db.Database(self.path) as conn:
+            listing = conn.list_runs()
+            data = [declared(conn.read_run(resolve_run(listing, r, str(self.path)), False, tables)) for r in runs]
+            in_db = db_calibrations(conn)
+        calibrations = merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
+        return [Run(d, calibrations) for d in data]
+
     def summary_result(self, run: str = "latest") -> dict[str, Any]:
         """`run_summary` of a stored run, its verdict judged against the calibrated roofs (one open)."""
-        with store_db.Database(self.path) as conn:
-            data = conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), False, SUMMARY_TABLES)
-            in_db = db_calibrations(conn)
-        return run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
+        return self.open(run).result()
 
     def diff(self, run_a: str, run_b: str) -> dict[str, Any]:
-        """Two runs of one pair compared per variant, with the gate's verdict (analyze.run_diff)."""
-        from .analyze.run_diff import RunSide, compare
+        """Two runs of one pair compared per variant, with the gate's verdict (analyze.run_diff):
+        both read in one open, each one's roofline points computed once."""
+        from ..analyze.run_diff import RunSide, compare
 
-        sides = []
-        for run in (run_a, run_b):
-            result = self.summary_result(run)
-            run_id = result["run"]["run_id"]
-            try:
-                points = self.roofline_points(run_id)
-            except AispError:             # no counters (a timeline-only run): no roofline position
-                points = pd.DataFrame()
-            sides.append(RunSide(result, points, self.run(run_id, tables=("samples",)).samples))
+        sides = [RunSide(r.result(), r.points_frame(), r.data.samples) for r in self.open_runs([run_a, run_b])]
         return compare(*sides)
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
-        """Store a run folder, an ncu CSV (.csv[.gz])/.ncu-rep or an nsys SQLite export (.sqlite[.gz]); its id."""
-        return store_path(self.path, Path(path), label, skip_stored)
+        """Store a run folder, an ncu CSV (.csv[.gz])/.ncu-rep, an nsys SQLite export (.sqlite[.gz]) or
+        a .nsys-rep (exported to SQLite on the fly by `collect.rep_export`); its id."""
+        from ..collect.rep_export import exported_sqlite, is_nsys_report
+
+        path = Path(path)
+        if not (is_nsys_report(path) and path.exists()):
+            return store_path(self.path, path, label, skip_stored)
+        if not path.is_file():
+            raise ExportParseError(f"{path}: not a file")
+        with exported_sqlite(path) as (sqlite, command):
+            return store_db.write_run(self.path, load_export(sqlite, label, report=path, export_command=command))
 
     def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None) -> str:
         """One job's per-rank nsys SQLite exports (or folders) as one run (`store.ingest_job`); its id."""
@@ -219,7 +127,7 @@ class RunDatabase:
         """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
         the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
         secondary figures by the other timers."""
-        from .analyze.speedup import add_history_speedups
+        from ..analyze.speedup import add_history_speedups
 
         rows = pair_history(self.path, pair)
         with store_db.Database(self.path) as conn:
@@ -259,7 +167,7 @@ class RunDatabase:
         nvtx_kern_sum), chosen by depth (1: outermost), maximum depth and name (a substring of
         the path, or a glob of the path or the range's own name). Runs stored before levels
         were kept show their innermost ranges."""
-        from .analyze.range_levels import filter_levels, levels_of
+        from ..analyze.range_levels import filter_levels, levels_of
 
         data = self.run(run, tables=("range_levels", "ranges"))
         return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, name)
@@ -267,18 +175,15 @@ class RunDatabase:
     def ranks(self, run: str = "latest") -> dict[str, pd.DataFrame]:
         """A multi-rank run's frames (`analyze.rank_report`): ranks, per_rank (busy, collective,
         compute, hidden comm %, idle, finish), bandwidth (per collective), stragglers, warnings."""
-        from .analyze.rank_report import link_busbw, rank_report
-
-        data = self.run(run, tables=("timeline", "ranks"))
-        if data.ranks.empty:
-            raise ExportParseError(f"run {data.run_id} has one rank: `ranks` analyses runs of several "
+        opened = self.open(run, tables=("timeline", "ranks"))
+        if opened.ranks is None:
+            raise ExportParseError(f"run {opened.run_id} has one rank: `ranks` analyses runs of several "
                                    "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
-        link = link_busbw(self.calibrations(), data.gpu_name, len(data.ranks))
-        return rank_report(data.timeline, data.ranks, data.info, link).frames()
+        return opened.ranks.frames()
 
     def summary(self, run: str = "latest") -> pd.DataFrame:
         """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""
-        return pd.DataFrame(summary_records(self.run(run, tables=SUMMARY_TABLES)))
+        return pd.DataFrame(Run(self.run(run, tables=SUMMARY_TABLES)).summary)
 
     def roofline(self, *targets: str, flop_basis: str = "auto") -> RooflineResult:
         """The roofline of runs (default: the latest) with measured ceilings where calibrated."""
@@ -308,8 +213,8 @@ class RunDatabase:
         `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
         and kernel names containing `kernel`. ExportParseError when the run's folder has no
         generated code here."""
-        from .analyze.generated_code import generated_code_view
-        from .parse.generated_code import read_index
+        from ..analyze.generated_code import generated_code_view
+        from ..parse.generated_code import read_index
 
         data = self.run(run, tables=("kernels", "timeline"))
         run_dir = data.run.get("run_dir")
@@ -330,7 +235,7 @@ class RunDatabase:
                progress: Callable[[str], None] | None = None, reports_dir: str | Path = "reports") -> Report:
         """Write an HTML report of the runs (default: the latest run of every stored pair) into
         `out` (default: reports_dir/<pair>-<time>); returns what was written."""
-        from .render.report import PageRef, write_report
+        from ..render.report import PageRef, write_report
 
         with store_db.Database(self.path) as conn:
             listing = conn.list_runs()
@@ -345,9 +250,9 @@ class RunDatabase:
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
         """One report page: the run and the calibrations in one open, then pure analysis (the
         calibrations also judge a multi-rank run's link)."""
-        from .analyze.report_page import page_data
-        from .parse.generated_code import read_index
-        from .render.report import Page
+        from ..analyze.report_page import page_data
+        from ..parse.generated_code import read_index
+        from ..render.report import Page
 
         with store_db.Database(self.path) as conn:
             run, calibrations = declared(conn.read_run(run_id)), merge_calibrations(db_calibrations(conn), files)
@@ -377,7 +282,7 @@ class RunDatabase:
         `error` then carries the CorrectnessError. If storing fails, the run folder is removed
         too: profiles/ and the database stay in step.
         """
-        from .collect import runner
+        from ..collect import runner
 
         outcome = runner.collect(opts, progress)
         try:
@@ -389,10 +294,9 @@ class RunDatabase:
         except BaseException:
             shutil.rmtree(outcome.run_dir, ignore_errors=True)
             raise
-        with store_db.Database(self.path) as conn:
-            in_db = db_calibrations(conn)
-        summary = run_summary(data, merge_calibrations(in_db, file_calibrations(self.calibration_dirs)))
+        stored = Run(declared(data), self.calibrations())
+        summary = stored.result()
         return RunResult(summary["run"], summary["summary"], data,
                          runner.failed_check_error(outcome.run_info, outcome.run_dir),
-                         {k: summary[k] for k in ("headline", "findings", "verdict")})
+                         {k: summary[k] for k in ("headline", "findings", "verdict")}, stored.warnings)
 
