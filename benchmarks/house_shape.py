@@ -1,16 +1,20 @@
-"""The shape of the house, measured: module sizes, the largest function, database opens per
-report page, and the start-up cost of a light command.
+"""The shape of the house, measured: module sizes, the largest function, import circles and
+arrows back up (tests/test_house.py's rules), database opens per report page, per summary and
+per diff, and the start-up cost of a light command.
 
-    python benchmarks/house_shape.py [--json]
+    python benchmarks/house_shape.py [--json] [--root CHECKOUT]
 
-Runs from a source checkout with the package installed (any commit since 48bc4fc), CPU only:
-the report is built from the shipped sample runs. Results are recorded in
-benchmarks/results/house_shape.md with the commit and machine they came from.
+Runs from a source checkout (any commit since 48bc4fc; `--root` measures another one, e.g. a
+`git worktree` of an older commit, with this checkout's rules), CPU only: the report is built
+from the shipped sample runs. Results are recorded in benchmarks/results/house_shape.md with
+the commit and machine they came from.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
+import os
 import json
 import sqlite3
 import statistics
@@ -20,8 +24,31 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parents[1]
+ROOT = HERE                  # the checkout measured (--root)
 PACKAGE = ROOT / "aisp_prof"
+DIFF_RUNS = ("profiles/samples/20261126T011557Z-ch09.fused_l2norm-90df",
+             "profiles/samples_h100/20261126T045251Z-ch09.fused_l2norm-ba93")
+
+
+def house_rules():
+    """tests/test_house.py of this checkout (wherever tests/ keeps it): the import graph's rules."""
+    path = next(HERE.glob("tests/**/test_house.py"))
+    spec = importlib.util.spec_from_file_location("house_rules", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def import_shape() -> dict:
+    """Import circles and arrows back up of the measured package, by this checkout's stage order
+    where the measured one has none."""
+    rules = house_rules()
+    graph = rules.import_graph(PACKAGE)
+    order = rules.stages(PACKAGE) or rules.stages(HERE / "aisp_prof")
+    circles, arrows = rules.import_circles(graph), rules.arrows_back_up(graph, order)
+    return {"import_circles": len(circles), "circles": [" <-> ".join(c) for c in circles],
+            "arrows_back_up": len(arrows), "arrows": arrows}
 
 
 def module_sizes() -> dict[str, int]:
@@ -72,13 +99,45 @@ def report_opens(db_dir: Path) -> dict[str, float]:
     return {"pages": pages, "opens": count["n"], "opens_per_page": count["n"] / pages}
 
 
+def read_opens(db_dir: Path) -> dict[str, int]:
+    """sqlite3 connections opened by `summary --json` of one run and `diff --json` of two (CLI)."""
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    db = db_dir / "reads.db"
+    runner = CliRunner()
+    ids = []
+    for run in DIFF_RUNS:
+        res = runner.invoke(cli, ["import", str(ROOT / run), "--db", str(db)])
+        assert res.exit_code == 0, res.output
+        ids.append(Path(run).name)
+    out = {}
+    for name, args in (("summary", ["summary", ids[0]]), ("diff", ["diff", *ids])):
+        real, count = sqlite3.connect, {"n": 0}
+
+        def counting(*a, **k):
+            count["n"] += 1
+            return real(*a, **k)
+
+        sqlite3.connect = counting
+        try:
+            res = runner.invoke(cli, [*args, "--db", str(db), "--json"])
+        finally:
+            sqlite3.connect = real
+        assert res.exit_code == 0, res.output
+        out[f"{name}_opens"] = count["n"]
+    return out
+
+
 def import_time_s(db_dir: Path, repeats: int = 7) -> float:
     """Median wall time of `aisp-prof runs` on an empty database, in a fresh process."""
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "aisp_prof", "runs", "--db", str(db_dir / "empty.db")],
-                       check=True, capture_output=True)
+                       check=True, capture_output=True, cwd=ROOT,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -86,11 +145,16 @@ def import_time_s(db_dir: Path, repeats: int = 7) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--root", type=Path, default=HERE, help="the checkout to measure (default: this one)")
     args = ap.parse_args()
+    global ROOT, PACKAGE
+    ROOT, PACKAGE = args.root.resolve(), args.root.resolve() / "aisp_prof"
+    sys.path.insert(0, str(ROOT))
     sizes = module_sizes()
     funcs = functions()
     with tempfile.TemporaryDirectory() as tmp:
         opens = report_opens(Path(tmp))
+        reads = read_opens(Path(tmp))
         startup = import_time_s(Path(tmp))
     sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                          text=True).stdout.strip()
@@ -102,7 +166,7 @@ def main() -> None:
         "functions_over_60_lines": sum(1 for f in funcs if f["lines"] > 60),
         "most_parameters": [f"{f['where']} ({f['params']} params)" for f in sorted(funcs, key=lambda f: -f["params"])[:3]],
         "functions_over_8_params": sum(1 for f in funcs if f["params"] > 8),
-        "report": opens, "aisp_prof_runs_wall_s": round(startup, 3),
+        **import_shape(), "report": opens, **reads, "aisp_prof_runs_wall_s": round(startup, 3),
     }
     if args.json:
         print(json.dumps(result, indent=2))
