@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import AispError, BuildError
 from ..pairs import KernelPair
 from ..pairs.files import pair_file_args
+from .commands import python_module
 from .fuzz import shape_text
-from .steps import python_module
 
 SHAPE_CHILD = "aisp_prof.collect.shape_child"
 PASS, SKIP, FAIL = "pass", "skip", "fail"
