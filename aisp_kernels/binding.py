@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aisp_prof.errors import RequirementError
+from aisp_prof.errors import AispError, RequirementError
 
 from . import build
 
@@ -45,11 +45,23 @@ class CudaLibrary:
     extra_flags: Sequence[str] = ()
     _lib: ctypes.CDLL | None = field(default=None, init=False, repr=False)
 
+    def _include_dirs(self) -> list[Any]:
+        return [path for d in self.include_dirs for path in _paths(d() if callable(d) else d)]
+
+    def needs_build(self) -> bool:
+        """Whether loading it here would run nvcc first (not loaded, not in the build cache).
+        False where that cannot be told (no nvcc, no CUTLASS headers): the build says why."""
+        if self._lib is not None:
+            return False
+        try:
+            return not build.cached_target(self.source, self.arch, self._include_dirs(), self.extra_flags).is_file()
+        except (AispError, OSError):
+            return False
+
     def load(self) -> ctypes.CDLL:
         """Build (or reuse) and load the library, with every declared signature set; once."""
         if self._lib is None:
-            include_dirs = [path for d in self.include_dirs for path in _paths(d() if callable(d) else d)]
-            lib = build.load_library(self.source, arch=self.arch, include_dirs=include_dirs,
+            lib = build.load_library(self.source, arch=self.arch, include_dirs=self._include_dirs(),
                                      extra_flags=list(self.extra_flags))
             for name, (argtypes, restype) in {**self.functions, self.error_string: ERROR_STRING_SIGNATURE}.items():
                 fn = getattr(lib, name)

@@ -22,6 +22,7 @@ import os
 import re
 import shlex
 import subprocess
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -95,12 +96,34 @@ def _first_error_line(output: str) -> str:
     return lines[-1] if lines else "(nvcc printed nothing)"
 
 
+# Every build this process ran (not the cache hits): source, arch, seconds, library. The profiled
+# child reports them (check.json's `builds`), so `run` and `check` can say what a long wait was.
+BUILT: list[dict[str, object]] = []
+
+
+def cached_target(source: str | Path, arch: str | None = None, include_dirs: Sequence[str | Path] = (),
+                  extra_flags: Sequence[str] = ()) -> Path:
+    """Where `build_shared_library` puts (or finds) this build: the cache key hashes the source,
+    its local headers, the flags (arch included) and `nvcc --version` (the CUDA release). Builds nothing."""
+    source = Path(source).resolve()
+    nvcc = tools.find_nvcc()
+    flags = nvcc_command("SOURCE", "OUTPUT", arch or default_arch(), include_dirs=[str(d) for d in include_dirs],
+                         extra_flags=[str(f) for f in extra_flags])[1:]
+    key = hashlib.sha256()
+    for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
+        key.update(part)
+        key.update(b"\0\0")
+    for name, data in local_includes(source):        # none: the key is what it always was
+        key.update(b"include\0" + name.encode() + b"\0" + data + b"\0\0")
+    return build_dir() / f"{source.stem}-{key.hexdigest()[:16]}.so"
+
+
 def build_shared_library(source: str | Path, arch: str | None = None,
                          include_dirs: Sequence[str | Path] = (),
                          extra_flags: Sequence[str] = ()) -> Path:
     """Compile `source` (a .cu file) to a cached .so and return its path; BuildError on failure.
 
-    `include_dirs` and `extra_flags` go to nvcc_command (and so into the cache key).
+    `include_dirs` and `extra_flags` go to nvcc_command (and so into the cache key, `cached_target`).
 
     The library is written under a temporary name and renamed into place, so a concurrent or
     interrupted build never leaves a half-written library behind under the cached name.
@@ -110,15 +133,8 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     nvcc = tools.find_nvcc()
     include_dirs = [str(d) for d in include_dirs]
     extra_flags = [str(f) for f in extra_flags]
-    flags = nvcc_command("SOURCE", "OUTPUT", arch, include_dirs=include_dirs, extra_flags=extra_flags)[1:]
-    key = hashlib.sha256()
-    for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
-        key.update(part)
-        key.update(b"\0\0")
-    for name, data in local_includes(source):        # none: the key is what it always was
-        key.update(b"include\0" + name.encode() + b"\0" + data + b"\0\0")
-    out_dir = build_dir()
-    target = out_dir / f"{source.stem}-{key.hexdigest()[:16]}.so"
+    target = cached_target(source, arch, include_dirs, extra_flags)
+    out_dir = target.parent
     if target.is_file():
         log.debug("build cache hit: %s", target)
         return target
@@ -127,6 +143,7 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     tmp = out_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     cmd = nvcc_command(source, tmp, arch, nvcc=nvcc, include_dirs=include_dirs, extra_flags=extra_flags)
     log.info("building %s for %s", source.name, arch)
+    began = time.monotonic()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
@@ -139,6 +156,9 @@ def build_shared_library(source: str | Path, arch: str | None = None,
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+    seconds = round(time.monotonic() - began, 1)
+    BUILT.append({"source": source.name, "arch": arch, "seconds": seconds, "library": str(target)})
+    log.info("built %s for %s in %.1f s: %s", source.name, arch, seconds, target)
     return target
 
 

@@ -61,6 +61,7 @@ def check_cmd(targets: tuple[str, ...], as_json: bool, **options: Any) -> None:
 
 def check_targets(targets: list[str], options: dict[str, Any], progress: Any) -> list[Any]:
     """Every selected pair's shapes, checked (collect.shape_check); sizes validated for all first."""
+    from ..collect.builds import pending_line
     from ..collect.shape_check import ShapeResult, check_here, check_in_children
     from ..pairs import pair_sizes, select
     from ..pairs.capabilities import detect_machine
@@ -76,6 +77,9 @@ def check_targets(targets: list[str], options: dict[str, Any], progress: Any) ->
             continue
         shapes = _shapes(pair, given.get(pair.name), options)
         progress(f"== {pair.name} ({i}/{len(pairs)}): {len(shapes)} shape(s), {', '.join(variants)}")
+        building = pending_line(pair) if options["device"] == "cuda" else None
+        if building:
+            progress(building)
         if options["device"] == "cpu":
             results += check_here(pair, shapes, variants, "cpu", options["trials"])
         else:

@@ -35,6 +35,7 @@ from .. import pairs as pairs_mod
 from ..errors import AispError, NoGpuError, ProfilerFailedError
 from ..naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from . import ranks
+from .builds import builds_so_far
 from .dynamo import stop_compile_workers
 from .samplers import KINDS
 from .timing import SamplingPlan
@@ -302,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
                       else run_timing(pair, sizes, variants, plan, args.references, args.process))
         if args.mode == "check":           # the capture leaves out what had no kernel at these sizes
             variants = [v for v in variants if v not in report["check"].get("skipped_variants", {})]
-        report.update(ok=True, sizes=sizes, wall_s=time.time() - started)
+        report.update(ok=True, sizes=sizes, wall_s=time.time() - started, builds=builds_so_far())
         code = 0
     except AispError as exc:
         report = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}

@@ -34,6 +34,7 @@ from ..pairs.roles import run_declarations
 from ..pairs.source import source_digest
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from .. import tools
+from .builds import build_lines, pending_line
 from .generated import cache_env, keep_generated
 from .run_folder import atomic_folder, provenance, write_json
 from .samplers import KINDS
@@ -187,6 +188,8 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     early = _start_ncu_early(ctx, the_plan, opts)
     try:
         check, nsys_export = _check(ctx, the_plan, opts, release=early is not None)
+        for line in build_lines(check.get("builds", [])):
+            ctx.progress(line)
         ctx.info["env"] = check.get("env", {})
         ctx.info["gpu"].update({k: v for k, v in ctx.info["env"].items() if k in GPU_FIELDS})
         ctx.info["timing_cuda_events"] = check.get("timing", {})
@@ -285,6 +288,9 @@ def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions,
     `release`: the child touches GPU_RELEASED when done with the GPU (an ncu step waits for it)."""
     pair, variants, sizes, folder = the_plan.pair, the_plan.variants, the_plan.sizes, ctx.folder
     what = f"checking {', '.join(variants)} against a float64 reference, then timing them interleaved"
+    building = pending_line(pair)
+    if building:
+        ctx.progress(building)
     args = [*timing_args(opts.timing), *(["--release", str(folder / GPU_RELEASED)] if release else [])]
     if the_plan.nsys is None:
         ctx.progress(f"[1/2] {what}")
