@@ -3,7 +3,8 @@
 Each pair goes through `aisp-prof run`'s pipeline (check first; a failed check is stored and
 stops the pair), then its variants and two reference kernels are timed side by side in fresh
 processes (`collect.timing`, interleaved, clocks beside every sample), at least `processes` of
-them and more while any verdict is still AMBIGUOUS (up to `max_processes`). The verdicts
+them (default one), a second to confirm any FASTER or SLOWER, and more while a verdict is still
+AMBIGUOUS (up to `max_processes`). The verdicts
 (`analyze.gate.verdict`) are stored with the run, so `history` and reports read them back; with
 `--update-expectations` the run's samples become a new session of the pair's recorded evidence,
 unless its check failed or its clocks were throttled (then only with `force`).
@@ -45,8 +46,8 @@ class BenchOptions:
     profile: str = "none"
     repeats: int = 10                  # interleaved rounds per process, at least
     budget_s: float = 2.0              # sampling time per process
-    processes: int = 2                 # timing processes per pair, at least
-    max_processes: int = 5             # ... and at most, while a verdict is AMBIGUOUS
+    processes: int = 1                 # timing processes per pair, at least (`_undecided` asks for more)
+    max_processes: int = 5             # ... and at most: a second confirms a change, more while AMBIGUOUS
     record_processes: int = 4          # processes of a recording session (--update-expectations)
     update_expectations: bool = False
     force: bool = False                # record even a throttled session (or one of other code)
@@ -105,9 +106,22 @@ def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _still_ambiguous(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
-    return lambda samples: any(v.verdict == AMBIGUOUS
-                               for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry))
+CONFIRMING_PROCESSES = 2              # a FASTER or SLOWER of one process is confirmed by a second
+
+
+def _undecided(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
+    """Whether the gate needs another timing process: while a verdict is AMBIGUOUS, and until a
+    second process has confirmed any FASTER or SLOWER. One process is enough for a pair whose
+    every variant is SAME: the A/A margin it is judged by was learnt from the recorded processes'
+    spread, so the between-process noise is already inside it; a change one process shows must
+    show in the next too before it fails a build. This halves a passing gate's cost (one fresh
+    process per pair instead of two) without letting one odd process decide a failure."""
+    def more(samples: list[dict[str, Any]]) -> bool:
+        verdicts = [v for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry) if not v.is_reference]
+        processes = len({s.get("process") for s in samples})
+        return any(v.verdict == AMBIGUOUS or (v.verdict in (FASTER, SLOWER) and processes < CONFIRMING_PROCESSES)
+                   for v in verdicts)
+    return more
 
 
 def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
@@ -153,7 +167,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
             data.verdicts = verdict_frame(found, str(path))
         said.append(exp.other_code(entry, (data.info.get("source") or {}).get("sha256")))
     try:
-        result = runs.profile(opts.run_options(pair, _still_ambiguous(pair.name, entry, kind)), progress, annotate)
+        result = runs.profile(opts.run_options(pair, _undecided(pair.name, entry, kind)), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
         return PairOutcome(pair.name, None, "error", str(e))
     if result.error is not None:

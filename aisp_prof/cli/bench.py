@@ -84,8 +84,10 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               show_default=True, help="none: timing only; minimal: + nsys; roofline: + ncu; full: + both, more metrics.")
 @click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
 @click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
-@click.option("--processes", default=2, show_default=True, help="Timing processes per pair, at least.")
-@click.option("--max-processes", default=5, show_default=True, help="More processes while a verdict is AMBIGUOUS, up to this.")
+@click.option("--processes", default=1, show_default=True,
+              help="Timing processes per pair, at least; a second always confirms a FASTER or SLOWER.")
+@click.option("--max-processes", default=5, show_default=True,
+              help="Processes at most: the confirming one, then more while a verdict is AMBIGUOUS.")
 @click.option("--update-expectations", is_flag=True, help="Record this run as a new session of each passing pair's "
               "evidence in expectations_<gpu>.json (refused for a throttled run).")
 @click.option("--record-processes", default=4, show_default=True, help="Timing processes of a recording session.")
