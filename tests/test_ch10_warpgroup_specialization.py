@@ -16,7 +16,8 @@ from pair_testing import forbid_build, import_fresh, runnable_variants
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check, tools  # noqa: E402
+from aisp_prof import tools  # noqa: E402
+from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 from aisp_prof.pairs.source import source_digest  # noqa: E402
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aisp_prof.collect import commands, tools
+from aisp_prof import tools
+from aisp_prof.collect import commands
 from aisp_prof.naming import nvtx_path
 from aisp_prof.errors import ToolNotFoundError
 from aisp_prof.parse.metric_table import METRICS, metric_names
