@@ -5,6 +5,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aisp_prof.errors import RequirementError
+from aisp_prof.pairs.size_rules import SizeRule
 
 INT_MAX = 2**31 - 1          # the CUDA entry points take int sizes
 
@@ -23,6 +24,14 @@ def min_bytes(sizes: Mapping[str, int], element_bytes: int) -> int:
 def reference(inputs: Mapping[str, Any]) -> Any:
     """float64 product of inputs["a"] and inputs["b"], on their device."""
     return inputs["a"].double() @ inputs["b"].double()
+
+
+def size_rules(multiple: int, why: str) -> tuple[SizeRule, ...]:
+    """What `validate_sizes(sizes, multiple, why)` holds a pair to, as its declared size rules
+    (pairs.size_rules): checked before anything runs, shown by `list --json`, fuzzed inside."""
+    return (SizeRule("m", maximum=INT_MAX),
+            *(SizeRule(key, step=multiple, minimum=multiple, maximum=INT_MAX // multiple * multiple, why=why)
+              for key in ("n", "k")))
 
 
 def validate_sizes(sizes: Mapping[str, int], multiple: int, why: str) -> tuple[int, int, int]:

@@ -46,6 +46,7 @@ def test_a_library_not_in_the_cache_is_named_before_the_check_and_timed_after(fa
     assert library == build.cached_target(src, "sm_90a") and pending_builds(pair) == [] and pending_line(pair) is None
     (built,) = build.BUILT
     assert built["source"] == "k.cu" and built["arch"] == "sm_90a" and built["seconds"] >= 0
-    assert build_lines(build.BUILT) == [f"      built k.cu for sm_90a in {built['seconds']} s (cached for the next check)"]
+    said = f"      built k.cu for sm_90a in {built['seconds']} s (cached for the next check)"
+    assert build_lines(build.BUILT) == [said]
     build.build_shared_library(src, "sm_90a")                 # a cache hit is not a build
     assert len(build.BUILT) == 1 and Path(built["library"]) == library

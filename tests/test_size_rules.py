@@ -66,7 +66,8 @@ def test_run_refuses_before_anything_runs(tmp_path):
                                    "--db", str(tmp_path / "a.db")])
     assert res.exit_code == 12, res.output
     line = [ln for ln in res.output.splitlines() if ln.startswith("aisp-prof: error")]
-    assert len(line) == 1 and "k=1001: must be a multiple of 8" in line[0] and "nearest valid: k=1000 or k=1008" in line[0]
+    assert len(line) == 1 and "k=1001: must be a multiple of 8" in line[0]
+    assert "nearest valid: k=1000 or k=1008" in line[0]
     assert "Traceback" not in res.output and not (tmp_path / "a.db").exists()
 
 

@@ -57,8 +57,8 @@ def cli(verbose: bool) -> None:
 
 
 for _command in (list_cmd, run_cmd, check_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd, summary_cmd,
-                 quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd, code_cmd,
-                 new_cmd, diff_cmd):
+                 quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd,
+                 code_cmd, new_cmd, diff_cmd):
     cli.add_command(_command)
 
 

@@ -125,7 +125,8 @@ def merge_rank_checks(reports: list[dict[str, Any]]) -> dict[str, Any]:
     check["checks"] = [{**c, "rank": r} for r, rep in enumerate(reports) for c in rep["check"]["checks"]]
     check["passed"] = all(rep["check"]["passed"] for rep in reports)
     check["failed_variants"] = list(dict.fromkeys(v for rep in reports for v in rep["check"].get("failed_variants", [])))
-    check["skipped_variants"] = {v: why for rep in reports for v, why in rep["check"].get("skipped_variants", {}).items()}
+    check["skipped_variants"] = {v: why for rep in reports
+                                 for v, why in rep["check"].get("skipped_variants", {}).items()}
     merged["check"] = check
     return merged
 

@@ -194,6 +194,10 @@ def bytes_fp8(sizes: Mapping[str, int]) -> int:
     return (m * k + k * n) + 2 * m * n
 
 
+
+SIZE_RULES = gemm.size_rules(16, "torch._scaled_mm's fp8 layout rule")
+
+
 PAIR = KernelPair(
     name="ch09.cublaslt_gemm",
     chapter=9,
@@ -206,6 +210,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,      # same operands for all; the fp16 output rounding alone is ~2-3e-4
     requires=Requirements(min_cc=(9, 0), needs=("nvcc",),
                           note="Hopper (sm_90): wgmma/fp8 cuBLASLt kernels; builds CUDA C++"),

@@ -191,6 +191,10 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
     return gemm.min_bytes(sizes, 2)
 
 
+
+SIZE_RULES = gemm.size_rules(8, "16-byte bf16 rows for TMA")
+
+
 PAIR = KernelPair(
     name="ch09.cutlass_gemm",
     chapter=9,
@@ -204,6 +208,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # bf16 output rounding ~1.1e-3; SIMT fp32 ~1e-6
     # the SIMT baseline accumulates k = 8192 products of bf16-exact operands with fp32 FFMA (u = 2^-24),
     # partial sums averaging ~0.53 |c|: rounding to nearest gives ~u sqrt(k / 6) = 2.2e-6, and even

@@ -204,6 +204,10 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
     return gemm.min_bytes(sizes, 4)
 
 
+
+SIZE_RULES = gemm.size_rules(4, "16-byte rows for cp.async and float4 stores")
+
+
 PAIR = KernelPair(
     name="ch09.micro_tiling_matmul",
     chapter=9,
@@ -217,6 +221,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-5,      # fp32 accumulation over k = 8192: ~1.5e-6 sequential, ~3e-7 cuBLAS
     requires=Requirements(min_cc=(9, 0), needs=("nvcc",), note="Hopper (sm_90); builds CUDA C++"),
     variant_needs={"baseline": ("gpu", "nvcc"), "optimized": ("gpu", "nvcc"), "cublas": ("gpu",)},

@@ -47,7 +47,7 @@ import torch
 
 from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 DEFAULT_SIZES = {"m": 16384, "n": 16384, "k": 16384}
 
@@ -144,6 +144,12 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
     return 2 * (m * k + k * n + m * n)
 
 
+
+SEMI_STRUCTURED = "torch's semi-structured sparse bf16 tensors (CUTLASS: rows a multiple of 32, columns of 64)"
+SIZE_RULES = (SizeRule("m", step=32, minimum=32, why=SEMI_STRUCTURED),
+              SizeRule("k", step=64, minimum=64, why=SEMI_STRUCTURED))
+
+
 PAIR = KernelPair(
     name="ch09.structured_sparsity",
     chapter=9,
@@ -156,6 +162,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # bf16 output rounding ~1.7e-3, same operands in both variants
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"sparse24": ("gpu",), "sparse24_tuned": ("gpu",)},

@@ -53,7 +53,7 @@ import torch.nn.functional as F
 
 from aisp_kernels import sparse
 from aisp_prof.errors import RequirementError
-from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements
+from aisp_prof.pairs import Book, Inputs, KernelPair, Requirements, SizeRule
 
 DEFAULT_SIZES = {"tokens": 8 * 8192, "hidden": 6144, "ffn": 24576}
 REFERENCE_CHUNK_TOKENS = 4096
@@ -169,6 +169,12 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
     return 2 * (2 * t * h + 3 * h * f)
 
 
+
+SEMI_STRUCTURED = "torch's semi-structured sparse bf16 tensors (CUTLASS: rows a multiple of 32, columns of 64)"
+SIZE_RULES = (SizeRule("hidden", step=64, minimum=64, why=SEMI_STRUCTURED),
+              SizeRule("ffn", step=64, minimum=64, why=SEMI_STRUCTURED))
+
+
 PAIR = KernelPair(
     name="ch09.structured_sparsity_ffn",
     chapter=9,
@@ -180,6 +186,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=1e-2,      # compounded bf16 rounding of the intermediates, ~4e-3 (see docstring)
     requires=Requirements(min_cc=(9, 0), note="Hopper (sm_90) or newer"),
     variant_needs={"sparse24": ("gpu",), "sparse24_tuned": ("gpu",)},

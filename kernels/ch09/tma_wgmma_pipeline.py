@@ -129,6 +129,10 @@ def bytes(sizes: Mapping[str, int]) -> int:  # the KernelPair field is called by
     return gemm.min_bytes(sizes, 2)
 
 
+
+SIZE_RULES = gemm.size_rules(8, "16-byte bf16 rows for TMA")
+
+
 PAIR = KernelPair(
     name="ch09.tma_wgmma_pipeline",
     chapter=9,
@@ -143,6 +147,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=5e-3,      # bf16 output rounding ~1.1e-3
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="Hopper only (sm_90a wgmma/TMA/setmaxnreg); on Blackwell the book's "

@@ -111,7 +111,8 @@ SMALL_SIZES = {"m": 300, "n": 388}         # for compute-sanitizer: ragged in bo
 N_MULTIPLE = 4                             # TMA row pitch: a multiple of 16 bytes of fp32
 MAX_M = 65535 * 128                        # the 128-row tiles' grid y extent
 SIZE_RULES = (SizeRule("m", maximum=MAX_M, why="65535 tiles of 128 rows: the grid's y extent"),
-              SizeRule("n", step=N_MULTIPLE, minimum=N_MULTIPLE, maximum=2**31 - 4, why="TMA needs 16-byte row pitches"))
+              SizeRule("n", step=N_MULTIPLE, minimum=N_MULTIPLE, maximum=2**31 - 4,
+                       why="TMA needs 16-byte row pitches"))
 VARIANT_IDS = {"baseline": 0, "tma_book_config": 1, "tma_hopper": 2}
 LIBRARY = CudaLibrary(CUDA_SOURCE, {       # built for sm_90a on first use, never on import
     "aisp_tma_2d_pipeline": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,

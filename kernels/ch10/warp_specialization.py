@@ -227,6 +227,10 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
     return gemm.min_bytes(sizes, 2)
 
 
+
+SIZE_RULES = gemm.size_rules(8, "16-byte fp16 rows for TMA")
+
+
 PAIR = KernelPair(
     name=NAME,
     chapter=10,
@@ -242,6 +246,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,                    # fp16 output rounding ~2e-4 (Frobenius)
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (wgmma, TMA, setmaxnreg); on Blackwell run the book's tcgen05 pair"),

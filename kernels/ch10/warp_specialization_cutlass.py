@@ -205,6 +205,10 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
 
 _CUTLASS_NEEDS = ("gpu", "nvcc", "cutlass")
 
+
+SIZE_RULES = gemm.size_rules(8, "16-byte fp16 rows for TMA")
+
+
 PAIR = KernelPair(
     name=NAME,
     chapter=10,
@@ -220,6 +224,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     # sanitizer size: 3 x 3 tiles of 256 x 128 (2 clusters, one half out of range), ragged M/N/K,
     # 9 k-blocks of 64 so each ring (4 or 6 stages) wraps
     small_sizes={"m": 520, "n": 264, "k": 520},

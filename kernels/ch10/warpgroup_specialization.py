@@ -99,6 +99,10 @@ def bytes(sizes: Mapping[str, int]) -> int:  # noqa: A001 - the KernelPair field
 
 _CUTLASS_NEEDS = ("gpu", "nvcc", "cutlass")
 
+
+SIZE_RULES = _HAND.SIZE_RULES                    # the hand-written sibling's: 16-byte fp16 rows for TMA
+
+
 PAIR = KernelPair(
     name=NAME,
     chapter=10,
@@ -114,6 +118,7 @@ PAIR = KernelPair(
     bytes=bytes,
     sizes=DEFAULT_SIZES,
     small_sizes=SMALL_SIZES,
+    size_rules=SIZE_RULES,
     tolerance=2e-3,                      # fp16 rounding of C ~2.8e-4 relative; fp32 accumulation ~3e-6
     requires=Requirements(min_cc=(9, 0), max_cc=(9, 0), needs=("nvcc",),
                           note="built for sm_90a (wgmma, setmaxnreg, TMA multicast); on Blackwell run the book's "

@@ -210,6 +210,10 @@ def bytes(sizes: Mapping[str, int]) -> int:
 
 _CUTLASS_NEEDS = ("gpu", "nvcc", "cutlass")
 
+
+SIZE_RULES = gemm.size_rules(8, "16-byte fp16 rows for TMA and cp.async")
+
+
 PAIR = KernelPair(
     name=NAME,
     chapter=14,
@@ -223,6 +227,7 @@ PAIR = KernelPair(
     flops=flops,
     bytes=bytes,
     sizes=DEFAULT_SIZES,
+    size_rules=SIZE_RULES,
     # sanitizer size: ragged M/N/K, 5 x 3 Sm80 tiles, 3 x 3 Sm90 tiles (a cluster half out of range),
     # 9 k-blocks of 64 so both rings (3 and 4 stages) wrap
     small_sizes={"m": 520, "n": 264, "k": 520},
