@@ -120,3 +120,23 @@ def test_a_dead_check_process_costs_only_its_shape(monkeypatch, tmp_path):
     results = shape_check.check_in_children(pair, shapes, ["baseline"])
     assert calls == [4, 2] and [r.status for r in results] == ["pass", "fail", "pass", "pass"]
     assert "the check process died (exit 1): Segmentation fault" in results[1].detail
+
+
+def test_a_child_that_hangs_is_killed_and_costs_its_shape(monkeypatch, tmp_path):
+    import sys
+
+    out = tmp_path / "lines.jsonl"
+    script = f"import time; open({str(out)!r}, 'a').write('{{}}\\n'); time.sleep(60)"
+    monkeypatch.setattr(shape_check, "POLL_S", 0.05)
+    rc, why = shape_check._run_watched([sys.executable, "-c", script], out, timeout_s=1.0)
+    assert rc != 0 and "no result for 1 s: killed" in why and out.read_text() == "{}\n"
+
+
+def test_the_real_child_without_a_gpu_skips_every_shape_with_the_reason(tmp_path):
+    from aisp_prof.pairs.files import load_file
+
+    if torch.cuda.is_available():
+        pytest.skip("the child runs the shapes on a GPU here")
+    pair = load_file(_pair_file(tmp_path, False))
+    results = shape_check.check_in_children(pair, [{"rows": 2, "cols": 8}, {"rows": 3, "cols": 4}], ["baseline"])
+    assert [r.status for r in results] == ["skip", "skip"] and all("no CUDA GPU" in r.detail for r in results)

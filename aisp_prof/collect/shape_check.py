@@ -9,8 +9,9 @@ baseline, as `run`'s check does) and ends as one `ShapeResult`:
   fail  a variant was wrong or raised, the pair refused a shape inside its own size rules (the
         rules are incomplete), or the check process died at this shape (a crashed kernel).
 On a GPU every shape of a pair runs in one child process (`collect.shape_child`), which writes a
-line per shape as it goes: a process that dies (an illegal address leaves CUDA unusable) costs
-only the shape it died at, and a new process takes the rest. On the CPU (`device="cpu"`: torch
+line per shape as it goes: a process that dies (an illegal address leaves CUDA unusable), or
+writes nothing for SHAPE_TIMEOUT_S (a kernel that hangs: it is killed), costs only the shape it
+was at, and a new process takes the rest. On the CPU (`device="cpu"`: torch
 variants, Triton's under TRITON_INTERPRET=1) the shapes run in this process.
 """
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -30,6 +32,8 @@ from .fuzz import shape_text
 
 SHAPE_CHILD = "aisp_prof.collect.shape_child"
 PASS, SKIP, FAIL = "pass", "skip", "fail"
+SHAPE_TIMEOUT_S = 900.0      # one shape with its first build and compiles (CUTLASS: minutes); past it, a hang
+POLL_S = 0.5
 
 
 @dataclass
@@ -108,8 +112,33 @@ def _child(pair: KernelPair, shapes: list[dict[str, int]], variants: list[str], 
     out.unlink(missing_ok=True)
     cmd = python_module(SHAPE_CHILD, "--pair", pair.name, *pair_file_args(pair), "--variants", ",".join(variants),
                         "--shapes", str(shapes_file), "--out", str(out), "--trials", str(trials))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    rc, tail = _run_watched(cmd, out, SHAPE_TIMEOUT_S)
     lines = [json.loads(ln) for ln in out.read_text().splitlines() if ln.strip()] if out.exists() else []
     fatal = next((ln for ln in lines if "fatal" in ln), None)
-    said = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-    return [ln for ln in lines if "fatal" not in ln], fatal, proc.returncode, (said[-1] if said else "no output")[:300]
+    return [ln for ln in lines if "fatal" not in ln], fatal, rc, tail
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_text().count("\n")
+    except OSError:
+        return 0
+
+
+def _run_watched(cmd: list[str], out: Path, timeout_s: float) -> tuple[int, str]:
+    """Run the child; kill it when no shape's line appears for `timeout_s` (a kernel that hangs
+    costs its shape, not the whole check). (exit code, its last output line, or why it was killed)."""
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True)
+        seen, since = -1, time.monotonic()
+        while proc.poll() is None:
+            if _lines(out) != seen:
+                seen, since = _lines(out), time.monotonic()
+            elif time.monotonic() - since > timeout_s:
+                proc.kill()
+                proc.wait()
+                return proc.returncode, f"no result for {timeout_s:.0f} s: killed (a kernel that never finishes?)"
+            time.sleep(POLL_S)
+        log.seek(0)
+        said = [ln.strip() for ln in log.read().splitlines() if ln.strip()]
+    return proc.returncode, (said[-1] if said else "no output")[:300]
