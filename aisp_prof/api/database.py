@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,8 @@ from ..store.select import resolve_run, select_runs
 from ..store.variants import check_variant
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
+    from ..bench.runner import PairOutcome
+    from ..calibrate.run import CalibrateOutcome
     from ..analyze.roofline import RooflineResult
     from ..collect.runner import RunOptions
     from ..render.report import Page, Report
@@ -271,6 +273,38 @@ class RunDatabase:
             ids = list(dict.fromkeys(resolve_run(listing, t, str(self.path)) for t in targets))
             runs, in_db = [declared(conn.read_run(r)) for r in ids], db_calibrations(conn)
         return runs, merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
+
+    # ------------------------------------------------------------------ calibrating and the gate (GPU)
+    def calibrate(self, options: dict[str, Any], progress: Progress = lambda m: None) -> CalibrateOutcome:
+        """Measure this GPU's ceilings and store them (`calibrate.run`; `options`: CalibrateOptions' fields)."""
+        from ..calibrate.run import CalibrateOptions, calibrate
+
+        return calibrate(CalibrateOptions(db=self.path, **options), progress)
+
+    def calibrate_link(self, gpus: int, write_json: Path | None = None) -> tuple[dict[str, Any], Path | None]:
+        """Measure `gpus` GPUs' link per collective and store it; (record, JSON file written)."""
+        from ..calibrate.run import calibrate_link
+
+        return calibrate_link(self.path, gpus, write_json)
+
+    def bench(self, targets: Sequence[str], options: dict[str, Any],
+              track: Callable[[list[Any]], Iterable[Any]] = list) -> tuple[str, list[PairOutcome]]:
+        """`bench run`: every pair of `targets` checked, timed and judged against its recorded
+        evidence (`bench.runner`; `options`: BenchOptions' fields); (hardware key, outcomes).
+        `track(pairs)` may wrap the pairs in a progress bar."""
+        from ..bench.runner import BenchOptions, bench_one, current_hardware_key
+        from ..pairs import select
+
+        selected, key = select(list(targets)), current_hardware_key()
+        opts = BenchOptions(**options)
+        return key, [bench_one(p, self, key, opts) for p in track(selected)]
+
+    def bench_record(self, runs: Sequence[str], expectations: Path | None = None,
+                     force: bool = False) -> list[PairOutcome]:
+        """Stored runs added as sessions of their pairs' recorded evidence (`bench.runner.record_runs`)."""
+        from ..bench.runner import record_runs
+
+        return record_runs([self.run(r) for r in runs], expectations, force)
 
     # ------------------------------------------------------------------ profiling (GPU)
     def profile(self, opts: RunOptions, progress: Progress = lambda m: None,

@@ -1,6 +1,7 @@
 """`aisp-prof bench ...`: whole chapters timed against recorded per-GPU expectations (the CI gate)."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -8,8 +9,8 @@ from typing import Any
 import click
 
 from ..errors import AispError, CorrectnessError, RegressionError
-from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, pair_rows,
-                     profiles_dir_option, table_width, wide_option)
+from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
+                     table_width, wide_option)
 
 
 @click.group("bench")
@@ -35,7 +36,9 @@ def list_targets(chapter: str | None, as_json: bool) -> None:
     Example:
       aisp-prof bench list-targets --chapter ch09
     """
-    rows = pair_rows(chapter)
+    from ..api.pairs import pair_list
+
+    rows = pair_list(chapter)
     extra_hint(rows)
     if as_json:
         echo_json([{k: r[k] for k in ("name", "chapter_key", "can_run", "reason")} for r in rows])
@@ -64,10 +67,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
     Example:
       aisp-prof bench record ch09.fused_l2norm ch09.triton
     """
-    from ..bench.runner import record_runs
-
-    store = database(db)
-    outcomes = record_runs([store.run(r) for r in runs], expectations, force)
+    outcomes = database(db).bench_record(runs, expectations, force)
     if as_json:
         echo_json([o.to_dict() for o in outcomes])
     else:
@@ -115,13 +115,9 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
       aisp-prof bench run --targets ch09 --update-expectations  # record this GPU's evidence
       aisp-prof bench run --targets ch09.fused_l2norm --json
     """
-    from ..bench.runner import BenchOptions, bench_one, current_hardware_key
-    from ..pairs import select
-
-    selected, key = select(list(targets)), current_hardware_key()
-    opts, runs = BenchOptions(**options), database(db)
-    with click.progressbar(selected, label="bench", file=sys.stderr, item_show_func=lambda p: p.name if p else "") as bar:
-        outcomes = [bench_one(p, runs, key, opts) for p in bar]
+    with contextlib.ExitStack() as stack:
+        key, outcomes = database(db).bench(targets, options, lambda pairs: stack.enter_context(click.progressbar(
+            pairs, label="bench", file=sys.stderr, item_show_func=lambda p: p.name if p else "")))
     if as_json:
         echo_json({"hardware_key": key, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]})
     else:
@@ -137,6 +133,6 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
                      | {o.pair for o in outcomes if o.status == "error"})
     if failing:
         raise RegressionError(f"regressed, missing or failed: {', '.join(failing)}")
-    refused = [o.pair for o in outcomes if opts.update_expectations and o.status == "ok" and not o.recorded]
+    refused = [o.pair for o in outcomes if options["update_expectations"] and o.status == "ok" and not o.recorded]
     if refused:
         raise AispError(f"not recorded: {', '.join(refused)} (throttled; see the table, or pass --force)")

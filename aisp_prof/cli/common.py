@@ -6,7 +6,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import click
 
@@ -146,19 +146,6 @@ def _json_default(v: Any) -> Any:
 
 def short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 3] + "..."
-
-
-def pair_rows(chapter: str | None, paths: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """`list` rows (the pairs here, and whether each can run), for one chapter or all, or for
-    the pair files and folders `paths` (pairs.files)."""
-    from ..naming import chapter_key
-    from ..pairs.capabilities import detect_machine, listing
-    from ..pairs.discovery import discover_here
-    from ..pairs.files import load_target
-
-    want = chapter_key(chapter) if chapter else None
-    pairs, unimportable = ([p for t in paths for p in load_target(t)], []) if paths else discover_here()
-    return [r for r in listing(pairs, detect_machine(), unimportable) if want is None or r["chapter_key"] == want]
 
 
 def extra_hint(rows: list[dict[str, Any]]) -> None:

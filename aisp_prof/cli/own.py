@@ -33,13 +33,9 @@ def new_cmd(name: str, folder: Path, chapter: int, as_json: bool) -> None:
       TRITON_INTERPRET=1 python -m pytest my_pairs/test_fused_relu.py   # CPU check
       aisp-prof run my_pairs/fused_relu.py                               # GPU
     """
-    from ..errors import UnknownTargetError
-    from ..pairs.new import write_new
+    from ..api.pairs import new_pair
 
-    try:
-        written = write_new(name, folder, chapter)
-    except ValueError as exc:
-        raise UnknownTargetError(str(exc)) from exc
+    written = new_pair(name, folder, chapter)
     if as_json:
         echo_json(written.as_dict())
         return

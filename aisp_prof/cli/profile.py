@@ -190,18 +190,13 @@ def calibrate_cmd(show: bool, link_gpus: int | None, db: Path | None, as_json: b
         echo_json(rows) if as_json else click.echo(calibration_table(rows, table_width()))
         return
     if link_gpus:
-        from ..calibrate.run import calibrate_link
-
-        cal, path = calibrate_link(runs.path, link_gpus, options.get("write_json"))
+        cal, path = runs.calibrate_link(link_gpus, options.get("write_json"))
         echo_json(cal) if as_json else click.echo(calibration_table([cal], table_width()))
         if path and not as_json:
             click.echo(f"written: {path}")
         return
-    from ..calibrate.run import CalibrateOptions, calibrate
-
     probes = [p for p in (options.pop("probes") or "").split(",") if p]
-    outcome = calibrate(CalibrateOptions(db=runs.path, probes=probes, **options),
-                        progress=lambda m: click.echo(f"   {m}", err=True))
+    outcome = runs.calibrate({"probes": probes, **options}, progress=lambda m: click.echo(f"   {m}", err=True))
     if as_json:
         echo_json(outcome.as_dict())
         return

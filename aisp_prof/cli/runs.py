@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, pair_rows, record_texts, short,
+from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, record_texts, short,
                      stream_json_texts, table_width, wide_option)
 
 
@@ -25,7 +25,9 @@ def list_cmd(paths: tuple[str, ...], chapter: str | None, as_json: bool) -> None
       aisp-prof list --chapter ch09 --json
       aisp-prof list my_pair.py
     """
-    rows = pair_rows(chapter, paths)
+    from ..api.pairs import pair_list
+
+    rows = pair_list(chapter, paths)
     extra_hint(rows)
     if as_json:
         echo_json(rows)

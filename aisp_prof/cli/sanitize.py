@@ -31,27 +31,15 @@ def sanitize_cmd(targets: tuple[str, ...], tools: tuple[str, ...], variants: str
       aisp-prof sanitize ch10                                   # every ch10 pair, 3 tools
       aisp-prof sanitize ch10.dsmem_reduction --tool racecheck --sizes n=65536 --log-dir /tmp/san
     """
-    from ..collect import sanitizer as san
-    from ..pairs import capabilities, pair_sizes, select
-    from ..tools import find_sanitizer
+    from ..api.pairs import SanitizeRequest, sanitize
 
-    tool_path = find_sanitizer(sanitizer)
-    machine = capabilities.detect_machine()
-    asked = tuple(variants.split(",")) if variants else ()
-    answers = [(pair, capabilities.runnable(pair, machine, asked)) for pair in select(list(targets))]
-    if not machine.gpu:                       # nothing can run: say why once (exit 3, or 9 without torch)
-        answers[0][1].require()
-    chosen = [(p, list(a.variants)) for p, a in answers if a.ok]
-    skipped = [(p, a.reason) for p, a in answers if not a.ok]
-    size_of = {p.name: pair_sizes(p, sizes) if sizes else dict(p.small_sizes or p.sizes) for p, _ in chosen}
-    results = san.sanitize_pairs(chosen, tools or san.DEFAULT_TOOLS, lambda p: size_of[p.name],
-                                 tool_path, log_dir, lambda m: click.echo(m, err=True))
+    request = SanitizeRequest(targets, tools, tuple(variants.split(",")) if variants else (), sizes, log_dir, sanitizer)
+    outcome = sanitize(request, lambda m: click.echo(m, err=True))
     if as_json:
-        echo_json({"results": [r.to_dict() for r in results],
-                   "skipped": [{"pair": p.name, "reason": why} for p, why in skipped]})
+        echo_json(outcome.as_dict())
     else:
-        click.echo(sanitize_table(results, skipped, table_width()))
-    bad = [f"{r.pair} ({r.tool})" for r in results if not r.ok]
+        click.echo(sanitize_table(outcome.results, outcome.skipped, table_width()))
+    bad = outcome.failed
     if bad:
         raise CorrectnessError(f"compute-sanitizer found problems in: {', '.join(bad)}"
                                + ("" if log_dir else "; rerun with --log-dir DIR for the full reports"))
