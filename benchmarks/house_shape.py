@@ -34,6 +34,9 @@ DIFF_RUNS = ("profiles/samples/20261126T011557Z-ch09.fused_l2norm-90df",
 def house_rules():
     """tests/test_house.py of this checkout (wherever tests/ keeps it): the import graph's rules."""
     path = next(HERE.glob("tests/**/test_house.py"))
+    for folder in (HERE / "tests", path.parent):       # where its helpers (repo_paths) are
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location("house_rules", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -152,6 +155,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     sizes = module_sizes()
     funcs = functions()
+    shape = import_shape()
     with tempfile.TemporaryDirectory() as tmp:
         opens = report_opens(Path(tmp))
         reads = read_opens(Path(tmp))
@@ -166,7 +170,7 @@ def main() -> None:
         "functions_over_60_lines": sum(1 for f in funcs if f["lines"] > 60),
         "most_parameters": [f"{f['where']} ({f['params']} params)" for f in sorted(funcs, key=lambda f: -f["params"])[:3]],
         "functions_over_8_params": sum(1 for f in funcs if f["params"] > 8),
-        **import_shape(), "report": opens, **reads, "aisp_prof_runs_wall_s": round(startup, 3),
+        **shape, "report": opens, **reads, "aisp_prof_runs_wall_s": round(startup, 3),
     }
     if args.json:
         print(json.dumps(result, indent=2))

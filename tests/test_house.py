@@ -205,6 +205,15 @@ def test_no_arrows_back_up():
     assert arrows_back_up(import_graph(), stages()) == []
 
 
+def test_the_store_runs_no_tool():
+    """The store reads and writes runs; exporting a .nsys-rep or finding a profiler is collect's
+    (the API calls it): no store module imports collect, tools or subprocess."""
+    tools = ("aisp_prof.collect", "aisp_prof.tools", "subprocess")
+    bad = {p.name: sorted(n for n in _imports(p) if any(n == t or n.startswith(t + ".") for t in tools))
+           for p in sorted((PACKAGE / "store").rglob("*.py"))}
+    assert not {k: v for k, v in bad.items() if v}
+
+
 def test_the_circle_finder_finds_circles():
     assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert arrows_back_up({"aisp_prof.store.db": {"aisp_prof.analyze.summary"},
