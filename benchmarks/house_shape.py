@@ -136,6 +136,7 @@ def read_opens(db_dir: Path) -> dict[str, int]:
 def import_time_s(db_dir: Path, repeats: int = 7) -> float:
     """Median wall time of `aisp-prof runs` on an empty database, in a fresh process."""
     times = []
+    sqlite3.connect(db_dir / "empty.db").close()      # an empty database (a missing one is exit 13)
     for _ in range(repeats):
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "aisp_prof", "runs", "--db", str(db_dir / "empty.db")],

@@ -215,7 +215,7 @@ def test_a_later_timing_process_times_each_first_call(monkeypatch):
 
 
 def test_run_timing_processes_option_reaches_the_collection():
-    from aisp_prof.cli.profile import RunRequest
+    from aisp_prof.api.profiling import RunRequest
     from aisp_prof.pairs import find
 
     timing = RunRequest(timing_processes=2).options(find("ch09.fused_l2norm")).timing

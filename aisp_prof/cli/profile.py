@@ -1,52 +1,13 @@
 """Commands that need a GPU (or fall back without one): run, quickstart, calibrate."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..errors import NoGpuError
 from .common import database, db_option, echo_json, json_option, profiles_dir_option, table_width, wide_option
 from .runs import print_summary
-
-QUICKSTART_REPORT = Path("reports") / "quickstart"
-QUICKSTART_PAIR = "ch09.fused_l2norm"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """`aisp-prof run`'s options, as given."""
-
-    variants: str | None = None
-    sizes: str | None = None
-    label: str | None = None
-    profiles_dir: Path = Path("profiles")
-    ncu: str | None = None
-    nsys: str | None = None
-    no_ncu: bool = False
-    no_nsys: bool = False
-    nsys_iterations: int = 5
-    extra_metrics: tuple[str, ...] = ()
-    timing_processes: int = 1
-    nproc_per_node: int | None = None
-    ncu_rank: int = 0
-
-    def options(self, pair: Any) -> Any:
-        """The collection options for one pair (its --sizes parsed against its own sizes)."""
-        from ..collect.runner import RunOptions, TimingOptions
-        from ..pairs import pair_sizes
-        from ..parse.metric_table import DEFAULT_GROUPS
-
-        return RunOptions(
-            pair=pair, profiles_dir=self.profiles_dir, sizes=pair_sizes(pair, self.sizes),
-            variants=self.variants.split(",") if self.variants else [], ncu=self.ncu, nsys=self.nsys,
-            label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
-            nsys_iterations=self.nsys_iterations,
-            timing=TimingOptions(processes=self.timing_processes, max_processes=self.timing_processes),
-            nproc_per_node=self.nproc_per_node, ncu_rank=self.ncu_rank,
-            metric_groups=DEFAULT_GROUPS + tuple(g for g in self.extra_metrics if g not in DEFAULT_GROUPS))
 
 
 @click.command("run")
@@ -92,6 +53,8 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
       aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
       aisp-prof run ch14.quantized_allreduce --nproc-per-node 2   # torchrun, nsys on every rank
     """
+    from ..api.profiling import RunRequest
+
     results = profile_targets(targets, RunRequest(**options), db, as_json)
     if as_json:
         data = [r.as_dict() for r in results]
@@ -101,25 +64,12 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
         raise failed
 
 
-def profile_targets(targets: tuple[str, ...], request: RunRequest, db: Path | None, as_json: bool) -> list[Any]:
-    """Profile each selected pair. In a run of several pairs, one that cannot run on this machine
-    (e.g. a Blackwell-only pair, or one that needs nvcc) is skipped with its reason; alone, it fails."""
-    from ..pairs import select
-    from ..pairs.capabilities import detect_machine, runnable
+def profile_targets(targets: tuple[str, ...], request: Any, db: Path | None, as_json: bool) -> list[Any]:
+    """`api.profiling.profile_targets`, its progress on stderr and, without --json, each summary."""
+    each = (lambda r: None) if as_json else (lambda r: print_summary(r.summary_dict()))
+    from ..api.profiling import profile_targets as profile
 
-    selected, machine, runs = select(list(targets)), detect_machine(), database(db)
-    results = []
-    for i, pair in enumerate(selected, 1):
-        click.echo(f"== {pair.name} ({i}/{len(selected)})", err=True)
-        answer = runnable(pair, machine, request.variants.split(",") if request.variants else ())
-        if not answer.ok and len(selected) > 1 and answer.error is not NoGpuError:
-            click.echo(f"   skipped: {answer.reason}", err=True)
-            continue
-        result = runs.profile(request.options(pair), progress=lambda m: click.echo(f"   {m}", err=True))
-        results.append(result)
-        if not as_json:
-            print_summary(result.summary_dict())
-    return results
+    return profile(database(db), targets, request, lambda m: click.echo(m, err=True), each)
 
 
 @click.command("quickstart")
@@ -135,23 +85,13 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
     Example:
       aisp-prof quickstart
     """
-    from ..pairs.capabilities import detect_machine
-
-    runs = database(db)
-    if detect_machine().gpu:
-        profile_targets((QUICKSTART_PAIR,), RunRequest(label="quickstart", profiles_dir=profiles_dir), db, False)
-        report = runs.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)
-        click.echo(f"report: {report.index}")
-        return
-    from ..api import sample_runs
-
-    samples = sample_runs()
-    click.echo(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs", err=True)
-    run_ids = [runs.import_path(run_dir, skip_stored=True) for run_dir in samples]
-    for run_id in run_ids:
-        print_summary(runs.summary_result(run_id))
+    def show(result: dict[str, Any]) -> None:
+        print_summary(result)
         click.echo("")
-    report = runs.report(runs=run_ids, out=QUICKSTART_REPORT)
+
+    from ..api.profiling import quickstart
+
+    report = quickstart(database(db), profiles_dir, lambda m: click.echo(m, err=True), show)
     click.echo(f"report: {report.index}")
 
 

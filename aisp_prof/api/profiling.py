@@ -1,0 +1,97 @@
+"""Profiling pairs (`aisp-prof run`) and the quick start, as one call each: which pairs run here,
+each checked, profiled, stored and summarized (`RunDatabase.profile`); without a GPU the quick
+start stores the shipped sample runs instead. The caller is told of each result as it comes."""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NoGpuError
+
+if TYPE_CHECKING:
+    from ..collect.runner import RunOptions
+    from ..pairs import KernelPair
+    from ..render.report import Report
+    from .database import RunDatabase
+    from .run import RunResult
+
+QUICKSTART_REPORT = Path("reports") / "quickstart"
+QUICKSTART_PAIR = "ch09.fused_l2norm"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """`aisp-prof run`'s options, as given."""
+
+    variants: str | None = None
+    sizes: str | None = None
+    label: str | None = None
+    profiles_dir: Path = Path("profiles")
+    ncu: str | None = None
+    nsys: str | None = None
+    no_ncu: bool = False
+    no_nsys: bool = False
+    nsys_iterations: int = 5
+    extra_metrics: tuple[str, ...] = ()
+    timing_processes: int = 1
+    nproc_per_node: int | None = None
+    ncu_rank: int = 0
+
+    def options(self, pair: KernelPair) -> RunOptions:
+        """The collection options for one pair (its --sizes parsed against its own sizes)."""
+        from ..collect.runner import RunOptions, TimingOptions
+        from ..pairs import pair_sizes
+        from ..parse.metric_table import DEFAULT_GROUPS
+
+        return RunOptions(
+            pair=pair, profiles_dir=self.profiles_dir, sizes=pair_sizes(pair, self.sizes),
+            variants=self.variants.split(",") if self.variants else [], ncu=self.ncu, nsys=self.nsys,
+            label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
+            nsys_iterations=self.nsys_iterations,
+            timing=TimingOptions(processes=self.timing_processes, max_processes=self.timing_processes),
+            nproc_per_node=self.nproc_per_node, ncu_rank=self.ncu_rank,
+            metric_groups=DEFAULT_GROUPS + tuple(g for g in self.extra_metrics if g not in DEFAULT_GROUPS))
+
+
+def profile_targets(db: RunDatabase, targets: Sequence[str], request: RunRequest,
+                    progress: Callable[[str], None] = lambda m: None,
+                    each: Callable[[RunResult], None] = lambda r: None) -> list[RunResult]:
+    """Profile each selected pair. In a run of several pairs, one that cannot run on this machine
+    (e.g. a Blackwell-only pair, or one that needs nvcc) is skipped with its reason; alone, it fails."""
+    from ..pairs import select
+    from ..pairs.capabilities import detect_machine, runnable
+
+    selected, machine = select(list(targets)), detect_machine()
+    results = []
+    for i, pair in enumerate(selected, 1):
+        progress(f"== {pair.name} ({i}/{len(selected)})")
+        answer = runnable(pair, machine, request.variants.split(",") if request.variants else ())
+        if not answer.ok and len(selected) > 1 and answer.error is not NoGpuError:
+            progress(f"   skipped: {answer.reason}")
+            continue
+        result = db.profile(request.options(pair), progress=lambda m: progress(f"   {m}"))
+        results.append(result)
+        each(result)
+    return results
+
+
+def quickstart(db: RunDatabase, profiles_dir: Path, progress: Callable[[str], None] = lambda m: None,
+               each: Callable[[dict[str, Any]], None] = lambda r: None) -> Report:
+    """The README's first command: on a GPU, profile QUICKSTART_PAIR; without one, store the
+    sample runs shipped with aisp-prof. `each` is handed every run's summary (summary_result's
+    dict); the HTML report goes to QUICKSTART_REPORT."""
+    from ..pairs.capabilities import detect_machine
+    from ..store.ingest import sample_run_dirs
+
+    if detect_machine().gpu:
+        profile_targets(db, (QUICKSTART_PAIR,), RunRequest(label="quickstart", profiles_dir=profiles_dir), progress,
+                        lambda r: each(r.summary_dict()))
+        return db.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)
+    samples = sample_run_dirs()
+    progress(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs")
+    run_ids = [db.import_path(run_dir, skip_stored=True) for run_dir in samples]
+    for run in db.open_runs(run_ids):
+        each(run.result())
+    return db.report(runs=run_ids, out=QUICKSTART_REPORT)
