@@ -38,22 +38,43 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
-@pytest.fixture(scope="session")
-def sample_db_path(tmp_path_factory) -> Path:
-    """A database holding every shipped sample run (profiles/samples), imported once per session.
-    Shared: a test that only reads it takes this; one that writes takes `sample_db_copy`."""
-    from aisp_prof.store.ingest import sample_run_dirs, store_path
+class SampleDatabases:
+    """Databases of the shipped sample runs (profiles/samples), each set of runs imported once per
+    session; a test gets its own copy, so what it writes stays its own."""
 
-    path = tmp_path_factory.mktemp("samples") / "samples.db"
-    for run_dir in sample_run_dirs():
-        store_path(path, run_dir)
-    return path
+    def __init__(self, root: Path):
+        self.root = root
+        self._made: dict[tuple[str, ...], Path] = {}
+
+    def original(self, *runs: str | Path) -> Path:
+        """The session's database of `runs` (run ids or run folders, imported in that order; none:
+        every sample). Shared with every other test: read it, never write it."""
+        from aisp_prof.store.ingest import sample_run_dirs, store_path
+
+        samples = {d.name: d for d in sample_run_dirs()}
+        dirs = [Path(r) if isinstance(r, Path) else samples[r] for r in runs] or list(samples.values())
+        key = tuple(str(d) for d in dirs)
+        if key not in self._made:
+            path = self.root / f"samples-{len(self._made)}.db"
+            for run_dir in dirs:
+                store_path(path, run_dir)
+            self._made[key] = path
+        return self._made[key]
+
+    def copy(self, dest: Path, *runs: str | Path) -> Path:
+        """A private copy at `dest` of the database of `runs` (see `original`)."""
+        with closing(sqlite3.connect(self.original(*runs))) as src, closing(sqlite3.connect(dest)) as dst:
+            src.backup(dst)          # what is still in the -wal file too
+        return dest
+
+
+@pytest.fixture(scope="session")
+def sample_dbs(tmp_path_factory) -> SampleDatabases:
+    """Sample-run databases imported once per session; `sample_dbs.copy(tmp_path / "a.db", RUN_ID)`."""
+    return SampleDatabases(tmp_path_factory.mktemp("sample_dbs"))
 
 
 @pytest.fixture
-def sample_db_copy(sample_db_path, tmp_path) -> Path:
-    """A private copy of `sample_db_path`, for a test that adds to it or removes from it."""
-    copy = tmp_path / "samples.db"
-    with closing(sqlite3.connect(sample_db_path)) as src, closing(sqlite3.connect(copy)) as dst:
-        src.backup(dst)          # what is still in the -wal file too
-    return copy
+def samples_db(sample_dbs, tmp_path) -> Path:
+    """A private database holding every shipped sample run (imported once per session)."""
+    return sample_dbs.copy(tmp_path / "samples.db")

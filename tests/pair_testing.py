@@ -4,6 +4,7 @@ a machine with given tools would run (pairs.capabilities' answer)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -76,11 +77,61 @@ def runnable_variants(pair, have_gpu: bool, have_nvcc: bool, have_triton: bool,
 
 # --- what a CUDA pair's library compiles to (ptxas report, SASS opcodes per kernel) ----------
 
+def kept_build_dir() -> Path:
+    """Where the tests' nvcc builds are kept between runs of the suite ($AISP_TEST_BUILD_DIR, else
+    ~/.cache/aisp-prof/test-build): keyed by content as aisp_kernels.build keys its own cache, so a
+    second run compiles only what changed. The build tests that go through aisp_kernels.build point
+    AISP_BUILD_DIR here instead of at a fresh temporary folder."""
+    env = os.environ.get("AISP_TEST_BUILD_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "aisp-prof" / "test-build"
+
+
+def run_nvcc(cmd: list[str], source: Path, output: Path | None) -> subprocess.CompletedProcess:
+    """Run the nvcc command `cmd` that builds `source` (into `output`, or None where it writes no
+    file worth keeping), or give back what an earlier run kept for the same command line, the same
+    bytes of `source` and of every local header it includes, and the same `nvcc --version`: the
+    output file copied into place and nvcc's printed output. A failed build is never kept."""
+    import hashlib
+    import shutil
+
+    from aisp_prof.pairs.source import local_includes
+
+    source = Path(source)
+    generic = [{str(source): "SOURCE", str(output): "OUTPUT"}.get(a, a) for a in cmd]
+    version = subprocess.run([cmd[0], "--version"], capture_output=True, text=True, check=True).stdout
+    key = hashlib.sha256()
+    # a header library's folder (-I, CUTLASS) counts by when it was installed
+    installed = [str(Path(a[2:]).stat().st_mtime_ns).encode() for a in cmd if a.startswith("-I") and Path(a[2:]).is_dir()]
+    for part in (source.read_bytes(), "\0".join(generic).encode(), version.encode(), *installed,
+                 *(name.encode() + b"\0" + data for name, data in local_includes(source))):
+        key.update(part + b"\0\0")
+    kept = kept_build_dir() / f"{source.stem}-{key.hexdigest()[:20]}"
+    if (kept / "done").is_file():
+        if output is not None:
+            shutil.copyfile(kept / "output", output)
+        return subprocess.CompletedProcess(cmd, 0, (kept / "stdout").read_text(), (kept / "stderr").read_text())
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode == 0:
+        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        if output is not None:
+            shutil.copyfile(output, tmp / "output")
+        (tmp / "stdout").write_text(proc.stdout)
+        (tmp / "stderr").write_text(proc.stderr)
+        (tmp / "done").write_text("")
+        try:
+            tmp.rename(kept)
+        except OSError:                      # another run kept the same build first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return proc
+
+
 def build_with_report(source: Path, out_dir: Path, arch: str) -> tuple[Path, str]:
     """Build `source` with aisp_kernels.build's own command plus `-Xptxas -v`; (library, report)."""
     library = out_dir / f"{source.stem}.so"
     cmd = build.nvcc_command(source, library, arch, nvcc=tools.find_nvcc())
-    proc = subprocess.run(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], capture_output=True, text=True, check=False)
+    proc = run_nvcc(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], source, library)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return library, proc.stderr + proc.stdout
 

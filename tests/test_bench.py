@@ -16,7 +16,7 @@ from aisp_prof.collect.timing import input_sets_needed, summarize_times
 from aisp_prof.naming import hardware_key
 from aisp_prof.api import open_db
 from aisp_prof.store.history import pair_history
-from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
+from aisp_prof.store.ingest import load_run_dir, sample_run_dirs
 
 
 def test_hardware_keys():
@@ -67,9 +67,8 @@ def test_files_of_the_old_format_are_outdated_not_compared(tmp_path):
     assert found and all(v.verdict == "NEW" and "older format" in v.cause for v in found)
 
 
-def test_history_of_the_sample_pair(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, sample_run_dirs()[0])
+def test_history_of_the_sample_pair(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_run_dirs()[0])
     rows = pair_history(db, "ch09.fused_l2norm")
     assert [r["variant"] for r in rows] == ["baseline", "cuda", "triton"]
     # the speedup is the summary's (issue 16); the CUDA-event ratio is its secondary figure

@@ -155,12 +155,12 @@ def test_list_json_shows_the_book():
     assert rows["ch10.warp_specialization_cutlass"]["comparison"] is True
 
 
-def test_summary_leads_with_the_book_and_marks_the_rest(tmp_path):
-    from aisp_prof.store.ingest import store_path
+def test_summary_leads_with_the_book_and_marks_the_rest(tmp_path, sample_dbs):
     from verdict_samples import PROFILES
 
-    db = tmp_path / "a.db"
-    run_id = store_path(db, next((PROFILES / "samples_h100_ch10").glob("*ch10.flash_attn_tma_micro_pipeline*")))
+    run_dir = next((PROFILES / "samples_h100_ch10").glob("*ch10.flash_attn_tma_micro_pipeline*"))
+    db = sample_dbs.copy(tmp_path / "a.db", run_dir)
+    run_id = run_dir.name
     res = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db), "--wide"])
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())

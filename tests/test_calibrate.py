@@ -153,13 +153,13 @@ def test_calibrate_on_the_gpu(tmp_path):
 def test_probes_build_through_the_pairs_binding(tmp_path, monkeypatch):
     """probes.cu is built and bound by aisp_kernels.binding, like the pairs' sources: every
     launcher has its signature, the host-side constant reads back, CUDA errors decode."""
-    from pair_testing import have_nvcc
+    from pair_testing import have_nvcc, kept_build_dir
 
     if not have_nvcc():
         pytest.skip("needs nvcc")
     from aisp_prof.calibrate import probes
 
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
     probes._library.cache_clear()
     library = probes._library()
     for name, (argtypes, restype) in probes._FUNCTIONS.items():

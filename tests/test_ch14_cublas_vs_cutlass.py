@@ -19,12 +19,11 @@ import ctypes
 import math
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, runnable_variants, sass_functions
+from pair_testing import forbid_build, have_nvcc, import_fresh, run_nvcc, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -197,7 +196,7 @@ def built(mod, tmp_path_factory) -> tuple[Path, str]:
     cmd = build.nvcc_command(CU_PATH, library, mod.ARCH, nvcc=tools.find_nvcc(),
                              include_dirs=tools.cutlass_include_dirs(),
                              extra_flags=(*mod.EXTRA_FLAGS, "-Xptxas", "-v"))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    proc = run_nvcc(cmd, CU_PATH, library)
     assert proc.returncode == 0, (proc.stderr + proc.stdout)[-3000:]
     return library, proc.stderr + proc.stdout
 

@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants
+from pair_testing import (forbid_build, have_nvcc, import_fresh, kept_build_dir,
+                          requires_nvcc, run_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
 
@@ -117,7 +118,7 @@ def test_reference_is_float64_of_the_dequantized_operands(mod):
 
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
     library = build.build_shared_library(CU_PATH, arch="sm_90")
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
@@ -142,9 +143,8 @@ def test_ptxas_reports_no_spills_and_sass_uses_hmma():
     assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in proc.stdout
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in proc.stdout
     assert "cp.async.cg.shared.global" in proc.stdout
-    proc = subprocess.run([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin",
-                           "-gencode=arch=compute_90,code=sm_90", "-Xptxas", "-v",
-                           "-o", "/dev/null", str(CU_PATH)], capture_output=True, text=True, check=False)
+    proc = run_nvcc([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin", "-gencode=arch=compute_90,code=sm_90",
+                     "-Xptxas", "-v", "-o", "/dev/null", str(CU_PATH)], CU_PATH, None)
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout + proc.stderr
     assert "hgemm_mma_sync" in text

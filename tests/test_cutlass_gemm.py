@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, runnable_variants, sass_functions
+from pair_testing import forbid_build, have_nvcc, import_fresh, kept_build_dir, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -153,7 +153,7 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
 @requires_nvcc_and_cutlass
 def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mod):
     """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu (~2-4 minutes)."""
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
     library = build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=tools.cutlass_include_dirs(),
                                               extra_flags=mod.EXTRA_FLAGS)
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants
+from pair_testing import (forbid_build, have_nvcc, import_fresh, kept_build_dir,
+                          requires_nvcc, run_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
 
@@ -140,7 +140,7 @@ def test_fp32_precision_is_restored(mod):
 
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
     library = build.build_shared_library(CU_PATH, arch="sm_90")
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
@@ -168,9 +168,8 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
 def _ptxas_report() -> dict[str, dict[str, int]]:
     """{mangled kernel name: {registers, spill_stores, spill_loads, stack}} from nvcc -Xptxas -v."""
     nvcc = tools.find_nvcc()
-    proc = subprocess.run([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin",
-                           "-gencode=arch=compute_90,code=sm_90", "-Xptxas", "-v",
-                           "-o", "/dev/null", str(CU_PATH)], capture_output=True, text=True, check=False)
+    proc = run_nvcc([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin", "-gencode=arch=compute_90,code=sm_90",
+                     "-Xptxas", "-v", "-o", "/dev/null", str(CU_PATH)], CU_PATH, None)
     assert proc.returncode == 0, proc.stderr
     report = {}
     for block in re.split(r"Compiling entry function '", proc.stdout + proc.stderr)[1:]:

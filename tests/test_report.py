@@ -171,9 +171,8 @@ def test_kernel_names_with_templates_show_exactly(built):
     assert "void &lt;unnamed&gt;::l2norm_rows_in_registers&lt;float4, 8&gt;(const T1 *, T1 *, int, int, float)" in html
 
 
-def test_report_data_from_the_sample(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, sample_dir())
+def test_report_data_from_the_sample(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     data = open_db(db).page("latest")
     json.dumps(data)                                   # plain data, JSON-ready
     summary = {s["variant"]: s for s in summary_of(open_db(db).run(RUN_ID))["summary"]}
@@ -237,9 +236,8 @@ def test_short_kernel_names():
     assert short_kernel_name("_l2norm_rows") == "_l2norm_rows"
 
 
-def test_select_runs(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, sample_dir())
+def test_select_runs(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     store_xss_run(db)
     assert open_db(db).select() == [XSS_RUN_ID]                  # latest run of each pair
     assert open_db(db).select(targets=["ch09"]) == [XSS_RUN_ID]
@@ -255,9 +253,8 @@ def test_select_runs(tmp_path):
     assert not (tmp_path / "missing.db").exists()
 
 
-def test_default_name_and_replacing_a_report(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, sample_dir())
+def test_default_name_and_replacing_a_report(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     first = open_db(db).report([RUN_ID], reports_dir=tmp_path / "reports")
     assert first.out_dir == tmp_path / "reports" / "ch09.fused_l2norm-20261126T011557Z"
     assert [p.name for p in first.pages] == ["ch09.fused_l2norm.html"]
@@ -292,9 +289,8 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 
 
-def test_cli_report_prints_the_index_path(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, sample_dir())
+def test_cli_report_prints_the_index_path(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     out = tmp_path / "rep"
     res = invoke("report", "latest", "--db", str(db), "--out", str(out))
     assert res.exit_code == 0, res.output
@@ -304,9 +300,8 @@ def test_cli_report_prints_the_index_path(tmp_path):
     assert res.exit_code == 0, res.output
 
 
-def test_cli_report_unknown_run_is_exit_2_one_line(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, sample_dir())
+def test_cli_report_unknown_run_is_exit_2_one_line(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     for args in (["no-such-run"], ["--targets", "ch99"]):
         res = invoke("report", *args, "--db", str(db), "--out", str(tmp_path / "x"))
         assert res.exit_code == 2, res.output
@@ -331,13 +326,12 @@ def test_quickstart_without_gpu_builds_the_sample_report(tmp_path, monkeypatch):
     assert re.search(r'href="ch09\.fused_l2norm\.html"', (tmp_path / index).read_text())
 
 
-def test_cli_report_open_hands_the_index_to_the_browser(tmp_path, monkeypatch):
+def test_cli_report_open_hands_the_index_to_the_browser(tmp_path, monkeypatch, sample_dbs):
     import webbrowser
 
     opened = []
     monkeypatch.setattr(webbrowser, "open", lambda url, *a, **k: opened.append(url) or True)
-    db = tmp_path / "a.db"
-    store_path(db, sample_dir())
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     res = invoke("report", RUN_ID[:8], "--db", str(db), "--out", str(tmp_path / "rep"), "--open")
     assert res.exit_code == 0, res.output
     assert opened == [(tmp_path / "rep" / "index.html").resolve().as_uri()]
@@ -392,14 +386,13 @@ SPARSITY_RUN_ID = "20261126T034324Z-ch09.structured_sparsity-c433"
 COPY_BYTES = 536_870_912                  # sparse24's c.copy_(result): a 512 MiB DtoD copy per call
 
 
-def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path):
+def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path, sample_dbs):
     """ch09.structured_sparsity: sparse24 and sparse24_tuned end each call with a 537 MB DtoD
     copy; the strip carries it (after the kernel), the row label names it, the legend too, and
     the pair page's memory-op and timeline tables list it."""
     from aisp_prof.render.timeline import row_label, timeline_figure
 
-    db = tmp_path / "a.db"
-    store_path(db, {d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
+    db = sample_dbs.copy(tmp_path / "a.db", SPARSITY_RUN_ID)
     data = open_db(db).page(SPARSITY_RUN_ID)
     tl = data["timeline"]
     for v in ("sparse24", "sparse24_tuned"):
@@ -432,13 +425,12 @@ def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path):
     assert timeline_table.count("1 × 537 MB") == 2
 
 
-def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path):
+def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path, sample_dbs):
     """Every call of every variant, taken as a strip, sums to the ranges table's GPU time and
     gaps (nsys_sqlite's definition: idle time between any two operations of one call)."""
     from aisp_prof.analyze.timeline_call import strip_rows
 
-    db = tmp_path / "a.db"
-    store_path(db, {d.name: d for d in sample_run_dirs()}[SPARSITY_RUN_ID])
+    db = sample_dbs.copy(tmp_path / "a.db", SPARSITY_RUN_ID)
     timeline = store.read_table(db, "timeline", SPARSITY_RUN_ID).assign(operation="kernel")
     memory_ops = store.read_table(db, "memory_ops", SPARSITY_RUN_ID)
     ranges = store.read_table(db, "ranges", SPARSITY_RUN_ID).set_index("variant")

@@ -18,19 +18,14 @@ from PIL import Image
 from aisp_prof.api import open_db
 from aisp_prof.errors import AispError
 from aisp_prof.render import charts, drawing
-from aisp_prof.store.ingest import sample_run_dirs, store_path
 
 RUN_IDS = ("20261126T011557Z-ch09.fused_l2norm-90df", "20261126T034324Z-ch09.structured_sparsity-c433",
            "20261126T041907Z-ch09.warp_specialization_producer_consumer-df40")
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("drawing") / "a.db"
-    dirs = {d.name: d for d in sample_run_dirs()}
-    for run_id in RUN_IDS:
-        store_path(path, dirs[run_id])
-    return path
+def db(tmp_path_factory, sample_dbs) -> Path:
+    return sample_dbs.copy(tmp_path_factory.mktemp("drawing") / "a.db", *RUN_IDS)
 
 
 def _draws(monkeypatch) -> list[int]:

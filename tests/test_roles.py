@@ -16,7 +16,6 @@ from aisp_prof.cli import cli
 from aisp_prof.pairs import KernelPair, Mechanism, discover
 from aisp_prof.pairs.declared import module_declarations, with_declarations
 from aisp_prof.pairs.roles import check_roles, roles_of, run_declarations, variant_roles
-from aisp_prof.store.ingest import store_path
 from verdict_samples import PROFILES, sample
 
 
@@ -140,9 +139,10 @@ def test_a_run_of_an_unknown_pair_keeps_the_defaults():
     assert info["declared_from"] == "defaults" and info["roles"]["cublas"] == "optimization"
 
 
-def test_report_index_and_history_keep_the_reference_apart(tmp_path):
-    db = tmp_path / "a.db"
-    run_id = store_path(db, next((PROFILES / "samples").glob("*ch09.cutlass_gemm*")))
+def test_report_index_and_history_keep_the_reference_apart(tmp_path, sample_dbs):
+    run_dir = next((PROFILES / "samples").glob("*ch09.cutlass_gemm*"))
+    db = sample_dbs.copy(tmp_path / "a.db", run_dir)
+    run_id = run_dir.name
     page = open_db(db).page(run_id)
     assert page["best"]["variant"] == "tensorop_sm90" and page["best"]["reference_variant"] == "cublas"
     assert {h["variant"]: h["role"] for h in page["headline"]}["cublas"] == "reference"

@@ -394,9 +394,9 @@ def test_warning_sm_clock_differs(sample):
     assert [w.nvtx_range for w in found] == ["aisp/ch09.fused_l2norm/cuda"]
 
 
-def test_warning_settings_differ_between_compared_runs(tmp_path):
-    db = tmp_path / "a.db"
-    a = store_path(db, _sample_dir())
+def test_warning_settings_differ_between_compared_runs(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", _sample_dir())
+    a = _sample_dir().name
     other = tmp_path / "other"
     other.mkdir()
     info = json.loads((_sample_dir() / "run.json").read_text())
@@ -425,11 +425,11 @@ def test_warning_flop_mismatch_no_flops_and_hfma_moves(sample, probes):
 
 # ----------------------------------------------------------------------------------- DB readers
 
-def test_roofline_for_run_reads_the_db_and_measured_ceilings(tmp_path):
+def test_roofline_for_run_reads_the_db_and_measured_ceilings(tmp_path, sample_dbs):
     from aisp_prof.store.calibrations import save_calibration
 
-    db = tmp_path / "a.db"
-    run_id = store_path(db, _sample_dir())
+    db = sample_dbs.copy(tmp_path / "a.db", _sample_dir())
+    run_id = _sample_dir().name
     r = open_db(db).roofline("ch09.fused_l2norm")                      # a pair name: its newest run
     assert r.runs[0]["run_id"] == run_id
     cal = json.loads((H200 / "calibration_h200.json").read_text())

@@ -23,9 +23,8 @@ def invoke(*args: str):
 
 
 @pytest.fixture
-def sample_db(tmp_path) -> Path:
-    db = tmp_path / "a.db"
-    store_path(db, {d.name: d for d in sample_run_dirs()}[SAMPLE_ID])
+def sample_db(tmp_path, sample_dbs) -> Path:
+    db = sample_dbs.copy(tmp_path / "a.db", SAMPLE_ID)
     return db
 
 
@@ -145,9 +144,8 @@ def test_two_runs_compared(sample_db, tmp_path):
     assert {p["run_id"] for p in d["points"]} == {SAMPLE_ID, run2}
 
 
-def test_table_and_chart_name_the_sparse_roof(tmp_path):
-    db = tmp_path / "a.db"
-    store_path(db, {d.name: d for d in sample_run_dirs()}["20261126T034324Z-ch09.structured_sparsity-c433"])
+def test_table_and_chart_name_the_sparse_roof(tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", "20261126T034324Z-ch09.structured_sparsity-c433")
     out = tmp_path / "sparse.png"
     res = invoke("roofline", "ch09.structured_sparsity", "--db", str(db), "--out", str(out))
     assert res.exit_code == 0, res.output
@@ -204,12 +202,11 @@ def _assert_labels_apart(labels):
             assert _separation(a, b) >= MIN_GAP_PX, (text_a, text_b, a, b)
 
 
-def test_roofline_labels_of_close_variants_do_not_collide(tmp_path):
+def test_roofline_labels_of_close_variants_do_not_collide(tmp_path, sample_dbs):
     """ch09.tma_wgmma_pipeline: pipelined, pipelined_cluster and cublas sit within a few pixels of
     each other; their names and the three speedups (once drawn on top of each other as
     'pip cublas 2.13x r 1.95x') are all at least MIN_GAP_PX apart and inside the axes."""
-    db = tmp_path / "a.db"
-    store_path(db, {d.name: d for d in sample_run_dirs()}[TMA_RUN_ID])
+    db = sample_dbs.copy(tmp_path / "a.db", TMA_RUN_ID)
     labels = _placed_labels(open_db(db).roofline(TMA_RUN_ID))
     names = sorted(t for g, t, *_ in labels if g == "roofline-name")
     speedups = sorted(t.split()[0] for g, t, *_ in labels if g == "roofline-speedup")
@@ -220,11 +217,8 @@ def test_roofline_labels_of_close_variants_do_not_collide(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def all_samples_db(tmp_path_factory) -> Path:
-    db = tmp_path_factory.mktemp("samples") / "a.db"
-    for d in sample_run_dirs():
-        store_path(db, d)
-    return db
+def all_samples_db(tmp_path_factory, sample_dbs) -> Path:
+    return sample_dbs.copy(tmp_path_factory.mktemp("samples") / "a.db")
 
 
 @pytest.mark.parametrize("run_dir", [d.name for d in sample_run_dirs()])

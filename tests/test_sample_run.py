@@ -40,9 +40,9 @@ def test_sample_parses_to_the_profiled_kernels(sample_dir):
     assert data.checks["passed"].astype(bool).all()
 
 
-def test_sample_summary_shows_the_fusion_lesson(sample_dir, tmp_path):
-    db = tmp_path / "a.db"
-    run_id = store_path(db, sample_dir)
+def test_sample_summary_shows_the_fusion_lesson(sample_dir, tmp_path, sample_dbs):
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir)
+    run_id = sample_dir.name
     result = run_summary(db, run_id)
     rows = {r["variant"]: r for r in result["summary"]}
     analytic_bytes = result["info"]["analytic"]["dram_bytes"]          # read x once + write y once

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, requires_nvcc, runnable_variants
+from pair_testing import forbid_build, import_fresh, kept_build_dir, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -115,7 +115,7 @@ def test_library_is_built_for_sm90a(monkeypatch):
 
 @requires_nvcc
 def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, tmp_path, mod):
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path))
+    monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
     lib = ctypes.CDLL(str(build.build_shared_library(CU_PATH, arch=mod.ARCH)))
     invalid_value = 1                      # cudaErrorInvalidValue
     for name in KERNEL_SYMBOLS:

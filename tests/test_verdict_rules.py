@@ -16,7 +16,6 @@ from aisp_prof.analyze.verdict_rules import (RuleInput, event_noise_ns, findings
                                              timers_disagree)
 from aisp_prof.api import summary_records
 from aisp_prof.cli import cli
-from aisp_prof.store.ingest import store_path
 from verdict_samples import PROFILES, rule_input, sample
 
 
@@ -127,9 +126,10 @@ def test_runs_without_declarations_or_data_give_no_findings():
 # ------------------------------------------------------------------------------ where they are shown
 
 
-def test_summary_prints_headline_and_findings(tmp_path):
-    db = tmp_path / "a.db"
-    run_id = store_path(db, next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*")))
+def test_summary_prints_headline_and_findings(tmp_path, sample_dbs):
+    run_dir = next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*"))
+    db = sample_dbs.copy(tmp_path / "a.db", run_dir)
+    run_id = run_dir.name
     res = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db)])
     assert res.exit_code == 0, res.output
     assert "headline: streams32 (the book's optimization): 0.99x over baseline" in res.output
@@ -139,11 +139,12 @@ def test_summary_prints_headline_and_findings(tmp_path):
     assert {f["rule"] for f in as_json["findings"]} >= {"host_bound"}
 
 
-def test_report_page_carries_findings(tmp_path):
+def test_report_page_carries_findings(tmp_path, sample_dbs):
     from aisp_prof.api import open_db
 
-    db = tmp_path / "a.db"
-    run_id = store_path(db, next((PROFILES / "samples").glob("*ch09.fused_l2norm*")))
+    run_dir = next((PROFILES / "samples").glob("*ch09.fused_l2norm*"))
+    db = sample_dbs.copy(tmp_path / "a.db", run_dir)
+    run_id = run_dir.name
     page = open_db(db).page(run_id)
     # the book's optimization leads (issue 28); the faster Triton kernel is named beyond the book
     assert page["answer"]["text"].startswith("cuda (the book's optimization): 3.13x over baseline")

@@ -47,10 +47,11 @@ def test_without_counters_or_roofline_the_verdict_says_not_measured():
     assert verdict_sentences([], {}) == []
 
 
-def test_far_below_every_roof_is_not_called_bound_by_it(tmp_path):
+def test_far_below_every_roof_is_not_called_bound_by_it(tmp_path, sample_dbs):
     # ch10.stream_concurrency on the H100: 128 small launches per call, 8% of the measured L2 peak
-    db = tmp_path / "a.db"
-    run_id = store_path(db, next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*")))
+    run_dir = next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*"))
+    db = sample_dbs.copy(tmp_path / "a.db", run_dir)
+    run_id = run_dir.name
     bound, _, headroom = open_db(db).summary_result(run_id)["verdict"]
     assert "baseline: below every roof (L2, the nearest, at 8%)" in bound and "L2-bound" not in bound
     assert headroom.startswith("Headroom of streams32: the roofline does not say")

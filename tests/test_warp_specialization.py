@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, requires_nvcc
+from pair_testing import forbid_build, import_fresh, requires_nvcc, run_nvcc
 
 torch = pytest.importorskip("torch")
 
@@ -120,7 +120,7 @@ def test_cuda_source_builds_for_sm90_with_symbols_and_no_local_memory(tmp_path):
     # The exact command aisp_kernels.build uses, plus -Xptxas -v for the resource report.
     library = tmp_path / "warp_spec.so"
     cmd = build.nvcc_command(CU_PATH, library, "sm_90", nvcc=tools.find_nvcc())
-    proc = subprocess.run(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], capture_output=True, text=True, check=False)
+    proc = run_nvcc(cmd[:-3] + ["-Xptxas", "-v"] + cmd[-3:], CU_PATH, library)
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = proc.stderr + proc.stdout
     assert "warning" not in report.lower(), report[-2000:]
