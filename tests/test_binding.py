@@ -76,6 +76,7 @@ def test_include_dirs_resolve_at_build_time_and_flags_pass_through(monkeypatch, 
     assert lib.load().aisp_cuda_error_string.restype is ctypes.c_char_p
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_signatures_are_set_and_the_library_is_loaded_once(tiny_cu, monkeypatch):
     loads = []

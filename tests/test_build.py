@@ -62,6 +62,7 @@ def _exported_symbols(library: Path) -> str:
                           text=True, check=True).stdout
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_fused_l2norm_compiles_for_sm90_and_is_cached(build_dir, monkeypatch):
     library = build.build_shared_library(L2NORM_CU, arch="sm_90")

@@ -36,6 +36,7 @@ def _rows(conn: sqlite3.Connection, table: str) -> list[tuple]:
             for r in conn.execute(f"SELECT * FROM [{table}] ORDER BY rowid")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rows", [1, 7, 100, 5_000])
 def test_grouped_rows_are_the_bound_rows(rows, monkeypatch):
     df = _edge_frame(rows)

@@ -129,6 +129,7 @@ def _have_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_have_gpu(), reason="checks the no-GPU path")
 def test_calibrate_without_a_gpu_exits_3(tmp_path):
     pytest.importorskip("torch")
@@ -150,6 +151,7 @@ def test_calibrate_on_the_gpu(tmp_path):
     assert cal["ceilings"]["flops_per_s"]["fp32"] > 1e13 and cal["ceilings"]["dram_bytes_per_s"] > 1e12
 
 
+@pytest.mark.slow
 def test_probes_build_through_the_pairs_binding(tmp_path, monkeypatch):
     """probes.cu is built and bound by aisp_kernels.binding, like the pairs' sources: every
     launcher has its signature, the host-side constant reads back, CUDA errors decode."""

@@ -87,6 +87,7 @@ def test_triton_pairs_import_without_triton(monkeypatch, name):
         module.optimized_triton(inputs)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NEW_PAIRS)
 def test_pair_is_discovered_with_its_contract(name):
     pair = pairs.find(f"ch09.{name}")
@@ -171,6 +172,7 @@ def test_nvfp4_formulas(mods):
 
 # --- correctness on a CPU -------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NEW_PAIRS)
 def test_cpu_variants_pass_check(name):
     sizes, variants = CPU_CHECKS[name]
@@ -366,6 +368,7 @@ def test_nvfp4_scales_have_the_size_scaled_mm_checks(mods):
            out_dtype=torch.bfloat16)
 
 
+@pytest.mark.slow
 def test_nvfp4_is_skipped_on_hopper(monkeypatch):
     pair = pairs.find("ch09.nvfp4_gemm")
     hopper = Machine.of("gpu", "triton", "nvcc", "cutlass", gpu_name="NVIDIA H100")
@@ -391,6 +394,7 @@ print(json.dumps([check.check_pair(pairs.find(p), s, device="cpu", variants=["tr
 """
 
 
+@pytest.mark.slow
 @requires_triton
 def test_triton_variants_pass_check_under_interpreter():
     # TRITON_INTERPRET must be set before triton is first imported: a fresh interpreter.
@@ -420,6 +424,7 @@ def test_softmax_launch_config(mods):
 
 # --- compiled_artifacts: the Triton kernel compiled for sm_90 without a GPU -----------------
 
+@pytest.mark.slow
 @requires_triton
 def test_compiled_artifacts_ahead_of_time(mods):
     import triton

@@ -120,6 +120,7 @@ def built(tmp_path_factory):
     return build_with_report(CU_PATH, tmp_path_factory.mktemp("cluster_group"), "sm_90a")
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -136,6 +137,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(built):
     sass = sass_by_kernel(built[0])

@@ -154,6 +154,7 @@ def opcodes(body: str) -> collections.Counter:
     return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -171,6 +172,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(sass):
     assert set(sass) == set(VARIANTS)

@@ -212,6 +212,7 @@ def ops(built):
     return opcodes_by_kernel(built[0], _kernel)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
@@ -229,6 +230,7 @@ def test_builds_for_sm90a_without_warnings_or_local_memory(built):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_every_kernel_requires_2x1x1_clusters(tmp_path):
     ptx = tmp_path / "cluster_pipeline.ptx"
@@ -244,6 +246,7 @@ def _count(counts, prefix: str) -> int:
     return sum(n for op, n in counts.items() if op.startswith(prefix))
 
 
+@pytest.mark.slow
 @requires_nvcc
 @pytest.mark.parametrize("kernel", KERNELS.values())
 def test_sass_every_kernel_is_a_tma_wgmma_ring(sass, ops, kernel):

@@ -100,6 +100,7 @@ def _by_variant(kernels: dict) -> dict:
     return out
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_no_local_memory_and_refuses_bad_arguments(built, mod):
     library, report = built
@@ -119,6 +120,7 @@ def test_builds_for_sm90a_with_no_local_memory_and_refuses_bad_arguments(built, 
     assert fn(2, 260, 512, 1024, 40, None) == misaligned
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_sync_staging_cp_async_and_the_grid_barrier(built):
     sass = _by_variant(sass_opcodes(built[0]))

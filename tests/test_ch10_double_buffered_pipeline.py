@@ -103,6 +103,7 @@ def _by_variant(kernels: dict) -> dict:
     return out
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_no_local_memory_and_refuses_bad_sizes(built):
     library, report = built
@@ -122,6 +123,7 @@ def test_builds_for_sm90a_with_no_local_memory_and_refuses_bad_sizes(built):
     assert fn(0, None, 256, 256, 64, 64, 64, None) == invalid_value
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(built):
     sass = _by_variant(sass_opcodes(built[0]))

@@ -178,6 +178,7 @@ def _by_variant(kernels: dict) -> dict:
     return out
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -195,6 +196,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(built):
     sass = _by_variant(sass_opcodes(built[0]))

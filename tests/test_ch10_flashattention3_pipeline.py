@@ -81,6 +81,7 @@ def test_reference_is_causal_multihead_attention_in_chunks(mod, monkeypatch):
     assert torch.allclose(mod.reference(inputs), ref, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [TINY, {"batch": 1, "seq": 200, "hidden": 256, "heads": 4}])
 def test_baseline_and_flash_pass_check_on_cpu(sizes):
     result = check.check_pair(pairs.find(NAME), sizes, device="cpu", variants=["baseline", "flash"])

@@ -171,6 +171,7 @@ def ops(built):
     return opcodes_by_kernel(built[0], _kernel)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
@@ -191,6 +192,7 @@ def _count(counts, prefix: str) -> int:
     return sum(n for op, n in counts.items() if op.startswith(prefix))
 
 
+@pytest.mark.slow
 @requires_nvcc
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_sass_both_kernels_are_the_single_stage_gemm(sass, ops, kernel):

@@ -143,6 +143,7 @@ def ops(built):
     return counts
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
@@ -163,6 +164,7 @@ def _count(counts, prefix: str) -> int:
     return sum(n for op, n in counts.items() if op.startswith(prefix))
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_is_single_stage_tma_plus_wgmma(sass, ops):
     # (sass_opcodes stops at the lowercase x of 64x256x16: the shape is read from the text)

@@ -145,6 +145,7 @@ print(json.dumps([check.check_pair(pair, s, device="cpu").to_dict() for s in jso
 """
 
 
+@pytest.mark.slow
 @requires_triton
 def test_every_variant_passes_check_under_the_interpreter():
     # ragged m, n and k (out-of-bounds TMA boxes zero-filled, stores clipped); 5 and 9 tile rows
@@ -227,6 +228,7 @@ def test_baseline_loads_with_cp_async_and_multiplies_with_wgmma(compiled):
         assert any(o.startswith("HGMMA") for o in sass) and not any(o.startswith("UTMA") for o in sass)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,wgmma_n", [("persistent_tma", 256), ("persistent_tma_b200", 128)])
 def test_persistent_kernels_build_descriptors_and_move_tiles_by_tma(compiled, variant, wgmma_n):
     kernel = compiled[variant]

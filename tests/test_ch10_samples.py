@@ -33,6 +33,7 @@ def kernels(db, pair: str):
     return db.kernels(pair).set_index("variant")
 
 
+@pytest.mark.slow
 def test_every_pair_of_chapter_10_ran_on_an_h100_and_passed_its_check(db):
     assert len(RUNS) == 24 and len({pair_of(r) for r in RUNS}) == 24
     for run_dir in RUNS:

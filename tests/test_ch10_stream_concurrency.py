@@ -68,6 +68,7 @@ def test_make_inputs_are_seeded_and_sizes_checked(mod):
             mod.make_inputs(bad, "cpu", 0)
 
 
+@pytest.mark.slow
 def test_reference_and_fp32_margin(mod):
     inputs = mod.make_inputs({"segments": 4, "seg_len": 1 << 16}, "cpu", 0)
     ref = mod.reference(inputs)
@@ -92,6 +93,7 @@ def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
 
 # --- the CUDA source ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_without_local_memory(built):
     library, report = built

@@ -152,6 +152,7 @@ def ops(built):
     return {_kernel(name): counts for name, counts in sass_opcodes(built[0]).items()}
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -174,6 +175,7 @@ def _count(counts, prefix: str) -> int:
     return sum(n for op, n in counts.items() if op.startswith(prefix))
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_baseline_is_plain_loads_and_stores(ops):
     assert set(ops) == set(KERNELS)
@@ -201,6 +203,7 @@ def test_sass_tma_kernels_move_data_only_by_tma(ops, kernel):
         assert _count(k, prefix) == 0, (kernel, prefix)                    # no thread moves the data
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_only_the_ring_keeps_a_store_in_flight(sass, ops):
     hopper, book = sass["tma_hopper_kernel"], sass["tma_book_config_kernel"]

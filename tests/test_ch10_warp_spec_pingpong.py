@@ -145,6 +145,7 @@ def built(tmp_path_factory):
     return build_with_report(CU_PATH, tmp_path_factory.mktemp("warp_spec_pingpong"), "sm_90a")
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -164,6 +165,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_hand_off(built):
     ops = _by_variant(sass_opcodes(built[0]))
@@ -191,6 +193,7 @@ def test_sass_shows_each_variants_hand_off(built):
         assert has(mbar, prefix) == 0, prefix
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_every_producer_has_8_loads_in_flight(built):
     # In program order each load_tile is: 4 LDG.128 (first batch), the loop's 4 LDG.128 (next batch)

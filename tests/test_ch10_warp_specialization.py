@@ -202,6 +202,7 @@ def ops(built):
     return opcodes_by_kernel(built[0], _kernel)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
@@ -230,6 +231,7 @@ def _count(counts, prefix: str) -> int:
     return sum(n for op, n in counts.items() if op.startswith(prefix))
 
 
+@pytest.mark.slow
 @requires_nvcc
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_sass_every_kernel_is_tma_plus_wgmma(sass, ops, kernel):

@@ -237,6 +237,7 @@ def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(
     assert call(config=0, swizzle=8) == invalid                       # the non-persistent grid has no order
 
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_sass_shows_each_schedules_mechanism(sass):
     assert set(sass) == {"KernelTmaWarpSpecialized", "KernelTmaWarpSpecializedCooperative",

@@ -143,6 +143,7 @@ def built(tmp_path_factory):
     return build_with_report(CU_PATH, tmp_path_factory.mktemp("wscp"), "sm_90a")
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built, mod):
     library, report = built
@@ -159,6 +160,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built, mod):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(built):
     ops = _by_variant(sass_opcodes(built[0]))

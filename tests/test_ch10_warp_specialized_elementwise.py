@@ -122,6 +122,7 @@ def _by_variant(library: Path) -> dict:
     return out
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -150,6 +151,7 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built, mod):
     assert fn(1, 260, 512, 768, 4, None) == misaligned     # A not 16-byte aligned
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_sync_staging_in_the_baseline_and_cp_async_in_the_pipelined_kernel(built):
     sass = _by_variant(built[0])

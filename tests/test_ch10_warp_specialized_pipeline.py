@@ -116,6 +116,7 @@ def _by_variant(library: Path) -> dict:
     return out
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
@@ -144,6 +145,7 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built, mod):
     assert fn(2, 256, 512, 776, 4, None) == misaligned     # C not 16-byte aligned
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_sync_staging_in_the_baseline_and_cp_async_in_the_pipelined_kernels(built):
     sass = _by_variant(built[0])

@@ -92,6 +92,7 @@ def test_reference_is_float64_per_head_attention(mod):
         assert torch.allclose(ref[:, h], weights @ v, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [TINY, {"seq": 200, "heads": 3, "head_dim": 64}])
 def test_both_variants_pass_check_on_cpu(sizes):
     result = check.check_pair(pairs.find(NAME), sizes, device="cpu")
@@ -109,6 +110,7 @@ def test_variants_reuse_their_output(mod):
         assert launch() is launch()
 
 
+@pytest.mark.slow
 def test_ops_per_call_four_a_head_against_one_attention_op(mod):
     inputs = mod.make_inputs(mod.SMALL_SIZES, "cpu", 0)
     counts = {}
@@ -145,6 +147,7 @@ def _wrong(kind):
     return factory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["scale", "keys"])
 def test_a_wrong_variant_is_rejected(mod, kind):
     bad = replace(pairs.find(NAME), variants={"baseline": mod.baseline, "wrong": _wrong(kind)})

@@ -225,6 +225,7 @@ def ptxas_entries(report: str) -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2]))
 
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_ptxas_reports_no_serialized_wgmma_and_no_spills(built):
     report = built[1]
@@ -276,6 +277,7 @@ def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(
     assert lib.aisp_cvc_workspace_size(0, 64, 64, 64, 8) == -1 and lib.aisp_cvc_workspace_size(1, 64, 12, 64, 1) == -1
 
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_sass_sm80_kernel_is_mma_sync_with_nothing_of_hopper(sass):
     c = opcodes(sass["sm80"])

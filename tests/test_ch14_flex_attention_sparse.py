@@ -74,6 +74,7 @@ def test_reference_is_windowed_causal_attention(mod):
     assert torch.allclose(mod.reference(inputs), expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_both_variants_pass_check_on_cpu_at_a_ragged_size(mod):
     result = check.check_pair(pairs.find(NAME), RAGGED, device="cpu")       # flex compiles here (~10-30 s)
     check.raise_if_failed(result)
@@ -105,6 +106,7 @@ def test_missing_flex_attention_is_a_requirement_error(mod, monkeypatch):
         mod.optimized_flex(mod.make_inputs(TINY, "cpu", 0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["causal", "one_key_short"])
 def test_a_wrong_window_is_rejected(mod, kind):
     def wrong(inputs):

@@ -116,6 +116,7 @@ def test_the_baseline_cannot_be_one_graph(mod):
     assert one(*args).shape == (24, 40)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls,fullgraph", [("PythonBranch", False), ("TensorBranch", True)])
 def test_warm_up_leaves_nothing_to_compile_in_timed_calls(mod, cls, fullgraph):
     inputs = mod.make_inputs(TINY, "cpu", 0)
@@ -146,6 +147,7 @@ def test_factories_refuse_cpu_tensors_before_compiling(mod, monkeypatch):
             factory(inputs)
 
 
+@pytest.mark.slow
 def test_the_check_rejects_a_branch_taken_wrongly(mod, monkeypatch):
     # Dynamo looks up sys.modules[fn.__module__] for a function inlined from another module than
     # the compiled frame's (here mod._Layers.mlp under this file's forward); discovery does not

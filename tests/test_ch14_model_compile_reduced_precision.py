@@ -86,6 +86,7 @@ def test_reference_is_the_modules_forward_in_float64(mod):
         torch.backends.mha.set_fastpath_enabled(previous)
 
 
+@pytest.mark.slow
 def test_eager_bf16_stays_inside_the_tolerance(mod):
     result = check.check_pair(replace(pairs.find(NAME), variants={"baseline": mod.baseline}),
                               mod.SMALL_SIZES, device="cpu")
@@ -93,6 +94,7 @@ def test_eager_bf16_stays_inside_the_tolerance(mod):
     assert max(c.rel_err_vs_reference for c in result.checks) < 1e-2          # the docstring's 5.3e-3
 
 
+@pytest.mark.slow
 def test_a_wrong_attention_scale_is_rejected(mod):
     def wrong(inputs):
         model, ids = inputs["model"], inputs["ids"]
@@ -130,6 +132,7 @@ def _recorded_graphs(mod, inputs, fastpath):
     return launch, graphs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fastpath", [True, False])
 def test_what_dynamo_hands_the_compiler(mod, fastpath):
     inputs = mod.make_inputs(TINY, "cpu", 0)

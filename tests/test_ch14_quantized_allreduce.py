@@ -38,6 +38,7 @@ def checks(tmp_path_factory):
     return _check_on_two_ranks(tmp_path_factory.mktemp("qa"))
 
 
+@pytest.mark.slow
 def test_every_variant_sums_both_ranks_on_both_ranks(checks):
     for rank, check in enumerate(checks):
         assert check["passed"], (rank, check["failed_variants"])
@@ -54,6 +55,7 @@ def test_every_variant_sums_both_ranks_on_both_ranks(checks):
                 by[("int8_overlap", trial)]["rel_err_vs_reference"], rel=1e-9)
 
 
+@pytest.mark.slow
 def test_an_allreduce_that_never_exchanges_fails_on_every_rank(tmp_path):
     checks = _check_on_two_ranks(tmp_path, str(HERE / "fixtures" / "wrong_allreduce.py"))
     for check in checks:

@@ -98,6 +98,7 @@ def test_a_call_runs_the_four_lengths_into_one_output(mod):
         assert torch.equal(out[10:30].view(2, 10, 32), block(inputs["xs"][1]))     # rows after 2 x 5 of the first
 
 
+@pytest.mark.slow
 def test_eager_passes_check_on_cpu(mod):
     pair = replace(pairs.find(NAME), variants={"baseline": mod.optimized_eager})
     result = check.check_pair(pair, mod.SMALL_SIZES, device="cpu")
@@ -105,6 +106,7 @@ def test_eager_passes_check_on_cpu(mod):
     assert max(c.rel_err_vs_reference for c in result.checks) < 7e-3           # the docstring's 4.5e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("missing", ["attention", "ln2"])
 def test_a_block_missing_a_part_is_rejected(mod, missing):
     def wrong(inputs):
@@ -132,6 +134,7 @@ def _recorded(mod, inputs, region):
     return launch, graphs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("region", ["block", "book_block", "mlp"])
 def test_what_dynamo_hands_the_compiler(mod, region):
     inputs = mod.make_inputs(TINY, "cpu", 0)
@@ -172,6 +175,7 @@ def _in_projection_ops(mod, region):
     return launch, matmuls, bool(expanded)
 
 
+@pytest.mark.slow
 def test_the_books_whole_block_batches_its_in_projection_over_a_stride0_weight(mod):
     """Issue 28: compiled whole as the book writes it, attention's in-projection is a linear on the
     transposed [seq, batch, hidden] view, which aten's matmul cannot fold into one GEMM: it expands

@@ -29,6 +29,7 @@ def summary(db, pair: str) -> dict:
     return run_summary(db.run(pair))
 
 
+@pytest.mark.slow
 def test_every_pair_of_chapter_14_ran_on_an_h100_and_passed_its_check(db):
     assert len(RUNS) == 11 and len({pair_of(r) for r in RUNS}) == 11
     for run_dir in RUNS:

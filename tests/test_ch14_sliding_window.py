@@ -93,6 +93,7 @@ def test_flops_of_window_causal_and_dense(mod):
     assert round((mod.baseline_bytes(d) - mod.bytes(d)) / 1e9, 1) == 17.2          # 8 x 2.15 GB
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seq,window", [(4096, 512), (600, 200), (300, 100)])
 def test_flex_block_count_is_torchs_block_mask(mod, seq, window):
     _, create_block_mask = mod.flex_api()
@@ -140,6 +141,7 @@ def test_reference_is_banded_attention_key_by_key(mod, monkeypatch):
     assert torch.allclose(mod.reference(inputs), ref, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_variants_pass_check_on_cpu_at_a_ragged_size(cpu_check):
     check.raise_if_failed(cpu_check)
     assert {c.variant for c in cpu_check.checks} == {"baseline", "flex", "band_flash_cpu"}
@@ -195,6 +197,7 @@ def _window_variant(mod, window_of):
     return factory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["causal_no_window", "one_key_short"])
 def test_a_wrong_window_is_rejected(mod, kind):
     window_of = (lambda i: i["x"].shape[1]) if kind == "causal_no_window" else (lambda i: i["window"] - 1)

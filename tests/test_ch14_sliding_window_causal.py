@@ -77,6 +77,7 @@ def test_both_variants_pass_check_on_cpu(sizes):
     assert max(c.rel_err_vs_reference for c in result.checks) < 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["window_512", "no_mask"])
 def test_a_wrong_variant_is_rejected(mod, windowed, kind):
     def wrong(inputs):

@@ -141,6 +141,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @requires_triton
 def test_every_variant_is_exact_under_the_interpreter_and_wrong_ones_fail():
     # ragged m, n, k; 3 x 3 x 2 = 18 tiles of 32 over 3 persistent programs; the extra check runs a
@@ -226,6 +227,7 @@ def test_persistent_kernels_loop_over_tiles_with_a_stride_of_the_grid(compiled, 
     assert "%ctaid.y" not in kernel.asm["ptx"]
 
 
+@pytest.mark.slow
 def test_book_tiles_run_mma_sync_and_the_retune_runs_wgmma(compiled):
     sass = {name: _sass_ops(kernel) for name, kernel in compiled.items()}
     if sass["baseline"] is None:

@@ -141,6 +141,7 @@ def test_launch_churn_from_the_fused_l2norm_sample(tmp_path):
     assert "first_call_ns" not in base and data.compiles.empty
 
 
+@pytest.mark.slow
 def test_report_page_shows_launches_compile_cost_and_the_warning(checked, tmp_path):
     from aisp_prof.api import open_db
 

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from stored_digest import digest
 from repo_paths import FIXTURES, ROOT
 
@@ -56,6 +57,7 @@ def _hold_write_lock(db: Path) -> sqlite3.Connection:
     return conn
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_imports_all_store_every_row(tmp_path):
     db = tmp_path / "team.db"
     folders = SAMPLES[:20]
@@ -73,6 +75,7 @@ def test_twenty_concurrent_imports_all_store_every_row(tmp_path):
     assert _counts(db, folders) == _golden(folders)      # every row of every table, per run
 
 
+@pytest.mark.slow
 def test_same_run_imported_twice_at_once_is_stored_once(tmp_path):
     """Two quickstart-style imports of one run: one stores it, the other says it is already
     there; both exit 0 and print the run id, and no row is doubled."""
@@ -90,6 +93,7 @@ def test_same_run_imported_twice_at_once_is_stored_once(tmp_path):
     assert _counts(db, [folder]) == _golden([folder])
 
 
+@pytest.mark.slow
 def test_reimport_exits_0_with_the_run_id(tmp_path):
     """Issue 16: the README's next step after the quick start re-imports the samples; already
     stored is not a failure. --json says which paths were stored and which were already there."""
@@ -104,6 +108,7 @@ def test_reimport_exits_0_with_the_run_id(tmp_path):
     assert "already in" in again[2]
 
 
+@pytest.mark.slow
 def test_two_reports_into_one_folder_at_once(tmp_path):
     """Two `quickstart`s write reports/quickstart at the same moment: both succeed, and the
     folder left is one whole report, not a mix or a leftover partial."""

@@ -116,6 +116,7 @@ def test_reference_is_float64_of_the_dequantized_operands(mod):
 
 # --- the CUDA source: builds for sm_90, exports its symbols, no spills ----------------------
 
+@pytest.mark.slow
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
@@ -133,6 +134,7 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     assert fn(None, 16, 16, 4, 16, 16, None) == invalid_value            # null pointer
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_ptxas_reports_no_spills_and_sass_uses_hmma():
     nvcc = tools.find_nvcc()

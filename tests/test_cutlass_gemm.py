@@ -150,6 +150,7 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
 
 # --- the CUDA source: builds for sm_90a (SLOW), exports its symbols, HGMMA -------------------
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mod):
     """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu (~2-4 minutes)."""

@@ -32,6 +32,7 @@ def _timeline(db: Path) -> tuple[list[tuple], list[tuple]]:
         con.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("export", EXPORTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_copied_timeline_is_the_parsed_frame(tmp_path, export):
     export = plain_path(export.with_name(export.name.removesuffix(".gz")))

@@ -122,6 +122,7 @@ def test_disk_full_during_import_stores_nothing(tmp_path, sample_db, monkeypatch
     assert store.read_table(db, "kernels", sample_run_dirs()[1].name).empty
 
 
+@pytest.mark.slow
 def test_disk_full_during_report_leaves_the_old_report(tmp_path, sample_db, monkeypatch):
     out = tmp_path / "rep"
     assert invoke("report", "latest", "--db", str(sample_db), "--out", str(out)).exit_code == 0
@@ -181,6 +182,7 @@ def test_report_out_unwritable(tmp_path, sample_db, where):
     assert not Path(out).exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["proc", "under_a_file"])
 def test_roofline_out_unwritable(tmp_path, sample_db, where):
     out = _unwritable(tmp_path, where) + ".png"
@@ -197,6 +199,7 @@ def test_out_in_a_read_only_folder(tmp_path, sample_db):
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_long_names(tmp_path, sample_db):
     """A 5000-character label still gets a report (file names are cut, with a hash); a
     5000-character --out is one line saying the name is too long, and leaves nothing."""
@@ -256,6 +259,7 @@ def test_unknown_variant_is_exit_2_and_an_empty_variant_is_not(tmp_path, sample_
 # ---------------------------------------------------------------------------- Ctrl-C
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path, sample_db, monkeypatch):
     from aisp_prof.render import report
 
@@ -285,6 +289,7 @@ def test_ctrl_c_during_import_stores_nothing(tmp_path, sample_db, monkeypatch):
     assert store.read_table(db, "kernels", sample_run_dirs()[1].name).empty
 
 
+@pytest.mark.slow
 def test_sigint_to_a_real_quickstart(tmp_path):
     """SIGINT, as a terminal's Ctrl-C sends it, to a running `quickstart`: exit 130, one line,
     no partial report folder and no half-stored run."""
@@ -357,6 +362,7 @@ def test_stale_partial_run_folders_are_removed_and_said(tmp_path, caplog):
         live.wait()
 
 
+@pytest.mark.slow
 def test_killed_report_partial_is_removed_by_the_next_report(tmp_path, sample_db, caplog):
     out = tmp_path / "rep"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

@@ -97,6 +97,7 @@ print(json.dumps(results))
 """
 
 
+@pytest.mark.slow
 @requires_triton
 def test_triton_passes_check_under_interpreter():
     # triton reads TRITON_INTERPRET when a function is decorated with triton.jit, and it

@@ -51,6 +51,7 @@ def _verdicts(runs: Path, run: str, recorded: dict) -> dict:
     return {v.variant: v for v in out}
 
 
+@pytest.mark.slow
 def test_a_fresh_machine_with_no_code_change_is_same(runs, recorded):
     v = _verdicts(runs, SAME_RUN, recorded)
     assert {k: x.verdict for k, x in v.items()} == {k: SAME for k in ("ref:copy", "ref:gemm_bf16", "baseline", "cuda",
@@ -59,6 +60,7 @@ def test_a_fresh_machine_with_no_code_change_is_same(runs, recorded):
     assert abs(ratio.change.value - 1) < 0.005 and ratio.change.high - ratio.change.low < 0.01   # side by side: tight
 
 
+@pytest.mark.slow
 def test_a_deliberate_slowdown_is_slower_and_nothing_else_is(runs, recorded):
     v = _verdicts(runs, SLOW_RUN, recorded)
     assert v["cuda"].verdict == SLOWER and v["cuda"].fails
@@ -68,6 +70,7 @@ def test_a_deliberate_slowdown_is_slower_and_nothing_else_is(runs, recorded):
     assert [k for k, x in v.items() if x.verdict != SAME] == ["cuda"]
 
 
+@pytest.mark.slow
 def test_machine_drift_is_reported_not_failed(runs, recorded):
     """On the second lease every GEMM ran ~2% slower, the cuBLAS reference too: compute_bound's
     bf16 variant moved +2.3% in time and cycles, beyond the 2% margin, but by +0.6% relative
@@ -92,6 +95,7 @@ def test_a_session_from_another_machine_widens_the_margin(runs, recorded):
     assert entry["summary"]["variants"]["baseline"]["margin"]["time"] == exp.MARGIN_FLOOR["time"]
 
 
+@pytest.mark.slow
 def test_a_session_of_other_code_replaces_the_old_evidence(runs, recorded):
     """A recording of changed code (another source digest) must not be pooled with the old
     kernel's sessions: session 9 found an H200 summary blending a rewritten kernel's times with
@@ -116,6 +120,7 @@ def test_the_speedup_interval_comes_from_side_by_side_samples(runs):
     assert speedup.high - speedup.low < 0.02
 
 
+@pytest.mark.slow
 def test_bench_record_history_and_report(runs, tmp_path):
     """`bench record` adds stored runs as sessions; `history` and the report show the verdicts
     and the intervals the gate stored with each run."""

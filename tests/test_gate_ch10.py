@@ -7,6 +7,7 @@ ch10.flash_attention's cudnn variant ran 55.2, 54.8 and 130.4 us in its three re
 processes (cuDNN chose differently in one), a 272% margin; its flash variant agreed to 2%."""
 from __future__ import annotations
 
+import pytest
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.verdict import SAME, UNGUARDED_MARGIN, judge
 from aisp_prof.paths import data_root
@@ -14,6 +15,7 @@ from aisp_prof.paths import data_root
 FILE = data_root() / "tests" / "fixtures" / "gate" / "expectations_h100_ch10_flash_attention.json"
 
 
+@pytest.mark.slow
 def test_a_bimodal_recording_is_named_unguarded_and_a_tight_one_is_not():
     entry = exp.read_any(FILE)["pairs"]["ch10.flash_attention"]
     margins = {v: row["margin"]["time"] for v, row in entry["summary"]["variants"].items()}

@@ -53,6 +53,7 @@ def _judged(run_dir: Path, recorded: dict) -> dict:
     return {v.variant: v for v in found}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lease", ["lease2", "lease3"])
 def test_no_code_change_on_a_fresh_h100_fails_nothing(leases, recorded, lease):
     unchanged = [d for d in sorted(leases[lease].iterdir()) if d.name not in SLOW[lease]]
@@ -63,6 +64,7 @@ def test_no_code_change_on_a_fresh_h100_fails_nothing(leases, recorded, lease):
     assert sum(v.verdict == SAME for v in verdicts.values()) >= len(verdicts) - 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lease", ["lease2", "lease3"])
 def test_a_3_and_a_10_percent_slowdown_are_slower_and_nothing_else_is(leases, recorded, lease):
     for run, factor in SLOW[lease].items():
@@ -74,6 +76,7 @@ def test_a_3_and_a_10_percent_slowdown_are_slower_and_nothing_else_is(leases, re
         assert abs(time.change.value - factor) < 0.012, (run, time.change.value)   # +3.4/+4.0%, +10.2/+10.9%
 
 
+@pytest.mark.slow
 def test_ambiguous_passes_unless_strict(leases, recorded):
     v = _judged(leases["lease3"] / AMBIGUOUS_RUN, recorded)
     assert v["sparse24"].verdict == AMBIGUOUS and not v["sparse24"].fails

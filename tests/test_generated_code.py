@@ -58,6 +58,7 @@ def test_triton_cache_folders_are_found_by_their_metadata(cache):
     assert all((folder / f"{m['name']}.ptx").is_file() for folder, m in found)
 
 
+@pytest.mark.slow
 def test_index_keeps_stages_summaries_and_links_to_output_code(cache, tmp_path):
     tool = find_cuobjdump()
     index = index_generated(cache, tmp_path / "generated", tool)
@@ -103,6 +104,7 @@ def test_cache_env_leaves_a_users_cache_alone(tmp_path):
         "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / COMPILE_CACHE_DIR / "inductor")}
 
 
+@pytest.mark.slow
 def test_keep_generated_indexes_then_drops_the_cache(cache, tmp_path):
     env = cache_env(tmp_path, {})
     assert keep_generated(tmp_path, env) is None                 # nothing compiled: nothing kept
@@ -137,6 +139,7 @@ def ch09_run_with_code(cache, tmp_path):
     return db
 
 
+@pytest.mark.slow
 def test_code_command_prints_a_variants_kernels(ch09_run_with_code):
     db = str(ch09_run_with_code)
     out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db, "--variant", "triton"])
@@ -161,6 +164,7 @@ def test_code_command_prints_a_variants_kernels(ch09_run_with_code):
     assert doc["kernels"] == [] and "reduce_kernel" in doc["launched"]
 
 
+@pytest.mark.slow
 def test_code_command_says_when_a_run_has_no_generated_code(tmp_path):
     sample = {d.name: d for d in sample_run_dirs()}[CH09_TRITON]
     db = str(tmp_path / "a.db")
@@ -169,6 +173,7 @@ def test_code_command_says_when_a_run_has_no_generated_code(tmp_path):
     assert out.exit_code == 6 and "has no generated code here" in out.output
 
 
+@pytest.mark.slow
 def test_a_collection_runs_its_children_on_the_run_folders_caches_and_keeps_the_code(cache, tmp_path, monkeypatch):
     """runner.collect_into: the children's environment points Inductor and Triton into the run
     folder; what they compiled is indexed into generated/ and recorded in run.json."""
@@ -194,6 +199,7 @@ def test_a_collection_runs_its_children_on_the_run_folders_caches_and_keeps_the_
     assert not (tmp_path / COMPILE_CACHE_DIR).exists() and (tmp_path / GENERATED_DIR / "index.json").is_file()
 
 
+@pytest.mark.slow
 def test_report_page_lists_the_generated_kernels_and_who_launched_them(ch09_run_with_code, tmp_path):
     from aisp_prof.api import open_db
 

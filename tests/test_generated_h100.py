@@ -173,6 +173,7 @@ def test_code_command_prints_the_build_that_ran(h100_db):
     assert [m["file"].split("/")[-1][:6] for m in doc["output_code"]] == ["c2m7rp", "ccgbmf"]
 
 
+@pytest.mark.slow
 def test_report_links_each_kernel_row_to_the_build_that_ran(h100_db, tmp_path):
     from aisp_prof.api import open_db
 

@@ -75,6 +75,7 @@ def test_a_gzipped_generated_code_index_reads_as_the_plain_one(tmp_path):
     assert index == read_index(plain) and len(index["kernels"]) > 0
 
 
+@pytest.mark.slow
 def test_a_gzipped_multi_rank_folder_reads_as_the_plain_one(tmp_path, scratch):
     plain = load_run_dir(plain_copy(TWO_RANKS, tmp_path / "plain" / TWO_RANKS.name))
     gz = load_run_dir(TWO_RANKS)
@@ -96,6 +97,7 @@ def test_a_gzipped_export_parses_and_imports_by_itself(tmp_path, scratch):
     assert not list(scratch.iterdir())
 
 
+@pytest.mark.slow
 def test_a_job_of_gzipped_rank_exports(tmp_path, scratch):
     ranks = []
     for name in ("nsys.rank0.sqlite", "nsys.rank1.sqlite"):
@@ -109,6 +111,7 @@ def test_a_job_of_gzipped_rank_exports(tmp_path, scratch):
     assert not list(scratch.iterdir())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["cut", "not_gzip", "not_sqlite"])
 @pytest.mark.parametrize("name", ["nsys.sqlite", "check.json"])
 def test_a_damaged_gzip_is_one_line_and_stores_nothing(tmp_path, scratch, damage, name):

@@ -47,6 +47,7 @@ def test_no_module_over_400_lines():
     assert not big, big
 
 
+@pytest.mark.slow
 def test_no_function_over_60_lines_or_8_parameters():
     found = []
     for path in _modules():
@@ -82,6 +83,7 @@ def test_render_does_not_compute_analysis():
         assert modules <= allowed, (path.name, sorted(modules - allowed))
 
 
+@pytest.mark.slow
 def test_a_report_page_opens_the_database_once(tmp_path, monkeypatch):
     """Listing the runs is one open; each page, one more (the run and the calibrations together)."""
     from aisp_prof import api

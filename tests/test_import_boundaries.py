@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from repo_paths import ROOT
 
 _IMPORT_ALL = """
@@ -22,6 +23,7 @@ print(len(names))
 """
 
 
+@pytest.mark.slow
 def test_every_aisp_prof_module_imports_without_torch_or_aisp_kernels():
     proc = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

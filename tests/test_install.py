@@ -19,6 +19,7 @@ from repo_paths import ROOT
 
 
 
+@pytest.mark.slow
 def test_non_editable_install_runs_the_quickstart_elsewhere(tmp_path):
     venv = tmp_path / "venv"
     # the venv sees this interpreter's packages (pandas, torch...); only aisp-prof is installed into it
@@ -47,6 +48,7 @@ def test_non_editable_install_runs_the_quickstart_elsewhere(tmp_path):
     assert (work / "profiles" / "aisp.db").is_file()
 
 
+@pytest.mark.slow
 def test_light_install_without_torch_runs_the_no_gpu_quick_start(tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

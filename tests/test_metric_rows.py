@@ -156,6 +156,7 @@ def _sample_db(tmp_path: Path, old_layout: bool) -> tuple[Path, str]:
     return path, data.run_id
 
 
+@pytest.mark.slow
 def test_database_with_the_long_table_reads_the_same(tmp_path):
     new_db, run_id = _sample_db(tmp_path, old_layout=False)
     old_db, _ = _sample_db(tmp_path, old_layout=True)

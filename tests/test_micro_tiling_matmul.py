@@ -138,6 +138,7 @@ def test_fp32_precision_is_restored(mod):
 
 # --- the CUDA source: builds for sm_90, exports its symbols, no spills ----------------------
 
+@pytest.mark.slow
 @requires_nvcc
 def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
@@ -192,6 +193,7 @@ def _optimized_config_mangled() -> str:
                                    for i, p in enumerate(params.split(",")))
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_ptxas_reports_no_spills():
     report = _ptxas_report()

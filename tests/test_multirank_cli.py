@@ -74,6 +74,7 @@ def ranks_json(db: Path, *extra: str) -> dict:
 # ------------------------------------------------------------------------------ aisp-prof ranks
 
 
+@pytest.mark.slow
 def test_ranks_json_has_every_frame(stored, elsewhere):
     frames = ranks_json(stored)
     assert list(frames) == ["ranks", "per_rank", "bandwidth", "stragglers", "warnings"]
@@ -192,6 +193,7 @@ FAULTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_import_job_refusals_are_one_line_exit_6_and_store_nothing(tmp_path, fault):
     db = tmp_path / "a.db"
@@ -257,6 +259,7 @@ def test_calibrate_link_without_two_gpus_is_exit_3(tmp_path):
 # ------------------------------------------------------------------------------ report
 
 
+@pytest.mark.slow
 def test_report_of_the_multi_rank_run(stored, tmp_path):
     out = tmp_path / "report"
     res = invoke("report", INFO["run_id"], "--db", str(stored), "--out", str(out))
@@ -264,6 +267,7 @@ def test_report_of_the_multi_rank_run(stored, tmp_path):
     assert (out / "index.html").is_file() and len(list(out.glob("*.html"))) >= 2
 
 
+@pytest.mark.slow
 def test_report_of_an_imported_job(tmp_path):
     db, out = tmp_path / "a.db", tmp_path / "report"
     assert invoke("import", "--job", "step1", "--db", str(db), str(FIXTURE)).exit_code == 0

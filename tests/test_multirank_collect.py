@@ -77,6 +77,7 @@ def test_rank_exec_refuses_a_rank_it_has_no_line_for():
         rank_exec.command_for({"0": ["a"]}, {})
 
 
+@pytest.mark.slow
 def test_torchrun_starts_each_rank_on_its_own_line(tmp_path):
     """A real torchrun (CPU, two ranks): rank r runs its own command and sees its RANK."""
     pytest.importorskip("torch.distributed.run")

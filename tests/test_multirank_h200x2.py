@@ -27,6 +27,7 @@ def db(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_two_h200_ranks_on_one_clock_with_every_check_passed(db):
     assert INFO["pair"] == "ch14.quantized_allreduce" and INFO["world_size"] == 2
     run = open_db(db).run(INFO["run_id"])
@@ -39,6 +40,7 @@ def test_two_h200_ranks_on_one_clock_with_every_check_passed(db):
         assert set(checks[checks["rank"] == rank]["variant"]) == set(VARIANTS)
 
 
+@pytest.mark.slow
 def test_summary_keeps_the_launch_structure_and_int8_wins(db):
     res = CliRunner().invoke(cli, ["summary", "latest", "--db", str(db), "--json"])
     assert res.exit_code == 0, res.output

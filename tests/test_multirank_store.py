@@ -87,6 +87,7 @@ def test_the_sample_is_a_two_rank_run_of_the_pair():
     assert shipped(RUN_DIR / "nsys.sqlite").exists() and shipped(RUN_DIR / "nsys.rank1.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_timeline_holds_every_kernel_of_both_ranks(run, tmp_path):
     per_rank = run.timeline.groupby("rank").size().to_dict()
     raw = {0: raw_kernels(RUN_DIR / "nsys.sqlite", tmp_path), 1: raw_kernels(RUN_DIR / "nsys.rank1.sqlite", tmp_path)}
@@ -167,6 +168,7 @@ def test_the_fixture_folder_holds_exactly_the_two_rank_exports():
     assert sorted(FIXTURE.glob("*.sqlite")) == RANK_EXPORTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_folder", [False, True])
 def test_import_job_stores_one_run_of_two_ranks(tmp_path, as_folder):
     db = tmp_path / "a.db"
@@ -183,6 +185,7 @@ def test_import_job_stores_one_run_of_two_ranks(tmp_path, as_folder):
     assert data.ranks["matched_collectives"].tolist() == [raw[0][1], raw[1][1]]
 
 
+@pytest.mark.slow
 def test_ranks_of_an_imported_job_say_the_message_sizes_are_unknown(job_db):
     db, run_id = job_db
     res = invoke("ranks", run_id, "--db", str(db), "--json")
@@ -216,6 +219,7 @@ def test_an_imported_job_counts_a_variant_s_kernels_per_call_of_the_variant(job_
 # ------------------------------------------------------------------------------ one-process runs beside it
 
 
+@pytest.mark.slow
 def test_a_one_process_run_reads_the_same_beside_a_multi_rank_run(tmp_path):
     """Storing a multi-rank run adds a rank column to shared tables (NULL for one-process runs);
     the one-process run's summary must not change: same GPU times, same timer."""

@@ -73,6 +73,7 @@ def test_the_timer_kinds_come_first_in_the_order_a_pair_declares():
 
 # ---------------------------------------------------------------------- every shipped sample
 
+@pytest.mark.slow
 def test_every_sample_says_one_speedup_everywhere(db):
     runs = db.runs()
     assert len(runs) >= 40                               # samples, samples_h100, _ch10, _ch14
@@ -112,6 +113,7 @@ def test_every_sample_says_one_speedup_everywhere(db):
     assert checked > 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rid", [L2NORM, "20261126T045251Z-ch09.fused_l2norm-ba93",
                                  "20261126T123743Z-ch10.flash_attention-932c"])
 def test_the_report_page_says_the_summary_s_speedup(db, rid):
@@ -134,6 +136,7 @@ def test_the_report_page_says_the_summary_s_speedup(db, rid):
 
 # ---------------------------------------------------------------------- the issue's example
 
+@pytest.mark.slow
 def test_fused_l2norm_says_3_13x_everywhere_with_the_others_labelled(db):
     """3.13x (nsys GPU time) in the summary, on the arrow, in history and on the page; 3.03x
     (CUDA events) and 3.16x (ncu duration) only as labelled secondary figures."""

@@ -140,6 +140,7 @@ def test_template_fills_every_field():
     assert "{name}" not in module and "{{" not in module
 
 
+@pytest.mark.slow
 @torch_missing
 def test_generated_template_imports_and_passes_its_own_test(tmp_path):
     result = CliRunner().invoke(cli, ["new", "mine.fused_relu", "--dir", str(tmp_path)])
@@ -154,6 +155,7 @@ def test_generated_template_imports_and_passes_its_own_test(tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip() == "mine.fused_relu", proc.stderr
 
 
+@pytest.mark.slow
 @torch_missing
 def test_readme_loop_runs_on_a_cpu(tmp_path):
     """The README's 'Your own pairs' loop, up to the step that needs a GPU: new, test, list."""

@@ -348,6 +348,7 @@ def assert_rep_matches_csv(rep_path: Path, csv_path: Path) -> None:
         text.launches["duration_ns"].tolist(), rel=0.01)
 
 
+@pytest.mark.slow
 def test_rep_matches_csv():
     pairs = _rep_pairs()
     if not pairs:

@@ -420,6 +420,7 @@ def _brute_force_path(ranges: list[dict], tid: int, t: int) -> tuple[str, str]:
     return "/".join(r["name"] for r in inside), inside[-1]["domain"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sweep_matches_brute_force(seed: int) -> None:
     """Two domains per thread: their stacks interleave in time but each nests on its own."""

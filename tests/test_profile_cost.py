@@ -83,6 +83,7 @@ def _main(tmp_path, *extra):
                        "--out", str(tmp_path / CHECK_JSON), *extra])
 
 
+@pytest.mark.slow
 def test_check_and_timing_run_before_the_capture_opens(recorded, tmp_path):
     assert _main(tmp_path, "--nsys-iterations", "5", "--nsys-out", str(tmp_path / NSYS_CHILD_JSON)) == 0
     assert recorded.calls == ["check", "timing", "cudaProfilerStart", "profile", "cudaProfilerStop"]
@@ -93,6 +94,7 @@ def test_check_and_timing_run_before_the_capture_opens(recorded, tmp_path):
     assert capture["capture_started_at"] > 0 and capture["variants"] == ["baseline"]
 
 
+@pytest.mark.slow
 def test_no_capture_without_nsys_iterations_or_after_a_failed_check(recorded, tmp_path):
     assert _main(tmp_path) == 0
     assert recorded.calls == ["check", "timing"] and not (tmp_path / NSYS_CHILD_JSON).exists()
@@ -270,6 +272,7 @@ def test_benchmark_without_a_gpu_stops_with_one_line(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_the_nsys_export_runs_beside_the_ncu_step(tmp_path, monkeypatch):
     seen = {}
 
@@ -296,6 +299,7 @@ def test_a_failing_ncu_step_stops_the_background_export(tmp_path, monkeypatch):
 
 # ------------------------------------------------- ncu started beside the check (issue 18)
 
+@pytest.mark.slow
 def test_ncu_starts_beside_the_check_and_touches_the_gpu_only_after_it(tmp_path, monkeypatch):
     """The ncu process and its child start with the check (start-up overlapped), the child passes
     its wait only once the check process released the GPU, and run.json counts ncu's time from

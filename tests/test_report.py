@@ -97,6 +97,7 @@ def all_pages(result) -> list[Path]:
     return [result.index, *result.pages]
 
 
+@pytest.mark.slow
 def test_writes_index_and_one_page_per_run(built):
     _, result = built
     assert result.index == result.out_dir / "index.html" and result.index.exists()
@@ -171,6 +172,7 @@ def test_kernel_names_with_templates_show_exactly(built):
     assert "void &lt;unnamed&gt;::l2norm_rows_in_registers&lt;float4, 8&gt;(const T1 *, T1 *, int, int, float)" in html
 
 
+@pytest.mark.slow
 def test_report_data_from_the_sample(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     data = open_db(db).page("latest")
@@ -236,6 +238,7 @@ def test_short_kernel_names():
     assert short_kernel_name("_l2norm_rows") == "_l2norm_rows"
 
 
+@pytest.mark.slow
 def test_select_runs(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     store_xss_run(db)
@@ -253,6 +256,7 @@ def test_select_runs(tmp_path, sample_dbs):
     assert not (tmp_path / "missing.db").exists()
 
 
+@pytest.mark.slow
 def test_default_name_and_replacing_a_report(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     first = open_db(db).report([RUN_ID], reports_dir=tmp_path / "reports")
@@ -268,6 +272,7 @@ def test_default_name_and_replacing_a_report(tmp_path, sample_dbs):
     assert (foreign / "notes.txt").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_nsys_only_import_still_reports(tmp_path, fixtures_dir):
     """A bare nsys export: no counters, no checks: the page says what is missing, no crash."""
     db = tmp_path / "a.db"
@@ -289,6 +294,7 @@ def invoke(*args: str):
     return CliRunner().invoke(cli, list(args))
 
 
+@pytest.mark.slow
 def test_cli_report_prints_the_index_path(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     out = tmp_path / "rep"
@@ -314,6 +320,7 @@ def test_cli_report_help_has_example():
     assert res.exit_code == 0 and "Example" in res.output and "--targets" in res.output
 
 
+@pytest.mark.slow
 def test_quickstart_without_gpu_builds_the_sample_report(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
@@ -326,6 +333,7 @@ def test_quickstart_without_gpu_builds_the_sample_report(tmp_path, monkeypatch):
     assert re.search(r'href="ch09\.fused_l2norm\.html"', (tmp_path / index).read_text())
 
 
+@pytest.mark.slow
 def test_cli_report_open_hands_the_index_to_the_browser(tmp_path, monkeypatch, sample_dbs):
     import webbrowser
 
@@ -337,6 +345,7 @@ def test_cli_report_open_hands_the_index_to_the_browser(tmp_path, monkeypatch, s
     assert opened == [(tmp_path / "rep" / "index.html").resolve().as_uri()]
 
 
+@pytest.mark.slow
 def test_a_failed_check_is_shown_as_failed(tmp_path):
     """The sample run stored as if the cuda variant had failed its check (as `aisp-prof run`
     stores a failing pair): NO on the card, the table and the index, the message, a warning."""
@@ -357,6 +366,7 @@ def test_a_failed_check_is_shown_as_failed(tmp_path):
     assert {h["variant"]: h["correct"] for h in data["headline"]} == {"cuda": False, "triton": True}
 
 
+@pytest.mark.slow
 def test_report_labels_the_sparse_roof_of_the_sparsity_sample(tmp_path):
     """ch09.structured_sparsity (H200 sample): the baseline is judged against the dense bf16 roof
     (96% of it), sparse24 and sparse24_tuned against the 2:4-sparse one (50% and 77% of it), and
@@ -386,6 +396,7 @@ SPARSITY_RUN_ID = "20261126T034324Z-ch09.structured_sparsity-c433"
 COPY_BYTES = 536_870_912                  # sparse24's c.copy_(result): a 512 MiB DtoD copy per call
 
 
+@pytest.mark.slow
 def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path, sample_dbs):
     """ch09.structured_sparsity: sparse24 and sparse24_tuned end each call with a 537 MB DtoD
     copy; the strip carries it (after the kernel), the row label names it, the legend too, and
@@ -425,6 +436,7 @@ def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path, sample_dbs):
     assert timeline_table.count("1 × 537 MB") == 2
 
 
+@pytest.mark.slow
 def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path, sample_dbs):
     """Every call of every variant, taken as a strip, sums to the ranges table's GPU time and
     gaps (nsys_sqlite's definition: idle time between any two operations of one call)."""
@@ -446,6 +458,7 @@ def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path, sample
         assert sum(s["memcpy_bytes"] for s in strips) == ranges.loc[v, "memcpy_bytes"], v
 
 
+@pytest.mark.slow
 def test_a_run_stored_without_memory_ops_still_renders(tmp_path):
     """A database written before memory ops were kept (no memory_ops table): kernels only,
     no memory-op table on the page, nothing breaks."""

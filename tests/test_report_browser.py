@@ -107,6 +107,7 @@ def keep(png: Path) -> None:
         shutil.copy(png, Path(target) / png.name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", WIDTHS)
 def test_pages_render_offline_without_console_errors(built, tmp_path, width):
     for page in [built.index, *built.pages]:
@@ -121,6 +122,7 @@ def test_pages_render_offline_without_console_errors(built, tmp_path, width):
         keep(png)
 
 
+@pytest.mark.slow
 def test_page_script_runs_under_its_csp(built, tmp_path):
     for page in [built.index, *built.pages]:
         res = chromium(tmp_path, page.resolve().as_uri(), "--dump-dom", "--window-size=1280,900")
@@ -131,6 +133,7 @@ def test_page_script_runs_under_its_csp(built, tmp_path):
         assert "<script>alert" not in res.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_image_would_be_caught(built, tmp_path):
     """The check above can fail: a page whose chart is missing logs a console error."""
     page = built.pages[0]
@@ -165,6 +168,7 @@ document.body.setAttribute("data-count", document.getElementById("shown-count").
 </body>"""
 
 
+@pytest.mark.slow
 def test_index_sorts_and_filters_in_the_browser(tmp_path, fixtures_dir):
     """Click the speedup header twice and pick a chapter, in a test copy of the index whose
     extra script (after the report's own) records the row order in the DOM."""
@@ -207,6 +211,7 @@ document.body.setAttribute("data-fit", document.documentElement.scrollWidth + "/
 WIDE_PAIRS = ("ch09.compute_bound", "ch09.structured_sparsity_ffn", "ch10.batch", "ch10.warp_specialization_cutlass")
 
 
+@pytest.mark.slow
 def test_tables_and_thumbnails_fit_at_1280_px(tmp_path):
     """Issue 18: at 1280 px no table needs sideways scrolling and no thumbnail or chart sticks
     out (at 400 px the tables scroll inside their own box, checked above by the screenshots)."""

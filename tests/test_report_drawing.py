@@ -85,6 +85,7 @@ def test_minor_ticks_drawn_as_markers_draw_the_same_pixels(tmp_path):
     assert (chart(True) == chart(False)).all()
 
 
+@pytest.mark.slow
 def test_roofline_has_a_fixed_layout_and_no_stamp(db, tmp_path):
     from aisp_prof.render.roofline_plot import draw, figure
 
@@ -105,6 +106,7 @@ def _files(folder: Path) -> dict[str, bytes]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_one_drawing_process_or_three_write_the_same_bytes(db, tmp_path, monkeypatch):
     written = {}
     for count in ("1", "3"):
@@ -115,6 +117,7 @@ def test_one_drawing_process_or_three_write_the_same_bytes(db, tmp_path, monkeyp
     assert [n for n in written["1"] if written["1"][n] != written["3"][n]] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("count", ["1", "2"])
 def test_a_chart_that_fails_is_one_line_and_leaves_nothing(db, tmp_path, monkeypatch, count):
     from aisp_prof.cli import cli

@@ -76,6 +76,7 @@ def built(tmp_path_factory):
 # ------------------------------------------------------------------------------------ page data
 
 
+@pytest.mark.slow
 def test_page_data_has_a_row_per_variant_and_rank(built):
     per_rank = built["page"]["ranks"]["per_rank"]
     assert len(per_rank) == 8
@@ -106,6 +107,7 @@ def test_bus_bandwidth_is_judged_against_the_measured_link(built):
     assert calls[("int8", "AlltoAll")] == 5 and calls[("int8_overlap", "AlltoAll")] == 20   # 4 pieces per call
 
 
+@pytest.mark.slow
 def test_without_a_link_calibration_the_share_of_the_link_is_left_empty(built, tmp_path):
     data = page_data(load_run_dir(SAMPLE), calibrations=file_calibrations([tmp_path]))
     ranks = data["ranks"]
@@ -157,6 +159,7 @@ def test_overlapping_variant_runs_nccl_on_its_own_stream_beside_triton(built):
         assert row["streams"] == sorted(ln["stream_id"] for ln in mine) and row["hidden_ns"] > 0
 
 
+@pytest.mark.slow
 def test_unmatched_collectives_are_a_page_warning(built):
     data = load_run_dir(SAMPLE)
     t = data.timeline

@@ -139,6 +139,7 @@ def test_a_run_of_an_unknown_pair_keeps_the_defaults():
     assert info["declared_from"] == "defaults" and info["roles"]["cublas"] == "optimization"
 
 
+@pytest.mark.slow
 def test_report_index_and_history_keep_the_reference_apart(tmp_path, sample_dbs):
     run_dir = next((PROFILES / "samples").glob("*ch09.cutlass_gemm*"))
     db = sample_dbs.copy(tmp_path / "a.db", run_dir)

@@ -176,6 +176,7 @@ GEMMS = {"gemm_bf16": "tensor_bf16", "gemm_fp16": "tensor_fp16", "gemm_tf32": "t
          "gemm_fp8": "tensor_fp8", "gemm_int8": "tensor_int8", "gemm_fp64": "tensor_fp64"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,precision", sorted(GEMMS.items()))
 def test_counted_tensor_flops_match_2mnk(probes, variant, precision):
     r = build_roofline([probes], flop_basis="counted")

@@ -67,6 +67,7 @@ def test_table_prints_the_same_numbers(sample_db):
     assert f"{cuda.pct_of_roof:.3g}" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("level,suffix", [("dram", ".png"), ("all", ".svg"), ("l2", ".png"), ("l1", ".svg")])
 def test_chart_is_written(sample_db, tmp_path, level, suffix):
     out = tmp_path / f"roof{suffix}"
@@ -77,6 +78,7 @@ def test_chart_is_written(sample_db, tmp_path, level, suffix):
     assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in out.read_bytes()[:2000] or b"<?xml" in head
 
 
+@pytest.mark.slow
 def test_draw_api_leaves_no_pyplot_state(sample_db, tmp_path):
     import matplotlib
 
@@ -123,6 +125,7 @@ def test_imported_ncu_csv_without_gpu(tmp_path):
     assert d["flop_check"] and all(f["analytic_flops"] is None for f in d["flop_check"])
 
 
+@pytest.mark.slow
 def test_imported_probe_capture_roofline(tmp_path):
     db = str(tmp_path / "a.db")
     assert invoke("import", str(H200 / "roofline_sections_raw_base.csv"), "--db", db).exit_code == 0
@@ -144,6 +147,7 @@ def test_two_runs_compared(sample_db, tmp_path):
     assert {p["run_id"] for p in d["points"]} == {SAMPLE_ID, run2}
 
 
+@pytest.mark.slow
 def test_table_and_chart_name_the_sparse_roof(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", "20261126T034324Z-ch09.structured_sparsity-c433")
     out = tmp_path / "sparse.png"
@@ -202,6 +206,7 @@ def _assert_labels_apart(labels):
             assert _separation(a, b) >= MIN_GAP_PX, (text_a, text_b, a, b)
 
 
+@pytest.mark.slow
 def test_roofline_labels_of_close_variants_do_not_collide(tmp_path, sample_dbs):
     """ch09.tma_wgmma_pipeline: pipelined, pipelined_cluster and cublas sit within a few pixels of
     each other; their names and the three speedups (once drawn on top of each other as
@@ -221,6 +226,7 @@ def all_samples_db(tmp_path_factory, sample_dbs) -> Path:
     return sample_dbs.copy(tmp_path_factory.mktemp("samples") / "a.db")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run_dir", [d.name for d in sample_run_dirs()])
 def test_every_sample_chart_keeps_its_labels_apart(all_samples_db, run_dir):
     """Every shipped pair, 1 to 4 optimized variants (warp_specialization has 4 within a few

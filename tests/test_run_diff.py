@@ -35,6 +35,7 @@ def _recorded(key: str, session: int):
     return session_samples({"sessions": [entry["pairs"][key]["sessions"][session]]})
 
 
+@pytest.mark.slow
 def test_diff_two_gpus_table(db):
     path, runs, (a, b, _) = db
     result = CliRunner().invoke(cli, ["--db", str(path), "diff", a, b, "--wide"])
@@ -51,6 +52,7 @@ def test_diff_two_gpus_table(db):
     assert f"{sb['cuda']['cuda_event_median_ns'] / 1e3:.1f} us (cuda_events)" in out
 
 
+@pytest.mark.slow
 def test_diff_json_per_variant(db):
     path, runs, (a, b, _) = db
     result = CliRunner().invoke(cli, ["--db", str(path), "diff", a, b, "--json"])
@@ -70,6 +72,7 @@ def test_diff_json_per_variant(db):
     assert cuda["time_ratio_b_over_a"] > 1.0
 
 
+@pytest.mark.slow
 def test_diff_html_is_one_offline_page(db, tmp_path):
     path, _, (a, b, _) = db
     out = tmp_path / "page" / "diff.html"
@@ -80,6 +83,7 @@ def test_diff_html_is_one_offline_page(db, tmp_path):
     assert "http://" not in html and "https://" not in html and "<script src" not in html
 
 
+@pytest.mark.slow
 def test_diff_of_different_pairs_is_one_line_exit_2(db):
     path, _, (a, _, other) = db
     result = CliRunner().invoke(cli, ["--db", str(path), "diff", a, other])
@@ -87,6 +91,7 @@ def test_diff_of_different_pairs_is_one_line_exit_2(db):
     assert len(result.output.strip().splitlines()) == 1 and "different pairs" in result.output
 
 
+@pytest.mark.slow
 def test_gate_verdict_on_real_samples(db):
     _, runs, (a, b, _) = db
     ra, rb = runs.summary_result(a), runs.summary_result(b)

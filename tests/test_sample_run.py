@@ -66,6 +66,7 @@ def test_importing_the_sample_twice_is_harmless(sample_dir, tmp_path):
     assert store_path(db, sample_dir, skip_stored=True) == RUN_ID
 
 
+@pytest.mark.slow
 def test_quickstart_without_gpu_summarizes_samples(tmp_path, monkeypatch):
     import torch
 
@@ -80,6 +81,7 @@ def test_quickstart_without_gpu_summarizes_samples(tmp_path, monkeypatch):
     assert json.loads(summary.stdout)["run"]["gpu_name"] == "NVIDIA H200"
 
 
+@pytest.mark.slow
 def test_h100_runs_parse_and_pair_with_the_h200_samples(tmp_path):
     """profiles/samples_h100 (real H100 runs, same day): one run per pair that the H200 samples
     cover, every variant correct; stored next to the H200 runs, a pair name resolves to the

@@ -35,6 +35,7 @@ def _ranges(db: Path, export: Path) -> list[dict]:
     return json.loads(_tool(db, "ranges", run, "--json"))
 
 
+@pytest.mark.slow
 def test_nsys_export_of_k_copies_reads_as_exactly_k_times(tmp_path):
     scaling = scale_nsys_export(SAMPLE, tmp_path / "k3.sqlite", COPIES)
     assert check_nsys_rows(scaling) == []
@@ -45,6 +46,7 @@ def test_nsys_export_of_k_copies_reads_as_exactly_k_times(tmp_path):
     assert [r["kernel_count"] for r in scaled] == [COPIES * r["kernel_count"] for r in original]
 
 
+@pytest.mark.slow
 def test_the_check_catches_an_export_whose_copies_overlap(tmp_path):
     """Copy 1's NVTX ranges moved back onto copy 0's: its kernels lose their ranges."""
     scaling = scale_nsys_export(SAMPLE, tmp_path / "k3.sqlite", COPIES)

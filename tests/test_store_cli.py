@@ -147,6 +147,7 @@ SPARSITY_RUN = ROOT / "profiles" / "samples" / "20261126T034324Z-ch09.structured
 COPY_BYTES = 16384 * 16384 * 2      # C = m x n bf16 (run.json sizes), copied once per call by c.copy_
 
 
+@pytest.mark.slow
 def test_sample_memory_ops_are_stored_and_summarized(tmp_path):
     db = str(tmp_path / "a.db")
     res = invoke("import", str(SPARSITY_RUN), "--db", db)
@@ -179,6 +180,7 @@ def test_sample_memory_ops_are_stored_and_summarized(tmp_path):
     assert "5 x 2.68 GB" in invoke("ranges", run_id, "--db", db).stdout
 
 
+@pytest.mark.slow
 def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path):
     """A run stored by the kernel-only parser: ranges without the memory columns, no memory_ops table."""
     from aisp_prof.store.ingest import load_run_dir
@@ -214,6 +216,7 @@ def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path
     assert {r["nvtx_range"]: r["memcpy_count"] for r in new_ranges} == {"baseline": 0, "optimized": 0}
 
 
+@pytest.mark.slow
 def test_a_pair_name_means_its_latest_run(tmp_path):
     """`aisp-prof summary ch09.tma_wgmma_pipeline` after a run of that pair: the pair's newest
     run, not an unknown-run error; a pair with no run is still a one-line exit-2 error."""

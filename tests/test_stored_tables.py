@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from stored_digest import shipped_digest
 from repo_paths import FIXTURES
 
 GOLDEN = FIXTURES / "stored_tables_digest.json"
 
 
+@pytest.mark.slow
 def test_shipped_samples_store_the_same_values(tmp_path):
     golden = json.loads(GOLDEN.read_text())
     now = shipped_digest(tmp_path)
@@ -47,6 +49,7 @@ def roofline_digest(result: dict) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
+@pytest.mark.slow
 def test_shipped_samples_give_the_same_rooflines(tmp_path):
     """Every sample's roofline (points, ceilings, checks, warnings), number for number, as
     before issue 17 took the per-launch points off one-row frames (golden made at 945910d)."""

@@ -42,6 +42,7 @@ def db(tmp_path_factory) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [d.name for d in RUN_DIRS])
 def test_each_runs_tables_fit_120_columns_and_wide_keeps_every_column(db, run):
     for command, first, columns in (
@@ -62,6 +63,7 @@ def test_each_runs_tables_fit_120_columns_and_wide_keeps_every_column(db, run):
         assert header_line(fitted, first).split()[0] == first
 
 
+@pytest.mark.slow
 def test_run_list_history_list_and_calibrations_fit(db):
     for args in (["runs", "--db", db], ["history", "ch09.fused_l2norm", "--db", db], ["list"],
                  ["bench", "list-targets"], ["calibrate", "--show", "--db", db]):
@@ -79,6 +81,7 @@ def test_run_list_history_list_and_calibrations_fit(db):
     assert widest(listing) > 200                         # lessons whole, one line each
 
 
+@pytest.mark.slow
 def test_a_narrow_terminal_gets_a_narrower_table(db):
     """At 80 columns more is hidden and the stalls wrap narrower; what is left (variant names are
     never cut, the essential columns never hidden) may still need 85."""
@@ -115,6 +118,7 @@ def test_render_wraps_whole_words_keeps_numbers_with_units_and_says_what_it_hid(
     assert render(["a"], [["y" * 200]], None) == "a\n" + "-" * 200 + "\n" + "y" * 200
 
 
+@pytest.mark.slow
 def test_shared_options_before_or_after_the_subcommand(db):
     after = invoke("runs", "--db", db)
     assert invoke("--db", db, "runs") == after

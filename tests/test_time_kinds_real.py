@@ -36,6 +36,7 @@ def _by_slot(samples: pd.DataFrame) -> dict[tuple[str, str], dict[int, tuple[flo
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", [STREAMS, QUANT])
 def test_no_time_depends_on_its_position_in_a_round(db, run):
     """ABBA rounds put every variant first and last; each kind's median is the same at each

@@ -113,6 +113,7 @@ def test_library_is_built_for_sm90a(monkeypatch):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
+@pytest.mark.slow
 @requires_nvcc
 def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, tmp_path, mod):
     monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
@@ -131,6 +132,7 @@ def test_cu_builds_and_refuses_bad_arguments_before_any_cuda_call(monkeypatch, t
     assert lib.aisp_tma_wgmma_stages() >= 2
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_ptx_is_tma_plus_wgmma_with_the_hopper_mechanisms(tmp_path, mod):
     ptx = tmp_path / "k.ptx"

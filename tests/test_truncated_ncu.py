@@ -57,6 +57,7 @@ def test_whole_report_still_imports(tmp_path, report_bytes):
     assert len(parsed.launches) == 11 and parsed.launches["kernel"].notna().all()
 
 
+@pytest.mark.slow
 @needs_ncu_report
 @pytest.mark.parametrize("k", range(6))
 def test_cut_report_exits_6_and_stores_nothing(tmp_path, report_bytes, k):

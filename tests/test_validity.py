@@ -64,6 +64,7 @@ def db(tmp_path_factory):
     return database
 
 
+@pytest.mark.slow
 def test_drifted_fires_on_the_gpu_quantization_baseline(db):
     run = db.run(QUANT.name)
     result = db.summary_result(QUANT.name)

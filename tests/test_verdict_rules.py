@@ -26,6 +26,7 @@ def _by(found, variant, severity=None):
 # ------------------------------------------------------------------------------ host_bound
 
 
+@pytest.mark.slow
 def test_host_bound_names_the_launch_gap_of_128_launches():
     # ch10.stream_concurrency on the H100: 546.6 us by CUDA events, 325.9 us of GPU busy time per call
     found = host_bound(rule_input("samples_h100_ch10", "ch10.stream_concurrency"))
@@ -35,6 +36,7 @@ def test_host_bound_names_the_launch_gap_of_128_launches():
     assert "220.7 us (40%) is launch overhead" in base.message and "CUDA graph" in base.message
 
 
+@pytest.mark.slow
 def test_host_bound_on_one_short_kernel_says_batching():
     # ch10.cluster_group single_cta_float4: a 22.5 us kernel timed at 33.1 us by CUDA events
     (f,) = _by(host_bound(rule_input("samples_h100_ch10", "ch10.cluster_group")), "single_cta_float4")
@@ -79,6 +81,7 @@ def test_one_timer_off_but_another_agreeing_is_a_note():
     assert "ncu duration (1.46x) agrees" in f.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", ["samples", "samples_h100"])
 @pytest.mark.parametrize("pair", ["ch09.tma_wgmma_pipeline", "ch09.fused_l2norm", "ch09.cutlass_gemm"])
 def test_timers_that_agree_say_nothing(folder, pair):
@@ -126,6 +129,7 @@ def test_runs_without_declarations_or_data_give_no_findings():
 # ------------------------------------------------------------------------------ where they are shown
 
 
+@pytest.mark.slow
 def test_summary_prints_headline_and_findings(tmp_path, sample_dbs):
     run_dir = next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*"))
     db = sample_dbs.copy(tmp_path / "a.db", run_dir)
@@ -139,6 +143,7 @@ def test_summary_prints_headline_and_findings(tmp_path, sample_dbs):
     assert {f["rule"] for f in as_json["findings"]} >= {"host_bound"}
 
 
+@pytest.mark.slow
 def test_report_page_carries_findings(tmp_path, sample_dbs):
     from aisp_prof.api import open_db
 

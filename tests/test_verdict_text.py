@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import pandas as pd
 from click.testing import CliRunner
 
@@ -20,6 +21,7 @@ def _stored(tmp_path, pair):
     return db, store_path(db, next((PROFILES / "samples").glob(f"*{pair}*")))
 
 
+@pytest.mark.slow
 def test_memory_bound_verdict_names_roof_bytes_launches_and_headroom(tmp_path):
     db, run_id = _stored(tmp_path, "ch09.memory_bound")
     bound, changed, headroom = open_db(db).summary_result(run_id)["verdict"]
@@ -29,6 +31,7 @@ def test_memory_bound_verdict_names_roof_bytes_launches_and_headroom(tmp_path):
     assert headroom.startswith("Headroom of triton: at 96% of the measured DRAM roof, at most 1.05x")
 
 
+@pytest.mark.slow
 def test_gemm_verdict_says_what_did_not_change(tmp_path):
     db, run_id = _stored(tmp_path, "ch09.tma_wgmma_pipeline")
     res = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db), "--json"])
@@ -47,6 +50,7 @@ def test_without_counters_or_roofline_the_verdict_says_not_measured():
     assert verdict_sentences([], {}) == []
 
 
+@pytest.mark.slow
 def test_far_below_every_roof_is_not_called_bound_by_it(tmp_path, sample_dbs):
     # ch10.stream_concurrency on the H100: 128 small launches per call, 8% of the measured L2 peak
     run_dir = next((PROFILES / "samples_h100_ch10").glob("*ch10.stream_concurrency*"))

@@ -97,6 +97,7 @@ def test_reference_is_float64_horner(mod):
     assert np.allclose(ref.numpy(), expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_fp32_horner_is_well_inside_the_tolerance(mod):
     # The kernels' arithmetic, emulated in fp32 on the CPU, stays 20x under the pair's tolerance (~1e-7).
     inputs = mod.make_inputs({"n": 100_000, "degree": 128}, "cpu", 1)
@@ -115,6 +116,7 @@ def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
         getattr(mod, variant)(mod.make_inputs({"n": 16, "degree": 16}, "cpu", 0))
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_cuda_source_builds_for_sm90_with_symbols_and_no_local_memory(tmp_path):
     # The exact command aisp_kernels.build uses, plus -Xptxas -v for the resource report.

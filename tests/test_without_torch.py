@@ -48,6 +48,7 @@ def fused_db(tmp_path_factory) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_list_without_torch_says_per_pair_that_the_kernels_extra_is_missing():
     proc = without_torch("list", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -70,6 +71,7 @@ def test_bench_list_targets_without_torch():
     assert lines and all(line.startswith("ch10.") and "kernels extra not installed" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_history_without_torch_reads_the_database(fused_db):
     proc = without_torch("history", "ch09.fused_l2norm", "--db", str(fused_db))
     assert proc.returncode == 0, proc.stderr
