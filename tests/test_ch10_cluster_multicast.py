@@ -199,6 +199,7 @@ def test_sass_shows_each_variants_mechanism(sass):
         assert ops[v]["STS"] == 4, v
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

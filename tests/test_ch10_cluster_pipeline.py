@@ -263,6 +263,7 @@ def test_sass_every_kernel_is_a_tma_wgmma_ring(sass, ops, kernel):
     assert _count(k, "USETMAXREG") == 0                                    # not warp-specialized
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_stages_are_the_barrier_count(ops):
     assert ops["two_stage"]["SYNCS.EXCH.64"] == 4                          # full[2] + empty[2]
@@ -270,6 +271,7 @@ def test_sass_stages_are_the_barrier_count(ops):
     assert ops["four_stage_no_multicast"]["SYNCS.EXCH.64"] == 8
 
 
+@pytest.mark.slow
 @requires_nvcc
 @pytest.mark.parametrize("kernel", MULTICAST)
 def test_sass_multicast_kernels_share_b_and_release_cluster_wide(sass, ops, kernel):
@@ -287,6 +289,7 @@ def test_sass_multicast_kernels_share_b_and_release_cluster_wide(sass, ops, kern
             assert "UCGABAR_ARV" in sequence[i + 1:i + 5], sequence[i:i + 5]
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_the_control_loads_b_per_cta_without_the_cluster(ops):
     k = ops["four_stage_no_multicast"]
@@ -296,6 +299,7 @@ def test_sass_the_control_loads_b_per_cta_without_the_cluster(ops):
     assert k["BAR.SYNC.DEFER_BLOCKING"] == 1                               # after the barrier init only
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

@@ -141,6 +141,7 @@ def test_sass_shows_each_variants_mechanism(built):
     assert double["FFMA"] == tiled["FFMA"] and double["LDS.128"] == tiled["LDS.128"]
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_library_exports_the_symbols_the_module_calls(built, mod):
     nm = subprocess.run(["nm", "-D", "--defined-only", str(built[0])], capture_output=True, text=True, check=False)

@@ -228,6 +228,7 @@ def test_sass_shows_each_variants_mechanism(built):
         assert ops["BAR.SYNC.DEFER_BLOCKING"] <= 3 and ops["WARPSYNC.COLLECTIVE"] == 0, name
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

@@ -208,6 +208,7 @@ def test_sass_both_kernels_are_the_single_stage_gemm(sass, ops, kernel):
     assert _count(k, "CALL") == 0                                          # no subroutine (C7510's cause)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_only_the_fused_kernel_reads_bias_and_computes_silu(ops):
     fused, plain = ops["gemm_bias_silu_kernel"], ops["gemm_store_kernel"]
@@ -219,6 +220,7 @@ def test_sass_only_the_fused_kernel_reads_bias_and_computes_silu(ops):
     assert _count(fused, "LDS") == 0 and _count(plain, "LDS") == 0         # operands by TMA, epilogue in registers
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

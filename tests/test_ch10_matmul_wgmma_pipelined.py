@@ -196,6 +196,7 @@ def test_sass_both_kernels_are_tma_plus_wgmma(sass, ops, kernel):
     assert k["WARPGROUP.DEPBAR.LE"] <= 2                                   # not one wait per HGMMA (no C7510)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_only_the_ring_keeps_a_wgmma_group_in_flight(sass, ops):
     single, ring = sass["single_stage_kernel"], sass["pipelined_kernel"]
@@ -216,6 +217,7 @@ def test_sass_only_the_ring_keeps_a_wgmma_group_in_flight(sass, ops):
     assert ops["pipelined_kernel"]["BAR.SYNC.DEFER_BLOCKING"] == 1
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

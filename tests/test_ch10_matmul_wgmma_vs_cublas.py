@@ -185,6 +185,7 @@ def test_sass_is_single_stage_tma_plus_wgmma(sass, ops):
     assert _count(ops, "USETMAXREG") == 0                                  # no warp specialization
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

@@ -42,6 +42,7 @@ def test_every_pair_of_chapter_10_ran_on_an_h100_and_passed_its_check(db):
         assert result["summary"] and all(row["correct"] for row in result["summary"]), run_dir.name
 
 
+@pytest.mark.slow
 def test_cluster_shape_shows_beside_grid_and_block(db):
     multicast = kernels(db, "ch10.cluster_multicast")
     assert set(multicast["cluster_dim"]) == {"(16, 1, 1)"}                 # non-portable 16-CTA clusters
@@ -53,6 +54,7 @@ def test_cluster_shape_shows_beside_grid_and_block(db):
     assert rows["cluster2_dsmem"]["cluster_dim"] == "(2, 1, 1)" and rows["block_reduce"]["cluster_dim"] is None
 
 
+@pytest.mark.slow
 def test_dsmem_traffic_only_where_a_cluster_shares_shared_memory(db):
     group = db.run("ch10.cluster_group").kernels.set_index("variant")
     # rank 1 reads rank 0's 8 KiB tile over DSMEM for each of the 8192 chunks: 64 MiB
@@ -63,6 +65,7 @@ def test_dsmem_traffic_only_where_a_cluster_shares_shared_memory(db):
     assert by_variant["cluster4_dsmem_atomic"] > 0 and by_variant["cluster2_leader_read"] == 0
 
 
+@pytest.mark.slow
 def test_atomics_before_and_after(db):
     group = db.run("ch10.cluster_group").kernels.set_index("variant")
     # 2 RED per element, 32 lanes per request: 2 x 2^24 / 32
@@ -72,6 +75,7 @@ def test_atomics_before_and_after(db):
     assert reduction["block_atomic"] == 16384 and reduction["baseline"] == 0      # one per block
 
 
+@pytest.mark.slow
 def test_tma_multicast_cuts_l2_traffic_but_not_the_time(db):
     k = db.run("ch10.cluster_multicast").kernels.set_index("variant")
     assert k.loc["multicast", "l2_bytes"] * 3 < k.loc["tma_no_multicast", "l2_bytes"]
@@ -80,6 +84,7 @@ def test_tma_multicast_cuts_l2_traffic_but_not_the_time(db):
     assert k.loc["tma_no_multicast", "duration_ns"] <= k.loc["multicast", "duration_ns"]
 
 
+@pytest.mark.slow
 def test_the_four_stage_wgmma_ring_reaches_ninety_percent_of_cublas(db):
     """Issue 13's target, read from the H100 profile (ncu duration, 12288^3 fp16): the ring at
     >= 90% of cuBLAS, the single stage far below it; every variant did the same tensor FLOPs."""
@@ -89,6 +94,7 @@ def test_the_four_stage_wgmma_ring_reaches_ninety_percent_of_cublas(db):
     assert k["flops_tensor"].nunique() == 1 and k["flops_tensor"].iloc[0] == 2 * 12288**3
 
 
+@pytest.mark.slow
 def test_warpgroup_specialization_default_tile_order_streams_a_again(db):
     """The pair's predicted mechanism on the real run (session 9, git 35150e2): CUTLASS's cooperative
     2x1 kernel in its default tile order reads > 2x the hand-written kernel's DRAM bytes; a group-8
@@ -104,6 +110,7 @@ def test_warpgroup_specialization_default_tile_order_streams_a_again(db):
     assert abs(dur["baseline"] / dur["cublas"] - 1) < 0.02                   # 1.470 vs 1.465 ms
 
 
+@pytest.mark.slow
 def test_the_tma_store_epilogue_closed_the_gap_to_cublas(db):
     """Session 9 (git 35150e2): the register-epilogue control, the TMA-store kernel and its 2x1-cluster
     twin, one tile walk each on the SMs (132 blocks), the same tensor FLOPs; only the epilogue moves

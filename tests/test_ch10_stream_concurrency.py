@@ -107,6 +107,7 @@ def test_builds_for_sm90a_without_local_memory(built):
     assert ops["FFMA"] > 0 and not any(op.startswith(("LDS", "STS", "BAR")) for op in ops)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_entry_points_refuse_bad_arguments_before_any_cuda_call(built, mod):
     lib = ctypes.CDLL(str(built[0]))

@@ -188,6 +188,7 @@ def test_sass_baseline_is_plain_loads_and_stores(ops):
     assert _count(base, "LDG.E") <= 2, base
 
 
+@pytest.mark.slow
 @requires_nvcc
 @pytest.mark.parametrize("kernel", TMA_KERNELS)
 def test_sass_tma_kernels_move_data_only_by_tma(ops, kernel):
@@ -213,6 +214,7 @@ def test_sass_only_the_ring_keeps_a_store_in_flight(sass, ops):
     assert ops["tma_book_config_kernel"]["SYNCS.EXCH.64"] == 1             # one stage, one barrier
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_two_roundings_everywhere(ops):
     for name, k in ops.items():
@@ -220,6 +222,7 @@ def test_sass_two_roundings_everywhere(ops):
         assert k["FMUL"] >= 1 and k["FADD"] >= 1, name
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

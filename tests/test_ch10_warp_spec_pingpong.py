@@ -206,6 +206,7 @@ def test_every_producer_has_8_loads_in_flight(built):
         assert seq == "LLLLLLLLSSSSSSSS" * copies, (variant, seq)
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

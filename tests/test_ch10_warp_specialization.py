@@ -255,6 +255,7 @@ def test_sass_every_kernel_is_tma_plus_wgmma(sass, ops, kernel):
         assert k["STG.E"] == 128 and _count(k, "UTMASTG") == 0 and _count(k, "STS") == 0
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_sass_the_baseline_has_no_roles(sass, ops):
     one, k = sass["one_issuer"], ops["one_issuer"]
@@ -268,6 +269,7 @@ def test_sass_the_baseline_has_no_roles(sass, ops):
     assert k["UTMALDG.2D"] == 4                                            # prologue + one ahead in the loop
 
 
+@pytest.mark.slow
 @requires_nvcc
 @pytest.mark.parametrize("kernel", SPECIALIZED)
 def test_sass_the_specialized_kernels_move_registers_between_roles(sass, ops, kernel):
@@ -303,6 +305,7 @@ def test_sass_the_specialized_kernels_move_registers_between_roles(sass, ops, ke
         assert _count(k, "UCGABAR") == 0 and _count(k, "SYNCS.ARRIVE.TRANS64.RED") == 0
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

@@ -204,6 +204,7 @@ def opcodes(body: str) -> collections.Counter:
     return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
 
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(library, mod):
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU

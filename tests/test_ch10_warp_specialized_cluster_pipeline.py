@@ -193,6 +193,7 @@ def test_sass_shows_each_variants_mechanism(built):
         assert any(op.startswith("LDGSTS") for op in between) == prefetches, variant
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built):
     lib = ctypes.CDLL(str(built[0]))

@@ -139,6 +139,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
         assert f" T {name}" in symbols
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_bad_arguments_are_refused_before_any_cuda_call(built, mod):
     fn = ctypes.CDLL(str(built[0])).aisp_wsp_elementwise

@@ -242,6 +242,7 @@ def test_ptxas_reports_no_serialized_wgmma_and_no_spills(built):
         assert registers <= 255, entry[:100]
 
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(built, mod):
     lib = ctypes.CDLL(str(built[0]))        # cudart is linked statically: loads without a GPU
@@ -288,6 +289,7 @@ def test_sass_sm80_kernel_is_mma_sync_with_nothing_of_hopper(sass):
     assert not any(op.startswith(("CALL", "STL", "LDL")) for op in c)         # no assert calls, no local memory
 
 
+@pytest.mark.slow
 @requires_nvcc_and_cutlass
 def test_sass_sm90_kernel_is_tma_and_wgmma_with_no_mma_sync(sass):
     body = sass["sm90"]

@@ -38,6 +38,7 @@ def test_every_pair_of_chapter_14_ran_on_an_h100_and_passed_its_check(db):
         assert result["summary"] and all(row["correct"] for row in result["summary"]), run_dir.name
 
 
+@pytest.mark.slow
 def test_graph_break_pair_shows_a_break_against_one_whole_graph(db):
     """Issue 14's target: one graph and zero breaks against at least one break, with its reason."""
     run = db.run("ch14.graph_break_control_flow")
@@ -47,12 +48,14 @@ def test_graph_break_pair_shows_a_break_against_one_whole_graph(db):
     assert (run.compiles[run.compiles["phase"] == "timed"]["recompiles"] == 0).all()
 
 
+@pytest.mark.slow
 def test_triton_persistent_is_one_launch_per_call_against_sixty_four(db):
     rows = {r["variant"]: r for r in summary(db, "ch14.triton_persistent")["summary"]}
     assert rows["baseline"]["kernels_per_call"] == 64
     assert rows["persistent"]["kernels_per_call"] == 1 and rows["persistent_128"]["kernels_per_call"] == 1
 
 
+@pytest.mark.slow
 def test_compile_cost_is_measured_for_every_compiled_variant(db):
     """The first (compiling) call of a torch.compile variant costs seconds; an eager one does not."""
     run = db.run("ch14.model_compile_reduced_precision")

@@ -174,6 +174,7 @@ def test_fused_l2norm_says_3_13x_everywhere_with_the_others_labelled(db):
     assert "3.13x" in line and "nsys GPU time" in line and "3.03x" not in line
 
 
+@pytest.mark.slow
 def test_the_arrow_label_is_the_summary_s_number(db):
     """The chart's speedup label (the drawn text, not only the JSON)."""
     from aisp_prof.render.roofline_plot import SPEEDUP_GID, figure

@@ -84,6 +84,7 @@ def test_page_data_has_a_row_per_variant_and_rank(built):
     assert all(r["iterations"] == 5 for r in per_rank)
 
 
+@pytest.mark.slow
 def test_hidden_communication_only_where_nccl_has_its_own_stream(built):
     per_rank = built["page"]["ranks"]["per_rank"]
     hidden = {(r["variant"], r["rank"]): r["hidden_comm_pct"] for r in per_rank}
@@ -93,6 +94,7 @@ def test_hidden_communication_only_where_nccl_has_its_own_stream(built):
         assert hidden[("int8_overlap", rank)] > 10    # NCCL on a second stream beside Triton
 
 
+@pytest.mark.slow
 def test_bus_bandwidth_is_judged_against_the_measured_link(built):
     ranks = built["page"]["ranks"]
     assert ranks["link_calibrated"] and ranks["link_key"] == "2x_h100_80gb_hbm3"
@@ -115,6 +117,7 @@ def test_without_a_link_calibration_the_share_of_the_link_is_left_empty(built, t
     assert all(b["pct_of_link"] is None and b["busbw_gb_per_s"] > 100 for b in ranks["bandwidth"])
 
 
+@pytest.mark.slow
 def test_one_straggler_finding_per_variant_and_the_rank_verdict(built):
     ranks = built["page"]["ranks"]
     assert [f["variant"] for f in ranks["findings"]] == list(VARIANTS)       # not the warm-up's
@@ -123,6 +126,7 @@ def test_one_straggler_finding_per_variant_and_the_rank_verdict(built):
     assert any(s.startswith("int8_overlap: collective transfer") for s in ranks["sentences"])
 
 
+@pytest.mark.slow
 def test_the_lanes_are_one_iteration_of_every_rank_on_one_clock(built):
     lanes = built["page"]["ranks"]["lanes"]
     assert list(lanes) == list(VARIANTS)
@@ -139,6 +143,7 @@ def test_the_lanes_are_one_iteration_of_every_rank_on_one_clock(built):
             assert abs(a["end_ns"] - b["end_ns"]) < 50_000, v          # and the two ranks end it together
 
 
+@pytest.mark.slow
 def test_overlapping_variant_runs_nccl_on_its_own_stream_beside_triton(built):
     lanes = built["page"]["ranks"]["lanes"]
     assert [(ln["rank"], ln["stream_id"]) for ln in lanes["baseline"]["lanes"]] == [(0, 7), (1, 7)]
@@ -174,6 +179,7 @@ def test_unmatched_collectives_are_a_page_warning(built):
 # ------------------------------------------------------------------------------------ the page
 
 
+@pytest.mark.slow
 def test_the_page_has_a_ranks_section_and_a_lane_per_rank(built):
     html = built["multi_html"]
     page = parsed(html)
@@ -195,6 +201,7 @@ def test_the_page_has_a_ranks_section_and_a_lane_per_rank(built):
     assert not any(src.endswith("-timeline.png") and not src.endswith("rank-timeline.png") for src in page.images)
 
 
+@pytest.mark.slow
 def test_a_single_rank_page_has_no_ranks_section(built):
     assert "ranks" not in built["db"].page(built["single"])
     html = built["single_html"]
@@ -204,6 +211,7 @@ def test_a_single_rank_page_has_no_ranks_section(built):
     assert any(src.endswith("-timeline.png") for src in page.images)
 
 
+@pytest.mark.slow
 def test_the_chart_marks_collectives_apart_and_has_a_row_per_rank_and_stream(built):
     fig = rank_timeline_figure(built["page"]["ranks"]["lanes"])
     ax = fig.axes[0]
