@@ -120,6 +120,7 @@ def test_busbw_follows_nccl_tests_factors():
 # ---------------------------------------------------------------------- the real job
 
 
+@pytest.mark.slow
 def test_five_iterations_of_every_variant_on_every_rank(timeline):
     s = ranks.rank_summary(timeline)
     assert sorted(zip(s["variant"], s["rank"])) == [(v, r) for v in VARIANTS for r in (0, 1)]

@@ -20,6 +20,7 @@ def _notebook_example() -> list[str]:
     return [line for line in block.group(1).splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_readme_notebook_example_runs(tmp_path, monkeypatch):
     """Each line runs as a notebook cell would; the last two are the tables a reader sees."""
     lines = _notebook_example()
@@ -36,6 +37,7 @@ def test_readme_notebook_example_runs(tmp_path, monkeypatch):
     assert set(points["bound"]) == {"dram"} and points["ai_dram_flop_per_byte"].between(0.05, 0.5).all()
 
 
+@pytest.mark.slow
 def test_every_read_is_a_dataframe(tmp_path):
     from aisp_prof.errors import MissingDatabaseError
 

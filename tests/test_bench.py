@@ -67,6 +67,7 @@ def test_files_of_the_old_format_are_outdated_not_compared(tmp_path):
     assert found and all(v.verdict == "NEW" and "older format" in v.cause for v in found)
 
 
+@pytest.mark.slow
 def test_history_of_the_sample_pair(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_run_dirs()[0])
     rows = pair_history(db, "ch09.fused_l2norm")

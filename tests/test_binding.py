@@ -97,6 +97,7 @@ def test_signatures_are_set_and_the_library_is_loaded_once(tiny_cu, monkeypatch)
     assert lib.load() is lib.load() and len(loads) == 1
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_zero_passes_and_nonzero_raises_with_the_cuda_error_text(tiny_cu):
     lib = binding.CudaLibrary(tiny_cu, FUNCTIONS, arch="sm_90")

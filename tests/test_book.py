@@ -155,6 +155,7 @@ def test_list_json_shows_the_book():
     assert rows["ch10.warp_specialization_cutlass"]["comparison"] is True
 
 
+@pytest.mark.slow
 def test_summary_leads_with_the_book_and_marks_the_rest(tmp_path, sample_dbs):
     from verdict_samples import PROFILES
 

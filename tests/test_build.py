@@ -115,6 +115,7 @@ def test_cache_key_follows_source_and_arch(build_dir, fake_nvcc, tmp_path):
     assert sorted(p.name for p in build_dir.iterdir()) == sorted(p.name for p in (first, other_arch, edited))
 
 
+@pytest.mark.slow
 @requires_nvcc
 def test_broken_source_raises_build_error_with_the_error_line(build_dir, tmp_path):
     src = tmp_path / "broken.cu"

@@ -56,11 +56,13 @@ def test_pair_level_needs_apply_to_every_variant(l2norm):
     assert strict.needs("triton") == ("nvcc", "triton")
 
 
+@pytest.mark.slow
 def test_no_torch_is_a_requirement_not_a_crash(l2norm):
     answer = runnable(l2norm, Machine(frozenset(), None, None, torch=False))
     assert answer.error is RequirementError and "torch" in answer.reason
 
 
+@pytest.mark.slow
 def test_list_and_run_agree_on_a_gpu_without_nvcc(monkeypatch, tmp_path):
     """The case the issue names: `list` said the pair runs where `run` then failed with exit 8.
     Now both say why, and `run` exits 4 naming nvcc before anything is written."""
@@ -81,6 +83,7 @@ def test_list_and_run_agree_on_a_gpu_without_nvcc(monkeypatch, tmp_path):
     assert {r["name"]: r["can_run"] for r in json.loads(listed.stdout)}["ch09.tma_wgmma_pipeline"] is False
 
 
+@pytest.mark.slow
 def test_bad_sizes_get_their_own_error(monkeypatch, tmp_path):
     monkeypatch.setattr(capabilities, "detect_machine", lambda: HOPPER_NO_NVCC)
     res = CliRunner().invoke(cli, ["run", "ch09.fused_l2norm", "--sizes", "rows=-1", "--db", str(tmp_path / "a.db")])

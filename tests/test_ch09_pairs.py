@@ -353,6 +353,7 @@ def test_nvfp4_matches_torch_helpers(mods):
     assert torch.equal(packed, ref["pack_uint4"](ref["_f32_to_floatx_unpacked"](x, 2, 1)))
 
 
+@pytest.mark.slow
 def test_nvfp4_scales_have_the_size_scaled_mm_checks(mods):
     meta = pytest.importorskip("torch._meta_registrations")
     fn = getattr(meta, "_check_scaled_mm_sizes", None)

@@ -68,6 +68,7 @@ def test_reference_is_float64_softmax_attention(mod):
     assert torch.allclose(ref, weights @ v, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [TINY, {"batch": 1, "heads": 3, "seq": 200, "head_dim": 64}])
 def test_both_variants_pass_check_on_cpu(sizes):
     result = check.check_pair(pairs.find(NAME), sizes, device="cpu")
@@ -100,6 +101,7 @@ def _wrong(kind):
     return factory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["scale", "keys"])
 def test_a_wrong_variant_is_rejected(mod, kind):
     bad = replace(pairs.find(NAME), variants={"baseline": mod.baseline, "wrong": _wrong(kind)})

@@ -123,6 +123,7 @@ def _skip_last_micro_batch(inputs):
     return launch
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wrong", [_drop_bias, _skip_last_micro_batch])
 def test_a_wrong_variant_is_rejected(mod, wrong):
     bad = replace(pairs.find(NAME), variants={"baseline": mod.baseline, "wrong": wrong})

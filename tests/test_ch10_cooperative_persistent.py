@@ -69,6 +69,7 @@ def test_make_inputs_are_seeded_and_sizes_checked(mod):
             mod.make_inputs(bad, "cpu", 0)
 
 
+@pytest.mark.slow
 def test_map_is_bounded_informative_and_fp32_stays_inside_the_tolerance(mod):
     inputs = mod.make_inputs({"n": 1 << 18, "iters": 40}, "cpu", 0)
     ref = mod.reference(inputs)

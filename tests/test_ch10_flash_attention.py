@@ -83,6 +83,7 @@ def test_reference_is_causal_multihead_attention(mod):
     assert torch.equal(mod.reference(changed)[:, :50], ref[:, :50])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [TINY, {"batch": 1, "seq": 200, "hidden": 128, "heads": 2}])
 def test_baseline_and_flash_pass_check_on_cpu(sizes):
     result = check.check_pair(pairs.find(NAME), sizes, device="cpu", variants=["baseline", "flash"])

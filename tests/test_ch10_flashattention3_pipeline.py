@@ -118,6 +118,7 @@ def _wrong(kind):
     return factory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["no_mask", "scale"])
 def test_a_wrong_variant_is_rejected(mod, kind):
     bad = replace(pairs.find(NAME), variants={"baseline": mod.baseline, "wrong": _wrong(kind)})

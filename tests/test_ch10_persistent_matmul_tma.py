@@ -120,6 +120,7 @@ def test_variants_refuse_what_they_cannot_take(mod, monkeypatch):
             factory(inputs)
 
 
+@pytest.mark.slow
 def test_a_wrong_variant_is_rejected(mod):
     def torch_gemm(inputs):
         a, b = inputs["a"], inputs["b"]
@@ -216,6 +217,7 @@ def compiled(mod):
         pytest.skip(f"triton cannot compile for sm_90 here: {exc}")
 
 
+@pytest.mark.slow
 def test_baseline_loads_with_cp_async_and_multiplies_with_wgmma(compiled):
     ops = _ptx_ops(compiled["baseline"])
     assert sum(n for op, n in ops.items() if op.startswith("cp.async.cg.shared.global")) > 0

@@ -94,6 +94,7 @@ def test_reference_is_the_fp32_rounded_root(mod):
     assert mod.reference(small).tolist() == [5.0, 13.0, 0.0, 17.0, float(torch.tensor(2.0).sqrt())]
 
 
+@pytest.mark.slow
 def test_fp32_root_is_exact_for_every_sum_the_inputs_make(mod):
     # every integer s in [0, 2 * 2048^2] (a superset of the sums a^2 + b^2) is exact in fp32, and its
     # correctly rounded fp32 root equals the float64 root rounded to fp32 (no double-rounding miss)

@@ -126,6 +126,7 @@ def test_reference_is_layernorm_erf_gelu_mask_residual(mod):
     assert torch.equal(ref[~inputs["mask"]], x[~inputs["mask"]])          # dropped rows: x itself
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("affine", [False, True])
 @pytest.mark.parametrize("sizes", [TINY, {"batch": 2, "seq": 45, "hidden": 1000}])
 def test_baseline_passes_check_on_cpu(mod, sizes, affine):
@@ -153,6 +154,7 @@ def _wrong(kind):
     return factory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["mask_inverted", "no_residual", "no_bias"])
 def test_a_wrong_variant_is_rejected(mod, kind):
     bad = replace(pairs.find(NAME), variants={"baseline": mod.baseline, "wrong": _wrong(kind)},

@@ -83,6 +83,7 @@ def test_both_variants_pass_check_on_cpu_at_a_ragged_size(mod):
     assert max(c.rel_err_vs_reference for c in result.checks) < 8e-3         # the docstring's ~4.8e-3
 
 
+@pytest.mark.slow
 def test_baseline_negates_the_mask_every_call(mod):
     from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -81,6 +81,7 @@ def test_reference_rounds_ties_to_even_with_a_per_row_scale(mod):
     assert mod.reference({"x": torch.zeros(1, 4)}).abs().sum() == 0           # the amax floor: no NaN
 
 
+@pytest.mark.slow
 def test_the_compiled_function_writes_q_scales_and_y(mod):
     inputs = mod.make_inputs(TINY, "cpu", 0)
     x = inputs["x"]
@@ -93,6 +94,7 @@ def test_the_compiled_function_writes_q_scales_and_y(mod):
     assert (explained.graph_count, explained.graph_break_count) == (1, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [TINY, {"rows": 16, "cols": 16384}, {"rows": 1, "cols": 1}])
 def test_host_and_eager_variants_are_exact_on_cpu(mod, sizes):
     pair = replace(pairs.find(NAME), variants={k: v for k, v in mod.PAIR.variants.items() if k != "gpu_compiled"})
@@ -128,6 +130,7 @@ def _wrong(kind):
     return factory
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["half_away", "global_scale", "scale_one_ulp_low"])
 def test_a_wrong_variant_is_rejected(mod, kind):
     bad = replace(pairs.find(NAME), variants={"baseline": mod.baseline, "wrong": _wrong(kind)})

@@ -96,6 +96,7 @@ def test_bf16_modules_stay_inside_the_tolerance(mod):
             assert 1e-3 < err < 5e-3                                 # the docstring's 4.0e-3
 
 
+@pytest.mark.slow
 def test_dynamo_sees_a_break_in_the_baseline_and_one_graph_in_tensor_branch(mod):
     inputs = mod.make_inputs(TINY, "cpu", 0)
     args = (inputs["a"], inputs["b_neg"])
@@ -131,6 +132,7 @@ def test_warm_up_leaves_nothing_to_compile_in_timed_calls(mod, cls, fullgraph):
     assert float((outs[0].double() - ref).norm() / ref.norm()) < 5e-3
 
 
+@pytest.mark.slow
 def test_explain_resets_dynamo_so_it_runs_after_the_timed_calls(mod):
     inputs = mod.make_inputs(TINY, "cpu", 0)
     launch = mod._compiled_launch(inputs, mod.TensorBranch, {**EAGER, "fullgraph": True})

@@ -31,6 +31,7 @@ def mod():
     return import_fresh(PAIR_PATH, "ch14_model_compile_under_test")
 
 
+@pytest.mark.slow
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 14 and list(pair.variants) == ["baseline", "compiled", "compiled_no_fastpath"]
@@ -71,6 +72,7 @@ def test_make_inputs_is_seeded_bf16_eval_and_leaves_the_global_rng_alone(mod):
             mod.make_inputs(bad, "cpu", 0)
 
 
+@pytest.mark.slow
 def test_reference_is_the_modules_forward_in_float64(mod):
     inputs = mod.make_inputs(TINY, "cpu", 0)
     ref = mod.reference(inputs)

@@ -62,6 +62,7 @@ def test_an_allreduce_that_never_exchanges_fails_on_every_rank(tmp_path):
         assert not check["passed"] and check["failed_variants"] == ["local_only"]
 
 
+@pytest.mark.slow
 def test_inputs_need_a_torchrun_job():
     pair = pairs.find(NAME)
     with pytest.raises(RequirementError, match="through torchrun"):

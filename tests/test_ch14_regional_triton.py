@@ -33,6 +33,7 @@ def mod():
     return import_fresh(PAIR_PATH, "ch14_regional_triton_under_test")
 
 
+@pytest.mark.slow
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 14 and list(pair.variants) == ["baseline", "regional", "eager", "book_baseline"]
@@ -88,6 +89,7 @@ def test_reference_is_the_blocks_forward_in_float64(mod):
     assert torch.allclose(ref, expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_call_runs_the_four_lengths_into_one_output(mod):
     inputs = mod.make_inputs(TINY, "cpu", 0)
     launch = mod.optimized_eager(inputs)

@@ -44,6 +44,7 @@ def cpu_check(mod):
     return check.check_pair(pair, RAGGED, device="cpu")
 
 
+@pytest.mark.slow
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 14 and list(pair.variants) == VARIANTS
@@ -121,6 +122,7 @@ def test_make_inputs_is_seeded_and_validated(mod):
         mod.make_inputs({**TINY, "window": -1}, "cpu", 0)
 
 
+@pytest.mark.slow
 def test_reference_is_banded_attention_key_by_key(mod, monkeypatch):
     inputs = mod.make_inputs(TINY, "cpu", 0)
     ref = mod.reference(inputs)
@@ -149,6 +151,7 @@ def test_variants_pass_check_on_cpu_at_a_ragged_size(cpu_check):
     assert max(c.rel_err_vs_reference for c in cpu_check.checks) < 1e-3        # the docstring's ~5e-4
 
 
+@pytest.mark.slow
 def test_flex_keeps_its_compiled_callable_and_block_mask(mod):
     inputs = mod.make_inputs(RAGGED, "cpu", 0)
     launch = mod.optimized_flex(inputs)                 # the cpu_check's compiled graph: no recompile

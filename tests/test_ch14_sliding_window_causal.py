@@ -34,6 +34,7 @@ def windowed():
     return import_fresh(KERNELS / "sliding_window.py", "ch14_sliding_window_beside_causal")
 
 
+@pytest.mark.slow
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 14 and list(pair.variants) == VARIANTS
@@ -68,6 +69,7 @@ def test_reference_is_plain_causal_attention(mod):
     assert torch.allclose(mod.reference(inputs), expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sizes", [TINY, {"batch": 1, "seq": 300, "embed": 128, "heads": 2}])
 def test_both_variants_pass_check_on_cpu(sizes):
     result = check.check_pair(pairs.find(NAME), sizes, device="cpu")

@@ -53,6 +53,7 @@ def test_imports_without_triton(monkeypatch):
             factory(inputs)
 
 
+@pytest.mark.slow
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 14 and list(pair.variants) == VARIANTS

@@ -42,6 +42,7 @@ def mod():
 
 # --- import, contract, formulas -------------------------------------------------------------
 
+@pytest.mark.slow
 def test_pair_is_discovered_with_its_contract():
     pair = pairs.find("ch09.cublaslt_gemm")
     assert pair.chapter == 9

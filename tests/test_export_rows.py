@@ -53,6 +53,7 @@ def test_store_path_copies_and_leaves_the_export_as_it_was(tmp_path):
     assert not list(export.parent.glob(export.name + "-*"))          # no journal left beside it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["removed", "overwritten"])
 def test_export_gone_bad_before_the_copy_is_an_export_error_and_stores_nothing(tmp_path, damage):
     """The export is read again when the rows are stored: if it went missing or bad in between,

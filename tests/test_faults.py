@@ -82,6 +82,7 @@ def read_only(path: Path):
 # ---------------------------------------------------------------------------- read-only database / folder
 
 
+@pytest.mark.slow
 def test_read_only_database_file(tmp_path, sample_db):
     db = _copy_db(sample_db, tmp_path)
     before = db.read_bytes()
@@ -92,6 +93,7 @@ def test_read_only_database_file(tmp_path, sample_db):
     assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_read_only_folder(tmp_path, sample_db):
     folder = tmp_path / "ro"
     db = _copy_db(sample_db, folder)
@@ -154,6 +156,7 @@ def tiny_disk(tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+@pytest.mark.slow
 def test_really_full_disk(tiny_disk, sample_db):
     """A real ENOSPC: 1 MB filled but for 64 kB, then an import and a report."""
     free = shutil.disk_usage(tiny_disk).free
@@ -190,6 +193,7 @@ def test_roofline_out_unwritable(tmp_path, sample_db, where):
     assert not Path(out).exists() and not list(Path(out).parent.glob(".aisp-out*")) if where == "proc" else True
 
 
+@pytest.mark.slow
 def test_out_in_a_read_only_folder(tmp_path, sample_db):
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -224,6 +228,7 @@ def test_long_names(tmp_path, sample_db):
     ("check.json", "\x00garbage{", "broken check.json"),
     ("check.json", '{"check": []}', "not what aisp-prof writes"),
 ])
+@pytest.mark.slow
 def test_broken_run_folder(tmp_path, name, text, needle):
     folder = tmp_path / "run"
     shutil.copytree(RUN, folder)
@@ -235,6 +240,7 @@ def test_broken_run_folder(tmp_path, name, text, needle):
 # ---------------------------------------------------------------------------- read-only commands
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["runs"], ["kernels", "latest"], ["summary", "latest"], ["ranges", "latest"],
                                      ["roofline", "latest"], ["report", "latest"],
                                      ["history", "ch09.fused_l2norm"]])
@@ -244,6 +250,7 @@ def test_query_of_a_missing_database_creates_nothing(tmp_path, command):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_unknown_variant_is_exit_2_and_an_empty_variant_is_not(tmp_path, sample_db):
     one_error(invoke("kernels", "latest", "--db", str(sample_db), "--variant", "cdua"), 2, "did you mean cuda")
     one_error(invoke("kernels", "latest", "--db", str(sample_db), "--variant", "nope"), 2, "no variant 'nope'")
@@ -272,6 +279,7 @@ def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path, sample_db, 
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_import_stores_nothing(tmp_path, sample_db, monkeypatch):
     db = _copy_db(sample_db, tmp_path)
     real, calls = store._insert, []
@@ -330,6 +338,7 @@ def _writer(profiles: Path, run_id: str) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow
 def test_stale_partial_run_folders_are_removed_and_said(tmp_path, caplog):
     """A run killed outright (SIGKILL: no chance to clean up) leaves .partial-<id>; the next run
     removes it and logs it, but not a concurrent run's folder (its writer holds the lock), nor

@@ -103,6 +103,7 @@ def test_rate_formula_holds_for_every_counter_with_both_forms():
     assert checked >= 400          # 428 in this export
 
 
+@pytest.mark.slow
 def test_set_full_gemm_gets_a_roofline_point_marked_derived(tmp_path):
     db = aisp_prof.open_db(tmp_path / "a.db")
     run_id = db.import_path(FULL)
@@ -122,6 +123,7 @@ def test_set_full_gemm_gets_a_roofline_point_marked_derived(tmp_path):
     assert all("inst_ffma" in cols for cols in summary["derived_from_rates"])
 
 
+@pytest.mark.slow
 def test_cli_shows_derived_flops(tmp_path):
     db = str(tmp_path / "a.db")
     assert invoke("import", str(FULL), "--db", db).exit_code == 0
@@ -136,6 +138,7 @@ def test_cli_shows_derived_flops(tmp_path):
     assert any(w["code"] == "counts_from_rates" for w in roofline["warnings"])
 
 
+@pytest.mark.slow
 def test_sum_export_is_not_marked(tmp_path):
     db = str(tmp_path / "a.db")
     assert invoke("import", str(SUM), "--db", db).exit_code == 0

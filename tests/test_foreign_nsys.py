@@ -121,6 +121,7 @@ def test_innermost_ranges_table_keeps_threads_together(default: NsysParse) -> No
         assert r.loc[p, "gpu_time_ns"] == levels.loc[levels["nvtx_range"] == p, "gpu_time_ns"].sum()
 
 
+@pytest.mark.slow
 def test_pair_runs_keep_their_variant_rows(tmp_path: Path) -> None:
     """A shipped pair run: levels aisp > aisp/<pair> > aisp/<pair>/<variant>, the variant rows equal
     to the innermost ranges the summary reads, and the summary has only the pair's variants."""
@@ -255,6 +256,7 @@ def _report(tmp_path: Path) -> Path:
     return rep
 
 
+@pytest.mark.slow
 def test_nsys_rep_imports_through_nsys_named_by_aisp_nsys(tmp_path: Path) -> None:
     db, rep = str(tmp_path / "a.db"), _report(tmp_path)
     res = _invoke("import", str(rep), "--db", db, env={"AISP_NSYS": str(_fake_nsys(tmp_path / "bin"))})
@@ -270,6 +272,7 @@ def test_nsys_rep_imports_through_nsys_named_by_aisp_nsys(tmp_path: Path) -> Non
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("aisp-nsys-export-*/export.sqlite"))
 
 
+@pytest.mark.slow
 def test_nsys_rep_imports_through_nsys_on_path(tmp_path: Path) -> None:
     db, rep = str(tmp_path / "a.db"), _report(tmp_path)
     fake = _fake_nsys(tmp_path / "bin")

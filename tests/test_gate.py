@@ -83,6 +83,7 @@ def test_machine_drift_is_reported_not_failed(runs, recorded):
     assert not any(x.fails for x in v.values())
 
 
+@pytest.mark.slow
 def test_a_session_from_another_machine_widens_the_margin(runs, recorded):
     """Recording the second lease's compute_bound run: the bf16 margin now covers both machines."""
     data = load_run_dir(runs / DRIFT_RUN)
@@ -111,6 +112,7 @@ def test_a_session_of_other_code_replaces_the_old_evidence(runs, recorded):
     assert len(add("a" * 64)["sessions"]) == 2 and len(add(None)["sessions"]) == 2
 
 
+@pytest.mark.slow
 def test_the_speedup_interval_comes_from_side_by_side_samples(runs):
     data = load_run_dir(runs / SAME_RUN)
     df = with_cycles(data.samples, 1980)

@@ -92,6 +92,7 @@ def _stored_with_source(leases: dict, run: str, source: dict, db: Path) -> None:
     write_run(db, data)
 
 
+@pytest.mark.slow
 def test_bench_record_refuses_a_run_of_other_code(leases, tmp_path):
     """The slowdown fixture carries the real pair's name: its runs must never become the real
     pair's evidence. Nor may a run of an older version of the pair."""

@@ -36,9 +36,11 @@ def test_one_process_of_unchanged_code_is_enough(entry, process):
     assert _undecided(PAIR, entry, "gpu")(_samples(entry, [process])) is False
 
 
+@pytest.mark.slow
 def test_a_slowdown_seen_by_one_process_asks_for_a_second(entry):
     assert _undecided(PAIR, entry, "gpu")(_samples(entry, [0], slower=1.10)) is True
 
 
+@pytest.mark.slow
 def test_a_slowdown_seen_by_two_processes_stands(entry):
     assert _undecided(PAIR, entry, "gpu")(_samples(entry, [0, 1], slower=1.10)) is False

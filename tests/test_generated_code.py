@@ -116,6 +116,7 @@ def test_keep_generated_indexes_then_drops_the_cache(cache, tmp_path):
     assert not list((tmp_path / GENERATED_DIR).rglob("*.cubin"))
 
 
+@pytest.mark.slow
 def test_a_variants_launches_select_its_kernels():
     sample = {d.name: d for d in sample_run_dirs()}[CH09_TRITON]
     data = load_run_dir(sample)

@@ -141,6 +141,7 @@ def h100_db(h100, tmp_path):
     return db
 
 
+@pytest.mark.slow
 def test_code_command_lists_the_kernels_that_ran(h100_db):
     out = CliRunner().invoke(cli, ["code", H100_RUN, "--db", h100_db])
     assert out.exit_code == 0, out.output

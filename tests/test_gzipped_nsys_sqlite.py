@@ -85,6 +85,7 @@ def test_a_gzipped_multi_rank_folder_reads_as_the_plain_one(tmp_path, scratch):
     assert not list(scratch.iterdir())
 
 
+@pytest.mark.slow
 def test_a_gzipped_export_parses_and_imports_by_itself(tmp_path, scratch):
     folder = plain_copy(SAMPLE, tmp_path / SAMPLE.name)
     plain = parse_nsys_sqlite(folder / "nsys.sqlite")

@@ -62,6 +62,7 @@ def test_no_function_over_60_lines_or_8_parameters():
     assert not found, found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["analyze", "render"])
 def test_analysis_and_rendering_are_handed_data(stage):
     """`analyze` and `render` never open the database, the calibration files or the profilers."""
@@ -225,6 +226,7 @@ def test_the_circle_finder_finds_circles():
 
 
 
+@pytest.mark.slow
 def test_a_summary_and_a_diff_read_each_run_once(tmp_path, monkeypatch):
     """`summary` is one open of the database; `diff` one for both runs. Neither builds a whole
     roofline: the verdict's bounds and the diff's positions need only its points, once per run."""

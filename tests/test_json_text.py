@@ -53,6 +53,7 @@ def _both(obj):
     return out
 
 
+@pytest.mark.slow
 def test_random_values_encode_as_json_dumps():
     rng = random.Random(2026)
     for _ in range(5000):

@@ -179,6 +179,7 @@ def test_database_with_the_long_table_reads_the_same(tmp_path):
         assert len(old.read_run(run_id, True).metrics) == 3185
 
 
+@pytest.mark.slow
 def test_newer_schema_is_a_one_line_error(tmp_path):
     path, _ = _sample_db(tmp_path, old_layout=False)
     conn = sqlite3.connect(path)

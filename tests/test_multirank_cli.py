@@ -84,6 +84,7 @@ def test_ranks_json_has_every_frame(stored, elsewhere):
     assert frames["warnings"] == []
 
 
+@pytest.mark.slow
 def test_baseline_all_reduce_reaches_most_of_the_measured_link_from_any_folder(stored, elsewhere):
     """The calibration comes from the checkout's profiles/calibration whatever the working folder."""
     assert not (elsewhere / "profiles").exists()
@@ -227,6 +228,7 @@ def test_list_says_the_pair_needs_two_ranks_and_cannot_run_here():
     assert row["can_run"] is False and "no CUDA GPU" in row["reason"]
 
 
+@pytest.mark.slow
 def test_list_on_one_gpu_says_it_needs_two(monkeypatch):
     one, two = Machine.of("gpu", "triton", gpu_count=1), Machine.of("gpu", "triton", gpu_count=2)
     answer = capabilities.runnable(pairs.find(PAIR), one)
@@ -276,6 +278,7 @@ def test_report_of_an_imported_job(tmp_path):
     assert (out / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_an_imported_job_s_variants_are_the_program_s_not_nccl_s(tmp_path):
     """NCCL's own ranges around the warm-up's collectives (domain NCCL, outside every aisp/ range)
     are no variants: before, the headline of this import read 'ncclAlltoAll: 15.62x over baseline'."""
@@ -289,6 +292,7 @@ def test_an_imported_job_s_variants_are_the_program_s_not_nccl_s(tmp_path):
     assert data["headline"]["best"] == "int8" and not data["headline"]["text"].startswith("nccl")
 
 
+@pytest.mark.slow
 def test_summary_json_of_a_multi_rank_run_says_its_rows_are_rank_0_s_and_has_every_rank(stored):
     result = CliRunner().invoke(cli, ["summary", "latest", "--db", str(stored), "--json"])
     data = json.loads(result.output)

@@ -97,6 +97,7 @@ def test_timeline_holds_every_kernel_of_both_ranks(run, tmp_path):
     assert nccl == {0: raw[0][1], 1: raw[1][1]} and nccl[0] > 100
 
 
+@pytest.mark.slow
 def test_ranges_come_per_rank_with_every_variant(run):
     assert set(run.ranges["rank"]) == {0, 1}
     for rank in (0, 1):
@@ -136,6 +137,7 @@ def test_checks_of_both_ranks_are_stored_and_passed(run):
 # ------------------------------------------------------------------------------ summary
 
 
+@pytest.mark.slow
 def test_summary_has_the_four_variants_and_no_nccl_range_as_a_variant(summary):
     names = [r["variant"] for r in summary["summary"]]
     assert names == INFO["variants"] == VARIANTS
@@ -204,6 +206,7 @@ def test_ranks_of_an_imported_job_say_the_message_sizes_are_unknown(job_db):
     assert allreduce[-3:] == ["-", "-", "-"]                             # message, busbw, of link
 
 
+@pytest.mark.slow
 def test_an_imported_job_counts_a_variant_s_kernels_per_call_of_the_variant(job_db):
     """Without a pair (import --job), NCCL's ranges nested in aisp/<pair>/<variant> still count once
     per call of the variant: the same 1/2/5/20 as the run folder of the same pair, in run order."""

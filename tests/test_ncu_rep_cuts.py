@@ -56,6 +56,7 @@ def test_layout_of_the_real_report(report):
     assert SEEN_AS_CUT | NO_KERNEL | LOOKS_WHOLE == set(range(29))
 
 
+@pytest.mark.slow
 def test_framing_at_every_block_boundary(tmp_path, report):
     data, blocks = report
     cut = tmp_path / "cut.ncu-rep"
@@ -80,6 +81,7 @@ def _import_cut(tmp_path: Path, report, k: int):
     return res.stderr
 
 
+@pytest.mark.slow
 def test_cuts_the_framing_shows_exit_6_and_store_nothing(tmp_path, report):
     """Refused before `ncu_report` is needed: the same answer where it is not installed."""
     for k in sorted(SEEN_AS_CUT):
@@ -106,6 +108,7 @@ def _cut_rows(src: Path, dst: Path, keep: int) -> None:
     dst.write_bytes(b"".join(lines[:2 + keep]))
 
 
+@pytest.mark.slow
 def test_run_folder_with_fewer_launches_than_ncu_profiled_exits_6(tmp_path):
     whole = aisp_prof.open_db(tmp_path / "ok.db")
     assert len(whole.kernels(whole.import_path(RUN_DIR))) == 10          # run.json: ncu_kernels_profiled 10

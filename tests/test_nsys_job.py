@@ -91,6 +91,7 @@ def test_slurm_names_stand_in_for_torchruns_and_torchruns_default_run_id_is_no_j
 # ------------------------------------------------------------------------------------ load_job
 
 
+@pytest.mark.slow
 def test_load_job_orders_ranks_and_puts_rank_first(job, parsed):
     assert job.ranks.columns.tolist() == list(RANK_COLUMNS)
     assert job.ranks["rank"].tolist() == [0, 1]
@@ -161,6 +162,7 @@ def test_refine_offsets_skips_a_rank_with_too_few_matching_collectives(job):
     assert refined.kernels.query("rank == 1")["end_ns"].equals(few.kernels.query("rank == 1")["end_ns"])
 
 
+@pytest.mark.slow
 def test_ranks_come_from_the_order_given_when_the_environment_is_missing(tmp_path, parsed):
     """A real export with one field missing: rank 1's DeviceEnvironment row deleted, so it says
     neither its rank nor its job; its place in the list (second) makes it rank 1."""
@@ -178,6 +180,7 @@ def test_ranks_come_from_the_order_given_when_the_environment_is_missing(tmp_pat
         load_job([bare, RANK0])
 
 
+@pytest.mark.slow
 def test_the_caller_can_force_the_ranks():
     job = load_job([RANK0, RANK1], ranks=[1, 0])
     assert job.ranks["path"].tolist() == [str(RANK1), str(RANK0)]
@@ -246,6 +249,7 @@ def test_a_bad_file_gives_the_parsers_own_error(tmp_path, damage, expected):
 # ------------------------------------------------------------------------------------ clocks
 
 
+@pytest.mark.slow
 def test_sessions_far_apart_warn_and_shift_that_rank(tmp_path, job):
     late = _copy(RANK1, tmp_path, "late.sqlite",
                  "UPDATE TARGET_INFO_SESSION_START_TIME SET utcEpochNs = utcEpochNs + 90000000000")

@@ -65,6 +65,7 @@ def _range_row(parse: NsysParse, path: str) -> pd.Series:
 # ------------------------------------------------------------------------------------ l2norm pair
 
 
+@pytest.mark.slow
 def test_columns(l2norm: NsysParse) -> None:
     assert tuple(l2norm.kernels.columns) == KERNEL_COLUMNS
     assert tuple(l2norm.ranges.columns) == RANGE_COLUMNS
@@ -164,6 +165,7 @@ def test_gpu_info(l2norm: NsysParse) -> None:
 # ------------------------------------------------------------------------------ probe: nesting
 
 
+@pytest.mark.slow
 def test_probe_nested_ranges(probe: NsysParse) -> None:
     # torch.sqrt(x.abs()) launches two kernels: abs, then sqrt
     base = _in_range(probe, "aisp/pairA/baseline")["kernel"].tolist()
@@ -338,6 +340,7 @@ def test_sparsity_gpu_time_includes_the_copy(sparsity: NsysParse) -> None:
     assert 0.24 < per_call_ms < 0.27
 
 
+@pytest.mark.slow
 def test_sdpa_cudnn_and_flash_copy_their_output(sdpa: NsysParse) -> None:
     """flash and cudnn end with out.copy_(result): a DtoD copy of O = B x H x S x D bf16 per call."""
     batch, heads, seq, head_dim = 8, 16, 4096, 128                   # run.json sizes of this run
@@ -512,6 +515,7 @@ def test_no_nvtx_trace_gives_empty_ranges(tmp_path: Path) -> None:
     assert parse.ranges.empty and tuple(parse.ranges.columns) == RANGE_COLUMNS
 
 
+@pytest.mark.slow
 def test_parsing_never_modifies_the_export(tmp_path: Path) -> None:
     copy = tmp_path / "ro.sqlite"
     shutil.copy(PROBE, copy)

@@ -195,6 +195,7 @@ def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module
     return json.loads((folder / RUN_JSON).read_text())
 
 
+@pytest.mark.slow
 def test_with_nsys_one_process_checks_then_captures_and_run_json_splits_its_time(tmp_path, monkeypatch):
     info = _collect(tmp_path, monkeypatch, with_nsys=True)
     cmd = info["commands"]["check"]
@@ -208,6 +209,7 @@ def test_with_nsys_one_process_checks_then_captures_and_run_json_splits_its_time
     assert json.loads((folder / NSYS_CHILD_JSON).read_text())["iterations"] == 4
 
 
+@pytest.mark.slow
 def test_without_nsys_the_check_runs_bare_as_before(tmp_path, monkeypatch):
     info = _collect(tmp_path, monkeypatch, with_nsys=False)
     cmd = info["commands"]["check"]
@@ -216,12 +218,14 @@ def test_without_nsys_the_check_runs_bare_as_before(tmp_path, monkeypatch):
     assert not (tmp_path / "run" / NSYS_SQLITE).exists() and info["status"] == "ok"
 
 
+@pytest.mark.slow
 def test_a_failed_check_under_nsys_exports_nothing(tmp_path, monkeypatch):
     info = _collect(tmp_path, monkeypatch, with_nsys=True, passed=False)
     assert info["status"] == "failed_check" and not (tmp_path / "run" / NSYS_SQLITE).exists()
     assert "nsys_export" not in info["commands"]
 
 
+@pytest.mark.slow
 def test_nsys_that_cannot_start_the_child_is_a_profiler_error(tmp_path, monkeypatch):
     with pytest.raises(ProfilerFailedError, match="nsys exited 1"):
         _collect(tmp_path, monkeypatch, with_nsys=True, module="no_such_module_here")
@@ -287,6 +291,7 @@ def test_the_nsys_export_runs_beside_the_ncu_step(tmp_path, monkeypatch):
     assert (tmp_path / "run" / NSYS_SQLITE).is_file() and info["wall_s"]["nsys_export"] >= 0.4
 
 
+@pytest.mark.slow
 def test_a_failing_ncu_step_stops_the_background_export(tmp_path, monkeypatch):
     def ncu_step(*args, **kwargs):
         raise ProfilerFailedError("ncu exited 1")
@@ -325,6 +330,7 @@ def test_ncu_starts_beside_the_check_and_touches_the_gpu_only_after_it(tmp_path,
         assert (folder / "ncu_raw.csv").read_text().startswith('"ID"')
 
 
+@pytest.mark.slow
 def test_a_failed_check_stops_the_waiting_ncu_and_keeps_nothing_of_it(tmp_path, monkeypatch):
     info = _collect(tmp_path, monkeypatch, with_nsys=True, passed=False, ncu=tmp_path / "tools" / "ncu",
                     overlap_ncu=True, check_s=0.2)
@@ -334,6 +340,7 @@ def test_a_failed_check_stops_the_waiting_ncu_and_keeps_nothing_of_it(tmp_path, 
     assert not (folder / ".gpu_released").exists()
 
 
+@pytest.mark.slow
 def test_a_crashing_check_stops_the_waiting_ncu(tmp_path, monkeypatch):
     started = []
     real_start = runner.start_ncu_early
@@ -351,6 +358,7 @@ def test_a_crashing_check_stops_the_waiting_ncu(tmp_path, monkeypatch):
     assert not (tmp_path / "run" / ".gpu_released").exists()
 
 
+@pytest.mark.slow
 def test_no_early_ncu_where_more_timing_processes_follow_the_check(tmp_path, monkeypatch):
     info = _collect(tmp_path, monkeypatch, with_nsys=False, ncu=tmp_path / "tools" / "ncu", overlap_ncu=True,
                     timing=runner.TimingOptions(processes=2, max_processes=2))

@@ -116,6 +116,7 @@ def test_writes_index_and_one_page_per_run(built):
     assert not list(result.out_dir.parent.glob(".*partial*"))
 
 
+@pytest.mark.slow
 def test_every_local_reference_resolves_and_nothing_is_remote(built):
     _, result = built
     for page in all_pages(result):
@@ -140,6 +141,7 @@ def test_every_local_reference_resolves_and_nothing_is_remote(built):
                 assert url.fragment in parsed.ids, (page.name, ref)
 
 
+@pytest.mark.slow
 def test_script_in_a_kernel_name_is_escaped_and_inert_on_every_page(built):
     _, result = built
     js = (TEMPLATES / "report.js").read_text()
@@ -161,6 +163,7 @@ def test_script_in_a_kernel_name_is_escaped_and_inert_on_every_page(built):
     assert XSS_NAME in {k["kernel"] for k in data["kernels"]}
 
 
+@pytest.mark.slow
 def test_kernel_names_with_templates_show_exactly(built):
     db, result = built
     html = (result.out_dir / f"{RUN_ID}.html").read_text()
@@ -306,6 +309,7 @@ def test_cli_report_prints_the_index_path(tmp_path, sample_dbs):
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.slow
 def test_cli_report_unknown_run_is_exit_2_one_line(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_dir())
     for args in (["no-such-run"], ["--targets", "ch99"]):

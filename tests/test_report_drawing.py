@@ -43,6 +43,7 @@ def _ink_box(path: Path) -> tuple[int, int, int, int, tuple[int, int]]:
     return cols[0], rows[0], rgb.shape[1] - 1 - cols[-1], rgb.shape[0] - 1 - rows[-1], rgb.shape[:2]
 
 
+@pytest.mark.slow
 def test_a_chart_is_drawn_once_and_cropped_with_a_white_border(tmp_path, monkeypatch):
     draws = _draws(monkeypatch)
     path = charts.stall_chart({"baseline": {"long_scoreboard": 3.0, "barrier": 1.0},
@@ -56,6 +57,7 @@ def test_a_chart_is_drawn_once_and_cropped_with_a_white_border(tmp_path, monkeyp
     assert not any(k for k in info if k not in ("dpi",)), info            # no Software or date text
 
 
+@pytest.mark.slow
 def test_a_label_longer_than_the_room_grows_the_canvas_instead_of_being_cut(tmp_path, monkeypatch):
     draws = _draws(monkeypatch)
     name = "variant_" + "x" * 120                                          # ~9 inches of text at 10 pt
@@ -67,6 +69,7 @@ def test_a_label_longer_than_the_room_grows_the_canvas_instead_of_being_cut(tmp_
     assert width > (9 + drawing.ROOM_IN[0]) * charts.DPI
 
 
+@pytest.mark.slow
 def test_minor_ticks_drawn_as_markers_draw_the_same_pixels(tmp_path):
     def chart(fast: bool) -> np.ndarray:
         fig = Figure(figsize=(4, 3), dpi=100)
@@ -142,6 +145,7 @@ def test_a_chart_that_fails_is_one_line_and_leaves_nothing(db, tmp_path, monkeyp
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.slow
 def test_the_pool_cancels_what_has_not_started_and_reaps_its_workers():
     futures = []
     with pytest.raises(AispError, match="stop"), drawing.pool(2) as ex:
@@ -155,6 +159,7 @@ def _parsers_in_a_worker() -> int:
     return len(drawing._PARSERS)
 
 
+@pytest.mark.slow
 def test_a_forked_worker_does_not_reuse_the_parents_fonts(tmp_path):
     """Parses hold FreeType fonts, which must not cross fork() (matplotlib empties its own font
     cache in a child): two workers drawing with the parent's fonts corrupted glyphs ('FT_Load_Glyph

@@ -47,6 +47,7 @@ def test_run_json_records_every_variants_role_and_the_mechanisms():
     assert with_declarations({"variants": ["baseline"], **rec})["declared_from"] == "run"
 
 
+@pytest.mark.slow
 def test_static_reading_matches_every_shipped_pair():
     """What an old run gets from the module without importing it is what the module declares."""
     for pair in discover():
@@ -64,6 +65,7 @@ def test_reference_variants_of_the_shipped_pairs():
     assert refs["ch09.triton"] == ["torch_softmax"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder, pct", [("samples", 93), ("samples_h100", 92)])
 def test_tma_wgmma_headline_is_the_pipeline_not_cublas(folder, pct):
     run = sample(folder, "ch09.tma_wgmma_pipeline")
@@ -77,11 +79,13 @@ def test_tma_wgmma_headline_is_the_pipeline_not_cublas(folder, pct):
     assert f"reaches {pct}% of cublas" in h["text"]
 
 
+@pytest.mark.slow
 def test_cutlass_headline_is_the_tensor_op_kernel():
     h = headline(summary_records(sample("samples", "ch09.cutlass_gemm")))      # was "20.72x cublas"
     assert h["best"] == "tensorop_sm90" and h["text"].startswith("tensorop_sm90: 18.93x over baseline")
 
 
+@pytest.mark.slow
 def test_controls_are_never_the_headline_even_in_runs_recorded_before_the_role():
     """The cluster_pipeline sample recorded its two controls as optimizations, and its headline was the
     no-multicast control's 1.41x; the pair module now declares them controls (issue 19)."""
@@ -98,6 +102,7 @@ def test_controls_are_never_the_headline_even_in_runs_recorded_before_the_role()
     assert check_roles(["a", "b"], {"b": "control"}) is None
 
 
+@pytest.mark.slow
 def test_a_pair_whose_baseline_works_on_the_host_is_timed_by_cuda_events():
     """gpu_quantization's baseline quantizes on the CPU: its GPU time holds only its 32 PCIe copies,
     so the pair declares timer="latency" (issue 28; "cuda_events" before it). The sample, recorded

@@ -292,6 +292,7 @@ def _gemm_flops(pair: str, sizes: dict[str, int]) -> int:
     return 2 * sizes["tokens"] * sizes["hidden"] * sizes["ffn"]
 
 
+@pytest.mark.slow
 def test_sparse_kernels_are_found_by_name_and_counted_dense_equivalent(sparsity):
     """The cuSPARSELt GEMMs of the sparse24 and sparse24_tuned variants, and only they, match the
     sparse pattern (not their copy, transpose, silu or mul kernels): one per variant for the GEMM,
@@ -364,6 +365,7 @@ def _codes(result, code):
     return [w for w in result.warnings if w.code == code]
 
 
+@pytest.mark.slow
 def test_warning_point_above_its_roof(probes):
     k = probes.kernels.copy()
     k.loc[k["variant"] == "gemm_bf16", "duration_ns"] /= 2          # a wrong duration: 1.6 PFLOP/s in bf16
@@ -395,6 +397,7 @@ def test_warning_sm_clock_differs(sample):
     assert [w.nvtx_range for w in found] == ["aisp/ch09.fused_l2norm/cuda"]
 
 
+@pytest.mark.slow
 def test_warning_settings_differ_between_compared_runs(tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", _sample_dir())
     a = _sample_dir().name
@@ -426,6 +429,7 @@ def test_warning_flop_mismatch_no_flops_and_hfma_moves(sample, probes):
 
 # ----------------------------------------------------------------------------------- DB readers
 
+@pytest.mark.slow
 def test_roofline_for_run_reads_the_db_and_measured_ceilings(tmp_path, sample_dbs):
     from aisp_prof.store.calibrations import save_calibration
 

@@ -28,6 +28,7 @@ def sample_db(tmp_path, sample_dbs) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_json_has_ceilings_and_points(sample_db):
     res = invoke("roofline", "latest", "--db", str(sample_db), "--json", "--compare")
     assert res.exit_code == 0, res.output
@@ -55,6 +56,7 @@ def test_json_has_ceilings_and_points(sample_db):
     assert {w["code"] for w in d["warnings"]} >= {"flop_mismatch", "hfma_moves"}
 
 
+@pytest.mark.slow
 def test_table_prints_the_same_numbers(sample_db):
     res = invoke("roofline", "ch09.fused_l2norm", "--db", str(sample_db), "--compare")
     assert res.exit_code == 0, res.output
@@ -138,6 +140,7 @@ def test_imported_probe_capture_roofline(tmp_path):
     assert res.exit_code == 0 and (tmp_path / "p.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_two_runs_compared(sample_db, tmp_path):
     run2 = store_path(sample_db, H200 / "calibrate_probe_run")
     res = invoke("roofline", SAMPLE_ID, run2, "--db", str(sample_db), "--json")

@@ -40,6 +40,7 @@ def test_sample_parses_to_the_profiled_kernels(sample_dir):
     assert data.checks["passed"].astype(bool).all()
 
 
+@pytest.mark.slow
 def test_sample_summary_shows_the_fusion_lesson(sample_dir, tmp_path, sample_dbs):
     db = sample_dbs.copy(tmp_path / "a.db", sample_dir)
     run_id = sample_dir.name
@@ -60,6 +61,7 @@ def test_sample_summary_shows_the_fusion_lesson(sample_dir, tmp_path, sample_dbs
     assert [s["reason"] for s in cuda["top_stalls"]][0] == "long_scoreboard"
 
 
+@pytest.mark.slow
 def test_importing_the_sample_twice_is_harmless(sample_dir, tmp_path):
     db = tmp_path / "a.db"
     assert store_path(db, sample_dir, skip_stored=True) == RUN_ID

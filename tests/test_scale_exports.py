@@ -58,6 +58,7 @@ def test_the_check_catches_an_export_whose_copies_overlap(tmp_path):
     assert check_ranges(original, _ranges(tmp_path / "t.db", scaling.path), COPIES, scaling.shift_ns)
 
 
+@pytest.mark.slow
 def test_ncu_csv_of_k_copies_reads_as_exactly_k_times(tmp_path):
     db = tmp_path / "t.db"
     scaling = scale_ncu_csv(SAMPLE, tmp_path / "k3.csv", COPIES)

@@ -131,6 +131,7 @@ def test_nothing_approximate_is_derived(full):
     assert "peak_l1_bytes_per_cycle" not in full.launches and "sol_l1_pct" not in full.launches
 
 
+@pytest.mark.slow
 def test_set_full_markers_and_roofline_l2_l1_points(tmp_path, full):
     labels = set(full.launches[DERIVED_COLUMN].str.split(",").explode())
     assert SECTOR_COLUMNS <= labels
@@ -153,6 +154,7 @@ def test_set_full_markers_and_roofline_l2_l1_points(tmp_path, full):
     assert stored[DERIVED_COLUMN].str.contains("l1_bytes").all()
 
 
+@pytest.mark.slow
 def test_cli_names_how_bytes_were_derived(tmp_path):
     db = str(tmp_path / "a.db")
     runner = CliRunner()

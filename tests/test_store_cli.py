@@ -36,6 +36,7 @@ def test_import_ncu_csv_then_kernels_json(tmp_path):
         assert r["flops_total"] == pytest.approx(sum(parts))
 
 
+@pytest.mark.slow
 def test_import_nsys_sqlite_then_ranges_json(tmp_path):
     db = str(tmp_path / "a.db")
     res = invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite"), "--db", db)
@@ -51,6 +52,7 @@ def test_import_nsys_sqlite_then_ranges_json(tmp_path):
     assert kernels and all(k["dram_bytes"] is None for k in kernels)
 
 
+@pytest.mark.slow
 def test_runs_lists_both_and_prefix_resolves(tmp_path):
     db = str(tmp_path / "a.db")
     invoke("import", str(H200 / "l2norm_pair_full_raw.csv"), "--db", db)
@@ -131,6 +133,7 @@ def test_help_has_examples():
         assert res.exit_code == 0 and "Example" in res.output, cmd
 
 
+@pytest.mark.slow
 def test_import_ncu_rep_gz_through_ncu_report(tmp_path):
     pytest.importorskip("ncu_report")
     db = str(tmp_path / "a.db")

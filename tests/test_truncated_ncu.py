@@ -80,6 +80,7 @@ def test_cut_report_exits_6_and_stores_nothing(tmp_path, report_bytes, k):
     assert api.runs()["run_id"].tolist() == [kept]
 
 
+@pytest.mark.slow
 @needs_ncu_report
 def test_nameless_last_kernel_is_an_error_even_past_the_framing_check(tmp_path, report_bytes, monkeypatch):
     """Without the framing check, ncu_report reads this cut as 11 launches, the last with no name
@@ -101,6 +102,7 @@ def test_cut_gzip_report_exits_6(tmp_path):
     assert not (tmp_path / "a.db").exists()
 
 
+@pytest.mark.slow
 def test_csv_cut_mid_row_exits_6_and_stores_nothing(tmp_path):
     """The CSV equivalent: cut anywhere inside the last launch row (mid-cell or between cells)."""
     text = CSV.read_bytes()
@@ -125,6 +127,7 @@ def _rewrite_last_row(src: Path, dst: Path, change) -> None:
         csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
 
 
+@pytest.mark.slow
 def test_csv_launch_without_name_or_metrics_is_an_error(tmp_path):
     """A launch row whose kernel name, or every metric cell, is blank (a partly unreadable export)
     is refused, not stored as a nameless or empty kernel."""

@@ -76,6 +76,7 @@ def test_drifted_fires_on_the_gpu_quantization_baseline(db):
     assert any(w["rule"] == "drifted" and w["variant"] == "baseline" for w in head["withheld"])
 
 
+@pytest.mark.slow
 def test_below_floor_fires_when_the_timer_misses_work(db):
     run = db.run(L2NORM.name)
     summary = db.summary_result(L2NORM.name)["summary"]
@@ -87,6 +88,7 @@ def test_below_floor_fires_when_the_timer_misses_work(db):
     assert {f.variant for f in found} == {r["variant"] for r in summary if r.get("gpu_time_ns")}
 
 
+@pytest.mark.slow
 def test_a_gpu_bound_pair_keeps_its_headline(db):
     head = db.summary_result(L2NORM.name)["headline"]
     assert head["withheld"] == [] and not head["text"].startswith("headline withheld")

@@ -50,6 +50,7 @@ def test_host_bound_is_silent_on_long_gemms():
         assert host_bound(rule_input(folder, "ch09.tma_wgmma_pipeline")) == []
 
 
+@pytest.mark.slow
 def test_host_bound_does_not_call_153_us_on_one_launch_launch_overhead():
     # ch10.warp_specialized_cluster_pipeline baseline: 618.1 us events, 465.0 us nsys, 606.7 us ncu:
     # nsys alone is fast; one launch cannot cost 153 us of host time
@@ -121,6 +122,7 @@ def test_a_mechanism_without_counters_is_not_measured():
     assert dram and all(f.severity == "info" and f.message.endswith("not measured in this run") for f in dram)
 
 
+@pytest.mark.slow
 def test_runs_without_declarations_or_data_give_no_findings():
     assert findings(RuleInput({}, [])) == []
     assert mechanisms(rule_input("samples", "ch09.sdpa_attention")) == []     # declares no mechanism

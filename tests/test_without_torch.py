@@ -64,6 +64,7 @@ def test_list_without_torch_says_per_pair_that_the_kernels_extra_is_missing():
     assert "pip install -e '.[kernels]'" in table.stderr
 
 
+@pytest.mark.slow
 def test_bench_list_targets_without_torch():
     proc = without_torch("bench", "list-targets", "--chapter", "ch10")
     assert proc.returncode == 0, proc.stderr
