@@ -22,6 +22,7 @@ from aisp_prof.analyze.intervals import paired_groups, ratio_interval, with_cycl
 from aisp_prof.api import open_db
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER, judge
+from aisp_prof.bench.runner import one_machine
 from aisp_prof.cli import cli
 from aisp_prof.store.ingest import load_run_dir
 from legacy_evidence import current_format_copy
@@ -68,6 +69,8 @@ def test_a_deliberate_slowdown_is_slower_and_nothing_else_is(runs, recorded):
     assert time.change.low > 1.06 and time.change.high < 1.07          # +6.6% as measured
     assert "time +6.6% and cycles +6.6%" in v["cuda"].cause
     assert [k for k, x in v.items() if x.verdict != SAME] == ["cuda"]
+    held = one_machine(list(v.values()), "gpu", recorded["ch09.fused_l2norm"])    # one machine's evidence
+    assert [x.variant for x in held if x.verdict == SLOWER] == ["cuda"]           # +6.6% is beyond its 5%
 
 
 @pytest.mark.slow

@@ -124,21 +124,45 @@ def _undecided(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any
     return more
 
 
+# Machines of one kind differ in GPU time too: on a second H200 lease the unchanged
+# ch10.stream_concurrency baseline ran +4.7% [+4.3, +5.1], warp_spec_pingpong +3.7% and
+# warp_specialized_elementwise's baseline +2.9% (a recording there confirmed both), and
+# ch14.triton_persistent's persistent kernel +3.1%, the reference kernels within 1.5% each time.
+MACHINE_SPREAD_GPU = 0.05
+
+
 def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
-    """A host-side time (latency, steady) judged against evidence from one machine cannot tell the
-    code from the host: the same kind of H200 ran ch14.triton_persistent's baseline at 1.76 ms per
-    call back to back on one lease and 0.94 ms on the next, GPU reference kernels within 1%. There
-    FASTER and SLOWER become AMBIGUOUS, saying so, until a session from another machine widens the
+    """Evidence from one machine holds that machine's spread only. A host-side time (latency,
+    steady) moves with the host: the same kind of H200 ran ch14.triton_persistent's baseline at
+    1.76 ms per call back to back on one lease and 0.94 ms on the next, GPU reference kernels
+    within 1%; there every FASTER and SLOWER becomes AMBIGUOUS. A GPU time moves less, but up to
+    MACHINE_SPREAD_GPU: a change whose cycles are not wholly beyond it becomes AMBIGUOUS (a planted
+    +6.6% or +10% still fails). Both say so, until a session from another machine widens the
     margin to what machines do."""
-    if kind not in exp.HOST_KINDS or exp.machines(entry) > 1:
+    if exp.machines(entry) > 1:
         return verdicts
     for v in verdicts:
-        if v.verdict in (FASTER, SLOWER) and not v.is_reference:
-            v.cause = (f"{v.verdict.lower()} by {kind} time against evidence from one machine, and a host-side time "
-                       "moves with the host: record a session on another machine (bench run --update-expectations) "
-                       f"so the margin covers machines{'; ' + v.cause if v.cause else ''}")
-            v.verdict = AMBIGUOUS
+        if v.verdict not in (FASTER, SLOWER) or v.is_reference:
+            continue
+        if kind in exp.HOST_KINDS:
+            why = "a host-side time moves with the host"
+        elif _within_machine_spread(v):
+            why = f"within the {MACHINE_SPREAD_GPU:.0%} by which H200 machines ran unchanged code apart"
+        else:
+            continue
+        v.cause = (f"{v.verdict.lower()} by {kind} time against evidence from one machine, and {why}: record a "
+                   "session on another machine (bench run --update-expectations) so the margin covers machines"
+                   f"{'; ' + v.cause if v.cause else ''}")
+        v.verdict = AMBIGUOUS
     return verdicts
+
+
+def _within_machine_spread(v: VariantVerdict) -> bool:
+    """Whether the change that decided v (its cycles, else its time) may lie within MACHINE_SPREAD_GPU."""
+    m = v.metric("cycles") or v.metric("time")
+    if m is None:
+        return False
+    return m.change.low <= 1 + MACHINE_SPREAD_GPU if v.verdict == SLOWER else m.change.high >= 1 - MACHINE_SPREAD_GPU
 
 
 def gate_kind(pair: KernelPair) -> str:
