@@ -12,7 +12,6 @@ import pytest
 from repo_paths import ROOT
 
 
-
 def quick_start() -> list[str]:
     """The quick start's bash block, one entry per command line (comments and blanks dropped)."""
     text = (ROOT / "README.md").read_text()
@@ -74,3 +73,14 @@ def test_command_1_picks_the_install_by_whether_there_is_a_gpu(tmp_path, gpu):
     pin = re.search(r"torch==[\w.+]+", numbered(1)).group(0)
     install = f"python3 -m pip install {pin} -e .[kernels]" if gpu else "python3 -m pip install -e ."
     assert ran == [install, "aisp-prof quickstart"]
+
+
+def test_the_fast_loop_is_documented_and_its_marker_registered():
+    """The README's fast loop leaves out `slow`, a marker setup.cfg registers (an unregistered
+    marker only warns, so a typo would silently run everything)."""
+    text = (ROOT / "README.md").read_text()
+    assert '```bash\npython3 -m pytest -m "not slow" -q\n```' in text
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "setup.cfg")
+    markers = [line.split(":")[0].strip() for line in cfg["tool:pytest"]["markers"].strip().splitlines()]
+    assert "slow" in markers
