@@ -3,7 +3,7 @@
     python3 dev/evidence_table.py kernels/ch10/expectations_h200.json
 
 Paste it between `<!-- evidence-table: kernels/ch10/expectations_h200.json -->` and
-`<!-- /evidence-table -->`; tests/test_readme_evidence.py keeps the two equal.
+`<!-- /evidence-table -->`; tests/integration/test_readme_evidence.py keeps the two equal.
 """
 from __future__ import annotations
 

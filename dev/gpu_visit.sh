@@ -5,7 +5,7 @@
 #   PAIRS="ch10.warp_specialization ch10.warpgroup_specialization" STEPS="tests record run" bash dev/gpu_visit.sh
 #
 #   STEPS (space-separated, run in the order given):
-#     tests      the GPU tests (pytest -m gpu) of TESTS (default: tests/test_<chapter>_<name>.py of each
+#     tests      the GPU tests (pytest -m gpu) of TESTS (default: tests/pairs/<chapter>/test_<chapter>_<name>.py of each
 #                pair where that file exists, else every test)
 #     sanitize   compute-sanitizer memcheck/racecheck/synccheck of SAN_PAIRS (default PAIRS) at the small
 #                size, SAN_VARIANTS (comma-separated; default all); logs -> $OUT/sanitizer_logs.tgz
@@ -35,7 +35,7 @@ t() { echo "t=$(( $(date +%s) - START ))s"; }
 targets() { for p in $PAIRS; do printf -- '--targets %s ' "$p"; done; }
 default_tests() {
   local files=""
-  for p in $PAIRS; do f=tests/test_${p%%.*}_${p#*.}.py; [ -f "$f" ] && files="$files $f"; done
+  for p in $PAIRS; do f=tests/pairs/${p%%.*}/test_${p%%.*}_${p#*.}.py; [ -f "$f" ] && files="$files $f"; done
   echo "${files:-tests}"
 }
 {

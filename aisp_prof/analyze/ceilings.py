@@ -15,7 +15,7 @@ Rules that are easy to get wrong, and what this module does:
   ~990 TFLOP/s and a cuBLAS 8192^3 GEMM measures ~790). Dense kernels are bounded by half of it,
   so those five are halved (`SPARSE_REPORTED`); fp64 (DMMA) has no sparse mode and is taken
   as reported. Checked on the GPU against the `_sparsity_off` peaks (one H200 capture of both,
-  tests/fixtures/h200/roofline_sections_raw_base.csv; tests/test_roofline.py) and measured GEMMs
+  tests/fixtures/h200/roofline_sections_raw_base.csv; tests/unit/test_roofline.py) and measured GEMMs
   (profiles/calibration/). A profile that carries dense peaks itself
   (`peak_tensor_<p>_dense_flop_per_cycle`) is used as is.
 * 2:4-sparse roofs: each of those five also gets `tensor_<p>_sparse` (`SPARSE_PRECISIONS`), the

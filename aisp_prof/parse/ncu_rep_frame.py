@@ -24,7 +24,7 @@ result it was written for), or after its first result but before the session's c
 What no framing can tell: nothing counts the results, in the file header, in any block header or
 in a trailer (there is none; ncu appends as it profiles and does not know how many kernels will
 come). A report cut exactly after a result block, or after the command-line block, is byte for byte
-a whole report of fewer kernels (tests/test_ncu_rep_cuts.py cuts a real report at every boundary).
+a whole report of fewer kernels (tests/unit/test_ncu_rep_cuts.py cuts a real report at every boundary).
 For aisp-prof's own run folders, run.json records how many kernels ncu said it profiled, and the
 import compares (`ncu_whole.check_launch_count`).
 

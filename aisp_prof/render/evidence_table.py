@@ -1,7 +1,7 @@
 """A chapter's recorded gate evidence (an expectations file) as the markdown table its README shows.
 
 The README's numbers are the ones the gate compares against, so they are printed from the file,
-never typed: tests/test_readme_evidence.py regenerates every table between
+never typed: tests/integration/test_readme_evidence.py regenerates every table between
 `<!-- evidence-table: PATH -->` and `<!-- /evidence-table -->` and fails on any difference, and
 `python3 dev/evidence_table.py PATH` prints one to paste. Pure: handed the file's contents and
 each pair's book declaration (pairs.book), it reads nothing itself.

@@ -14,7 +14,7 @@ attributes. Now:
         as little-endian float64, NaN where the launch has none; `nan_slots_i32le` (almost always
         NULL) lists, as little-endian int32, the slots whose value is present but is NaN itself.
 
-The long form reads back value for value (`LaunchMetrics.long()`; tests/test_metric_rows.py),
+The long form reads back value for value (`LaunchMetrics.long()`; tests/unit/test_metric_rows.py),
 with what SQLite did to the values of the long table done here too: -0.0 is stored as 0.0 (a
 REAL column stored it as the integer 0), a NaN value reads back as NULL/NaN.
 """

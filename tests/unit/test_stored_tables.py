@@ -36,7 +36,7 @@ def roofline_digest(result: dict) -> str:
     the secondary figures; before, the arrow was ncu's summed duration. The digest is taken of the
     arrow as it was: its ncu-duration secondary figure in `speedup`, the old `time_source`, the new
     keys left out. So the golden made at 945910d still holds, number for number, and proves the ncu
-    figure now shown as secondary is exactly the old arrow; tests/test_one_speedup.py holds the
+    figure now shown as secondary is exactly the old arrow; tests/integration/test_one_speedup.py holds the
     arrow's primary speedup to the summary's."""
     import hashlib
 

@@ -41,7 +41,7 @@ def test_set_full_has_rates_only_and_sum_export_has_counts(full, summed):
     assert "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed" in header
     # counts the .sum export has are counted, not derived: no marker column at all
     assert DERIVED_COLUMN not in summed.launches
-    # the FP counters from rates, the L2/L1 byte figures from sectors (tests/test_sector_bytes.py)
+    # the FP counters from rates, the L2/L1 byte figures from sectors (tests/unit/test_sector_bytes.py)
     assert set(full.launches[DERIVED_COLUMN].str.split(",").explode()) == set(INST) | {
         "l2_bytes", "l1_bytes", "peak_l2_bytes_per_cycle", "sol_l2_pct"}
 

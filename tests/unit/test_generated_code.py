@@ -208,7 +208,7 @@ def test_report_page_lists_the_generated_kernels_and_who_launched_them(ch09_run_
     page = db.page(CH09_TRITON)
     rows = {g["name"]: g for g in page["generated_code"]}
     # the sample's launch ran another build of _softmax_rows (53 registers, not this cache's 50):
-    # no variant ran this one (tests/test_generated_h100.py has a run whose builds did run)
+    # no variant ran this one (tests/unit/test_generated_h100.py has a run whose builds did run)
     assert rows["_softmax_rows"]["variants"] == [] and rows["add_relu_kernel"]["variants"] == []
     report = db.report(runs=[CH09_TRITON], out=tmp_path / "report")
     html = next(p for p in report.pages if "ch09.triton" in p.name).read_text()

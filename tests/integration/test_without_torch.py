@@ -161,4 +161,4 @@ def test_the_suite_collects_without_torch():
     collected = [line for line in proc.stdout.splitlines() if "::" in line]
     assert len(collected) > 500
     # the every-pair checks that need no torch are collected for each pair
-    assert "tests/test_every_pair.py::test_the_declaration_names_the_pair_after_its_file[ch09.fused_l2norm]" in collected
+    assert "tests/pairs/test_every_pair.py::test_the_declaration_names_the_pair_after_its_file[ch09.fused_l2norm]" in collected

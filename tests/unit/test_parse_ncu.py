@@ -107,7 +107,7 @@ def test_full_stalls_present_and_absent_metrics_absent(full):
     for missing in ("sol_dram_pct", "sol_l1_pct", "peak_l1_bytes_per_cycle", "flops_tensor_fp8"):
         assert missing not in columns
     # ...and has the FP instruction counters only as rates and the L2/L1 bytes only as sectors:
-    # derived, and marked so (issue 16; tests/test_sector_bytes.py)
+    # derived, and marked so (issue 16; tests/unit/test_sector_bytes.py)
     assert {"inst_ffma", "l2_bytes", "l1_bytes"} <= columns
     assert all({"inst_ffma", "l2_bytes", "l1_bytes"} <= set(labels.split(","))
                for labels in full.launches["derived_from_rates"])
