@@ -225,7 +225,6 @@ def test_the_circle_finder_finds_circles():
         "aisp_prof.store.db -> aisp_prof.analyze.summary"]
 
 
-
 @pytest.mark.slow
 def test_a_summary_and_a_diff_read_each_run_once(tmp_path, monkeypatch):
     """`summary` is one open of the database; `diff` one for both runs. Neither builds a whole
