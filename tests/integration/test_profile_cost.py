@@ -60,7 +60,7 @@ def recorded(monkeypatch, tmp_path):
     def fake_check(pair, sizes, device, variants):
         calls.append("check")
         ok = passed["value"]
-        return SimpleNamespace(passed=ok, to_dict=lambda: {"passed": ok, "checks": []})
+        return SimpleNamespace(passed=ok, skipped_variants={}, to_dict=lambda: {"passed": ok, "checks": []})
 
     def fake_timing(*args, **kwargs):
         calls.append("timing")
