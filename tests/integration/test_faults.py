@@ -306,18 +306,22 @@ def test_sigint_to_a_real_quickstart(tmp_path):
     """SIGINT, as a terminal's Ctrl-C sends it, to a running `quickstart`: exit 130, one line,
     no partial report folder and no half-stored run."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    # SIGINT at its default in the child, whatever the runner's: a job started in the background by a
+    # non-interactive shell ignores SIGINT, the child inherits that, and Python then installs no handler
+    # (a CI launched with `&` failed here with exit 0: the quick start never saw the signal)
     proc = subprocess.Popen([sys.executable, "-m", "aisp_prof", "quickstart", "--db", str(tmp_path / "a.db")],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = proc.stderr.readline()                       # "no CUDA GPU here: reading N sample run(s) ..."
     assert "sample run" in first, first
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=LOST_SIGINT_S)
     except subprocess.TimeoutExpired:
-        # A known bug, not yet found: about 1 SIGINT in 25 sent ~3 s after this line is lost and
-        # the quick start runs to its end (exit 0, 2026-11-27, tmp probe of 25 delays). A user
+        # Once in ~25 probes at 0-14 s (2026-11-27, foreground, SIGINT at its default) a SIGINT ~3 s
+        # after this line was lost and the quick start ran to its end; the cause is not found. A user
         # presses Ctrl-C again; so does this test, and says so. A second loss still fails.
-        warnings.warn("the first SIGINT to quickstart was lost (known bug); sent a second")
+        warnings.warn("the first SIGINT to quickstart was lost; sent a second")
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.strip().splitlines()[-1] == "aisp-prof: interrupted", err
