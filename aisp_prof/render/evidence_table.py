@@ -8,28 +8,13 @@ each pair's book declaration (pairs.book), it reads nothing itself.
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
+
+from ..units import duration_3 as per_call, three_digits
 
 KIND_LABELS = {"gpu": "GPU time", "latency": "latency", "steady": "steady"}
 HEADER = ("| pair | time | variant | per call | vs baseline | book (B200) |\n"
           "| --- | --- | --- | ---: | ---: | ---: |")
-
-
-def three_digits(value: float) -> str:
-    """3 significant digits, trailing zeros kept (1.90, 84.8, 949)."""
-    if value <= 0 or not math.isfinite(value):
-        return str(value)
-    decimals = max(0, 2 - math.floor(math.log10(value)))
-    return f"{value:.{decimals}f}"
-
-
-def per_call(median_ns: float) -> str:
-    """A median time in ns as ns, us, ms or s with 3 significant digits."""
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if median_ns >= scale:
-            return f"{three_digits(median_ns / scale)} {unit}"
-    return f"{three_digits(median_ns)} ns"
 
 
 def _variants(summary: Mapping[str, Any]) -> list[str]:
