@@ -13,8 +13,9 @@
 #                pass), then ch09.fused_l2norm with the gate's deliberate slowdown fixture of each SLOW
 #                fraction (e.g. SLOW="0.03 0.10"; tests/fixtures/gate_kernels)
 #     scratch    time PAIRS side by side into a scratch expectations file ($OUT, not the repository's)
-#     record     the gate's evidence for PAIRS: bench run --update-expectations (RECORD_PROCESSES, default
-#                3); each chapter's expectations_*.json comes back in $OUT
+#     record     the gate's evidence for PAIRS, pair by pair: bench run --update-expectations (RECORD_PROCESSES,
+#                default 3; PAIR_TIMEOUT s each, default 420; none started after DEADLINE s); each chapter's
+#                expectations_*.json comes back in $OUT after every pair
 #     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2");
 #                the run folders, without .nsys-rep, -> $OUT/runs.tgz (shrink them with
 #                dev/shrink_samples.py before committing any as a sample)
@@ -61,10 +62,13 @@ for step in $STEPS; do
       $AISP bench run $(targets) $ARGS --update-expectations --record-processes 2 \
         --expectations "$OUT/scratch_expectations.json" > "$OUT/scratch.json"; echo "scratch_rc $? $(t)" ;;
     record)
-      $AISP bench run $(targets) $ARGS --update-expectations --record-processes "${RECORD_PROCESSES:-3}" \
-        > "$OUT/record.json"; echo "record_rc $? $(t)"
-      for c in $(for p in $PAIRS; do echo "${p%%.*}"; done | sort -u); do
-        for f in kernels/$c/expectations_*.json; do cp "$f" "$OUT/${c}_$(basename "$f")"; done
+      # pair by pair, each chapter's file copied back after each pair: a visit cut off by the call's
+      # limit still returns every pair it finished (DEADLINE: no pair starts after that many seconds)
+      for p in $PAIRS; do
+        if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) - START )) -ge "$DEADLINE" ]; then echo "record $p not started: deadline"; continue; fi
+        timeout "${PAIR_TIMEOUT:-420}" $AISP bench run --targets "$p" $ARGS --update-expectations \
+          --record-processes "${RECORD_PROCESSES:-3}" > "$OUT/record_$p.json"; echo "record $p rc $? $(t)"
+        for f in kernels/${p%%.*}/expectations_*.json; do cp "$f" "$OUT/${p%%.*}_$(basename "$f")"; done
       done ;;
     run)
       mkdir -p "$RUNS"

@@ -35,7 +35,7 @@ def sanitizer(out: Path) -> None:
 
 def verdicts(out: Path) -> None:
     """One line per variant of each `bench run --json` the visit wrote (gate, slowdowns, record, scratch)."""
-    for f in sorted([*out.glob("gate*.json"), *out.glob("record.json"), *out.glob("scratch.json")]):
+    for f in sorted([*out.glob("gate*.json"), *out.glob("record*.json"), *out.glob("scratch.json")]):
         d = _load(f) or {}
         for p in d.get("pairs", []):
             if not p.get("verdicts"):
