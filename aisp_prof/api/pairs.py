@@ -1,6 +1,7 @@
 """The pairs' half of the library face, no database needed: which pairs there are and whether
-each can run here (`pair_list`), a new pair from the template (`new_pair`), and the pairs'
-checks under compute-sanitizer (`sanitize`)."""
+each can run here (`pair_list`), a new pair from the template (`new_pair`), the pairs' checks at
+their default size, given sizes or fuzzed shapes (`check`), and those checks under
+compute-sanitizer (`sanitize`)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -8,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnknownTargetError
+from ..errors import CorrectnessError, UnknownTargetError
 
 if TYPE_CHECKING:
+    from ..collect.shape_check import ShapeResult
     from ..collect.sanitizer import SanitizerResult
     from ..pairs import KernelPair
+    from ..pairs.capabilities import Machine
     from ..pairs.new import NewPair
 
 
@@ -90,3 +93,107 @@ def sanitize(request: SanitizeRequest, progress: Callable[[str], None] = lambda 
     results = san.sanitize_pairs(chosen, tuple(request.tools) or san.DEFAULT_TOOLS, lambda p: size_of[p.name],
                                  tool_path, request.log_dir, progress)
     return SanitizeOutcome(results, [(p, a.reason) for p, a in answers if not a.ok])
+
+
+GPU_ONLY = frozenset({"gpu", "nvcc", "cutlass"})
+
+
+@dataclass
+class CheckRequest:
+    """What `check` runs: the targets, the variants asked for (empty: all that run here), one size
+    over each pair's default (None: the default, or none with `fuzz`), `fuzz` shapes more per pair
+    drawn with `seed` inside the budgets, `trials` fresh inputs per shape, on `device`."""
+
+    targets: Sequence[str]
+    variants: Sequence[str] = ()
+    sizes: str | None = None
+    fuzz: int = 0
+    seed: int = 0
+    budget_gb: float = 2.0
+    budget_tflop: float = 2.0
+    trials: int = 1
+    device: str = "cuda"
+
+
+@dataclass
+class CheckOutcome:
+    """One result per pair and shape (a pair that cannot run here: one skipped result)."""
+
+    results: list[ShapeResult]
+
+    @property
+    def failed(self) -> list[ShapeResult]:
+        from ..collect.shape_check import FAIL
+
+        return [r for r in self.results if r.status == FAIL]
+
+    @property
+    def error(self) -> CorrectnessError | None:
+        """The CorrectnessError (exit 7) naming the first failed shapes; None when none failed."""
+        failed = self.failed
+        if not failed:
+            return None
+        return CorrectnessError(f"{len(failed)} of {len(self.results)} shapes failed the check: "
+                                + "; ".join(f"{r.pair} at {r.to_dict()['shape']}" for r in failed[:5])
+                                + (" ..." if len(failed) > 5 else ""))
+
+    def as_list(self) -> list[dict[str, Any]]:
+        """What `aisp-prof check --json` prints."""
+        return [r.to_dict() for r in self.results]
+
+
+def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: None) -> CheckOutcome:
+    """Every selected pair's shapes checked against the float64 reference (`collect.shape_check`):
+    in child processes on the GPU, or here on CPU tensors. --sizes is validated for every pair
+    before anything runs (exit 12); without a GPU (device cuda) NoGpuError (exit 3)."""
+    from ..collect.builds import pending_line
+    from ..collect.shape_check import ShapeResult, check_here, check_in_children
+    from ..pairs import pair_sizes, select
+    from ..pairs.capabilities import detect_machine
+
+    pairs, machine = select(list(request.targets)), detect_machine()
+    given = {p.name: pair_sizes(p, request.sizes) for p in pairs} if request.sizes else {}
+    results: list[ShapeResult] = []
+    for i, pair in enumerate(pairs, 1):
+        variants, why = _check_variants(pair, machine, tuple(request.variants), request.device)
+        if why:
+            progress(f"== {pair.name} ({i}/{len(pairs)}): skipped: {why}")
+            results.append(ShapeResult(pair.name, {}, "skip", why))
+            continue
+        shapes = _check_shapes(pair, given.get(pair.name), request)
+        progress(f"== {pair.name} ({i}/{len(pairs)}): {len(shapes)} shape(s), {', '.join(variants)}")
+        building = pending_line(pair) if request.device == "cuda" else None
+        if building:
+            progress(building)
+        if request.device == "cpu":
+            results += check_here(pair, shapes, variants, "cpu", request.trials)
+        else:
+            results += check_in_children(pair, shapes, variants, request.trials, progress)
+    return CheckOutcome(results)
+
+
+def _check_shapes(pair: KernelPair, given: dict[str, int] | None, request: CheckRequest) -> list[dict[str, int]]:
+    """--sizes (or the defaults, without --fuzz), then the fuzzed shapes not already there."""
+    from ..collect.fuzz import Budget, draw_shapes
+
+    shapes = [given] if given else ([] if request.fuzz else [dict(pair.sizes)])
+    budget = Budget(int(request.budget_gb * 2**30), request.budget_tflop * 1e12)
+    shapes += [s for s in draw_shapes(pair, request.fuzz, request.seed, budget) if s not in shapes]
+    return shapes
+
+
+def _check_variants(pair: KernelPair, machine: Machine, wanted: tuple[str, ...], device: str) -> tuple[list[str], str]:
+    """The variants to check here, or ([], why the pair is skipped)."""
+    from ..pairs.capabilities import runnable
+
+    if pair.distributed:
+        return [], f"runs as {pair.world_size} ranks (torchrun): `aisp-prof run` checks it"
+    if device == "cpu":
+        runnable(pair, machine, wanted)          # an unknown variant is an error, as on the GPU
+        names = ["baseline"] + [v for v in (wanted or pair.variants) if v != "baseline"]
+        here = [v for v in names if not (set(pair.needs(v)) & GPU_ONLY) and set(pair.needs(v)) <= machine.have]
+        return (here, "") if "baseline" in here else ([], "the baseline needs a GPU")
+    answer = runnable(pair, machine, wanted)
+    if not answer.ok and not machine.gpu:
+        answer.require()                         # no GPU at all: exit 3, as `run` does
+    return (list(answer.variants), "") if answer.ok else ([], answer.reason)

@@ -5,10 +5,7 @@ from typing import Any
 
 import click
 
-from ..errors import CorrectnessError
 from .common import echo_json, json_option, table_width, wide_option
-
-GPU_ONLY = frozenset({"gpu", "nvcc", "cutlass"})
 
 
 @click.command("check")
@@ -45,74 +42,17 @@ def check_cmd(targets: tuple[str, ...], as_json: bool, **options: Any) -> None:
       aisp-prof check ch10 ch14 --fuzz 20 --seed 1 --json
       TRITON_INTERPRET=1 aisp-prof check ch09.triton --fuzz 5 --device cpu --budget-gb 0.01
     """
-    from ..collect.shape_check import FAIL
+    from ..api.pairs import CheckRequest, check
 
-    results = check_targets(list(targets), options, lambda m: click.echo(m, err=True))
+    variants = options.pop("variants")
+    request = CheckRequest(targets, tuple(variants.split(",")) if variants else (), **options)
+    outcome = check(request, lambda m: click.echo(m, err=True))
     if as_json:
-        echo_json([r.to_dict() for r in results])
+        echo_json(outcome.as_list())
     else:
-        click.echo(results_table(results, table_width()))
-    failed = [r for r in results if r.status == FAIL]
-    if failed:
-        raise CorrectnessError(f"{len(failed)} of {len(results)} shapes failed the check: "
-                               + "; ".join(f"{r.pair} at {r.to_dict()['shape']}" for r in failed[:5])
-                               + (" ..." if len(failed) > 5 else ""))
-
-
-def check_targets(targets: list[str], options: dict[str, Any], progress: Any) -> list[Any]:
-    """Every selected pair's shapes, checked (collect.shape_check); sizes validated for all first."""
-    from ..collect.builds import pending_line
-    from ..collect.shape_check import ShapeResult, check_here, check_in_children
-    from ..pairs import pair_sizes, select
-    from ..pairs.capabilities import detect_machine
-
-    pairs, machine = select(targets), detect_machine()
-    given = {p.name: pair_sizes(p, options["sizes"]) for p in pairs} if options["sizes"] else {}
-    results: list[ShapeResult] = []
-    for i, pair in enumerate(pairs, 1):
-        variants, why = _variants(pair, machine, options["variants"], options["device"])
-        if why:
-            progress(f"== {pair.name} ({i}/{len(pairs)}): skipped: {why}")
-            results.append(ShapeResult(pair.name, {}, "skip", why))
-            continue
-        shapes = _shapes(pair, given.get(pair.name), options)
-        progress(f"== {pair.name} ({i}/{len(pairs)}): {len(shapes)} shape(s), {', '.join(variants)}")
-        building = pending_line(pair) if options["device"] == "cuda" else None
-        if building:
-            progress(building)
-        if options["device"] == "cpu":
-            results += check_here(pair, shapes, variants, "cpu", options["trials"])
-        else:
-            results += check_in_children(pair, shapes, variants, options["trials"], progress)
-    return results
-
-
-def _shapes(pair: Any, given: dict[str, int] | None, options: dict[str, Any]) -> list[dict[str, int]]:
-    """--sizes (or the defaults, without --fuzz), then the fuzzed shapes not already there."""
-    from ..collect.fuzz import Budget, draw_shapes
-
-    shapes = [given] if given else ([] if options["fuzz"] else [dict(pair.sizes)])
-    budget = Budget(int(options["budget_gb"] * 2**30), options["budget_tflop"] * 1e12)
-    shapes += [s for s in draw_shapes(pair, options["fuzz"], options["seed"], budget) if s not in shapes]
-    return shapes
-
-
-def _variants(pair: Any, machine: Any, asked: str | None, device: str) -> tuple[list[str], str]:
-    """The variants to check here, or ([], why the pair is skipped)."""
-    from ..pairs.capabilities import runnable
-
-    wanted = tuple(asked.split(",")) if asked else ()
-    if pair.distributed:
-        return [], f"runs as {pair.world_size} ranks (torchrun): `aisp-prof run` checks it"
-    if device == "cpu":
-        runnable(pair, machine, wanted)          # an unknown variant is an error, as on the GPU
-        names = ["baseline"] + [v for v in (wanted or pair.variants) if v != "baseline"]
-        here = [v for v in names if not (set(pair.needs(v)) & GPU_ONLY) and set(pair.needs(v)) <= machine.have]
-        return (here, "") if "baseline" in here else ([], "the baseline needs a GPU")
-    answer = runnable(pair, machine, wanted)
-    if not answer.ok and not machine.gpu:
-        answer.require()                         # no GPU at all: exit 3, as `run` does
-    return (list(answer.variants), "") if answer.ok else ([], answer.reason)
+        click.echo(results_table(outcome.results, table_width()))
+    if outcome.error is not None:
+        raise outcome.error
 
 
 def results_table(results: list[Any], width: int | None) -> str:
