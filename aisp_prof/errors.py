@@ -16,8 +16,22 @@ class AispError(Exception):
     exit_code = 1
 
 
+class InstallError(AispError):
+    """aisp-prof's shipped files (kernels/, profiles/samples/) are not where the package looks."""
+
+
+class NotRecordedError(AispError):
+    """`bench record` or `bench run --update-expectations` refused to record a run (throttled, no
+    timed samples, a failed check, or other code than the pair's module now)."""
+
+
+class ChartError(AispError):
+    """A report chart could not be drawn (the plotting library raised); nothing is left behind."""
+
+
 class UnknownTargetError(AispError):
-    """A pair or run name that does not exist (the message suggests close names)."""
+    """A pair or run name that does not exist (the message suggests close names), or another name
+    that is not one of a fixed list (a calibration probe, a compute-sanitizer tool)."""
 
     exit_code = 2
 

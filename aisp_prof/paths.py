@@ -13,7 +13,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from .errors import AispError
+from .errors import InstallError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 SHARE_NAME = "aisp-prof"
@@ -33,7 +33,7 @@ def checkout_root() -> Path | None:
 
 
 def data_root() -> Path:
-    """$AISP_ROOT, else the checkout, else the installed share folder; AispError if none has
+    """$AISP_ROOT, else the checkout, else the installed share folder; InstallError if none has
     the shipped kernels/ folder."""
     env = os.environ.get("AISP_ROOT")
     candidates = [Path(env)] if env else []
@@ -42,7 +42,7 @@ def data_root() -> Path:
     for root in candidates:
         if (root / MARKER).is_dir():
             return root
-    raise AispError("aisp-prof's shipped files (kernels/, profiles/samples/) were not found beside the package "
+    raise InstallError("aisp-prof's shipped files (kernels/, profiles/samples/) were not found beside the package "
                     f"or under {', '.join(map(str, _installed_roots()))}; reinstall, or set AISP_ROOT to a checkout")
 
 

@@ -21,7 +21,7 @@ from .. import tools
 from ..collect.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
 from ..collect.commands import python_module
 from ..collect.steps import Progress, StepContext, child_env, ncu_step, read_child
-from ..errors import AispError, NoGpuError, ProfilerFailedError
+from ..errors import NoGpuError, ProfilerFailedError, UnknownTargetError
 from ..naming import NCU_CHILD_JSON, RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
 from ..parse.metric_table import DEFAULT_GROUPS, metric_names
 from ..store.calibrations import save_calibration, write_calibration_file
@@ -117,7 +117,7 @@ def calibrate(opts: CalibrateOptions, progress: Progress = lambda m: None) -> Ca
     names = opts.probes or [s.name for s in SPECS]
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
-        raise AispError(f"unknown probe(s) {', '.join(unknown)}; probes: {', '.join(BY_NAME)}")
+        raise UnknownTargetError(f"unknown probe(s) {', '.join(unknown)}; probes: {', '.join(BY_NAME)}")
     with tempfile.TemporaryDirectory(prefix="aisp-calibrate-") as tmp:
         out = Path(tmp) / "time.json"
         progress(f"timing {len(names)} probes ({opts.repeats} calls each, CUDA events)")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import AispError, CorrectnessError, RegressionError
+from ..errors import CorrectnessError, NotRecordedError, RegressionError
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
                      table_width, wide_option)
 
@@ -75,7 +75,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
             click.echo(f"{o.pair}\t{o.run_id}\t" + (f"recorded -> {o.recorded}" if o.recorded else o.message))
     refused = [o.run_id for o in outcomes if not o.recorded]
     if refused:
-        raise AispError(f"not recorded: {', '.join(map(str, refused))} (see the messages above)")
+        raise NotRecordedError(f"not recorded: {', '.join(map(str, refused))} (see the messages above)")
 
 
 @bench_group.command("run")
@@ -135,4 +135,4 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
         raise RegressionError(f"regressed, missing or failed: {', '.join(failing)}")
     refused = [o.pair for o in outcomes if options["update_expectations"] and o.status == "ok" and not o.recorded]
     if refused:
-        raise AispError(f"not recorded: {', '.join(refused)} (throttled; see the table, or pass --force)")
+        raise NotRecordedError(f"not recorded: {', '.join(refused)} (throttled; see the table, or pass --force)")

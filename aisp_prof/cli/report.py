@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..errors import AispError, OutputError, os_error_message, shorten
+from ..errors import OutputError, os_error_message, shorten
 from ..naming import PRECISIONS
 from .common import database, db_option, echo_json, json_option, table_width, wide_option
 
@@ -44,7 +44,7 @@ def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db
       aisp-prof roofline latest --json
     """
     if out is not None and out.suffix.lower() not in (".png", ".svg"):
-        raise AispError(f"--out {out}: the chart is written as .png or .svg")
+        raise OutputError(f"--out {out}: the chart is written as .png or .svg")
     result = database(db).roofline(*targets, flop_basis=flop_basis)
     precisions = chart.pop("precisions") or None
     path = _write_chart(result, out, precisions=precisions, **chart) if out is not None else None

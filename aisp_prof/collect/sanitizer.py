@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import AispError
+from ..errors import OutputError, UnknownTargetError, os_error_message
 from ..pairs import KernelPair
 from .runner import child_command
 
@@ -62,7 +62,7 @@ class SanitizerResult:
 def sanitizer_command(sanitizer: Path | str, tool: str, child: list[str]) -> list[str]:
     """compute-sanitizer's command line around the child; `tool` one of TOOLS."""
     if tool not in TOOLS:
-        raise AispError(f"unknown sanitizer tool {tool!r}; choose from {', '.join(TOOLS)}")
+        raise UnknownTargetError(f"unknown sanitizer tool {tool!r}; choose from {', '.join(TOOLS)}")
     return [str(sanitizer), "--tool", tool, "--error-exitcode", str(ERROR_EXIT), "--print-limit", str(PRINT_LIMIT),
             *child]
 
@@ -110,7 +110,7 @@ def sanitize_one(sanitizer: Path, pair: KernelPair, tool: str, sizes: dict[str, 
         try:
             path.write_text(" ".join(cmd) + "\n\n" + text)
         except OSError as exc:
-            raise AispError(f"cannot write {path}: {exc.strerror or exc}; choose another --log-dir") from exc
+            raise OutputError(os_error_message(exc, f"writing the log {path} (--log-dir)")) from exc
         result.log = str(path)
     return result
 
@@ -124,7 +124,7 @@ def sanitize_pairs(pairs: list[tuple[KernelPair, list[str]]], tools: tuple[str, 
         try:
             log_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise AispError(f"cannot create {log_dir}: {exc.strerror or exc}; choose another --log-dir") from exc
+            raise OutputError(os_error_message(exc, f"creating the log folder {log_dir} (--log-dir)")) from exc
     results = []
     for pair, variants in pairs:
         for tool in tools:

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from markupsafe import Markup
 
-from ..errors import AispError, OutputError, UnknownTargetError, os_error_message, shorten
+from ..errors import AispError, ChartError, OutputError, UnknownTargetError, os_error_message, shorten
 from ..units import duration, si
 from . import drawing
 
@@ -152,7 +152,7 @@ def default_name(refs: Sequence[PageRef]) -> str:
 
 def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, str]:
     """The page's charts as files under img/; returns {chart: path relative to the page}. Runs in
-    a drawing process: a chart that fails becomes an AispError naming it (one line in the CLI)."""
+    a drawing process: a chart that fails becomes a ChartError naming it (one line in the CLI)."""
     from . import charts
 
     out: dict[str, str] = {}
@@ -194,7 +194,7 @@ def _chart(what: str, stem: str, img: Path, draw: Callable[..., Path | None], *a
     except OSError as exc:              # a full disk or an unwritable folder: the output's fault, exit 14
         raise OutputError(os_error_message(exc, f"writing the {what} chart of {stem}", name_file=False)) from exc
     except Exception as exc:
-        raise AispError(f"could not draw the {what} chart of {stem}: {type(exc).__name__}: {exc}") from exc
+        raise ChartError(f"could not draw the {what} chart of {stem}: {type(exc).__name__}: {exc}") from exc
     return None if path is None else _rel(path, img)
 
 

@@ -100,7 +100,7 @@ def test_draw_api_leaves_no_pyplot_state(sample_db, tmp_path):
 
 def test_bad_chart_suffix_and_unknown_run(sample_db, tmp_path):
     res = invoke("roofline", "latest", "--db", str(sample_db), "--out", str(tmp_path / "x.pdf"))
-    assert res.exit_code == 1 and ".png or .svg" in res.output
+    assert res.exit_code == 14 and ".png or .svg" in res.output
     res = invoke("roofline", "no-such-run", "--db", str(sample_db))
     assert res.exit_code == 2
 

@@ -27,8 +27,8 @@ def test_the_command_wraps_the_check_child_once_per_tool():
 def test_an_unknown_tool_is_refused():
     try:
         san.sanitizer_command("cs", "leakcheck", [])
-    except Exception as exc:                       # AispError: exit 1 with one line
-        assert "unknown sanitizer tool 'leakcheck'" in str(exc)
+    except Exception as exc:                       # UnknownTargetError: exit 2 with one line
+        assert "unknown sanitizer tool 'leakcheck'" in str(exc) and exc.exit_code == 2
     else:
         raise AssertionError("leakcheck accepted")
 
@@ -72,7 +72,9 @@ def test_an_unwritable_log_dir_is_one_line_before_any_run(tmp_path):
         san.sanitize_pairs([("pair", ["baseline"])], ("memcheck",), lambda p: {}, Path("cs"), blocker / "logs",
                            ran.append)
     except Exception as exc:
-        assert type(exc).__name__ == "AispError" and "cannot create" in str(exc) and "--log-dir" in str(exc)
+        # OutputError: exit 14, as every other output that cannot be written
+        assert type(exc).__name__ == "OutputError" and exc.exit_code == 14
+        assert "creating the log folder" in str(exc) and "--log-dir" in str(exc)
     else:
         raise AssertionError("an unwritable log folder was accepted")
     assert ran == []                               # nothing started
