@@ -7,7 +7,7 @@ the shipped samples, stored by the code before that work, is the golden the test
 
 `metrics` is the long form of every raw ncu metric (launch_id, metric, unit, value). It was a
 table of one value per row until issue 17 stored the metrics as `metric_columns`/`metric_rows`;
-its digest is now taken of the long form the store reads back (`Database.long_metrics`), line for
+its digest is now taken of the long form the store reads back (`Reader.long_metrics`), line for
 line as of the table (the same columns, run_id first, NULL for NaN), so the golden made of the
 old table proves the new tables hold the same values. `metric_columns` and `metric_rows` are
 digested as tables (a blob as its hex digits).
@@ -51,9 +51,9 @@ def long_metrics_digest(conn: sqlite3.Connection, db: Path, run_id: str) -> dict
         return table_digest(conn, "metrics", run_id)
     if not _has_table(conn, "metric_columns"):
         return table_digest(conn, "metrics", run_id)
-    from aisp_prof.store.db import Database
+    from aisp_prof.store.db import Reader
 
-    with Database(db) as store:
+    with Reader(db) as store:
         frame = store.long_metrics(run_id)
     if frame.empty:
         return _lines_digest([])

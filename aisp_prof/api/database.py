@@ -68,18 +68,18 @@ class RunDatabase:
 
     def resolve(self, run: str = "latest") -> str:
         """The run id `run` names."""
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             return resolve_run(conn.list_runs(), run, str(self.path))
 
     def select(self, runs: Sequence[str] = (), targets: Sequence[str] = ()) -> list[str]:
         """Run ids for ids/prefixes/'latest'/pairs (`runs`) and chapters or pairs (`targets`)."""
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             return select_runs(conn.list_runs(), runs, targets, str(self.path))
 
     def run(self, run: str = "latest", all_metrics: bool = False,
             tables: Sequence[str] = store_db.TABLES) -> RunData:
         """Everything one run stored (or the child `tables` asked for), read in one open."""
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             return declared(conn.read_run(resolve_run(conn.list_runs(), run, str(self.path)), all_metrics, tables))
 
     def open(self, run: str = "latest", tables: Sequence[str] = SUMMARY_TABLES) -> Run:
@@ -89,7 +89,7 @@ class RunDatabase:
 
     def open_runs(self, runs: Sequence[str], tables: Sequence[str] = SUMMARY_TABLES) -> list[Run]:
         """`open` of several runs in one open of the database."""
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             listing = conn.list_runs()
             data = [declared(conn.read_run(resolve_run(listing, r, str(self.path)), False, tables)) for r in runs]
             in_db = db_calibrations(conn)
@@ -132,7 +132,7 @@ class RunDatabase:
         from ..analyze.speedup import add_history_speedups
 
         rows = pair_history(self.path, pair)
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             add_history_speedups(rows, lambda rid: declared(conn.read_run(rid, False, HISTORY_TABLES)))
         return pd.DataFrame(rows)
 
@@ -147,7 +147,7 @@ class RunDatabase:
                      chunk_rows: int = 100_000) -> Iterator[pd.DataFrame]:
         """`kernels()` in frames of at most `chunk_rows` launches, read as they are needed (a
         million-kernel timeline streams through `aisp-prof kernels --json`)."""
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
             if variant:
                 check_variant(conn, run_id, variant)
@@ -201,7 +201,7 @@ class RunDatabase:
         then shipped files for other GPUs."""
         in_db: list[dict[str, Any]] = []
         if self.path.exists():
-            with store_db.Database(self.path) as conn:
+            with store_db.Reader(self.path) as conn:
                 in_db = db_calibrations(conn)
         return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
 
@@ -239,7 +239,7 @@ class RunDatabase:
         `out` (default: reports_dir/<pair>-<time>); returns what was written."""
         from ..render.report import PageRef, write_report
 
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             listing = conn.list_runs()
         run_ids = select_runs(listing, runs, targets, str(self.path))
         rows = {r["run_id"]: r for r in listing}
@@ -256,7 +256,7 @@ class RunDatabase:
         from ..parse.generated_code import read_index
         from ..render.report import Page
 
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             run, calibrations = declared(conn.read_run(run_id)), merge_calibrations(db_calibrations(conn), files)
         run_dir = run.run.get("run_dir")
         try:
@@ -268,7 +268,7 @@ class RunDatabase:
         return Page(page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations), roof)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
-        with store_db.Database(self.path) as conn:
+        with store_db.Reader(self.path) as conn:
             listing = conn.list_runs()
             ids = list(dict.fromkeys(resolve_run(listing, t, str(self.path)) for t in targets))
             runs, in_db = [declared(conn.read_run(r)) for r in ids], db_calibrations(conn)

@@ -15,8 +15,7 @@ from typing import Any
 from ..errors import AispError
 from ..naming import hardware_key
 from ..paths import calibration_dir
-from . import connection
-from .db import Database, open_db
+from .db import Reader, writing
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +36,14 @@ def calibration_dirs() -> list[Path]:
 def save_calibration(db: Path, calibration: dict[str, Any]) -> str:
     """Store (replace) the calibration of its hardware key; returns the key."""
     key = calibration.get("hardware_key") or hardware_key(calibration.get("gpu_name"))
-    database = open_db(db)
-    try:
-        connection.begin_immediate(database.conn, db)
-        with database.atomic():
-            database[TABLE].upsert({
-                "hardware_key": key, "gpu_name": calibration.get("gpu_name"),
-                "created_at": calibration.get("created_at"),
-                "sm_count": calibration.get("sm_count"),
-                "gpu_memory_bytes": calibration.get("gpu_memory_bytes"),
-                "calibration_json": json.dumps(calibration, sort_keys=True, default=str),
-            }, pk="hardware_key", alter=True)
-        connection.commit(database.conn, db)
-    finally:
-        database.close()
+    with writing(db) as database, database.atomic():
+        database[TABLE].upsert({
+            "hardware_key": key, "gpu_name": calibration.get("gpu_name"),
+            "created_at": calibration.get("created_at"),
+            "sm_count": calibration.get("sm_count"),
+            "gpu_memory_bytes": calibration.get("gpu_memory_bytes"),
+            "calibration_json": json.dumps(calibration, sort_keys=True, default=str),
+        }, pk="hardware_key", alter=True)
     return key
 
 
@@ -63,7 +56,7 @@ def write_calibration_file(calibration: dict[str, Any], folder: Path) -> Path:
     return path
 
 
-def db_calibrations(conn: Database) -> list[dict[str, Any]]:
+def db_calibrations(conn: Reader) -> list[dict[str, Any]]:
     """The calibrations stored in an open database."""
     if not conn.has(TABLE):
         return []
@@ -104,7 +97,7 @@ def stored_calibrations(db: Path | None, dirs: list[Path] | None = None) -> list
     """
     in_db: list[dict[str, Any]] = []
     if db is not None and Path(db).exists():
-        with Database(Path(db)) as conn:
+        with Reader(Path(db)) as conn:
             in_db = db_calibrations(conn)
     return merge_calibrations(in_db, file_calibrations(dirs))
 

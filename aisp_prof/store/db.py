@@ -8,8 +8,10 @@ range_levels (every NVTX level of every thread), graph_launches (whole-graph lau
 timings, and ceilings (measured calibrations, see `calibrations`). A run is written in one
 transaction: if anything fails half-way, no row of it remains.
 
-Reading goes through `Database`, one open connection for a sequence of reads, so a report page
-costs one open, not one per table.
+The store opens the database one way for each direction: `Reader(path)`, one open connection
+for a sequence of reads (a report page costs one open, not one per table), and `writing(path)`
+(and `write_run`), one write transaction. The library's face over it is `aisp_prof.open_db(path)`
+-> `api.RunDatabase`; the sqlite-utils connection under both (`_connect`) stays inside the store.
 
 Schema changes only add: a table or column a newer parser writes is created on first insert
 (`alter=True`), and rows stored before it read back with it missing (table) or NULL (column).
@@ -26,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -54,7 +57,7 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
     return Path(explicit or os.environ.get("AISP_PROF_DB") or DEFAULT_DB)
 
 
-def open_db(path: Path, create: bool = True) -> sqlite_utils.Database:
+def _connect(path: Path, create: bool = True) -> sqlite_utils.Database:
     """The database at `path` (`connection.connect`: WAL, a busy timeout): made if missing for a
     writer; for a reader (`create=False`) a missing one is MissingDatabaseError, nothing made.
     One of a later schema version, or a file that is not a database, is a StorageError."""
@@ -69,6 +72,22 @@ def open_db(path: Path, create: bool = True) -> sqlite_utils.Database:
         raise StorageError(f"{path} was written by a newer aisp-prof (database schema {version}, this one reads up "
                            f"to {SCHEMA_VERSION}): upgrade aisp-prof (pip install -U aisp-prof) or pass another --db")
     return db
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[sqlite_utils.Database]:
+    """One write transaction on the database at `path` (made if missing): `BEGIN IMMEDIATE`
+    (`connection`: other writers queue), committed when the block ends, rolled back if it raises;
+    a locked, read-only or full database is a StorageError (exit 13)."""
+    db = _connect(path)
+    try:
+        connection.begin_immediate(db.conn, path)
+        yield db
+        connection.commit(db.conn, path)
+    except sqlite3.OperationalError as exc:
+        raise connection.storage_error(exc, path, writing=True) from exc
+    finally:
+        db.close()                             # rolls back what was not committed
 
 
 # SQLite column types for pandas dtypes (the types sqlite-utils would infer from the values)
@@ -155,7 +174,7 @@ def write_run(path: Path, data: RunData) -> str:
 
     The transaction is `BEGIN IMMEDIATE` (`connection`): whether the run is new is asked under
     the write lock, so two imports of one run at once store it once; other writers queue."""
-    db = open_db(path)
+    db = _connect(path)
     try:
         _attach_exports(db, data)                  # before the transaction: ATTACH cannot be inside one
         connection.begin_immediate(db.conn, path)
@@ -181,15 +200,16 @@ def write_run(path: Path, data: RunData) -> str:
     return data.run_id
 
 
-class Database:
-    """One open connection to the run database for a sequence of reads (a context manager)."""
+class Reader:
+    """One open connection to the run database for a sequence of reads (a context manager); a
+    missing database is MissingDatabaseError, nothing made."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._db = open_db(self.path, create=False)
+        self._db = _connect(self.path, create=False)
         self._tables = set(self._db.table_names())
 
-    def __enter__(self) -> "Database":
+    def __enter__(self) -> "Reader":
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -284,18 +304,18 @@ class Database:
 
 def list_runs(path: Path) -> list[dict[str, Any]]:
     """The stored runs, oldest first (one open)."""
-    with Database(path) as db:
+    with Reader(path) as db:
         return db.list_runs()
 
 
 def read_run(path: Path, run_id: str, all_metrics: bool = False) -> RunData:
     """One stored run (one open)."""
-    with Database(path) as db:
+    with Reader(path) as db:
         return db.read_run(run_id, all_metrics)
 
 
 def read_table(path: Path, table: str, run_id: str) -> pd.DataFrame:
     """One run's rows of one child table (one open); `metrics` is the long form of every raw ncu
     metric, however stored."""
-    with Database(path) as db:
+    with Reader(path) as db:
         return db.long_metrics(run_id) if table == "metrics" else db.table(table, run_id)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..pairs.declared import with_declarations
 from ..pairs.roles import roles_of
-from .db import Database
+from .db import Reader
 
 VERDICT_COLUMNS = ("verdict", "cause", "time_change", "ratio_change", "ratio_change_low", "ratio_change_high")
 
@@ -17,7 +17,7 @@ VERDICT_COLUMNS = ("verdict", "cause", "time_change", "ratio_change", "ratio_cha
 def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
     """One row per (run, variant), oldest first, with CUDA-event medians where the run timed. The
     speedup is no business of the store: `api.RunDatabase.history` adds the summary's."""
-    with Database(db) as conn:
+    with Reader(db) as conn:
         if not conn.has("runs"):
             return []
         timing_cols = conn.columns("timings")

@@ -2,7 +2,7 @@
 a pair name (its latest run) or a chapter (the latest run of each of its pairs).
 
 The one resolver behind every command that reads runs. Pure functions of the run listing
-(`Database.list_runs()`, oldest first), so they are tested without a database.
+(`Reader.list_runs()`, oldest first), so they are tested without a database.
 """
 from __future__ import annotations
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import difflib
 
 from ..errors import UnknownTargetError
-from .db import Database
+from .db import Reader
 
 VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # where a run names its variants
 
 
-def check_variant(conn: Database, run_id: str, variant: str) -> None:
+def check_variant(conn: Reader, run_id: str, variant: str) -> None:
     """UnknownTargetError (with close names) unless the run knows `variant`: a typo is said,
     while a variant the run has but with no kernel launches is an empty answer, not an error."""
     known: set[str] = set()

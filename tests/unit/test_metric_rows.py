@@ -147,12 +147,10 @@ def _sample_db(tmp_path: Path, old_layout: bool) -> tuple[Path, str]:
         data.launch_metrics = LaunchMetrics.empty()
     store.write_run(path, data)
     if old_layout:
-        db = store.open_db(path)
-        with db.atomic():
+        with store.writing(path) as db:
             store._insert(db, "metrics", long, data.run_id)
             db.execute("PRAGMA user_version = 0")
-        db["metrics"].create_index(["run_id"], if_not_exists=True)
-        db.close()
+            db["metrics"].create_index(["run_id"], if_not_exists=True)
     return path, data.run_id
 
 
@@ -161,7 +159,7 @@ def test_database_with_the_long_table_reads_the_same(tmp_path):
     new_db, run_id = _sample_db(tmp_path, old_layout=False)
     old_db, _ = _sample_db(tmp_path, old_layout=True)
     assert sqlite3.connect(old_db).execute("PRAGMA user_version").fetchone()[0] == 0
-    with store.Database(new_db) as new, store.Database(old_db) as old:
+    with store.Reader(new_db) as new, store.Reader(old_db) as old:
         for all_metrics in (False, True):
             a, b = new.read_run(run_id, all_metrics), old.read_run(run_id, all_metrics)
             pd.testing.assert_frame_equal(a.metrics, b.metrics, check_exact=True)
@@ -175,7 +173,7 @@ def test_database_with_the_long_table_reads_the_same(tmp_path):
     store.write_run(old_db, load_run_dir(data_root() / "profiles" / "samples" /
                                          "20261126T015142Z-ch09.compute_bound-4289"))
     assert sqlite3.connect(old_db).execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
-    with store.Database(old_db) as old:
+    with store.Reader(old_db) as old:
         assert len(old.read_run(run_id, True).metrics) == 3185
 
 
