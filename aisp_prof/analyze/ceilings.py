@@ -39,6 +39,7 @@ import pandas as pd
 # 2:4-sparse roof "tensor_bf16" -> "tensor_bf16_sparse"
 from ..naming import (PRECISIONS, SCALAR_PRECISIONS, SPARSE_PRECISIONS, SPARSE_REPORTED,  # noqa: F401
                       SPARSE_SUFFIX, TENSOR_PRECISIONS, hardware_key)
+from ..values import finite_float
 
 LEVELS = ("dram", "l2", "l1")
 SPARSE_FACTOR = 2.0
@@ -267,10 +268,5 @@ def with_measured(ceilings: Ceilings, calibration: Mapping[str, Any] | None, sou
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, Mapping):
-        v = v.get("value")
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
+    """A measured rate: a number, or a {"value": ...} record of one."""
+    return finite_float(v.get("value") if isinstance(v, Mapping) else v)

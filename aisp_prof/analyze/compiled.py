@@ -10,21 +10,14 @@ means some timed samples include compilation: a validity warning.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from typing import Any
 
 import pandas as pd
 
+from ..values import finite_float
+
 COUNTS = ("frames_compiled", "graphs", "graph_breaks", "recompiles")
-
-
-def _number(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _list(v: Any) -> list[Any]:
@@ -41,7 +34,7 @@ def _list(v: Any) -> list[Any]:
 
 
 def _sum(rows: pd.DataFrame, col: str) -> int:
-    return int(sum(_number(v) or 0 for v in rows[col])) if col in rows else 0
+    return int(sum(finite_float(v) or 0 for v in rows[col])) if col in rows else 0
 
 
 def _break_reasons(rows: pd.DataFrame) -> list[dict[str, Any]]:
@@ -88,21 +81,21 @@ def variant_compiles(compiles: pd.DataFrame, variant: str) -> dict[str, Any]:
     if not check.empty:
         trials = check.assign(_t=pd.to_numeric(check.get("trial"), errors="coerce")).sort_values("_t", kind="stable")
         first = trials.iloc[0]
-        factory, call = _number(first.get("factory_wall_ns")), _number(first.get("first_call_wall_ns"))
+        factory, call = finite_float(first.get("factory_wall_ns")), finite_float(first.get("first_call_wall_ns"))
         if call is not None:
             out["first_call_ns"] = (factory or 0.0) + call
-        seconds = [s for s in (_number(x) for x in check.get("second_call_wall_ns", [])) if s is not None]
+        seconds = [s for s in (finite_float(x) for x in check.get("second_call_wall_ns", [])) if s is not None]
         if seconds:
             out["steady_call_wall_ns"] = min(seconds)
         if out["first_call_ns"] is not None and out["steady_call_wall_ns"] is not None:
             out["compile_overhead_ns"] = out["first_call_ns"] - out["steady_call_wall_ns"]
-    warm = [w for w in (_number(x) for x in rows.loc[phase == "warm_process"].get("first_call_wall_ns", []))
+    warm = [w for w in (finite_float(x) for x in rows.loc[phase == "warm_process"].get("first_call_wall_ns", []))
             if w is not None]
     if warm:
         out["warm_process_first_call_ns"] = statistics.median(warm)
     for col in COUNTS:
         out[col] = _sum(first_process, col)
-    out["dynamo_compile_time_ns"] = float(sum(_number(v) or 0 for v in first_process.get("dynamo_compile_time_ns", [])))
+    out["dynamo_compile_time_ns"] = float(sum(finite_float(v) or 0 for v in first_process.get("dynamo_compile_time_ns", [])))
     out["graph_break_reasons"] = _break_reasons(first_process)
     out["recompile_reasons"] = _recompile_reasons(first_process)
     timed = rows[phase == "timed"]

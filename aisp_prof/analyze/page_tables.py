@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..parse.metric_table import STALL_REASONS
+from ..values import column_sum
 from .launch_shape import cluster_dim
 from .records import clean_value
 from .summary import top_stalls
@@ -24,12 +25,6 @@ _BYTE_COLS = ("dram_read_bytes", "dram_write_bytes", "dram_bytes", "l2_bytes", "
 def _num(row: Any, col: str) -> float | None:
     v = clean_value(row.get(col)) if hasattr(row, "get") else None
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _sum_col(df: pd.DataFrame, col: str) -> float | None:
-    if col not in df or df[col].isna().all():
-        return None
-    return float(df[col].astype(float).sum())
 
 
 def _weighted(df: pd.DataFrame, col: str, weight: str) -> float | None:
@@ -93,7 +88,7 @@ def sol_rows(kernels: pd.DataFrame, variants: list[str]) -> list[dict[str, Any]]
         if len(k) > 1:
             out.append({"variant": v, "kernel": f"all {len(k)} kernels (weighted by duration)", "total": True,
                         "index": None, "short_name": f"all {len(k)} kernels (weighted by duration)",
-                        "duration_ns": _sum_col(k, "duration_ns"),
+                        "duration_ns": column_sum(k, "duration_ns"),
                         **{c: _weighted(k, c, "duration_ns") for c in _SOL_COLS}})
     return out
 
@@ -105,7 +100,7 @@ def memory_rows(kernels: pd.DataFrame, variants: list[str]) -> list[dict[str, An
     for v in variants:
         k = kernels[kernels["variant"] == v]
         if not k.empty:
-            out.append({"variant": v, **{c: _sum_col(k, c) for c in _BYTE_COLS}})
+            out.append({"variant": v, **{c: column_sum(k, c) for c in _BYTE_COLS}})
     return out
 
 

@@ -5,14 +5,7 @@ from typing import Any
 
 import pandas as pd
 
-
-def clean_value(v: Any) -> Any:
-    """numpy scalars to Python, NaN to None."""
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and v != v:
-        return None
-    return v
+from ..values import clean_value  # noqa: F401 (imported from here by analysis and the API)
 
 
 def frame_records(df: pd.DataFrame) -> list[dict[str, Any]]:

@@ -30,13 +30,13 @@ of a point reads in one sitting.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 
+from ..values import column_sum, json_ready, series_sum  # noqa: F401 (json_ready: roofline_compare's)
 from .ceilings import CLOCK_COLUMNS, LEVELS, PRECISIONS, SPARSE_REPORTED, SPARSE_SUFFIX, Ceilings, weighted_clocks
 from .flops import SCALAR_FLOP_WEIGHTS
 from .ncu_command import ncu_iterations
@@ -141,17 +141,6 @@ class Point:
 _POINT_FIELDS = tuple(f.name for f in fields(Point))    # asdict() without its deep copies: 0.9 s at 10k points
 
 
-def json_ready(v: Any) -> Any:
-    """A value json.dumps writes as is: numpy scalars unwrapped, NaN and inf as None (nested dicts too)."""
-    if isinstance(v, dict):
-        return {k: json_ready(x) for k, x in v.items()}
-    if hasattr(v, "item"):
-        v = v.item()
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 @dataclass(frozen=True, eq=False)
 class PointSource:
     """Which launches one point stands for and how their work is counted: a variant's calls (the
@@ -191,19 +180,14 @@ class _Work:
     flops_mix: dict[str, float]           # `flops` split over precisions as the hardware counted them
 
 
-def _sum(series: pd.Series) -> float | None:
-    s = series.astype(float)
-    return float(s.sum()) if s.notna().any() else None
-
-
 _TMA_COLUMNS = ("tma_load_bytes", "tma_store_bytes")
 
 
 def totals_of(rows: pd.DataFrame, by_prec: pd.DataFrame) -> Totals:
     """The totals of several launches (a variant's aggregate)."""
-    byte_sums = {lv: (_sum(rows[col]) if col in rows else None) for lv, col in LEVEL_BYTES.items()}
+    byte_sums = {lv: column_sum(rows, col) for lv, col in LEVEL_BYTES.items()}
     if "dram_bytes" not in rows and {"dram_read_bytes", "dram_write_bytes"} <= set(rows):
-        byte_sums["dram"] = _sum(rows["dram_read_bytes"].fillna(0) + rows["dram_write_bytes"].fillna(0))
+        byte_sums["dram"] = series_sum(rows["dram_read_bytes"].fillna(0) + rows["dram_write_bytes"].fillna(0))
     tma = sum(float(rows[c].astype(float).fillna(0).sum()) for c in _TMA_COLUMNS if c in rows)
     return Totals(len(rows), float(rows["duration_ns"].astype(float).sum()),
                   {p: float(by_prec.loc[rows.index, p].sum()) for p in by_prec.columns}, byte_sums, tma,

@@ -11,13 +11,13 @@ against them. FASTER/SLOWER therefore say how B moved relative to A. A run witho
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import pandas as pd
 
 from ..errors import UnknownTargetError
+from ..values import finite_float
 
 NOT_JUDGED = "no samples: not judged"
 STALLS_SHOWN = 3
@@ -64,25 +64,17 @@ def _position(points: pd.DataFrame, variant: str) -> dict[str, Any] | None:
     if rows.empty:
         return None
     r = rows.iloc[0]
-    return {"bound": r.get("bound"), "pct_of_roof": _num(r.get("pct_of_roof")),
-            "pct_of_measured_roof": _num(r.get("pct_of_measured_roof")),
-            "ai_dram_flop_per_byte": _num(r.get("ai_dram_flop_per_byte"))}
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(f) else f
+    return {"bound": r.get("bound"), "pct_of_roof": finite_float(r.get("pct_of_roof")),
+            "pct_of_measured_roof": finite_float(r.get("pct_of_measured_roof")),
+            "ai_dram_flop_per_byte": finite_float(r.get("ai_dram_flop_per_byte"))}
 
 
 def _side(rec: Mapping[str, Any] | None, points: pd.DataFrame, variant: str) -> dict[str, Any] | None:
     if rec is None:
         return None
     t, source = primary_time(rec)
-    return {"time_ns": t, "time_source": source, "dram_bytes": _num(rec.get("dram_bytes")),
-            "flops": _num(rec.get("flops_total")),
+    return {"time_ns": t, "time_source": source, "dram_bytes": finite_float(rec.get("dram_bytes")),
+            "flops": finite_float(rec.get("flops_total")),
             "top_stalls": [s["reason"] for s in (rec.get("top_stalls") or [])[:STALLS_SHOWN]],
             "roofline": _position(points, variant)}
 

@@ -41,6 +41,7 @@ import pandas as pd
 from ..pairs.roles import roles_of
 from ..parse.metric_table import STALL_REASONS
 from ..parse.rate_counts import DERIVED_COLUMN
+from ..values import column_sum
 from .compiled import break_even_calls, variant_compiles
 from .flops import add_flops_and_bytes
 from .headline import add_role_fields
@@ -64,12 +65,6 @@ def top_stalls(kernels: pd.DataFrame, n: int = 3) -> list[dict[str, float]]:
     return [{"reason": r, "cycles_per_inst": v} for r, v in ranked if v > 0]
 
 
-def _sum(df: pd.DataFrame, col: str) -> float | None:
-    if col not in df or df[col].isna().all():
-        return None
-    return float(df[col].astype(float).sum())
-
-
 # ranges column -> summary key (per call)
 _PER_CALL = {"kernel_time_ns": "kernel_time_ns", "memcpy_count": "memcpy_per_call",
              "memcpy_bytes": "memcpy_bytes_per_call", "memcpy_time_ns": "memcpy_time_ns",
@@ -81,7 +76,7 @@ def _memory_ops_per_call(ranges: pd.DataFrame, occurrences: float) -> dict[str, 
     """Kernel time and memcpy/memset counts, bytes and time per call; absent for older runs' rows."""
     out = {}
     for column, key in _PER_CALL.items():
-        total = _sum(ranges, column)
+        total = column_sum(ranges, column)
         if total is not None:
             out[key] = total / occurrences
     return out
@@ -98,10 +93,10 @@ def _ordered_variants(info: dict[str, Any], *frames: pd.DataFrame) -> list[str]:
 def _launch_churn(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
     """Mean kernel duration, idle gaps per call and the largest gap (where the ranges have them)."""
     out = {}
-    kernels, kernel_ns = _sum(ranges, "kernel_count"), _sum(ranges, "kernel_time_ns")
+    kernels, kernel_ns = column_sum(ranges, "kernel_count"), column_sum(ranges, "kernel_time_ns")
     if kernels and kernel_ns is not None:
         out["mean_kernel_duration_ns"] = kernel_ns / kernels
-    gaps = _sum(ranges, "gap_total_ns")
+    gaps = column_sum(ranges, "gap_total_ns")
     if gaps is not None:
         out["gap_per_call_ns"] = gaps / occurrences
     if "gap_max_ns" in ranges and ranges["gap_max_ns"].notna().any():
@@ -138,7 +133,7 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             row.update(_launch_churn(r, occ))
         elif not k.empty:
             row["kernels_per_call"] = float(len(k))
-            row["gpu_time_ns"] = _sum(k, "duration_ns")
+            row["gpu_time_ns"] = column_sum(k, "duration_ns")
             row["gpu_time_source"] = "ncu"
         if not timings.empty and v in set(timings["variant"]):
             timing = timings.loc[timings["variant"] == v].iloc[0].to_dict()
@@ -147,11 +142,11 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             c = checks[checks["variant"] == v]
             row["correct"] = bool(c["passed"].astype(bool).all())
             row["rel_err_vs_reference"] = float(c["rel_err_vs_reference"].astype(float).max())
-        ncu_ns = _sum(k, "duration_ns")
+        ncu_ns = column_sum(k, "duration_ns")
         row["ncu_duration_ns"] = ncu_ns
         for col in ("dram_bytes", "l2_bytes", "l1_bytes", "flops_total", "flops_fp32", "flops_fp64",
                     "flops_fp16", "flops_tensor"):
-            row[col] = _sum(k, col)
+            row[col] = column_sum(k, col)
         if ncu_ns:
             if row["dram_bytes"] is not None:
                 row["dram_bytes_per_s"] = row["dram_bytes"] / ncu_ns * 1e9

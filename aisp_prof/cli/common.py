@@ -11,6 +11,7 @@ from typing import Any, Callable
 import click
 
 from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message
+from ..values import to_python
 
 
 class AispGroup(click.Group):
@@ -139,9 +140,9 @@ def record_texts(frame: Any, layout: Any) -> list[str]:
 
 
 def _json_default(v: Any) -> Any:
-    if hasattr(v, "item"):
-        return v.item()
-    return str(v)
+    """What json cannot write: a numpy scalar as its Python value, anything else as its text."""
+    plain = to_python(v)
+    return plain if plain is not v else str(v)
 
 
 def short(name: str, width: int = 70) -> str:

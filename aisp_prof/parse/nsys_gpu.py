@@ -8,6 +8,7 @@ import sqlite3
 import pandas as pd
 
 from aisp_prof.sqlite_frames import query_frame
+from aisp_prof.values import to_python
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def read_gpu(conn: sqlite3.Connection, tables: set[str], kernels: pd.DataFrame) 
     info: dict[str, object] = {"device_id": cuda_id}
     for column, key in _GPU_FIELDS.items():
         if column in row.index and pd.notna(row[column]):
-            info[key] = row[column].item() if hasattr(row[column], "item") else row[column]
+            info[key] = to_python(row[column])
     if {"computeMajor", "computeMinor"} <= set(row.index) and pd.notna(row["computeMajor"]):
         info["compute_capability"] = f"{int(row['computeMajor'])}.{int(row['computeMinor'])}"
     info.update(_read_system_env(conn, tables))
