@@ -3,13 +3,12 @@
 New runs record `roles`, `comparison`, `expect`, `timer` and `book` (pairs.roles, pairs.book). An
 older run gets them from its pair's module as it is now, read without importing it (the module
 needs torch; reading a run must not): the literal keywords of `PAIR = KernelPair(...)`,
-`Mechanism(...)` and `Book(...)` calls with literal arguments included. A keyword that is not a
-literal is left out (defaults apply), and `declared_from` says where the run's declarations came
-from.
+`Mechanism(...)` and `Book(...)` calls with literal arguments included (`pairs.static`, the one
+reader of a pair's declaration). A keyword that is not a literal is left out (defaults apply), and
+`declared_from` says where the run's declarations came from.
 """
 from __future__ import annotations
 
-import ast
 import json
 import logging
 from pathlib import Path
@@ -20,45 +19,32 @@ from ..model.run_data import RunData
 from .book import Book
 from .roles import CONTROL, OPTIMIZATION, REFERENCE, Mechanism, run_declarations
 from .source import expected_module
+from .static import LITERAL_CALLS, literal, pair_declaration
 
 log = logging.getLogger(__name__)
 KEYWORDS = ("roles", "comparison", "expect", "timer", "book")
-
-
-def _literal(node: ast.expr) -> Any:
-    """A literal, a list/tuple of Mechanism(...) calls or a Book(...) call, with literal arguments."""
-    if isinstance(node, (ast.List, ast.Tuple)) and any(isinstance(e, ast.Call) for e in node.elts):
-        return [_mechanism(e) for e in node.elts]
-    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Book":
-        return Book(*(ast.literal_eval(a) for a in node.args),
-                    **{k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
-    return ast.literal_eval(node)
-
-
-def _mechanism(node: ast.expr) -> Mechanism:
-    if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Mechanism"):
-        raise ValueError("not a Mechanism(...) call")
-    return Mechanism(*(ast.literal_eval(a) for a in node.args),
-                     **{k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg})
+_CALLS = {**LITERAL_CALLS, "Mechanism": Mechanism, "Book": Book}
 
 
 def module_declarations(module: Path) -> dict[str, Any]:
-    """The literal `roles`, `comparison` and `expect` of the module's KernelPair(...) ({} if none)."""
+    """The literal `roles`, `comparison`, `expect`, `timer` and `book` of the module's
+    `PAIR = KernelPair(...)` ({} if none, or the module does not parse)."""
     try:
-        tree = ast.parse(module.read_text())
+        found = pair_declaration(module)
     except (OSError, SyntaxError, ValueError):
         return {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "KernelPair":
-            out = {}
-            for k in node.keywords:
-                if k.arg in KEYWORDS:
-                    try:
-                        out[k.arg] = _literal(k.value)
-                    except (ValueError, TypeError, SyntaxError) as exc:
-                        log.info("%s: %s= is not a literal (%s); defaults apply", module, k.arg, exc)
-            return out
-    return {}
+    if found is None:
+        return {}
+    keywords, env = found
+    out = {}
+    for k in KEYWORDS:
+        if k in keywords:
+            value = literal(keywords[k], env, _CALLS)
+            if value is None:
+                log.info("%s: %s= is not a literal; defaults apply", module, k)
+            else:
+                out[k] = value
+    return out
 
 
 def with_declarations(info: Mapping[str, Any]) -> dict[str, Any]:
