@@ -128,10 +128,14 @@ class RunDatabase:
     def history(self, pair: str) -> pd.DataFrame:
         """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
         the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
-        secondary figures by the other timers."""
+        secondary figures by the other timers. A name with no stored run that is no pair here
+        either is UnknownTargetError (exit 2) with close names."""
         from ..analyze.speedup import add_history_speedups
+        from ..pairs.discovery import check_name
 
         rows = pair_history(self.path, pair)
+        if not rows:
+            check_name(pair)
         with store_db.Reader(self.path) as conn:
             add_history_speedups(rows, lambda rid: declared(conn.read_run(rid, False, HISTORY_TABLES)))
         return pd.DataFrame(rows)

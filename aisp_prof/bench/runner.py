@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..analyze.speedup import headline_kind
 from ..collect.runner import RunOptions, TimingOptions
-from ..errors import AispError, NoGpuError
+from ..errors import AispError, CorrectnessError, NoGpuError, NotRecordedError, RegressionError
 from ..naming import hardware_key, utc_now
 from ..pairs import KernelPair
 from ..pairs import capabilities
@@ -258,3 +258,29 @@ def current_hardware_key(machine: Machine | None = None) -> str:
     if not machine.gpu:
         raise NoGpuError("no CUDA GPU found; `aisp-prof bench run` times pairs on a GPU machine")
     return hardware_key(machine.gpu_name, 1)
+
+
+def gate_error(outcomes: list[PairOutcome], updating: bool = False) -> AispError | None:
+    """What fails `bench run`, first what fails first: a failed check (exit 7: no speed verdict
+    stands on one), a regression, a variant gone missing or a pair that errored (11), then with
+    `updating` a passing pair whose evidence was not recorded (throttled, exit 1); None: it passes."""
+    failed_checks = [o for o in outcomes if o.status == "failed_check"]
+    if failed_checks:
+        return CorrectnessError("failed the correctness check: "
+                                + "; ".join(f"{o.pair} ({o.message or 'see its stored run'})" for o in failed_checks))
+    failing = sorted({f"{v.pair}:{v.variant}" for o in outcomes for v in o.failing}
+                     | {o.pair for o in outcomes if o.status == "error"})
+    if failing:
+        return RegressionError(f"regressed, missing or failed: {', '.join(failing)}")
+    refused = [o.pair for o in outcomes if updating and o.status == "ok" and not o.recorded]
+    if refused:
+        return NotRecordedError(f"not recorded: {', '.join(refused)} (throttled; see the table, or pass --force)")
+    return None
+
+
+def record_error(outcomes: list[PairOutcome]) -> NotRecordedError | None:
+    """What fails `bench record`: a run that was refused (its message says why); None: all recorded."""
+    refused = [o.run_id for o in outcomes if not o.recorded]
+    if refused:
+        return NotRecordedError(f"not recorded: {', '.join(map(str, refused))} (see the messages above)")
+    return None

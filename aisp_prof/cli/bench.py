@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from ..errors import CorrectnessError, NotRecordedError, RegressionError
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
                      table_width, wide_option)
 
@@ -67,15 +66,17 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
     Example:
       aisp-prof bench record ch09.fused_l2norm ch09.triton
     """
+    from ..bench.runner import record_error
+
     outcomes = database(db).bench_record(runs, expectations, force)
     if as_json:
         echo_json([o.to_dict() for o in outcomes])
     else:
         for o in outcomes:
             click.echo(f"{o.pair}\t{o.run_id}\t" + (f"recorded -> {o.recorded}" if o.recorded else o.message))
-    refused = [o.run_id for o in outcomes if not o.recorded]
-    if refused:
-        raise NotRecordedError(f"not recorded: {', '.join(map(str, refused))} (see the messages above)")
+    error = record_error(outcomes)
+    if error is not None:
+        raise error
 
 
 @bench_group.command("run")
@@ -115,6 +116,8 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
       aisp-prof bench run --targets ch09 --update-expectations  # record this GPU's evidence
       aisp-prof bench run --targets ch09.fused_l2norm --json
     """
+    from ..bench.runner import gate_error
+
     with contextlib.ExitStack() as stack:
         key, outcomes = database(db).bench(targets, options, lambda pairs: stack.enter_context(click.progressbar(
             pairs, label="bench", file=sys.stderr, item_show_func=lambda p: p.name if p else "")))
@@ -125,14 +128,6 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
 
         click.echo(f"hardware key: {key}")
         click.echo(bench_table(outcomes, table_width()))
-    failed_checks = [o for o in outcomes if o.status == "failed_check"]
-    if failed_checks:    # no speed verdict stands on a failed check: exit 7, naming what failed
-        raise CorrectnessError("failed the correctness check: "
-                               + "; ".join(f"{o.pair} ({o.message or 'see its stored run'})" for o in failed_checks))
-    failing = sorted({f"{v.pair}:{v.variant}" for o in outcomes for v in o.failing}
-                     | {o.pair for o in outcomes if o.status == "error"})
-    if failing:
-        raise RegressionError(f"regressed, missing or failed: {', '.join(failing)}")
-    refused = [o.pair for o in outcomes if options["update_expectations"] and o.status == "ok" and not o.recorded]
-    if refused:
-        raise NotRecordedError(f"not recorded: {', '.join(refused)} (throttled; see the table, or pass --force)")
+    error = gate_error(outcomes, options["update_expectations"])
+    if error is not None:
+        raise error

@@ -298,11 +298,10 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     """
     from ..analyze.records import frame_records
     from ..analyze.speedup import TIMER_LABELS
-    from ..pairs.discovery import check_name
     from ..render.table import render
     from ..units import duration
 
-    rows = frame_records(database(db).history(check_name(target)))
+    rows = frame_records(database(db).history(target))
     if as_json:
         echo_json(rows)
         return
