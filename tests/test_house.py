@@ -47,6 +47,23 @@ def test_no_module_over_400_lines():
     assert not big, big
 
 
+def test_every_error_raised_has_its_own_class():
+    """A bare AispError exits 1 whatever failed: each failure raises the subclass whose exit code
+    the README's table documents (issue 30: sanitize's unwritable --log-dir exited 1, not 14)."""
+    bare = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in _modules()
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)
+            and getattr(node.exc.func, "id", None) == "AispError"]
+    assert not bare, bare
+
+
+def test_the_cli_collects_and_stores_only_through_the_api():
+    """A command is one call into aisp_prof.api: no cli module reaches into collect/ or store/."""
+    reaching = {f"{path.relative_to(PACKAGE)} -> {name}" for path in sorted((PACKAGE / "cli").glob("*.py"))
+                for name in _imports(path) if name.startswith(("aisp_prof.collect", "aisp_prof.store"))}
+    assert not reaching, sorted(reaching)
+
+
 @pytest.mark.slow
 def test_no_function_over_60_lines_or_8_parameters():
     found = []
