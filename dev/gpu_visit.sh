@@ -94,8 +94,11 @@ for step in $STEPS; do
 done
 python3 dev/visit_summary.py "$OUT" "$PAIRS"
 } 2>&1 | tee -a "$OUT/session.log"
-# the machine sends back a few files: the run folders and their logs go in one archive
+# the machine sends back only a few files: the per-pair JSON and the log go in visit.tgz (a copy
+# of the log stays beside it); the run folders and their logs in runs.tgz
 if ls "$OUT"/run_* >/dev/null 2>&1; then
   tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' -C / "${RUNS#/}" -C "$OUT" $(cd "$OUT" && ls run_*) 2>/dev/null \
     && rm -f "$OUT"/run_*
 fi
+(cd "$OUT" && tar czf visit.tgz --exclude='*expectations*' --exclude='*.tgz' $(ls | grep -v -e '\.tgz$' -e 'expectations') 2>/dev/null \
+  && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*expectations*' ! -name session.log ! -name table.txt -delete)
