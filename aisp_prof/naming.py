@@ -23,7 +23,7 @@ GPU_RELEASED = ".gpu_released"        # the check process writes it when done wi
 COMPILE_CACHE_DIR = "compile_cache"   # Inductor's and Triton's caches while the children run (then removed)
 GENERATED_DIR = "generated"           # what the compilers generated, kept: output code, TTGIR/PTX/SASS
 
-# the timers a speedup can use, in the default order (analyze.speedup says why), and how each is
+# the timers a speedup can use, in the default order (analyze.timing.speedup says why), and how each is
 # shown; gpu_events, latency and steady are the timer's three kinds (collect.samplers), cuda_events
 # the one CUDA-event timer of runs before them
 SPEEDUP_TIMERS = ("gpu_events", "nsys_gpu_time", "cuda_events", "ncu_duration", "steady", "latency")

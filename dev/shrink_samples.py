@@ -10,7 +10,7 @@ Gzipped in place (X -> X.gz, the plain file removed): the nsys SQLite exports (`
 (`check.json`, `check.rank<r>.json`, ~18x), an ncu report (`ncu.ncu-rep`), the index of generated
 code (`generated/index.json`, ~10x) and the logs (`*.log`: people read them, with `zcat`). run.json,
 the small child reports and the rest of generated/ stay plain. Each folder is loaded before and after
-(`aisp_prof.store.ingest.load_run_dir`, `parse.generated_code.read_index`); if anything differs, the
+(`aisp_prof.store.ingest.load_run_dir`, `parse.code.generated_code.read_index`); if anything differs, the
 plain files are put back and the command exits 1. The gzip streams carry no name or time, so
 shrinking the same file twice gives the same bytes.
 """
@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.naming import GENERATED_INDEX, RUN_JSON
-from aisp_prof.parse.generated_code import read_index
+from aisp_prof.parse.code.generated_code import read_index
 from aisp_prof.store.ingest import load_run_dir
 
 GZIPPED = re.compile(r"nsys(\.rank\d+)?\.sqlite|ncu_raw\.csv|check(\.rank\d+)?\.json|ncu\.ncu-rep|[\w.]+\.log")

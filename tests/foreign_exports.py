@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from repo_paths import FIXTURES
 
-from aisp_prof.parse.ncu_csv import parse_ncu_csv
+from aisp_prof.parse.ncu.csv_page import parse_ncu_csv
 
 FOREIGN = FIXTURES / "foreign_h100"
 FULL = FOREIGN / "full_raw_base.csv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache, lru_cache
 
-from aisp_prof.analyze.verdict_rules import RuleInput
+from aisp_prof.analyze.verdict.rules import RuleInput
 from aisp_prof.api import declared, summary_records
 from aisp_prof.store.ingest import load_run_dir
 from aisp_prof.model.run_data import RunData

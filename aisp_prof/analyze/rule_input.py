@@ -1,5 +1,5 @@
 """What every verdict rule reads and returns: `RuleInput` (a run's stored frames and its summary)
-and `Finding` (one sentence the numbers say). The rules live in `verdict_rules` and `validity`.
+and `Finding` (one sentence the numbers say). The rules live in `analyze.verdict.rules` and `validity`.
 """
 from __future__ import annotations
 

@@ -16,21 +16,21 @@ Launch churn, from the same nsys ranges: `kernels_per_call`, `mean_kernel_durati
 time over kernel count: short kernels mean launch-bound work), `gap_per_call_ns` (GPU idle
 between the operations of one call, summed, per call) and `gap_max_ns` (the largest such gap).
 Compile cost and torch.compile's graphs, breaks and recompiles come from the run's `compiles`
-rows (`analyze.compiled`); `compile_break_even_calls` is how many calls repay the first call's
+rows (`analyze.code.compiled`); `compile_break_even_calls` is how many calls repay the first call's
 extra wall time from the time each call saves against the baseline.
 
 The timer's three kinds (collect.samplers) come from the check child and any further timing
 processes: `cuda_event_median_ns` / `gpu_events_median_ns` (GPU time per call, CUDA events, calls
 queued ahead), `latency_median_ns` (one call on an idle GPU), `steady_median_ns` (back to back),
-and `time_class` (gpu_bound, launch_bound, host_bound: `analyze.time_kinds`).
+and `time_class` (gpu_bound, launch_bound, host_bound: `analyze.timing.time_kinds`).
 
-`speedup_vs_baseline` is the one primary speedup (`analyze.speedup`: by the time the pair's lesson
+`speedup_vs_baseline` is the one primary speedup (`analyze.timing.speedup`: by the time the pair's lesson
 is about, GPU time by CUDA events unless it declares otherwise), `speedup_timer` names its timer
 and `speedup_by_timer` holds every timer's ratio, the secondary figures under their timer's name.
 
 `derived_from_rates` (only where it applies) lists the counter columns that the export held as
 rates or sectors only (`ncu --set full`): FLOP counters are rate x elapsed cycles, not counts
-(`parse.rate_counts`); L2/L1 bytes are sectors x 32 B, exact (`parse.sector_bytes`).
+(`parse.metrics.rate_counts`); L2/L1 bytes are sectors x 32 B, exact (`parse.metrics.sector_bytes`).
 """
 from __future__ import annotations
 
@@ -39,14 +39,14 @@ from typing import Any
 import pandas as pd
 
 from ..pairs.roles import roles_of
-from ..parse.metric_table import STALL_REASONS
-from ..parse.rate_counts import DERIVED_COLUMN
+from ..parse.metrics.table import STALL_REASONS
+from ..parse.metrics.rate_counts import DERIVED_COLUMN
 from ..values import column_sum
-from .compiled import break_even_calls, variant_compiles
-from .flops import add_flops_and_bytes
-from .headline import add_role_fields
-from .speedup import run_speedups, timer_order
-from .time_kinds import time_fields
+from .code.compiled import break_even_calls, variant_compiles
+from .kernels.flops import add_flops_and_bytes
+from .verdict.headline import add_role_fields
+from .timing.speedup import run_speedups, timer_order
+from .timing.time_kinds import time_fields
 
 NOT_STALLS = {"selected"}   # a warp being issued is not a stall
 
@@ -106,7 +106,7 @@ def _launch_churn(ranges: pd.DataFrame, occurrences: float) -> dict[str, float]:
 
 def derived_columns(kernels: pd.DataFrame) -> list[str]:
     """The tidy counter columns some of these launches have only as derived from rates or sectors
-    (`parse.rate_counts`, `parse.sector_bytes`), sorted; empty where every count was counted."""
+    (`parse.metrics.rate_counts`, `parse.metrics.sector_bytes`), sorted; empty where every count was counted."""
     if DERIVED_COLUMN not in kernels:
         return []
     labels = kernels[DERIVED_COLUMN].dropna().unique()

@@ -14,7 +14,7 @@ command is one call into this package.
 """
 from __future__ import annotations
 
-from ..analyze.kernel_table import KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_records  # noqa: F401
+from ..analyze.kernels.table import KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_records  # noqa: F401
 from ..model.run_data import RunData  # noqa: F401
 from ..pairs.declared import declared  # noqa: F401
 from .database import RunDatabase, open_db, sample_runs  # noqa: F401

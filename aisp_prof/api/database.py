@@ -10,14 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..analyze.kernel_table import (  # noqa: F401 (the API's names since before the split)
-    KERNEL_FIELDS,
-    KERNEL_FLOPS,
-    KERNEL_RECORD_LAYOUT,
-    kernel_columns,
-    kernel_records,
-    kernel_sources,
-)
+from ..analyze.kernels.table import (KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_columns, kernel_records,
+                                     kernel_sources)
 from ..errors import AispError, ExportParseError
 from ..pairs.declared import declared
 from ..store import db as store_db
@@ -32,7 +26,7 @@ from ..store.variants import check_variant
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
     from ..bench.runner import PairOutcome
     from ..calibrate.run import CalibrateOutcome
-    from ..analyze.roofline import RooflineResult
+    from ..analyze.roofline.build import RooflineResult
     from ..collect.runner import RunOptions
     from ..render.report import Page, Report
 
@@ -127,10 +121,10 @@ class RunDatabase:
 
     def history(self, pair: str) -> pd.DataFrame:
         """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
-        the run's one primary speedup (`analyze.speedup`, the summary's), with its timer and the
+        the run's one primary speedup (`analyze.timing.speedup`, the summary's), with its timer and the
         secondary figures by the other timers. A name with no stored run that is no pair here
         either is UnknownTargetError (exit 2) with close names."""
-        from ..analyze.speedup import add_history_speedups
+        from ..analyze.timing.speedup import add_history_speedups
         from ..pairs.discovery import check_name
 
         rows = pair_history(self.path, pair)
@@ -173,13 +167,13 @@ class RunDatabase:
         nvtx_kern_sum), chosen by depth (1: outermost), maximum depth and name (a substring of
         the path, or a glob of the path or the range's own name). Runs stored before levels
         were kept show their innermost ranges."""
-        from ..analyze.range_levels import filter_levels, levels_of
+        from ..analyze.timeline.range_levels import filter_levels, levels_of
 
         data = self.run(run, tables=("range_levels", "ranges"))
         return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, name)
 
     def ranks(self, run: str = "latest") -> dict[str, pd.DataFrame]:
-        """A multi-rank run's frames (`analyze.rank_report`): ranks, per_rank (busy, collective,
+        """A multi-rank run's frames (`analyze.ranks.report`): ranks, per_rank (busy, collective,
         compute, hidden comm %, idle, finish), bandwidth (per collective), stragglers, warnings."""
         opened = self.open(run, tables=("timeline", "ranks"))
         if opened.ranks is None:
@@ -214,13 +208,13 @@ class RunDatabase:
                        kernel: str | None = None, all_kernels: bool = False) -> dict[str, Any]:
         """What the compilers generated for a run (its folder's generated/index.json): each ncu
         launch joined to the compiled kernel that ran (`launches`, see
-        `analyze.generated_code.match_launches`), those kernels (launch configuration,
+        `analyze.code.generated_code.match_launches`), those kernels (launch configuration,
         registers, PTX/SASS summaries, files) and the Inductor output code that defines them.
         `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
         and kernel names containing `kernel`. ExportParseError when the run's folder has no
         generated code here."""
-        from ..analyze.generated_code import generated_code_view
-        from ..parse.generated_code import read_index
+        from ..analyze.code.generated_code import generated_code_view
+        from ..parse.code.generated_code import read_index
 
         data = self.run(run, tables=("kernels", "timeline"))
         run_dir = data.run.get("run_dir")
@@ -256,8 +250,8 @@ class RunDatabase:
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
         """One report page: the run and the calibrations in one open, then pure analysis (the
         calibrations also judge a multi-rank run's link)."""
-        from ..analyze.report_page import page_data
-        from ..parse.generated_code import read_index
+        from ..analyze.page.contents import page_data
+        from ..parse.code.generated_code import read_index
         from ..render.report import Page
 
         with store_db.Reader(self.path) as conn:

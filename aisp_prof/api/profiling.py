@@ -43,7 +43,7 @@ class RunRequest:
         """The collection options for one pair (its --sizes parsed against its own sizes)."""
         from ..collect.runner import RunOptions, TimingOptions
         from ..pairs import pair_sizes
-        from ..parse.metric_table import DEFAULT_GROUPS
+        from ..parse.metrics.table import DEFAULT_GROUPS
 
         return RunOptions(
             pair=pair, profiles_dir=self.profiles_dir, sizes=pair_sizes(pair, self.sizes),

@@ -20,9 +20,9 @@ from ..model.run_data import RunData
 from ..pairs.declared import declared
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis
-    from ..analyze.rank_report import RankReport
-    from ..analyze.roofline import RooflineResult, RunInput
-    from ..analyze.roofline_points import Point
+    from ..analyze.ranks.report import RankReport
+    from ..analyze.roofline.build import RooflineResult, RunInput
+    from ..analyze.roofline.points import Point
 
 # what a summary reads (metrics: the device attributes the roofline of its verdict needs)
 SUMMARY_TABLES = ("kernels", "ranges", "checks", "timings", "compiles", "timeline", "metrics", "range_levels", "ranks",
@@ -34,9 +34,9 @@ Calibrations = Sequence[dict[str, Any]]
 
 def roofline_input(run: RunData) -> RunInput:
     """What the roofline needs of a stored run."""
-    from ..analyze.roofline import RunInput
-    from ..analyze.speedup import run_times
-    from ..analyze.variant_ranges import variant_ranges
+    from ..analyze.roofline.build import RunInput
+    from ..analyze.timing.speedup import run_times
+    from ..analyze.timeline.variant_ranges import variant_ranges
 
     ranges = variant_ranges(run.ranges, run.range_levels, run.run.get("pair"))
     return RunInput(run.run_id, run.info, run.kernels, run.device_attributes(), run.gpu_name,
@@ -54,14 +54,14 @@ def _inputs(runs: Sequence[RunData], calibrations: Calibrations) -> tuple[list[R
 
 def roofline_of(runs: Sequence[RunData], calibrations: Calibrations, flop_basis: str = "auto") -> RooflineResult:
     """Ceilings, points, checks and warnings of runs; ExportParseError when none has ncu counters."""
-    from ..analyze.roofline import build_roofline
+    from ..analyze.roofline.build import build_roofline
 
     return build_roofline(*_inputs(runs, calibrations), flop_basis)
 
 
 def points_of(runs: Sequence[RunData], calibrations: Calibrations, flop_basis: str = "auto") -> list[Point]:
     """The points of `roofline_of` alone (no checks, comparisons or warnings)."""
-    from ..analyze.roofline import roofline_points_of
+    from ..analyze.roofline.build import roofline_points_of
 
     return roofline_points_of(*_inputs(runs, calibrations), flop_basis)
 
@@ -70,7 +70,7 @@ def summary_records(run: RunData) -> list[dict[str, Any]]:
     """Per variant, baseline first: kernels, GPU time, speedup, correctness, bytes, FLOPs, stalls."""
     from ..analyze.records import clean_value
     from ..analyze.summary import summarize
-    from ..analyze.variant_ranges import variant_ranges
+    from ..analyze.timeline.variant_ranges import variant_ranges
 
     rows = summarize(run.info, run.kernels, variant_ranges(run.ranges, run.range_levels, run.run.get("pair")),
                      run.checks, run.timings, run.compiles)
@@ -93,10 +93,10 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]], calibrations: Calibr
     """The run's headline (best optimization, % of the reference), the verdict rules' findings and
     the verdict sentences (bounds from the run's roofline points: `points`, else computed when
     `calibrations` are given)."""
-    from ..analyze.headline import headline
-    from ..analyze.validity import withhold
-    from ..analyze.verdict_rules import RuleInput, findings
-    from ..analyze.verdict_text import bounds_of, verdict_sentences
+    from ..analyze.verdict.headline import headline
+    from ..analyze.verdict.validity import withhold
+    from ..analyze.verdict.rules import RuleInput, findings
+    from ..analyze.verdict.text import bounds_of, verdict_sentences
 
     info = run.info
     points = points if points is not None else _bound_points(run, calibrations)
@@ -106,7 +106,7 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]], calibrations: Calibr
     sentences, per_rank = verdict_sentences(summary, bounds_of(roof), comparison), {}
     report = rank_report_of(run, calibrations or []) if not run.timeline.empty else None
     if report is not None:
-        from ..analyze.rank_report import rank_sentences
+        from ..analyze.ranks.report import rank_sentences
         from ..analyze.records import frame_records
 
         sentences += rank_sentences(report)
@@ -119,7 +119,7 @@ def rank_report_of(run: RunData, calibrations: Calibrations) -> RankReport | Non
     """A multi-rank run's rank report, its link judged against the calibrated bandwidth (None: one rank)."""
     if run.ranks.empty:
         return None
-    from ..analyze.rank_report import link_busbw, rank_report
+    from ..analyze.ranks.report import link_busbw, rank_report
 
     return rank_report(run.timeline, run.ranks, run.info, link_busbw(calibrations, run.gpu_name, len(run.ranks)))
 
@@ -181,7 +181,7 @@ class Run:
     @cached_property
     def warnings(self) -> list[dict[str, Any]]:
         """What the summary's numbers need said beside them (compile cost that dominates, ...)."""
-        from ..analyze.compiled import compile_warnings
+        from ..analyze.code.compiled import compile_warnings
 
         return compile_warnings(self.summary)
 

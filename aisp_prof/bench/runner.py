@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from ..analyze.speedup import headline_kind
+from ..analyze.timing.speedup import headline_kind
 from ..collect.runner import RunOptions, TimingOptions
 from ..errors import AispError, CorrectnessError, NoGpuError, NotRecordedError, RegressionError
 from ..naming import hardware_key, utc_now
@@ -25,7 +25,7 @@ from ..pairs import KernelPair
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
 from ..pairs.source import source_mismatch
-from ..parse.metric_table import DEFAULT_GROUPS
+from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import kernels_root
 from ..analyze.gate import expectations as exp
 from ..analyze.gate.verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
@@ -166,7 +166,7 @@ def _within_machine_spread(v: VariantVerdict) -> bool:
 
 
 def gate_kind(pair: KernelPair) -> str:
-    """The kind of time the gate records and judges: the pair's headline's (analyze.speedup)."""
+    """The kind of time the gate records and judges: the pair's headline's (analyze.timing.speedup)."""
     return headline_kind({"timer": pair.timer, "world_size": pair.world_size})
 
 

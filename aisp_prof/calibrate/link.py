@@ -3,7 +3,7 @@
 One process per GPU (torchrun, NCCL); per collective (all-reduce, all-gather, reduce-scatter,
 all-to-all) a message of `size_bytes` is warmed up, the ranks meet at a barrier, then `repeats`
 calls are timed back to back with CUDA events; the time is the slowest rank's mean. algbw = S / t
-and busbw = algbw x nccl-tests' factor (`analyze.collectives.BUSBW_FACTORS`, S as nccl-tests
+and busbw = algbw x nccl-tests' factor (`analyze.ranks.collectives.BUSBW_FACTORS`, S as nccl-tests
 defines it per operation), so a multi-rank run's collectives (`aisp-prof ranks`) can be read as
 a share of what this link gave. Stored like the other calibrations, under the key of the GPUs
 and their count (`naming.hardware_key`: '2x_h100_80gb_hbm3'), which single-GPU runs never match.
@@ -45,7 +45,7 @@ def measure(size_bytes: int, repeats: int, warmup: int) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
-    from ..analyze.collectives import BUSBW_FACTORS
+    from ..analyze.ranks.collectives import BUSBW_FACTORS
 
     world, ops = dist.get_world_size(), {}
     for op in OPS:

@@ -23,7 +23,7 @@ from ..collect.commands import python_module
 from ..collect.steps import Progress, StepContext, child_env, ncu_step, read_child
 from ..errors import NoGpuError, ProfilerFailedError, UnknownTargetError
 from ..naming import NCU_CHILD_JSON, RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
-from ..parse.metric_table import DEFAULT_GROUPS, metric_names
+from ..parse.metrics.table import DEFAULT_GROUPS, metric_names
 from ..store.calibrations import save_calibration, write_calibration_file
 from .probes import BY_NAME, SPECS
 

@@ -140,7 +140,7 @@ def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -
         return
     chunks = database(db).iter_kernels(run, variant)
     rows = [r for chunk in chunks for r in kernel_records(chunk)]
-    from ..parse.rate_counts import derivation_note, derives_flops
+    from ..parse.metrics.rate_counts import derivation_note, derives_flops
     from ..render.table import render, wrap_lines
     from ..units import duration, si
 
@@ -185,7 +185,7 @@ def ranges_cmd(run: str, depth: int | None, max_depth: int | None, name: str | N
       aisp-prof ranges latest --name 'layer*' --json
       aisp-prof ranges latest --name forward --max-depth 2
     """
-    from ..analyze.range_levels import GRAPH_NODE_HINT, has_whole_graphs
+    from ..analyze.timeline.range_levels import GRAPH_NODE_HINT, has_whole_graphs
     from ..analyze.records import frame_records
 
     levels = database(db).range_levels(run, depth, max_depth, name)
@@ -297,7 +297,7 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
       aisp-prof history ch09.fused_l2norm
     """
     from ..analyze.records import frame_records
-    from ..analyze.speedup import TIMER_LABELS
+    from ..analyze.timing.speedup import TIMER_LABELS
     from ..render.table import render
     from ..units import duration
 

@@ -1,6 +1,6 @@
 """Profiler command lines, built by pure functions so they are tested without a GPU.
 
-ncu gets a curated metric list (aisp_prof.parse.metric_table) instead of `--set full`, so a
+ncu gets a curated metric list (aisp_prof.parse.metrics.table) instead of `--set full`, so a
 profile costs about half the replay passes; it never touches the clocks (`--clock-control
 none`) and profiles only the pair's NVTX ranges. nsys traces CUDA and NVTX with per-node
 records for CUDA graphs, only between the child's cudaProfilerStart and cudaProfilerStop, so the

@@ -21,10 +21,10 @@ for it (name, hash, warps, stages, `kept: false`), no files, no cuobjdump. Hand-
 kernels (their source is a pair's file) are always kept, and nothing is dropped where no output
 code was found. Same-named kernels compiled in several configurations (Inductor's runtime
 autotuning of pointwise and reduction kernels) are all kept: which one ran is told by its launch
-shape (`analyze.generated_code.match_launches`).
+shape (`analyze.code.generated_code.match_launches`).
 
 Each kernel's entry holds its launch configuration (warps, stages, shared memory), registers and
-local memory (cuobjdump -res-usage), PTX and SASS summaries (`parse.ptx.kernel_code_summary`)
+local memory (cuobjdump -res-usage), PTX and SASS summaries (`parse.code.ptx.kernel_code_summary`)
 and the output-code modules that define it. Kernel names are those ncu and nsys report, so a
 row of the kernel tables finds its code (`aisp-prof code RUN --kernel NAME`). A cache the user
 pointed elsewhere ($TORCHINDUCTOR_CACHE_DIR, $TRITON_CACHE_DIR) is left alone and not indexed.
@@ -42,10 +42,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import Any, Mapping
 
-from ..parse.ptx import kernel_code_summary
+from ..parse.code.ptx import kernel_code_summary
 from ..naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
-from ..parse.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
-                                    triton_kernel_dirs)
+from ..parse.code.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
+                                         triton_kernel_dirs)
 
 log = logging.getLogger(__name__)
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}

@@ -32,7 +32,7 @@ from ..pairs.capabilities import Machine, runnable
 from ..pairs.files import pair_file_args
 from ..pairs.roles import run_declarations
 from ..pairs.source import source_digest
-from ..parse.metric_table import DEFAULT_GROUPS, metric_names
+from ..parse.metrics.table import DEFAULT_GROUPS, metric_names
 from .. import tools
 from .builds import build_lines, pending_line
 from .generated import cache_env, keep_generated

@@ -37,7 +37,7 @@ class RunData:
     samples: pd.DataFrame = field(default_factory=pd.DataFrame)      # every timed call, with the GPU's clocks
     verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)     # `bench run`: per variant, against expectations
     compiles: pd.DataFrame = field(default_factory=pd.DataFrame)     # first-call cost and torch.compile's events, per variant and phase
-    ranks: pd.DataFrame = field(default_factory=pd.DataFrame)        # a multi-rank run's ranks: identity, clock offset (parse.nsys_job)
+    ranks: pd.DataFrame = field(default_factory=pd.DataFrame)        # a multi-rank run's ranks: identity, clock offset (parse.nsys.job)
     # every raw ncu metric: the matrix, and/or the long frame it was given as or is read as
     _launch_metrics: LaunchMetrics | None = field(default=None, repr=False)
     _metrics: pd.DataFrame | None = field(default=None, repr=False)

@@ -71,9 +71,9 @@ class KernelPair:
     world_size: int = 1
     min_world_size: int = 1
     # (sizes, world_size) -> {"variant/Op": bytes}: each collective's message size S as nccl-tests
-    # defines it (analyze.collectives), for bus bandwidths; nsys exports carry no message sizes
+    # defines it (analyze.ranks.collectives), for bus bandwidths; nsys exports carry no message sizes
     collective_bytes: Callable[[Mapping[str, int], int], Mapping[str, int]] | None = None
-    # the time its lesson is about, which its speedups and the gate use (analyze.speedup): "" for GPU
+    # the time its lesson is about, which its speedups and the gate use (analyze.timing.speedup): "" for GPU
     # time (CUDA events, calls queued ahead of the GPU); "latency" (one call on an idle GPU, host
     # included) or "steady" (calls back to back) where the lesson is the host's work or launches
     timer: str = ""

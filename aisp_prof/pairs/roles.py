@@ -11,7 +11,7 @@ variant's name: `KernelPair(..., roles={"cublas": "reference"})`; undeclared var
 baseline (the one named `baseline`) and optimization (every other).
 
 `Mechanism` is one prediction of the pair's docstring as data, checked against the measured
-numbers by `analyze.verdict_rules`:
+numbers by `analyze.verdict.rules`:
 
     Mechanism("dram_bytes", "decrease", factor=2.0)     # baseline / variant >= 2
     Mechanism("kernels_per_call", "decrease")           # variant < baseline

@@ -1,6 +1,6 @@
 """Report charts drawn with matplotlib's Agg canvas into PNG files beside the page.
 
-Each function takes plain data from `analyze.report_page.page_data` (no database access) and a path, and
+Each function takes plain data from `analyze.page.contents.page_data` (no database access) and a path, and
 returns the path. Figures are made without pyplot, so drawing never touches global state or
 needs a display. Colors are fixed per stall reason and per variant, so the same thing has the
 same color on every page of a report.
@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from ..parse.metric_table import STALL_REASONS
+from ..parse.metrics.table import STALL_REASONS
 from ..units import si
 from .drawing import save_png
 

@@ -9,7 +9,7 @@ are dark and cross-hatched, one color per operation, so they never read as compu
 which keep the strip's palette (`timeline.KERNEL_COLORS`); memory ops keep the strip's grey
 hatching, idle time its red.
 
-`analyze.rank_lanes` picks the iteration and lays out the boxes (the page's `ranks.lanes`);
+`analyze.ranks.lanes` picks the iteration and lays out the boxes (the page's `ranks.lanes`);
 this module only draws them.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 For each pair the page answers: did it get faster, is it still correct, what bound it before
 and after, and why (stalls, speed of light, bytes per level, kernels, the nsys timeline), with
-the provenance needed to trust the numbers. The numbers come computed (`analyze.report_page`,
+the provenance needed to trust the numbers. The numbers come computed (`analyze.page.contents`,
 one `Page` per run, chained by `aisp_prof.api`); this module only draws the charts beside the
 pages and renders jinja2 templates with autoescaping, so kernel names such as
 `void f<float, 4>(...)` print exactly and inertly. It never opens the database.
@@ -54,7 +54,7 @@ class PageRef:
 
 @dataclass
 class Page:
-    """One page's numbers (`analyze.report_page.page_data`) and the roofline to draw (or None)."""
+    """One page's numbers (`analyze.page.contents.page_data`) and the roofline to draw (or None)."""
 
     data: dict[str, Any]
     roofline: Any = None

@@ -1,4 +1,4 @@
-"""Draw a RooflineResult (aisp_prof.analyze.roofline): log-log rooflines, nothing computed here.
+"""Draw a RooflineResult (aisp_prof.analyze.roofline.build): log-log rooflines, nothing computed here.
 
 `draw(result, path, level="dram"|"l2"|"l1"|"all", compare=True)` writes one PNG or SVG (by the
 path's suffix) with one chart per pair (run). Ceilings: theoretical dashed, measured solid,
@@ -22,9 +22,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..analyze.ceilings import SPARSE_PRECISIONS, dense_precision
-from ..analyze.roofline import RooflineResult
-from ..analyze.roofline_points import Point
+from ..analyze.roofline.ceilings import SPARSE_PRECISIONS, dense_precision
+from ..analyze.roofline.build import RooflineResult
+from ..analyze.roofline.points import Point
 from .charts import variant_colors
 from .drawing import draw_png, minor_ticks_as_markers, share_mathtext
 from .labels import Label, place_labels

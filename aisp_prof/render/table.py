@@ -144,7 +144,7 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
     optimization and which go beyond the book.
     """
     # numpy (through parse): imported only where a summary is drawn
-    from ..parse.rate_counts import derivation_note, derives_flops
+    from ..parse.metrics.rate_counts import derivation_note, derives_flops
 
     headers = ["variant", "kernels", "gpu time", "memcpy", "memset", "speedup", "book", "correct", "DRAM bytes",
                "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
@@ -178,7 +178,7 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
 
 def speedup_note(rows: list[dict[str, Any]]) -> str | None:
     """'speedup: by nsys GPU time; by other timers: cuda CUDA events 3.03x, ncu duration 3.16x; ...':
-    which timer the speedup column used (analyze.speedup) and the secondary figures, each named."""
+    which timer the speedup column used (analyze.timing.speedup) and the secondary figures, each named."""
     timed = [r for r in rows if r.get("speedup_timer") and r["variant"] != "baseline"]
     if not timed:
         return None

@@ -4,10 +4,10 @@ length, and the idle gaps show.
 
 GPU work is kernels and, where the run stored them (`memory_ops`), the memcpys and memsets the
 call issued: a 537 MB device-to-device copy at the end of a call costs time like a kernel, and
-the summary's GPU time counts it. Gaps follow the summary's definition (parse.nsys_ranges.range_table):
+the summary's GPU time counts it. Gaps follow the summary's definition (parse.nsys.ranges.range_table):
 idle GPU time between any two operations of the call.
 
-`analyze.timeline_call` picks the call and turns it into plain data (the page's `timeline`);
+`analyze.timeline.call` picks the call and turns it into plain data (the page's `timeline`);
 `timeline_figure` draws it (`timeline_chart` writes the PNG).
 """
 from __future__ import annotations

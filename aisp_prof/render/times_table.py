@@ -1,4 +1,4 @@
-"""Each variant's kinds of time side by side (analyze.time_kinds): what a call costs the GPU, a
+"""Each variant's kinds of time side by side (analyze.timing.time_kinds): what a call costs the GPU, a
 caller on an idle GPU, and a loop of calls, with the profilers' figures beside them, the bound
 they imply, and which of them the headline uses. The summary's speedup column is one of these
 ratios; this table is where a reader sees what the others say before trusting it.

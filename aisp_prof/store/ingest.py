@@ -20,7 +20,7 @@ from ..export_rows import ExportRows
 from ..naming import (CHECK_JSON, NCU_CSV, NCU_CSV_GZ, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id,
                       stored, utc_now, variant_of)
 from ..model.launch_metrics import LaunchMetrics
-from ..parse.ncu_whole import check_launch_count
+from ..parse.ncu.whole import check_launch_count
 from ..paths import samples_dir
 from .db import write_run
 from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
@@ -40,7 +40,7 @@ def _with_variant(df: pd.DataFrame | ExportRows, pair: str | None, column: str =
 
 def _ncu(path: Path, pair: str | None, data: RunData) -> None:
     """Fill data's kernels and metrics from an ncu export."""
-    from ..parse.ncu_export import parse_ncu_export
+    from ..parse.ncu.export import parse_ncu_export
 
     parsed = parse_ncu_export(path)
     data.kernels, data.launch_metrics = _with_variant(parsed.launches, pair), parsed.launch_metrics
@@ -50,7 +50,7 @@ def _nsys(path: Path, pair: str | None, data: RunData, in_export: bool = False) 
     """Fill data's timeline, memory_ops, ranges (innermost), range_levels (every
     level of every thread) and graph_launches from an nsys export; return the GPU it describes.
     `in_export`: the timeline may be an ExportRows (for `store_path`, which stores it at once)."""
-    from ..parse.nsys_sqlite import parse_nsys_sqlite
+    from ..parse.nsys.sqlite_export import parse_nsys_sqlite
 
     parsed = parse_nsys_sqlite(path, kernels_in_export=in_export)
     data.timeline = _with_variant(parsed.kernels, pair)

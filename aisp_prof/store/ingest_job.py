@@ -4,7 +4,7 @@ A run of a pair with world_size > 1 (`aisp-prof run`, torchrun) holds one nsys e
 (`nsys.sqlite` for rank 0, `nsys.rank<r>.sqlite` for the others: `naming.rank_path`) and ncu's of
 the one rank it watched; `aisp-prof import --job NAME` takes the exports anyone made of a job's
 ranks. Both become one RunData whose timeline, ranges, range_levels, memory_ops and
-graph_launches carry the rank of each row, on one clock (`parse.nsys_job`: session start
+graph_launches carry the rank of each row, on one clock (`parse.nsys.job`: session start
 times, refined on NCCL kernel ends), and whose `ranks` table says which export was which rank,
 on which host, with what clock correction. Mixed jobs, missing or repeated ranks are refused
 by the parser before anything is stored.
@@ -31,7 +31,7 @@ def run_dir_exports(run_dir: Path, world_size: int) -> list[Path]:
 def fill_from_job(paths: Sequence[Path], pair: str | None, data: RunData, with_variant: Tagger) -> dict[str, Any]:
     """Fill data's nsys frames and `ranks` from the exports of one job's ranks; return what
     run.json should add: rank 0's GPU, the hosts, the parser's warnings."""
-    from ..parse.nsys_job import load_job, refine_offsets
+    from ..parse.nsys.job import load_job, refine_offsets
 
     job = refine_offsets(load_job(paths))
     data.timeline = with_variant(job.kernels, pair)

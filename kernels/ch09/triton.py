@@ -23,7 +23,7 @@ path (running max and rescaled sum, then a second read that mostly hits L2).
 
 The chapter's second point is to check the compiler's output rather than trust it:
 `compiled_artifacts(inputs)` returns the kernel's PTX and SASS with instruction counts
-(aisp_prof.parse.ptx), registers, spills and shared memory. What it should show for the
+(aisp_prof.parse.code.ptx), registers, spills and shared memory. What it should show for the
 default size on sm_90: 16-byte global loads and stores (ld.global.v4.b32 / st.global.v4.b32 in
 PTX, LDG.E.128 / STG.E.128 in SASS: 8 of each per thread for 32 floats), butterfly shuffles
 (shfl.sync.bfly) for the two reductions, ex2.approx.f32 (MUFU.EX2) for exp after a multiply by
@@ -196,9 +196,9 @@ def compiled_artifacts(inputs: Inputs) -> dict[str, Any]:
     ran, for this GPU). Otherwise: compiles ahead of time for sm_90 with the same constants and
     the 16-byte divisibility specialization a launch would get (no GPU needed; SASS and the
     register count need the cuobjdump bundled with triton). Returns the PTX and SASS text, the
-    summaries of aisp_prof.parse.ptx, and registers / spills / shared memory.
+    summaries of aisp_prof.parse.code.ptx, and registers / spills / shared memory.
     """
-    from aisp_prof.parse import ptx as ptx_analysis
+    from aisp_prof.parse.code import ptx as ptx_analysis
 
     x = inputs["x"]
     _check_triton_input(x)
@@ -274,7 +274,7 @@ def _compile_ahead_of_time(x: torch.Tensor, cols: int, constants: dict[str, int]
 
 
 def _cuobjdump_res_usage(cubin: bytes) -> dict[str, dict[str, int]]:
-    from aisp_prof.parse.ptx import parse_res_usage
+    from aisp_prof.parse.code.ptx import parse_res_usage
 
     try:
         tool = triton.knobs.nvidia.cuobjdump.path

@@ -18,7 +18,7 @@ import pytest
 from repo_paths import FIXTURES
 from click.testing import CliRunner
 
-from aisp_prof.analyze.intervals import paired_groups, ratio_interval, with_cycles
+from aisp_prof.analyze.timing.intervals import paired_groups, ratio_interval, with_cycles
 from aisp_prof.api import open_db
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER, judge

@@ -10,7 +10,7 @@ import json
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.bench.runner import PairOutcome, one_machine
 from aisp_prof.analyze.gate.verdict import AMBIGUOUS, FASTER, SLOWER, MetricVerdict, VariantVerdict, judge
-from aisp_prof.analyze.intervals import Interval
+from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.paths import data_root
 
 GATE = data_root() / "tests" / "fixtures" / "gate"

@@ -12,7 +12,7 @@ import math
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.speedup import TIMER_LABELS, TIMERS, speedup
+from aisp_prof.analyze.timing.speedup import TIMER_LABELS, TIMERS, speedup
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
 from aisp_prof.paths import data_root
@@ -58,7 +58,7 @@ def test_the_timer_kinds_come_first_in_the_order_a_pair_declares():
     """Issue 28: GPU time by CUDA events (calls queued ahead) leads by default, so `run` and the
     gate use the same quantity; a pair about the host's cost declares latency or steady, and a run
     that lacks its timer falls back on the other host timer, then the legacy events."""
-    from aisp_prof.analyze.speedup import timer_order
+    from aisp_prof.analyze.timing.speedup import timer_order
 
     assert timer_order({})[:3] == ("gpu_events", "nsys_gpu_time", "cuda_events")
     assert timer_order({"timer": "latency"})[:3] == ("latency", "steady", "cuda_events")

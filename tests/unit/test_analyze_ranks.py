@@ -1,4 +1,4 @@
-"""Per-rank and per-collective analysis (analyze.ranks, analyze.collectives) on the real 2x H100
+"""Per-rank and per-collective analysis (analyze.ranks.figures, analyze.ranks.collectives) on the real 2x H100
 exports of ch14.quantized_allreduce (tests/fixtures/multigpu_h100x2/README.md), and the interval
 and naming rules on tiny literal inputs."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from repo_paths import FIXTURES
 
-from aisp_prof.analyze import collectives as coll
-from aisp_prof.analyze import ranks
-from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
+from aisp_prof.analyze.ranks import collectives as coll
+from aisp_prof.analyze.ranks import figures as ranks
+from aisp_prof.parse.nsys.sqlite_export import parse_nsys_sqlite
 
 JOB = "multigpu_h100x2"
 VARIANTS = ("baseline", "fp32_rs_ag", "int8", "int8_overlap")

@@ -8,7 +8,7 @@ import pytest
 from repo_paths import FIXTURES
 from click.testing import CliRunner
 
-from aisp_prof.analyze.intervals import Interval
+from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.verdict import AMBIGUOUS, FASTER, SAME, SLOWER, decide, judge
 from aisp_prof.cli import cli

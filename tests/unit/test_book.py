@@ -1,4 +1,4 @@
-"""The book's optimization is the headline (aisp_prof.pairs.book, analyze.headline, issue 28).
+"""The book's optimization is the headline (aisp_prof.pairs.book, analyze.verdict.headline, issue 28).
 
 Each pair names the variant that ports the book's optimized code and the book's B200 ratio; the
 headline leads with it (never with a faster variant the book does not have, which follows it,
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.headline import add_role_fields, headline
+from aisp_prof.analyze.verdict.headline import add_role_fields, headline
 from aisp_prof.api import summary_records
 from aisp_prof.cli import cli
 from aisp_prof.pairs import Book, KernelPair, discover

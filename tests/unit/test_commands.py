@@ -11,7 +11,7 @@ from aisp_prof import tools
 from aisp_prof.collect import commands
 from aisp_prof.naming import nvtx_path
 from aisp_prof.errors import ToolNotFoundError
-from aisp_prof.parse.metric_table import METRICS, metric_names
+from aisp_prof.parse.metrics.table import METRICS, metric_names
 
 
 def test_ncu_command_profiles_only_the_pair_ranges_and_leaves_clocks_alone(tmp_path):

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 pytest.importorskip("torch")
 
 from test_dynamo_probe import PAIR, checked_pair  # noqa: E402
-from aisp_prof.analyze.compiled import break_even_calls, compile_warnings, variant_compiles  # noqa: E402
+from aisp_prof.analyze.code.compiled import break_even_calls, compile_warnings, variant_compiles  # noqa: E402
 from aisp_prof.analyze.summary import summarize  # noqa: E402
 from aisp_prof.cli import cli  # noqa: E402
 from aisp_prof.collect.dynamo import CompileWatch, compile_row  # noqa: E402

@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 
 import aisp_prof
-from aisp_prof.analyze.flops import add_flops_and_bytes
+from aisp_prof.analyze.kernels.flops import add_flops_and_bytes
 from aisp_prof.cli import cli
-from aisp_prof.parse.metric_table import BY_COLUMN
-from aisp_prof.parse.ncu_units import number_text
-from aisp_prof.parse.rate_counts import DERIVED_COLUMN, rate_sources
+from aisp_prof.parse.metrics.table import BY_COLUMN
+from aisp_prof.parse.metrics.units import number_text
+from aisp_prof.parse.metrics.rate_counts import DERIVED_COLUMN, rate_sources
 
 from foreign_exports import FULL, SUM, by_range, full, summed  # noqa: F401 - full, summed: fixtures
 

@@ -21,7 +21,7 @@ from repo_paths import FIXTURES, ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
-from aisp_prof.parse.nsys_sqlite import GRAPH_LAUNCH_COLUMNS, LEVEL_COLUMNS, NsysParse, parse_nsys_sqlite
+from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, LEVEL_COLUMNS, NsysParse, parse_nsys_sqlite
 
 FOREIGN = FIXTURES / "foreign_h100"
 DEFAULT = FOREIGN / "nested_graph_default.sqlite"      # --cuda-graph-trace=graph (nsys's default)

@@ -16,12 +16,12 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.generated_code import base_name, launched_names, select_kernels
-from aisp_prof.parse.ptx import kernel_code_summary, summarize_ptx, summarize_sass
+from aisp_prof.analyze.code.generated_code import base_name, launched_names, select_kernels
+from aisp_prof.parse.code.ptx import kernel_code_summary, summarize_ptx, summarize_sass
 from aisp_prof.cli import cli
 from aisp_prof.collect.generated import cache_env, find_cuobjdump, index_generated, keep_generated
 from aisp_prof.naming import COMPILE_CACHE_DIR, GENERATED_DIR
-from aisp_prof.parse.generated_code import extern_calls, is_output_code, output_code_kernels, triton_kernel_dirs
+from aisp_prof.parse.code.generated_code import extern_calls, is_output_code, output_code_kernels, triton_kernel_dirs
 from aisp_prof.store.ingest import load_run_dir, sample_run_dirs
 
 CH09_TRITON = "20261126T015421Z-ch09.triton-5eae"
@@ -83,7 +83,7 @@ def test_index_keeps_stages_summaries_and_links_to_output_code(cache, tmp_path):
 
 
 def test_chapter9_triton_summary_is_a_special_case(cache, fixtures_dir):
-    """ch09.triton's compiled_artifacts() summarizes its softmax with parse.ptx; the same kernel
+    """ch09.triton's compiled_artifacts() summarizes its softmax with parse.code.ptx; the same kernel
     compiled into a cache is summarized the same way by the index."""
     ch09 = fixtures_dir / "ch09_ptx"
     [(folder, meta)] = [(f, m) for f, m in triton_kernel_dirs(cache / "triton") if m["name"] == "_softmax_rows"]

@@ -79,7 +79,7 @@ def test_hand_written_kernels_and_runs_without_output_code_keep_everything(tmp_p
 # ------------------------------------------------------------------ joining ncu launches to builds
 from click.testing import CliRunner  # noqa: E402
 
-from aisp_prof.analyze.generated_code import MATCHED, NOT_GENERATED, match_launch, match_launches  # noqa: E402
+from aisp_prof.analyze.code.generated_code import MATCHED, NOT_GENERATED, match_launch, match_launches  # noqa: E402
 from aisp_prof.cli import cli  # noqa: E402
 from aisp_prof.store.ingest import load_run_dir  # noqa: E402
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.ncu_export import parse_ncu_export
+from aisp_prof.parse.ncu.export import parse_ncu_export
 from aisp_prof.store.ingest import load_run_dir
 from sample_files import plain_copy
 

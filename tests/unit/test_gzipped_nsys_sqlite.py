@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.generated_code import read_index
-from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
+from aisp_prof.parse.code.generated_code import read_index
+from aisp_prof.parse.nsys.sqlite_export import parse_nsys_sqlite
 from aisp_prof.store.ingest import load_run_dir
 from sample_files import plain_copy
 

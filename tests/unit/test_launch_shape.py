@@ -3,7 +3,7 @@ read as "(x, y, z)" or None, and absent columns (nsys rows) as None. The stored 
 in test_report/test_api shows it end to end; this pins the reading rules."""
 import pandas as pd
 
-from aisp_prof.analyze.launch_shape import cluster_dim
+from aisp_prof.analyze.kernels.launch_shape import cluster_dim
 
 
 def test_cluster_launches_read_as_shapes_and_plain_launches_as_none():

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from aisp_prof.cli import cli
 from aisp_prof.errors import AispError
 from aisp_prof.model.launch_metrics import LaunchMetrics
-from aisp_prof.parse.ncu_columns import cell_values, fast_values
-from aisp_prof.parse.ncu_csv import _IDENTITY_HEADERS, _is_metric_header, parse_ncu_csv
-from aisp_prof.parse.ncu_units import base_unit, number_text, scale_value
+from aisp_prof.parse.ncu.columns import cell_values, fast_values
+from aisp_prof.parse.ncu.csv_page import _IDENTITY_HEADERS, _is_metric_header, parse_ncu_csv
+from aisp_prof.parse.metrics.units import base_unit, number_text, scale_value
 from aisp_prof.paths import data_root
 from aisp_prof.store import db as store
 from aisp_prof.store.ingest import load_run_dir

@@ -1,7 +1,7 @@
 """Issue 16: an ncu export cut exactly between two blocks (a `.ncu-rep`) or two rows (a CSV).
 
 A real report (tests/fixtures/h200/probe_all.ncu-rep.gz: 30 blocks, 11 kernels) is cut at the end of
-every block. Its layout (`parse.ncu_rep_frame`): 0 the process; 1 the first kernel's module; 2 the
+every block. Its layout (`parse.ncu.rep_frame`): 0 the process; 1 the first kernel's module; 2 the
 first result; 3-9 the session (9: ncu's command line); then module + result for each further kernel
 (10/11, 12/13, ..., 28/29). Cuts after a module, or between the first result and the command line,
 are refused; cuts after block 0 hold no kernel (refused by the parser); cuts after the command line
@@ -23,8 +23,8 @@ from click.testing import CliRunner
 import aisp_prof
 from aisp_prof.cli import cli
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.ncu_rep import ncu_report_available, parse_ncu_rep
-from aisp_prof.parse.ncu_rep_frame import check_report_frame, report_blocks
+from aisp_prof.parse.ncu.rep import ncu_report_available, parse_ncu_rep
+from aisp_prof.parse.ncu.rep_frame import check_report_frame, report_blocks
 
 H200 = FIXTURES / "h200"
 REPORT_GZ = H200 / "probe_all.ncu-rep.gz"

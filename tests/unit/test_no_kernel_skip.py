@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from aisp_prof.analyze.rule_input import RuleInput  # noqa: E402
-from aisp_prof.analyze.verdict_rules import findings  # noqa: E402
+from aisp_prof.analyze.verdict.rules import findings  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
 from aisp_prof.pairs import KernelPair  # noqa: E402
 

@@ -1,5 +1,5 @@
 """Issue 15: the per-rank nsys exports of one torchrun job as one set of frames on one clock
-(`aisp_prof.parse.nsys_job`), and the refusal of what is not one job.
+(`aisp_prof.parse.nsys.job`), and the refusal of what is not one job.
 
 Fixtures: tests/fixtures/multigpu_h100x2 (2x H100, ch14.quantized_allreduce, 5 iterations of 4
 variants; its README has the command). Facts read off them with sqlite3 and stated here: both ranks
@@ -19,10 +19,10 @@ import pytest
 from repo_paths import FIXTURES
 
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.nsys_job import (
-    FRAMES, RANK_COLUMNS, TIME_COLUMNS, load_job, parse_environment, rank_identity, refine_offsets)
-from aisp_prof.parse.nsys_job_clock import MIN_MATCHED, collective_end_gaps
-from aisp_prof.parse.nsys_sqlite import parse_nsys_sqlite
+from aisp_prof.parse.nsys.job import (FRAMES, RANK_COLUMNS, TIME_COLUMNS, load_job, parse_environment, rank_identity,
+                                      refine_offsets)
+from aisp_prof.parse.nsys.job_clock import MIN_MATCHED, collective_end_gaps
+from aisp_prof.parse.nsys.sqlite_export import parse_nsys_sqlite
 from export_copies import edited_copy
 
 FIXTURE = FIXTURES / "multigpu_h100x2"

@@ -15,13 +15,11 @@ import pytest
 from repo_paths import FIXTURES
 
 from aisp_prof.errors import CounterPermissionError, ExportParseError
-from aisp_prof.parse.metric_table import STALL_REASONS, TENSOR_PATHS
-from aisp_prof.parse.ncu_csv import (
-    IDENTITY_COLUMNS, parse_ncu_csv, parse_nvtx_stack,
-)
-from aisp_prof.parse.ncu_export import parse_ncu_export
-from aisp_prof.parse.ncu_rep import parse_ncu_rep
-from aisp_prof.parse.ncu_units import base_unit
+from aisp_prof.parse.metrics.table import STALL_REASONS, TENSOR_PATHS
+from aisp_prof.parse.ncu.csv_page import IDENTITY_COLUMNS, parse_ncu_csv, parse_nvtx_stack
+from aisp_prof.parse.ncu.export import parse_ncu_export
+from aisp_prof.parse.ncu.rep import parse_ncu_rep
+from aisp_prof.parse.metrics.units import base_unit
 
 FULL_RAW = FIXTURES / "h200" / "l2norm_pair_full_raw.csv"         # --set full, default units
 CURATED = FIXTURES / "h200" / "probe_curated_raw_base.csv"        # curated list, base units

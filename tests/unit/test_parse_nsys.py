@@ -1,4 +1,4 @@
-"""Tests for aisp_prof.parse.nsys_sqlite against the real H200 nsys exports in tests/fixtures/h200.
+"""Tests for aisp_prof.parse.nsys.sqlite_export against the real H200 nsys exports in tests/fixtures/h200.
 
 Golden numbers were read from the fixtures with sqlite3 (see each test); where cheap, the test
 also recomputes them from the file with plain SQL so a regenerated fixture fails loudly.
@@ -16,15 +16,10 @@ import pytest
 from repo_paths import FIXTURES, SAMPLES
 
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse.nsys_attribution import attribute, launch_queries, paths_at
-from aisp_prof.parse.nsys_ranges import range_table
-from aisp_prof.parse.nsys_sqlite import (
-    KERNEL_COLUMNS,
-    MEMORY_OP_COLUMNS,
-    RANGE_COLUMNS,
-    NsysParse,
-    parse_nsys_sqlite,
-)
+from aisp_prof.parse.nsys.attribution import attribute, launch_queries, paths_at
+from aisp_prof.parse.nsys.ranges import range_table
+from aisp_prof.parse.nsys.sqlite_export import (KERNEL_COLUMNS, MEMORY_OP_COLUMNS, RANGE_COLUMNS, NsysParse,
+                                                parse_nsys_sqlite)
 from sample_files import plain_path, shipped
 
 H200 = FIXTURES / "h200"
@@ -531,7 +526,7 @@ def test_a_table_read_beside_the_parse_gives_its_answer_or_its_error() -> None:
     the error it hit, and leaving the block early interrupts it rather than waiting it out."""
     import time
 
-    from aisp_prof.parse.nsys_sqlite import _beside
+    from aisp_prof.parse.nsys.sqlite_export import _beside
 
     with _beside(PROBE, lambda conn: conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]) as got:
         assert got() == 11

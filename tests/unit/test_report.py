@@ -18,7 +18,7 @@ from aisp_prof.api import open_db, run_summary as summary_of
 from aisp_prof.store import db as store
 from aisp_prof.errors import AispError, MissingDatabaseError, UnknownTargetError
 from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path
-from aisp_prof.analyze.page_tables import short_kernel_name
+from aisp_prof.analyze.page.tables import short_kernel_name
 from aisp_prof.render.report import TEMPLATES
 
 RUN_ID = "20261126T011557Z-ch09.fused_l2norm-90df"
@@ -444,7 +444,7 @@ def test_timeline_strip_shows_the_memcpy_a_call_ends_with(tmp_path, sample_dbs):
 def test_timeline_gaps_and_busy_time_agree_with_the_range_table(tmp_path, sample_dbs):
     """Every call of every variant, taken as a strip, sums to the ranges table's GPU time and
     gaps (nsys_sqlite's definition: idle time between any two operations of one call)."""
-    from aisp_prof.analyze.timeline_call import strip_rows
+    from aisp_prof.analyze.timeline.call import strip_rows
 
     db = sample_dbs.copy(tmp_path / "a.db", SPARSITY_RUN_ID)
     timeline = store.read_table(db, "timeline", SPARSITY_RUN_ID).assign(operation="kernel")

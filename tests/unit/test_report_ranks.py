@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from repo_paths import ROOT
 
-from aisp_prof.analyze.report_page import page_data
+from aisp_prof.analyze.page.contents import page_data
 from aisp_prof.api import RunDatabase
 from aisp_prof.render.rank_timeline import rank_timeline_figure
 from aisp_prof.store.calibrations import file_calibrations

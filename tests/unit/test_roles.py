@@ -1,4 +1,4 @@
-"""Roles of variants (aisp_prof.pairs.roles, pairs.declared, analyze.headline): a reference such as
+"""Roles of variants (aisp_prof.pairs.roles, pairs.declared, analyze.verdict.headline): a reference such as
 cuBLAS never wins the headline; old runs, recorded before roles, read them from the pair module.
 
 Runs: profiles/samples (H200) and profiles/samples_h100 (H100), real `aisp-prof run` captures."""
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.headline import headline
+from aisp_prof.analyze.verdict.headline import headline
 from aisp_prof.api import open_db, summary_records
 from aisp_prof.cli import cli
 from aisp_prof.pairs import KernelPair, Mechanism, discover
@@ -119,7 +119,7 @@ def test_a_pair_whose_baseline_works_on_the_host_is_timed_by_cuda_events():
     assert "timer" not in run_declarations(["baseline"], {}, False, ())
     # the timers rule weighs the same primary timer the headline uses
     from verdict_samples import rule_input
-    from aisp_prof.analyze.verdict_rules import timers_disagree
+    from aisp_prof.analyze.verdict.rules import timers_disagree
     said = {f.variant: f.message for f in timers_disagree(rule_input("samples_h100_ch14", "ch14.gpu_quantization"))}
     assert said["gpu"].startswith(f"gpu: the {h['speedup']:.2f}x by CUDA events")
 
@@ -134,7 +134,7 @@ def test_comparison_pairs_claim_nothing():
 def test_a_pair_with_only_a_reference_says_how_close_the_baseline_comes():
     rows = summary_records(sample("samples", "ch09.tma_wgmma_pipeline"))
     only = [r for r in rows if r["variant"] in ("baseline", "cublas")]
-    from aisp_prof.analyze.headline import add_role_fields
+    from aisp_prof.analyze.verdict.headline import add_role_fields
     add_role_fields(only, {"baseline": "baseline", "cublas": "reference"})
     assert headline(only)["text"].startswith("no optimization variant: baseline, reaches 46% of cublas")
 

@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 from repo_paths import FIXTURES
 
-from aisp_prof.analyze.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks, with_measured
-from aisp_prof.analyze.roofline import RunInput, build_roofline
+from aisp_prof.analyze.roofline.ceilings import SPARSE_REPORTED, theoretical_ceilings, weighted_clocks, with_measured
+from aisp_prof.analyze.roofline.build import RunInput, build_roofline
 from aisp_prof.api import open_db
-from aisp_prof.analyze.roofline_points import is_sparse_kernel
+from aisp_prof.analyze.roofline.points import is_sparse_kernel
 from aisp_prof.store.ingest import load_export, load_run_dir, sample_run_dirs, store_path
 from sample_files import shipped_bytes
 

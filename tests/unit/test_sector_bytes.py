@@ -1,5 +1,5 @@
 """Issue 16: L2/L1 bytes of `ncu --set full` exports, which hold sector counts, not `lts__t_bytes` /
-`l1tex__t_bytes` (`parse.sector_bytes`).
+`l1tex__t_bytes` (`parse.metrics.sector_bytes`).
 
 Real H100 exports (tests/fixtures/foreign_h100/, README there): `identity_raw_base.csv` holds the byte
 counters and the sector counters of one replay (the exact check); `full_raw_base.csv` is `--set full`
@@ -19,14 +19,10 @@ from click.testing import CliRunner
 
 import aisp_prof
 from aisp_prof.cli import cli
-from aisp_prof.parse.ncu_csv import parse_ncu_csv
-from aisp_prof.parse.ncu_units import number_text
-from aisp_prof.parse.rate_counts import DERIVED_COLUMN
-from aisp_prof.parse.sector_bytes import (
-    L1_SECTOR_PARTS,
-    SECTOR_BYTES,
-    derive_sector_bytes,
-)
+from aisp_prof.parse.ncu.csv_page import parse_ncu_csv
+from aisp_prof.parse.metrics.units import number_text
+from aisp_prof.parse.metrics.rate_counts import DERIVED_COLUMN
+from aisp_prof.parse.metrics.sector_bytes import L1_SECTOR_PARTS, SECTOR_BYTES, derive_sector_bytes
 
 from foreign_exports import FOREIGN, FULL, SUM, by_range, full, summed  # noqa: F401 - full, summed: fixtures
 

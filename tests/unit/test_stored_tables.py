@@ -32,7 +32,7 @@ def roofline_digest(result: dict) -> str:
     """sha256 of a roofline's JSON, less where its measured ceilings were read from (a path).
 
     Issue 16 ("one speedup per comparison") gave each arrow the run's one primary speedup
-    (analyze.speedup, the summary's number, nsys GPU time where the run has it) with its timer and
+    (analyze.timing.speedup, the summary's number, nsys GPU time where the run has it) with its timer and
     the secondary figures; before, the arrow was ncu's summed duration. The digest is taken of the
     arrow as it was: its ncu-duration secondary figure in `speedup`, the old `time_source`, the new
     keys left out. So the golden made at 945910d still holds, number for number, and proves the ncu

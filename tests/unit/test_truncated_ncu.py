@@ -14,9 +14,9 @@ from click.testing import CliRunner
 import aisp_prof
 from aisp_prof.cli import cli
 from aisp_prof.errors import ExportParseError
-from aisp_prof.parse import ncu_rep
-from aisp_prof.parse.ncu_csv import _is_metric_header
-from aisp_prof.parse.ncu_rep import ncu_report_available, parse_ncu_rep
+from aisp_prof.parse.ncu import rep as ncu_rep
+from aisp_prof.parse.ncu.csv_page import _is_metric_header
+from aisp_prof.parse.ncu.rep import ncu_report_available, parse_ncu_rep
 
 H200 = FIXTURES / "h200"
 REPORT_GZ = H200 / "probe_all.ncu-rep.gz"

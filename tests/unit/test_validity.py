@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from aisp_prof.analyze.rule_input import RuleInput
-from aisp_prof.analyze.validity import below_floor, bimodal, drifted, floor_ns, modes, withhold
+from aisp_prof.analyze.verdict.validity import below_floor, bimodal, drifted, floor_ns, modes, withhold
 from aisp_prof.api import open_db
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.paths import data_root

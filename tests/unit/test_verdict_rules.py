@@ -1,4 +1,4 @@
-"""Verdict rules (aisp_prof.analyze.verdict_rules) on real captured runs: each rule where it must
+"""Verdict rules (aisp_prof.analyze.verdict.rules) on real captured runs: each rule where it must
 speak, with the measured numbers in its sentence, and where it must stay silent.
 
 Runs: profiles/samples (H200, 2026-11-26), profiles/samples_h100 and samples_h100_ch10 (H100
@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from aisp_prof.analyze.verdict_rules import (RuleInput, event_noise_ns, findings, host_bound, mechanisms,
-                                             timers_disagree)
+from aisp_prof.analyze.verdict.rules import RuleInput, event_noise_ns, findings, host_bound, mechanisms, timers_disagree
 from aisp_prof.api import summary_records
 from aisp_prof.cli import cli
 from verdict_samples import PROFILES, rule_input, sample

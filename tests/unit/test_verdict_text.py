@@ -1,4 +1,4 @@
-"""The verdict sentences (aisp_prof.analyze.verdict_text) of real sample runs: every number in them
+"""The verdict sentences (aisp_prof.analyze.verdict.text) of real sample runs: every number in them
 is the run's (H200 samples in profiles/samples), and a run without counters says "not measured"."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from aisp_prof.analyze.summary import summarize
-from aisp_prof.analyze.verdict_text import verdict_sentences
+from aisp_prof.analyze.verdict.text import verdict_sentences
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
 from aisp_prof.store.ingest import store_path

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
+from ..timing.intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
 
 FORMAT = 3
 MAX_SESSIONS = 4

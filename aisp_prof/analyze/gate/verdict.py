@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
+from ..timing.intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
 
 FASTER, SLOWER, SAME, AMBIGUOUS = "FASTER", "SLOWER", "SAME", "AMBIGUOUS"
 NEW, MISSING = "NEW", "MISSING"

@@ -1,4 +1,4 @@
-"""The chapter 9 pairs beyond fused_l2norm, and aisp_prof.parse.ptx, on a CPU.
+"""The chapter 9 pairs beyond fused_l2norm, and aisp_prof.parse.code.ptx, on a CPU.
 
 For every pair: it is discovered with its contract (that it imports with no side effects is
 test_every_pair.py's check), its analytic FLOP and byte formulas match hand-computed numbers,
@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect import check  # noqa: E402
-from aisp_prof.parse import ptx  # noqa: E402
+from aisp_prof.parse.code import ptx  # noqa: E402
 from aisp_prof.pairs.capabilities import Machine, runnable  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
@@ -449,7 +449,7 @@ def test_compiled_artifacts_ahead_of_time(mods):
         assert 0 < art["registers"] <= 255
 
 
-# --- aisp_prof.parse.ptx on real compiler output (tests/fixtures/ch09_ptx) ----------------
+# --- aisp_prof.parse.code.ptx on real compiler output (tests/fixtures/ch09_ptx) ----------------
 
 def test_summarize_triton_ptx():
     s = ptx.summarize_ptx((PTX_FIXTURES / "triton_softmax_sm90.ptx").read_text())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from repo_paths import PROFILES
 
-from aisp_prof.analyze.page_tables import kernel_rows
+from aisp_prof.analyze.page.tables import kernel_rows
 from aisp_prof.api import open_db, run_summary
 
 RUNS = sorted(p for p in (PROFILES / "samples_h100_ch10").glob("*") if (p / "run.json").exists())

@@ -1,0 +1,2 @@
+"""What compiling cost and produced: torch.compile's per-variant costs and the generated kernels
+a question is about."""

@@ -1,0 +1,88 @@
+"""What kind of time a variant has, from its three times (collect.samplers): the summary's fields.
+
+  gpu_bound     the GPU's own time is what a caller waits for: latency and steady time stay near it;
+  launch_bound  a call on an idle GPU costs well above its GPU time (the host's launches, a
+                synchronize), but back to back the host keeps ahead of the GPU;
+  host_bound    even back to back the GPU idles between calls: the host's work per call (Python,
+                launches, copies it waits for) is longer than the GPU's. A variant that waits for
+                the GPU inside its call (a synchronous copy) is host-bound by construction.
+
+A speedup by GPU time says nothing of a host-bound variant's cost, and a speedup by steady time
+says nothing of its GPU work: the summary shows all three, and the pair names the one its lesson is
+about (`analyze.timing.speedup.timer_order`).
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ...units import duration
+from ..rule_input import Finding, RuleInput
+
+HOST_BOUND_RATIO = 1.25      # steady / GPU time: the GPU idles a fifth of a back-to-back loop or more
+LAUNCH_BOUND_RATIO = 1.5     # latency / GPU time: an idle-GPU call costs half again its GPU time or more
+GPU_BOUND, LAUNCH_BOUND, HOST_BOUND = "gpu_bound", "launch_bound", "host_bound"
+_COLUMNS = ("latency_median_ns", "latency_wall_median_ns", "steady_median_ns", "steady_calls")
+
+
+def time_class(gpu_ns: float | None, latency_ns: float | None, steady_ns: float | None,
+               waits_for_gpu: bool = False) -> str | None:
+    """gpu_bound, launch_bound or host_bound (None without a GPU time to compare with)."""
+    if waits_for_gpu:
+        return HOST_BOUND
+    if not gpu_ns:
+        return None
+    if steady_ns and steady_ns > HOST_BOUND_RATIO * gpu_ns:
+        return HOST_BOUND
+    if latency_ns and latency_ns > LAUNCH_BOUND_RATIO * gpu_ns:
+        return LAUNCH_BOUND
+    return GPU_BOUND
+
+
+def _value(row: Mapping[str, Any], key: str) -> Any:
+    x = row.get(key)
+    return None if x is None or (isinstance(x, float) and pd.isna(x)) else x
+
+
+def time_fields(timing: Mapping[str, Any] | None, nsys_gpu_ns: float | None = None) -> dict[str, Any]:
+    """A variant's summary fields from its `timings` row: `cuda_event_median_ns` (its CUDA-event
+    GPU time, or older runs' one event timer), and where the run took the three kinds
+    `gpu_events_median_ns`, `latency_median_ns`, `latency_wall_median_ns` (host clock),
+    `steady_median_ns`, `steady_calls`, `waits_for_gpu` and `time_class` (by nsys GPU time where
+    the events could not time the GPU alone)."""
+    if not timing:
+        return {}
+    out: dict[str, Any] = {}
+    median = _value(timing, "median_ns")
+    if median is not None:
+        out["cuda_event_median_ns"] = float(median)
+    if _value(timing, "design") is None:
+        return out
+    waits = bool(_value(timing, "waits_for_gpu"))
+    out["gpu_events_median_ns"] = float(median) if median is not None else None
+    out.update({col: _value(timing, col) for col in _COLUMNS})
+    out["waits_for_gpu"] = waits
+    gpu = out["gpu_events_median_ns"] or nsys_gpu_ns
+    out["time_class"] = time_class(gpu, out["latency_median_ns"], out["steady_median_ns"], waits)
+    return out
+
+
+def host_share(inp: RuleInput) -> list[Finding]:
+    """Rule `host_bound` of a run timed in kinds: how much of a call is the host's, from the
+    variant's own times (older runs: `verdict_rules.host_bound`, CUDA events against nsys)."""
+    out = []
+    for r in inp.summary:
+        v, cls, gpu = r["variant"], r.get("time_class"), r.get("gpu_events_median_ns") or r.get("gpu_time_ns")
+        steady, latency = r.get("steady_median_ns"), r.get("latency_median_ns")
+        if cls == HOST_BOUND and steady and gpu:
+            why = "it waits for the GPU inside each call (a synchronous copy or a .item())" if r.get("waits_for_gpu") \
+                else "the host's work per call (Python, launches) is longer than the GPU's"
+            out.append(Finding("host_bound", "warning", f"{v}: back to back a call takes {duration(steady)}, the GPU "
+                               f"works {duration(gpu)} of it: {why}; a GPU-time speedup leaves the rest out, the "
+                               "steady and latency figures include it", v))
+        elif cls == LAUNCH_BOUND and latency and gpu:
+            out.append(Finding("host_bound", "info", f"{v}: one call on an idle GPU takes {duration(latency)}, "
+                               f"{duration(gpu)} of it on the GPU: launching and synchronizing cost the rest; back to "
+                               f"back the host keeps ahead ({duration(steady)} per call)", v))
+    return out
