@@ -5,7 +5,8 @@ stops the pair), then its variants and two reference kernels are timed side by s
 processes (`collect.timing`, interleaved, clocks beside every sample), at least `processes` of
 them (default one), a second to confirm any FASTER or SLOWER, and more while a verdict is still
 AMBIGUOUS (up to `max_processes`). The verdicts
-(`analyze.gate.verdict`) are stored with the run, so `history` and reports read them back; with
+(`analyze.gate.verdict`, and `analyze.gate.rules` for when to time another process and what fails)
+are stored with the run, so `history` and reports read them back; with
 `--update-expectations` the run's samples become a new session of the pair's recorded evidence,
 unless its check failed or its clocks were throttled (then only with `force`).
 """
@@ -14,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
-
-import pandas as pd
 
 from ..analyze.timing.speedup import headline_kind
 from ..collect.runner import RunOptions, TimingOptions
@@ -28,7 +27,8 @@ from ..pairs.source import source_mismatch
 from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import kernels_root
 from ..analyze.gate import expectations as exp
-from ..analyze.gate.verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
+from ..analyze.gate.rules import failing, gate_kind, one_machine, refusal, undecided, verdict_frame
+from ..analyze.gate.verdict import VariantVerdict, judge
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
@@ -46,7 +46,7 @@ class BenchOptions:
     profile: str = "none"
     repeats: int = 10                  # interleaved rounds per process, at least
     budget_s: float = 2.0              # sampling time per process
-    processes: int = 1                 # timing processes per pair, at least (`_undecided` asks for more)
+    processes: int = 1                 # timing processes per pair, at least (`undecided` asks for more)
     max_processes: int = 5             # ... and at most: a second confirms a change, more while AMBIGUOUS
     record_processes: int = 4          # processes of a recording session (--update-expectations)
     update_expectations: bool = False
@@ -81,7 +81,7 @@ class PairOutcome:
 
     @property
     def failing(self) -> list[VariantVerdict]:
-        return [v for v in self.verdicts if v.fails or (self.strict and v.verdict == AMBIGUOUS and not v.is_reference)]
+        return failing(self.verdicts, self.strict)
 
     @property
     def fails(self) -> bool:
@@ -90,84 +90,6 @@ class PairOutcome:
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
                 "fails": self.fails, "recorded": self.recorded, "verdicts": [v.to_dict() for v in self.verdicts]}
-
-
-def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
-    """The verdicts as stored rows: one per variant, each metric's change, interval and margin."""
-    rows = []
-    for v in verdicts:
-        row: dict[str, Any] = {"pair": v.pair, "variant": v.variant, "verdict": v.verdict, "cause": v.cause,
-                               "reference": v.is_reference, "expectations": source}
-        for m in v.metrics:
-            row.update({f"{m.metric}_change": m.change.value, f"{m.metric}_change_low": m.change.low,
-                        f"{m.metric}_change_high": m.change.high, f"{m.metric}_margin": m.margin,
-                        f"{m.metric}_verdict": m.verdict})
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-CONFIRMING_PROCESSES = 2              # a FASTER or SLOWER of one process is confirmed by a second
-
-
-def _undecided(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
-    """Whether the gate needs another timing process: while a verdict is AMBIGUOUS, and until a
-    second process has confirmed any FASTER or SLOWER. One process is enough for a pair whose
-    every variant is SAME: the A/A margin it is judged by was learnt from the recorded processes'
-    spread, so the between-process noise is already inside it; a change one process shows must
-    show in the next too before it fails a build. This halves a passing gate's cost (one fresh
-    process per pair instead of two) without letting one odd process decide a failure."""
-    def more(samples: list[dict[str, Any]]) -> bool:
-        verdicts = [v for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry) if not v.is_reference]
-        processes = len({s.get("process") for s in samples})
-        return any(v.verdict == AMBIGUOUS or (v.verdict in (FASTER, SLOWER) and processes < CONFIRMING_PROCESSES)
-                   for v in verdicts)
-    return more
-
-
-# Machines of one kind differ in GPU time too: on a second H200 lease the unchanged
-# ch10.stream_concurrency baseline ran +4.7% [+4.3, +5.1], warp_spec_pingpong +3.7% and
-# warp_specialized_elementwise's baseline +2.9% (a recording there confirmed both), and
-# ch14.triton_persistent's persistent kernel +3.1%, the reference kernels within 1.5% each time.
-MACHINE_SPREAD_GPU = 0.05
-
-
-def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
-    """Evidence from one machine holds that machine's spread only. A host-side time (latency,
-    steady) moves with the host: the same kind of H200 ran ch14.triton_persistent's baseline at
-    1.76 ms per call back to back on one lease and 0.94 ms on the next, GPU reference kernels
-    within 1%; there every FASTER and SLOWER becomes AMBIGUOUS. A GPU time moves less, but up to
-    MACHINE_SPREAD_GPU: a change whose cycles are not wholly beyond it becomes AMBIGUOUS (a planted
-    +6.6% or +10% still fails). Both say so, until a session from another machine widens the
-    margin to what machines do."""
-    if exp.machines(entry) > 1:
-        return verdicts
-    for v in verdicts:
-        if v.verdict not in (FASTER, SLOWER) or v.is_reference:
-            continue
-        if kind in exp.HOST_KINDS:
-            why = "a host-side time moves with the host"
-        elif _within_machine_spread(v):
-            why = f"within the {MACHINE_SPREAD_GPU:.0%} by which H200 machines ran unchanged code apart"
-        else:
-            continue
-        v.cause = (f"{v.verdict.lower()} by {kind} time against evidence from one machine, and {why}: record a "
-                   "session on another machine (bench run --update-expectations) so the margin covers machines"
-                   f"{'; ' + v.cause if v.cause else ''}")
-        v.verdict = AMBIGUOUS
-    return verdicts
-
-
-def _within_machine_spread(v: VariantVerdict) -> bool:
-    """Whether the change that decided v (its cycles, else its time) may lie within MACHINE_SPREAD_GPU."""
-    m = v.metric("cycles") or v.metric("time")
-    if m is None:
-        return False
-    return m.change.low <= 1 + MACHINE_SPREAD_GPU if v.verdict == SLOWER else m.change.high >= 1 - MACHINE_SPREAD_GPU
-
-
-def gate_kind(pair: KernelPair) -> str:
-    """The kind of time the gate records and judges: the pair's headline's (analyze.timing.speedup)."""
-    return headline_kind({"timer": pair.timer, "world_size": pair.world_size})
 
 
 def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
@@ -191,7 +113,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
             data.verdicts = verdict_frame(found, str(path))
         said.append(exp.other_code(entry, (data.info.get("source") or {}).get("sha256")))
     try:
-        result = runs.profile(opts.run_options(pair, _undecided(pair.name, entry, kind)), progress, annotate)
+        result = runs.profile(opts.run_options(pair, undecided(pair.name, entry, kind)), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
         return PairOutcome(pair.name, None, "error", str(e))
     if result.error is not None:
@@ -225,14 +147,12 @@ def record(outcome: PairOutcome, data: Any, path: Path, recorded: dict[str, Any]
     or it measured other code than the pair's module now (a fixture, an older version)."""
     info, limits = data.info, data.info.get("sensor") or {}
     other_code = source_mismatch(info.get("source"), outcome.pair)
-    if other_code and not force:
-        outcome.message = f"not recorded: {other_code}; run the pair again, or pass --force"
+    if why := refusal(other_code, 0, force):
+        outcome.message = why
         return
     session = exp.session_of(data.samples, provenance(data), limits, headline_kind(info))
-    throttled = session["clocks"]["throttled_samples"]
-    if throttled and not force:
-        outcome.message = (f"not recorded: {throttled} samples ran below 75% of the maximum SM clock "
-                           "(a throttled machine); measure again, or pass --force")
+    if why := refusal("", session["clocks"]["throttled_samples"], force):
+        outcome.message = why
         return
     pairs = dict(recorded.get("pairs") or {})
     pairs[outcome.pair] = exp.add_session(pairs.get(outcome.pair), session, info.get("sizes") or {})

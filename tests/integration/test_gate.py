@@ -22,7 +22,7 @@ from aisp_prof.analyze.timing.intervals import paired_groups, ratio_interval, wi
 from aisp_prof.api import open_db
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER, judge
-from aisp_prof.bench.runner import one_machine
+from aisp_prof.analyze.gate.rules import one_machine
 from aisp_prof.cli import cli
 from aisp_prof.store.ingest import load_run_dir
 from legacy_evidence import current_format_copy
@@ -129,7 +129,7 @@ def test_the_speedup_interval_comes_from_side_by_side_samples(runs):
 def test_bench_record_history_and_report(runs, tmp_path):
     """`bench record` adds stored runs as sessions; `history` and the report show the verdicts
     and the intervals the gate stored with each run."""
-    from aisp_prof.bench.runner import verdict_frame
+    from aisp_prof.analyze.gate.rules import verdict_frame
     from aisp_prof.store.db import write_run
 
     db, file = tmp_path / "a.db", tmp_path / "expectations_h200.json"

@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.bench.runner import PairOutcome, one_machine
+from aisp_prof.analyze.gate.rules import one_machine
+from aisp_prof.bench.runner import PairOutcome
 from aisp_prof.analyze.gate.verdict import AMBIGUOUS, FASTER, SLOWER, MetricVerdict, VariantVerdict, judge
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.paths import data_root

@@ -1,4 +1,4 @@
-"""The gate's stopping rule (bench.runner._undecided), on the real H200 evidence of
+"""The gate's stopping rule (analyze.gate.rules.undecided), on the real H200 evidence of
 ch10.stream_concurrency (kernels/ch10/expectations_h200.json, 2 recorded processes): one process
 of unchanged code decides; a change one process shows asks for a second before it counts."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from repo_paths import KERNELS
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.bench.runner import _undecided
+from aisp_prof.analyze.gate.rules import undecided
 
 PAIR = "ch10.stream_concurrency"
 
@@ -33,14 +33,14 @@ def _samples(entry, processes, slower=1.0, variant="streams32"):
 
 @pytest.mark.parametrize("process", [0, 1])
 def test_one_process_of_unchanged_code_is_enough(entry, process):
-    assert _undecided(PAIR, entry, "gpu")(_samples(entry, [process])) is False
+    assert undecided(PAIR, entry, "gpu")(_samples(entry, [process])) is False
 
 
 @pytest.mark.slow
 def test_a_slowdown_seen_by_one_process_asks_for_a_second(entry):
-    assert _undecided(PAIR, entry, "gpu")(_samples(entry, [0], slower=1.10)) is True
+    assert undecided(PAIR, entry, "gpu")(_samples(entry, [0], slower=1.10)) is True
 
 
 @pytest.mark.slow
 def test_a_slowdown_seen_by_two_processes_stands(entry):
-    assert _undecided(PAIR, entry, "gpu")(_samples(entry, [0, 1], slower=1.10)) is False
+    assert undecided(PAIR, entry, "gpu")(_samples(entry, [0, 1], slower=1.10)) is False

@@ -1,0 +1,111 @@
+"""The gate's decisions beyond one verdict: when to time another process, how far evidence from one
+machine may be trusted, which verdicts fail a build, and which time a pair is judged by. Pure
+functions of verdicts, samples and the recorded evidence; `bench.runner` runs the pairs and asks.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import pandas as pd
+
+from ..timing.speedup import headline_kind
+from . import expectations as exp
+from .verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
+
+if TYPE_CHECKING:
+    from ...pairs import KernelPair
+
+CONFIRMING_PROCESSES = 2              # a FASTER or SLOWER of one process is confirmed by a second
+
+# Machines of one kind differ in GPU time too: on a second H200 lease the unchanged
+# ch10.stream_concurrency baseline ran +4.7% [+4.3, +5.1], warp_spec_pingpong +3.7% and
+# warp_specialized_elementwise's baseline +2.9% (a recording there confirmed both), and
+# ch14.triton_persistent's persistent kernel +3.1%, the reference kernels within 1.5% each time.
+MACHINE_SPREAD_GPU = 0.05
+
+
+def gate_kind(pair: KernelPair) -> str:
+    """The kind of time the gate records and judges: the pair's headline's (analyze.timing.speedup)."""
+    return headline_kind({"timer": pair.timer, "world_size": pair.world_size})
+
+
+def undecided(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
+    """Whether the gate needs another timing process: while a verdict is AMBIGUOUS, and until a
+    second process has confirmed any FASTER or SLOWER. One process is enough for a pair whose
+    every variant is SAME: the A/A margin it is judged by was learnt from the recorded processes'
+    spread, so the between-process noise is already inside it; a change one process shows must
+    show in the next too before it fails a build. This halves a passing gate's cost (one fresh
+    process per pair instead of two) without letting one odd process decide a failure."""
+    def more(samples: list[dict[str, Any]]) -> bool:
+        verdicts = [v for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry) if not v.is_reference]
+        processes = len({s.get("process") for s in samples})
+        return any(v.verdict == AMBIGUOUS or (v.verdict in (FASTER, SLOWER) and processes < CONFIRMING_PROCESSES)
+                   for v in verdicts)
+    return more
+
+
+def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
+    """Evidence from one machine holds that machine's spread only. A host-side time (latency,
+    steady) moves with the host: the same kind of H200 ran ch14.triton_persistent's baseline at
+    1.76 ms per call back to back on one lease and 0.94 ms on the next, GPU reference kernels
+    within 1%; there every FASTER and SLOWER becomes AMBIGUOUS. A GPU time moves less, but up to
+    MACHINE_SPREAD_GPU: a change whose cycles are not wholly beyond it becomes AMBIGUOUS (a planted
+    +6.6% or +10% still fails). Both say so, until a session from another machine widens the
+    margin to what machines do."""
+    if exp.machines(entry) > 1:
+        return verdicts
+    for v in verdicts:
+        if v.verdict not in (FASTER, SLOWER) or v.is_reference:
+            continue
+        if kind in exp.HOST_KINDS:
+            why = "a host-side time moves with the host"
+        elif _within_machine_spread(v):
+            why = f"within the {MACHINE_SPREAD_GPU:.0%} by which H200 machines ran unchanged code apart"
+        else:
+            continue
+        v.cause = (f"{v.verdict.lower()} by {kind} time against evidence from one machine, and {why}: record a "
+                   "session on another machine (bench run --update-expectations) so the margin covers machines"
+                   f"{'; ' + v.cause if v.cause else ''}")
+        v.verdict = AMBIGUOUS
+    return verdicts
+
+
+def _within_machine_spread(v: VariantVerdict) -> bool:
+    """Whether the change that decided v (its cycles, else its time) may lie within MACHINE_SPREAD_GPU."""
+    m = v.metric("cycles") or v.metric("time")
+    if m is None:
+        return False
+    return m.change.low <= 1 + MACHINE_SPREAD_GPU if v.verdict == SLOWER else m.change.high >= 1 - MACHINE_SPREAD_GPU
+
+
+def failing(verdicts: list[VariantVerdict], strict: bool = False) -> list[VariantVerdict]:
+    """The verdicts that fail the gate: SLOWER ones, and with `strict` (CI that must decide) an
+    AMBIGUOUS variant too; a reference kernel's verdict never fails it."""
+    return [v for v in verdicts if v.fails or (strict and v.verdict == AMBIGUOUS and not v.is_reference)]
+
+
+def refusal(other_code: str, throttled_samples: int, force: bool) -> str:
+    """Why a session may not become recorded evidence ("" when it may): it measured other code than
+    the pair's module now, or its clocks were throttled; `force` records it anyway."""
+    if force:
+        return ""
+    if other_code:
+        return f"not recorded: {other_code}; run the pair again, or pass --force"
+    if throttled_samples:
+        return (f"not recorded: {throttled_samples} samples ran below 75% of the maximum SM clock "
+                "(a throttled machine); measure again, or pass --force")
+    return ""
+
+
+def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
+    """The verdicts as stored rows: one per variant, each metric's change, interval and margin."""
+    rows = []
+    for v in verdicts:
+        row: dict[str, Any] = {"pair": v.pair, "variant": v.variant, "verdict": v.verdict, "cause": v.cause,
+                               "reference": v.is_reference, "expectations": source}
+        for m in v.metrics:
+            row.update({f"{m.metric}_change": m.change.value, f"{m.metric}_change_low": m.change.low,
+                        f"{m.metric}_change_high": m.change.high, f"{m.metric}_margin": m.margin,
+                        f"{m.metric}_verdict": m.verdict})
+        rows.append(row)
+    return pd.DataFrame(rows)
