@@ -1,4 +1,4 @@
-"""The shape of the house, measured: module sizes, the largest function, import circles and
+"""The shape of the house, measured: module sizes, modules per folder, the largest function, import circles and
 arrows back up (tests/test_house.py's rules), database opens per report page, per summary and
 per diff, and the start-up cost of a light command.
 
@@ -57,6 +57,15 @@ def import_shape() -> dict:
 def module_sizes() -> dict[str, int]:
     """Lines per module of the package."""
     return {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def folder_sizes() -> dict[str, int]:
+    """Modules directly in each folder of the package (its __init__ aside): how flat its piles are."""
+    out = {}
+    for folder in sorted({p.parent for p in PACKAGE.rglob("*.py")}):
+        name = str(folder.relative_to(ROOT))
+        out[name] = sum(1 for p in folder.glob("*.py") if p.name != "__init__.py")
+    return out
 
 
 def functions() -> list[dict]:
@@ -155,6 +164,7 @@ def main() -> None:
     ROOT, PACKAGE = args.root.resolve(), args.root.resolve() / "aisp_prof"
     sys.path.insert(0, str(ROOT))
     sizes = module_sizes()
+    folders = folder_sizes()
     funcs = functions()
     shape = import_shape()
     with tempfile.TemporaryDirectory() as tmp:
@@ -171,6 +181,8 @@ def main() -> None:
         "functions_over_60_lines": sum(1 for f in funcs if f["lines"] > 60),
         "most_parameters": [f"{f['where']} ({f['params']} params)" for f in sorted(funcs, key=lambda f: -f["params"])[:3]],
         "functions_over_8_params": sum(1 for f in funcs if f["params"] > 8),
+        "largest_folders": sorted(folders.items(), key=lambda kv: -kv[1])[:6],
+        "folders_over_12_modules": sum(1 for n in folders.values() if n > 12),
         **shape, "report": opens, **reads, "aisp_prof_runs_wall_s": round(startup, 3),
     }
     if args.json:
