@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One visit to the GPU machine: the steps asked for, on the pairs asked for; logs and JSON in $OUT,
-# a short table last (dev/visit_summary.py). Clocks are never touched. Run from the repository root:
+# One visit to the GPU machine: the steps asked for, on the pairs asked for; logs and JSON in
+# $OUT/visit.tgz, a short table last (dev/visit_summary.py). Clocks are never touched. Run from the repository root:
 #
 #   PAIRS="ch10.warp_specialization ch10.warpgroup_specialization" STEPS="tests record run" bash dev/gpu_visit.sh
 #
@@ -8,24 +8,29 @@
 #     tests      the GPU tests (pytest -m gpu) of TESTS (default: tests/pairs/<chapter>/test_<chapter>_<name>.py of each
 #                pair where that file exists, else every test)
 #     sanitize   compute-sanitizer memcheck/racecheck/synccheck of SAN_PAIRS (default PAIRS) at the small
-#                size, SAN_VARIANTS (comma-separated; default all); logs -> $OUT/sanitizer_logs.tgz
+#                size, SAN_VARIANTS (comma-separated; default all); logs -> sanitizer_logs.tgz
 #     gate       bench run of PAIRS against the committed expectations (no code change: every verdict must
 #                pass), then ch09.fused_l2norm with the gate's deliberate slowdown fixture of each SLOW
 #                fraction (e.g. SLOW="0.03 0.10"; tests/fixtures/gate_kernels)
-#     scratch    time PAIRS side by side into a scratch expectations file ($OUT, not the repository's)
+#     scratch    time PAIRS side by side into a scratch expectations file (in visit.tgz, not the repository's)
 #     record     the gate's evidence for PAIRS, pair by pair: bench run --update-expectations (RECORD_PROCESSES,
 #                default 3; PAIR_TIMEOUT s each, default 420; none started after DEADLINE s); each chapter's
 #                expectations_*.json comes back in $OUT after every pair
 #     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2");
-#                the run folders, without .nsys-rep, -> $OUT/runs.tgz (shrink them with
+#                the run folders, without .nsys-rep, -> runs.tgz in visit.tgz (shrink them with
 #                dev/shrink_samples.py before committing any as a sample)
-#     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> $OUT/*.json
+#     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> *.json
 #     cost       benchmarks/profile_cost.py on COST_PAIRS (default ch09.fused_l2norm), COST_REPEATS times,
 #                and first on the checkout COST_BEFORE (a folder carried along) if set
 # Carry what dev/device_env.sh unpacks (.whl, .devlib, .cutlass_xz, .cudapy, .device_sha). Multi-GPU
 # pairs run with NVLink multicast off (NCCL_NVLS_ENABLE=0 and the like), as the machines ask.
 set -u -o pipefail
 . dev/device_env.sh /tmp/visit_out
+# A call returns only a few files from $OUT: everything the visit writes goes to $W, packed into
+# $OUT/visit.tgz after every pair and step (a visit cut off by the call's limit still returns what it
+# did); $OUT itself holds visit.tgz, table.txt and the chapters' expectations files.
+W=${STAGE:-/tmp/visit_stage}; mkdir -p "$W"
+pack() { tar czf "$OUT/visit.tgz.part" -C "$W" . && mv "$OUT/visit.tgz.part" "$OUT/visit.tgz"; }
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 PAIRS=${PAIRS:-}
 STEPS=${STEPS:-}
@@ -44,61 +49,60 @@ echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.
 for step in $STEPS; do
   case $step in
     tests)
-      python3 -m pytest -q -p no:cacheprovider -m gpu -rfE ${TESTS:-$(default_tests)} 2>&1 | tee "$OUT/gpu_tests.log" | tail -15
+      python3 -m pytest -q -p no:cacheprovider -m gpu -rfE ${TESTS:-$(default_tests)} 2>&1 | tee "$W/gpu_tests.log" | tail -15
       echo "gpu_tests_rc $? $(t)" ;;
     sanitize)
       for p in ${SAN_PAIRS:-$PAIRS}; do
-        $AISP sanitize "$p" ${SAN_VARIANTS:+--variants $SAN_VARIANTS} --log-dir "$OUT/sanitizer" --json \
-          > "$OUT/sanitize_$p.json"; echo "sanitize $p rc $? $(t)"
+        $AISP sanitize "$p" ${SAN_VARIANTS:+--variants $SAN_VARIANTS} --log-dir "$W/sanitizer" --json \
+          > "$W/sanitize_$p.json"; echo "sanitize $p rc $? $(t)"; pack
       done
-      (cd "$OUT" && tar czf sanitizer_logs.tgz sanitizer && rm -rf sanitizer) ;;
+      (cd "$W" && tar czf sanitizer_logs.tgz sanitizer && rm -rf sanitizer) ;;
     gate)
-      $AISP bench run $(targets) $ARGS > "$OUT/gate.json"; echo "gate_rc $? $(t)"
+      $AISP bench run $(targets) $ARGS > "$W/gate.json"; echo "gate_rc $? $(t)"
       for f in ${SLOW:-}; do
         AISP_KERNELS=tests/fixtures/gate_kernels AISP_GATE_SLOWDOWN=$f $AISP bench run --targets ch09.fused_l2norm \
-          $ARGS > "$OUT/gate_slow_$f.json"; echo "gate_slow_${f}_rc $? $(t)"
+          $ARGS > "$W/gate_slow_$f.json"; echo "gate_slow_${f}_rc $? $(t)"
       done ;;
     scratch)
       $AISP bench run $(targets) $ARGS --update-expectations --record-processes 2 \
-        --expectations "$OUT/scratch_expectations.json" > "$OUT/scratch.json"; echo "scratch_rc $? $(t)" ;;
+        --expectations "$W/scratch_expectations.json" > "$W/scratch.json"; echo "scratch_rc $? $(t)" ;;
     record)
       # pair by pair, each chapter's file copied back after each pair: a visit cut off by the call's
       # limit still returns every pair it finished (DEADLINE: no pair starts after that many seconds)
       for p in $PAIRS; do
         if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) - START )) -ge "$DEADLINE" ]; then echo "record $p not started: deadline"; continue; fi
         timeout "${PAIR_TIMEOUT:-420}" $AISP bench run --targets "$p" $ARGS --update-expectations \
-          --record-processes "${RECORD_PROCESSES:-3}" > "$OUT/record_$p.json"; echo "record $p rc $? $(t)"
-        for f in kernels/${p%%.*}/expectations_*.json; do cp "$f" "$OUT/${p%%.*}_$(basename "$f")"; done
+          --record-processes "${RECORD_PROCESSES:-3}" > "$W/record_$p.json"; echo "record $p rc $? $(t)"; pack
+        for f in kernels/${p%%.*}/expectations_*.json; do cp "$f" "$OUT/${p%%.*}_$(basename "$f")"; cp "$f" "$W/"; done
       done ;;
     run)
       mkdir -p "$RUNS"
       for p in $PAIRS; do
         $AISP run "$p" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" --label "${LABEL:-visit}" ${RUN_ARGS:-} --json \
-          > "$OUT/run_$p.json" 2> "$OUT/run_$p.err"
-        echo "run $p rc $? $(t)"; tail -2 "$OUT/run_$p.err"
+          > "$W/run_$p.json" 2> "$W/run_$p.err"
+        echo "run $p rc $? $(t)"; tail -2 "$W/run_$p.err"; pack
       done ;;
     calibrate)
-      $AISP calibrate --write-json "$OUT" > "$OUT/calibrate.txt" 2>&1; echo "calibrate rc $? $(t)"
+      $AISP calibrate --write-json "$W" > "$W/calibrate.txt" 2>&1; echo "calibrate rc $? $(t)"
       if [ -n "${LINK:-}" ]; then
-        $AISP calibrate --link "$LINK" --write-json "$OUT" > "$OUT/calibrate_link.txt" 2>&1; echo "link rc $? $(t)"
+        $AISP calibrate --link "$LINK" --write-json "$W" > "$W/calibrate_link.txt" 2>&1; echo "link rc $? $(t)"
       fi ;;
     cost)
       if [ -n "${COST_BEFORE:-}" ]; then
         python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
-          --code "$COST_BEFORE" --label before --out-dir "$OUT" 2>&1 | tail -3
+          --code "$COST_BEFORE" --label before --out-dir "$W" 2>&1 | tail -3
       fi
       python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
-        --compare-bare --label after --out-dir "$OUT" 2>&1 | tail -8; echo "cost rc $? $(t)" ;;
+        --compare-bare --label after --out-dir "$W" 2>&1 | tail -8; echo "cost rc $? $(t)" ;;
     *) echo "unknown step $step (tests sanitize gate scratch record run calibrate cost)" ;;
   esac
+  pack
 done
-python3 dev/visit_summary.py "$OUT" "$PAIRS"
-} 2>&1 | tee -a "$OUT/session.log"
-# the machine sends back only a few files: the per-pair JSON and the log go in visit.tgz (a copy
-# of the log stays beside it); the run folders and their logs in runs.tgz
-if ls "$OUT"/run_* >/dev/null 2>&1; then
-  tar czf "$OUT/runs.tgz" --exclude='*.nsys-rep' -C / "${RUNS#/}" -C "$OUT" $(cd "$OUT" && ls run_*) 2>/dev/null \
-    && rm -f "$OUT"/run_*
+python3 dev/visit_summary.py "$W" "$PAIRS" | tee "$OUT/table.txt"
+} 2>&1 | tee -a "$W/session.log"
+# the run folders (without .nsys-rep) and their logs in one archive, then everything in visit.tgz
+if ls "$W"/run_* >/dev/null 2>&1; then
+  tar czf "$W/runs.tgz" --exclude='*.nsys-rep' -C / "${RUNS#/}" -C "$W" $(cd "$W" && ls run_*) 2>/dev/null \
+    && rm -f "$W"/run_*
 fi
-(cd "$OUT" && tar czf visit.tgz --exclude='*expectations*' --exclude='*.tgz' $(ls | grep -v -e '\.tgz$' -e 'expectations') 2>/dev/null \
-  && find . -maxdepth 1 -type f ! -name '*.tgz' ! -name '*expectations*' ! -name session.log ! -name table.txt -delete)
+pack
