@@ -19,12 +19,12 @@ NSYS_SQLITE = "nsys.sqlite"
 NSYS_REP = "nsys.nsys-rep"
 NSYS_CHILD_JSON = "nsys_child.json"   # the report of the nsys capture (variants, iterations, warm-up)
 NCU_CHILD_JSON = "ncu_child.json"     # the report of the child ncu profiled
-GPU_RELEASED = ".gpu_released"        # the check process writes it when done with the GPU (collect.child --release)
+GPU_RELEASED = ".gpu_released"        # the check process writes it when done with the GPU (collect.process.child --release)
 COMPILE_CACHE_DIR = "compile_cache"   # Inductor's and Triton's caches while the children run (then removed)
 GENERATED_DIR = "generated"           # what the compilers generated, kept: output code, TTGIR/PTX/SASS
 
 # the timers a speedup can use, in the default order (analyze.timing.speedup says why), and how each is
-# shown; gpu_events, latency and steady are the timer's three kinds (collect.samplers), cuda_events
+# shown; gpu_events, latency and steady are the timer's three kinds (collect.timing.samplers), cuda_events
 # the one CUDA-event timer of runs before them
 SPEEDUP_TIMERS = ("gpu_events", "nsys_gpu_time", "cuda_events", "ncu_duration", "steady", "latency")
 HOST_TIMERS = ("latency", "steady")          # the timers that include the host's work

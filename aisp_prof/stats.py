@@ -1,4 +1,4 @@
-"""Sample statistics every stage shares: the timer (collect.timing) summarizes its samples, the
+"""Sample statistics every stage shares: the timer (collect.timing.timer) summarizes its samples, the
 store summarizes a run's pooled processes, the gate and the validity rules read them back.
 
 Robust by design: the median and a spread from the MAD, which a few stragglers do not move, and

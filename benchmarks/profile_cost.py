@@ -14,7 +14,7 @@ back to back on the same card, in fresh processes:
 * `ncu --set full` of the same child: run.json's `commands.ncu` with `--metrics ...` replaced by
   `--set full` (the same NVTX filter, clock control and child; the report and the child's JSON go
   to the temporary folder), the ncu passes per kernel from its "- N passes" lines. Its Inductor
-  and Triton caches start empty, as the run's own do (`collect.generated.cache_env`), so both
+  and Triton caches start empty, as the run's own do (`collect.code.generated.cache_env`), so both
   compile from nothing; `--warm-baseline` also times it again on the caches it just filled,
   the cheapest `ncu --set full` can be.
 * `--compare-bare`: one more `aisp-prof run PAIR --no-ncu --no-nsys`, whose CUDA-event medians

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from aisp_prof import pairs
-from aisp_prof.collect import ranks
-from aisp_prof.collect.check import check_pair
+from aisp_prof.collect.ranks import group as ranks
+from aisp_prof.collect.correctness.check import check_pair
 from aisp_prof.naming import rank_path
 
 

@@ -1,4 +1,4 @@
-"""A host and a GPU on one simulated clock, for the timer's CPU tests (collect.samplers.Device).
+"""A host and a GPU on one simulated clock, for the timer's CPU tests (collect.timing.samplers.Device).
 
 Host work moves the host clock; GPU work starts when both the host has issued it and the GPU has
 finished what was queued before it; an event is stamped when the GPU reaches it. That is all a
@@ -11,7 +11,7 @@ from typing import Callable
 
 
 class SimDevice:
-    """Implements collect.samplers.Device on a simulated clock (ns)."""
+    """Implements collect.timing.samplers.Device on a simulated clock (ns)."""
 
     def __init__(self, issue_ns: float = 1_000.0, flush_ns: float = 0.0) -> None:
         self.host_ns = 0.0          # where the host is
@@ -41,7 +41,7 @@ class SimDevice:
                     self.synchronize()
         return call
 
-    # collect.samplers.Device
+    # collect.timing.samplers.Device
     def record(self) -> float:
         return self.gpu(0.0)
 

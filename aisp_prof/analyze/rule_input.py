@@ -33,7 +33,7 @@ class RuleInput:
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)    # CUDA-event timing, per variant
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)   # nsys kernels, with range_instance
     kernels: pd.DataFrame = field(default_factory=pd.DataFrame)    # ncu launches
-    samples: pd.DataFrame = field(default_factory=pd.DataFrame)    # every timed call (collect.timing)
+    samples: pd.DataFrame = field(default_factory=pd.DataFrame)    # every timed call (collect.timing.timer)
     compiles: pd.DataFrame = field(default_factory=pd.DataFrame)   # the check's walls per variant and trial
 
     def row(self, variant: str) -> Mapping[str, Any] | None:

@@ -19,7 +19,7 @@ Compile cost and torch.compile's graphs, breaks and recompiles come from the run
 rows (`analyze.code.compiled`); `compile_break_even_calls` is how many calls repay the first call's
 extra wall time from the time each call saves against the baseline.
 
-The timer's three kinds (collect.samplers) come from the check child and any further timing
+The timer's three kinds (collect.timing.samplers) come from the check child and any further timing
 processes: `cuda_event_median_ns` / `gpu_events_median_ns` (GPU time per call, CUDA events, calls
 queued ahead), `latency_median_ns` (one call on an idle GPU), `steady_median_ns` (back to back),
 and `time_class` (gpu_bound, launch_bound, host_bound: `analyze.timing.time_kinds`).

@@ -27,7 +27,7 @@ if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay fo
     from ..bench.runner import PairOutcome
     from ..calibrate.run import CalibrateOutcome
     from ..analyze.roofline.build import RooflineResult
-    from ..collect.runner import RunOptions
+    from ..collect.process.runner import RunOptions
     from ..render.report import Page, Report
 
 Progress = Callable[[str], None]
@@ -104,8 +104,8 @@ class RunDatabase:
 
     def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
         """Store a run folder, an ncu CSV (.csv[.gz])/.ncu-rep, an nsys SQLite export (.sqlite[.gz]) or
-        a .nsys-rep (exported to SQLite on the fly by `collect.rep_export`); its id."""
-        from ..collect.rep_export import exported_sqlite, is_nsys_report
+        a .nsys-rep (exported to SQLite on the fly by `collect.output.rep_export`); its id."""
+        from ..collect.output.rep_export import exported_sqlite, is_nsys_report
 
         path = Path(path)
         if not (is_nsys_report(path) and path.exists()):
@@ -314,7 +314,7 @@ class RunDatabase:
         `error` then carries the CorrectnessError. If storing fails, the run folder is removed
         too: profiles/ and the database stay in step.
         """
-        from ..collect import runner
+        from ..collect.process import runner
 
         outcome = runner.collect(opts, progress)
         try:

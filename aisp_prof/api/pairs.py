@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CorrectnessError, UnknownTargetError
 
 if TYPE_CHECKING:
-    from ..collect.shape_check import ShapeResult
-    from ..collect.sanitizer import SanitizerResult
+    from ..collect.correctness.shape_check import ShapeResult
+    from ..collect.process.sanitizer import SanitizerResult
     from ..pairs import KernelPair
     from ..pairs.capabilities import Machine
     from ..pairs.new import NewPair
@@ -76,8 +76,8 @@ class SanitizeOutcome:
 
 def sanitize(request: SanitizeRequest, progress: Callable[[str], None] = lambda m: None) -> SanitizeOutcome:
     """Each pair's correctness check under compute-sanitizer, once per tool, at a small size
-    (`collect.sanitizer`). Without a GPU nothing can run: the first pair's reason is raised."""
-    from ..collect import sanitizer as san
+    (`collect.process.sanitizer`). Without a GPU nothing can run: the first pair's reason is raised."""
+    from ..collect.process import sanitizer as san
     from ..pairs import capabilities, pair_sizes, select
     from ..tools import find_sanitizer
 
@@ -123,7 +123,7 @@ class CheckOutcome:
 
     @property
     def failed(self) -> list[ShapeResult]:
-        from ..collect.shape_check import FAIL
+        from ..collect.correctness.shape_check import FAIL
 
         return [r for r in self.results if r.status == FAIL]
 
@@ -143,11 +143,11 @@ class CheckOutcome:
 
 
 def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: None) -> CheckOutcome:
-    """Every selected pair's shapes checked against the float64 reference (`collect.shape_check`):
+    """Every selected pair's shapes checked against the float64 reference (`collect.correctness.shape_check`):
     in child processes on the GPU, or here on CPU tensors. --sizes is validated for every pair
     before anything runs (exit 12); without a GPU (device cuda) NoGpuError (exit 3)."""
-    from ..collect.builds import pending_line
-    from ..collect.shape_check import ShapeResult, check_here, check_in_children
+    from ..collect.code.builds import pending_line
+    from ..collect.correctness.shape_check import ShapeResult, check_here, check_in_children
     from ..pairs import pair_sizes, select
     from ..pairs.capabilities import detect_machine
 
@@ -174,7 +174,7 @@ def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: Non
 
 def _check_shapes(pair: KernelPair, given: dict[str, int] | None, request: CheckRequest) -> list[dict[str, int]]:
     """--sizes (or the defaults, without --fuzz), then the fuzzed shapes not already there."""
-    from ..collect.fuzz import Budget, draw_shapes
+    from ..collect.correctness.fuzz import Budget, draw_shapes
 
     shapes = [given] if given else ([] if request.fuzz else [dict(pair.sizes)])
     budget = Budget(int(request.budget_gb * 2**30), request.budget_tflop * 1e12)

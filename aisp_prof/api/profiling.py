@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NoGpuError
 
 if TYPE_CHECKING:
-    from ..collect.runner import RunOptions
+    from ..collect.process.runner import RunOptions
     from ..pairs import KernelPair
     from ..render.report import Report
     from .database import RunDatabase
@@ -41,7 +41,7 @@ class RunRequest:
 
     def options(self, pair: KernelPair) -> RunOptions:
         """The collection options for one pair (its --sizes parsed against its own sizes)."""
-        from ..collect.runner import RunOptions, TimingOptions
+        from ..collect.process.runner import RunOptions, TimingOptions
         from ..pairs import pair_sizes
         from ..parse.metrics.table import DEFAULT_GROUPS
 

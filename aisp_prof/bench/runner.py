@@ -2,7 +2,7 @@
 
 Each pair goes through `aisp-prof run`'s pipeline (check first; a failed check is stored and
 stops the pair), then its variants and two reference kernels are timed side by side in fresh
-processes (`collect.timing`, interleaved, clocks beside every sample), at least `processes` of
+processes (`collect.timing.timer`, interleaved, clocks beside every sample), at least `processes` of
 them (default one), a second to confirm any FASTER or SLOWER, and more while a verdict is still
 AMBIGUOUS (up to `max_processes`). The verdicts
 (`analyze.gate.verdict`, and `analyze.gate.rules` for when to time another process and what fails)
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..analyze.timing.speedup import headline_kind
-from ..collect.runner import RunOptions, TimingOptions
+from ..collect.process.runner import RunOptions, TimingOptions
 from ..errors import AispError, CorrectnessError, NoGpuError, NotRecordedError, RegressionError
 from ..naming import hardware_key, utc_now
 from ..pairs import KernelPair

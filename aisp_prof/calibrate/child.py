@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..collect.child import _env, _nvtx
-from ..collect.timing import time_calls
+from ..collect.process.child import _env, _nvtx
+from ..collect.timing.timer import time_calls
 from ..errors import NoGpuError
 from ..naming import nvtx_path
 from .probes import SPECS

@@ -94,7 +94,7 @@ def calibration_of(report: dict[str, Any], smi: dict[str, Any] | None = None, gi
 def run_link(world: int, size_bytes: int = DEFAULT_BYTES, repeats: int = 20, warmup: int = 5) -> dict[str, Any]:
     """torchrun `world` ranks of this module; rank 0's report."""
     from ..collect.commands import python_module
-    from ..collect.steps import child_env
+    from ..collect.process.steps import child_env
     from ..errors import ProfilerFailedError
 
     with tempfile.TemporaryDirectory(prefix="aisp-link-") as tmp:
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     args = ap.parse_args(argv)
-    from ..collect import ranks
+    from ..collect.ranks import group as ranks
 
     env = ranks.from_env()
     if env is None:

@@ -5,7 +5,7 @@ needs no CUDA context. With `profile=True` the same probes are also profiled und
 the project's metric list, into an ordinary run folder (pair `calibrate`, one variant per
 probe, each variant's analytic FLOPs and bytes in run.json), stored like any run: that is how
 the known-answer fixtures the roofline is tested against were captured. The folder and the ncu
-step are the pair runner's own (`collect.run_folder`, `collect.steps`).
+step are the pair runner's own (`collect.output.run_folder`, `collect.process.steps`).
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import tools
-from ..collect.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
+from ..collect.output.run_folder import atomic_folder, git_sha, nvidia_smi, provenance, write_json
 from ..collect.commands import python_module
-from ..collect.steps import Progress, StepContext, child_env, ncu_step, read_child
+from ..collect.process.steps import Progress, StepContext, child_env, ncu_step, read_child
 from ..errors import NoGpuError, ProfilerFailedError, UnknownTargetError
 from ..naming import NCU_CHILD_JSON, RUN_JSON, hardware_key, new_run_id, nvtx_path, utc_now
 from ..parse.metrics.table import DEFAULT_GROUPS, metric_names

@@ -4,7 +4,7 @@ ncu gets a curated metric list (aisp_prof.parse.metrics.table) instead of `--set
 profile costs about half the replay passes; it never touches the clocks (`--clock-control
 none`) and profiles only the pair's NVTX ranges. nsys traces CUDA and NVTX with per-node
 records for CUDA graphs, only between the child's cudaProfilerStart and cudaProfilerStop, so the
-check and the timing run in the same process before the capture (`collect.child`).
+check and the timing run in the same process before the capture (`collect.process.child`).
 """
 from __future__ import annotations
 

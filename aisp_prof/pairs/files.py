@@ -4,7 +4,7 @@ A pair file is imported from its path under a module name of its own (derived fr
 resolved path, so two `my_pair.py` in different folders never collide and nothing lands in
 `sys.modules` under a name a shipped module uses). It must define `PAIR`, like a shipped pair,
 and may do nothing else on import. The profiled child processes load the same file again:
-`collect.runner.child_command` passes `--pair-file` for a pair whose source is not under the
+`collect.process.runner.child_command` passes `--pair-file` for a pair whose source is not under the
 kernels folder, so shipped pairs keep their command line exactly.
 """
 from __future__ import annotations

@@ -54,7 +54,7 @@ class KernelPair:
     sizes: Mapping[str, int] = field(default_factory=dict)    # default problem size
     tolerance: float = 1e-5                     # max ||out - ref|| / ||ref||
     # a variant's own bound where the pair mixes precisions ({"baseline": 5e-4} in a bf16 pair whose
-    # baseline is fp32); collect.check also derives each variant's per-row bound from it
+    # baseline is fp32); collect.correctness.check also derives each variant's per-row bound from it
     variant_tolerance: Mapping[str, float] = field(default_factory=dict)
     requires: Requirements = field(default_factory=Requirements)
     # per-variant needs beyond the pair's: {"cuda": ("gpu", "nvcc"), "triton": ("triton",)};

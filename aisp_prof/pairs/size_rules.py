@@ -5,7 +5,7 @@ A pair says so as data, `KernelPair(size_rules=(SizeRule("n", step=4, why="16-by
 and `check_sizes` holds `--sizes` to it in the parent process, before a child process starts,
 so a size off the rules is a SizesError (exit 12) naming the rule and the nearest sizes that
 pass it, not a ValueError from deep inside the pair module. `list --json` shows each rule's
-text (`SizeRule.text`); `check --fuzz` draws its shapes inside them (`collect.fuzz`).
+text (`SizeRule.text`); `check --fuzz` draws its shapes inside them (`collect.correctness.fuzz`).
 
 A rule is one size's limit: a multiple of `step` (of `step` x another size's value when `per`
 names one: hidden a multiple of heads), within `minimum`..`maximum`, or one of `choices`.

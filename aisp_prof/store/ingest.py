@@ -133,7 +133,7 @@ def _json_object(path: Path, problem: str) -> dict[str, Any]:
 
 
 def _compiles(run_dir: Path, check: dict[str, Any]) -> pd.DataFrame:
-    """The first calls' wall times and torch.compile's events (`collect.dynamo.compile_row`), of
+    """The first calls' wall times and torch.compile's events (`collect.code.dynamo.compile_row`), of
     the check (per trial), its timing and each further timing process; none in older runs."""
     rows = list((check.get("check") or {}).get("compiles") or []) + list(check.get("compiles") or [])
     for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
@@ -177,7 +177,7 @@ def load_export(path: Path, label: str | None = None, in_export: bool = False,
     """Parse one ncu CSV / .ncu-rep / nsys SQLite export made by anyone into a run. `in_export`:
     the timeline of an nsys SQLite export may be an ExportRows (`_nsys`). `report`,
     `export_command`: the .nsys-rep that `path` was exported from, and the `nsys export` that made
-    it (collect.rep_export runs it; the store runs no tool)."""
+    it (collect.output.rep_export runs it; the store runs no tool)."""
     name = path.name.lower()
     source = report or path
     info: dict[str, Any] = {

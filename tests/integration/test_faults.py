@@ -339,7 +339,7 @@ def test_sigint_to_a_real_quickstart(tmp_path):
 _WRITER = """
 import sys, time
 from pathlib import Path
-from aisp_prof.collect.run_folder import atomic_folder
+from aisp_prof.collect.output.run_folder import atomic_folder
 with atomic_folder(Path(sys.argv[1]), sys.argv[2]) as folder:
     (folder.path / "ncu_raw.csv").write_text("half an export")
     print("writing", flush=True)
@@ -359,7 +359,7 @@ def test_stale_partial_run_folders_are_removed_and_said(tmp_path, caplog):
     """A run killed outright (SIGKILL: no chance to clean up) leaves .partial-<id>; the next run
     removes it and logs it, but not a concurrent run's folder (its writer holds the lock), nor
     one made a moment ago. One of an older aisp-prof (no lock file) goes once untouched 24 h."""
-    from aisp_prof.collect.run_folder import STALE_AFTER_S, atomic_folder
+    from aisp_prof.collect.output.run_folder import STALE_AFTER_S, atomic_folder
 
     profiles = tmp_path / "profiles"
     live = _writer(profiles, "r-live")
@@ -374,7 +374,7 @@ def test_stale_partial_run_folders_are_removed_and_said(tmp_path, caplog):
         for p in (old / "ncu_raw.csv", old):
             os.utime(p, (day_ago, day_ago))
         (profiles / ".partial-r-fresh").mkdir()
-        with caplog.at_level("WARNING", logger="aisp_prof.collect.run_folder"):
+        with caplog.at_level("WARNING", logger="aisp_prof.collect.output.run_folder"):
             with atomic_folder(profiles, "r-new") as folder:
                 (folder.path / "run.json").write_text("{}")
         assert sorted(p.name for p in profiles.iterdir()) == [".partial-r-fresh", ".partial-r-live", "r-new"]

@@ -15,7 +15,7 @@ BROKEN = FIXTURES / "broken_kernels"
 
 def test_fused_l2norm_all_variants_pass_on_gpu():
     from aisp_prof import pairs
-    from aisp_prof.collect.check import check_pair
+    from aisp_prof.collect.correctness.check import check_pair
 
     pair = pairs.find("ch09.fused_l2norm")
     result = check_pair(pair, {"rows": 1024, "cols": 8192}, device="cuda")

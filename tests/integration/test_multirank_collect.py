@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from aisp_prof import pairs
-from aisp_prof.collect import commands, rank_exec, runner, steps
+from aisp_prof.collect import commands
+from aisp_prof.collect.ranks import rank_exec
+from aisp_prof.collect.process import runner, steps
 from aisp_prof.errors import RequirementError
 from aisp_prof.naming import rank_path
 from aisp_prof.pairs.capabilities import Machine, runnable

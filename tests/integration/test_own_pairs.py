@@ -14,8 +14,8 @@ from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
-from aisp_prof.collect import child as child_mod
-from aisp_prof.collect.runner import child_command
+from aisp_prof.collect.process import child as child_mod
+from aisp_prof.collect.process.runner import child_command
 from aisp_prof.errors import OutputError, UnknownTargetError
 from aisp_prof.pairs import discovery, files
 from aisp_prof.pairs.new import render, write_new
@@ -186,8 +186,8 @@ out.write_text(json.dumps({"ok": True, "check": {"passed": True, "checks": []}, 
 def test_a_collection_passes_the_pair_file_to_every_child(own, tmp_path, monkeypatch):
     """runner.collect_into with a stand-in child (no GPU): the check's recorded command line
     carries --pair-file, and the child it started received it."""
-    from aisp_prof.collect import runner
-    from aisp_prof.collect.steps import StepContext
+    from aisp_prof.collect.process import runner
+    from aisp_prof.collect.process.steps import StepContext
     from aisp_prof.naming import CHECK_JSON, RUN_JSON
 
     (tmp_path / "recording_child.py").write_text(RECORDING_CHILD)

@@ -14,15 +14,16 @@ from types import SimpleNamespace
 import pytest
 from repo_paths import ROOT
 
-from aisp_prof.collect import child, commands, runner
-from aisp_prof.collect.steps import StepContext
+from aisp_prof.collect import commands
+from aisp_prof.collect.process import child, runner
+from aisp_prof.collect.process.steps import StepContext
 from aisp_prof.errors import ProfilerFailedError
 from aisp_prof.naming import CHECK_JSON, NSYS_CHILD_JSON, NSYS_SQLITE, RUN_JSON
 from aisp_prof.pairs import find
 
 
 def test_nsys_command_captures_only_the_profiler_api_range(tmp_path):
-    child_cmd = ["python3", "-m", "aisp_prof.collect.child", "--mode", "check"]
+    child_cmd = ["python3", "-m", "aisp_prof.collect.process.child", "--mode", "check"]
     cmd = commands.nsys_command(Path("/opt/nsys"), child_cmd, tmp_path / "nsys.nsys-rep")
     assert cmd[:2] == ["/opt/nsys", "profile"]
     assert "--capture-range=cudaProfilerApi" in cmd and "--capture-range-end=stop" in cmd   # not stop-shutdown
@@ -47,7 +48,8 @@ def recorded(monkeypatch, tmp_path):
     """The child's main() with the GPU parts replaced by recorders: returns the list of what ran."""
     import torch
 
-    from aisp_prof.collect import check, timing
+    from aisp_prof.collect.correctness import check
+    from aisp_prof.collect.timing import timer as timing
 
     calls: list[str] = []
     passed = {"value": True}
@@ -244,7 +246,7 @@ def _benchmark():
 def test_benchmark_swaps_the_metric_list_for_the_full_set(tmp_path):
     bench = _benchmark()
     ncu_cmd = ["/opt/ncu", "--clock-control", "none", "--nvtx", "--nvtx-include", "aisp/p/baseline/",
-               "--metrics", "a,b", "-o", "/gone/.partial-x/ncu", "-f", "/py", "-m", "aisp_prof.collect.child",
+               "--metrics", "a,b", "-o", "/gone/.partial-x/ncu", "-f", "/py", "-m", "aisp_prof.collect.process.child",
                "--pair", "p", "--mode", "profile", "--out", "/gone/.partial-x/ncu_child.json"]
     cmd = bench.full_set_command(ncu_cmd + ["--wait-for", "/gone/.partial-x/.gpu_released", "--wait-parent", "7"],
                                  tmp_path / "full", tmp_path / "child.json")
@@ -369,7 +371,7 @@ def test_no_early_ncu_where_more_timing_processes_follow_the_check(tmp_path, mon
 def test_the_waiting_child_gives_up_when_its_run_is_gone(tmp_path):
     import subprocess
 
-    from aisp_prof.collect import child
+    from aisp_prof.collect.process import child
 
     gone = subprocess.Popen(["true"])
     gone.wait()

@@ -12,7 +12,7 @@ from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.verdict import AMBIGUOUS, FASTER, SAME, SLOWER, decide, judge
 from aisp_prof.cli import cli
-from aisp_prof.collect.timing import input_sets_needed, summarize_times
+from aisp_prof.collect.timing.timer import input_sets_needed, summarize_times
 from aisp_prof.naming import hardware_key
 from aisp_prof.api import open_db
 from aisp_prof.store.history import pair_history

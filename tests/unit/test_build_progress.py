@@ -8,7 +8,7 @@ import pytest
 
 from aisp_kernels import build
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.collect.builds import build_lines, pending_builds, pending_line
+from aisp_prof.collect.code.builds import build_lines, pending_builds, pending_line
 from aisp_prof.pairs import KernelPair
 
 

@@ -18,7 +18,7 @@ from repo_paths import ROOT
 torch = pytest.importorskip("torch")
 
 from pair_testing import runnable_variants  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import CorrectnessError, RequirementError, UnknownTargetError  # noqa: E402
 from aisp_prof.pairs import KernelPair, Requirements  # noqa: E402
 
@@ -225,7 +225,7 @@ def test_runnable_variants():
 
 
 def test_import_does_not_need_torch():
-    code = "import sys; sys.modules['torch'] = None; import aisp_prof.collect.check, aisp_prof.tools, aisp_kernels.build, aisp_kernels.binding"
+    code = "import sys; sys.modules['torch'] = None; import aisp_prof.collect.correctness.check, aisp_prof.tools, aisp_kernels.build, aisp_kernels.binding"
     repo = ROOT
     proc = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

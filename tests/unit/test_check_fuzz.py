@@ -13,7 +13,7 @@ from click.testing import CliRunner
 torch = pytest.importorskip("torch")
 
 from aisp_prof.cli import cli  # noqa: E402
-from aisp_prof.collect import fuzz, shape_check  # noqa: E402
+from aisp_prof.collect.correctness import fuzz, shape_check  # noqa: E402
 from aisp_prof.pairs import discover  # noqa: E402
 from aisp_prof.pairs.size_rules import broken_rules  # noqa: E402
 

@@ -15,7 +15,7 @@ from aisp_prof.parse.metrics.table import METRICS, metric_names
 
 
 def test_ncu_command_profiles_only_the_pair_ranges_and_leaves_clocks_alone(tmp_path):
-    child = ["python3", "-m", "aisp_prof.collect.child", "--pair", "ch09.x"]
+    child = ["python3", "-m", "aisp_prof.collect.process.child", "--pair", "ch09.x"]
     ranges = [nvtx_path("ch09.x", v) for v in ("baseline", "cuda")]
     cmd = commands.ncu_command(Path("/opt/ncu"), child, ranges, metric_names(), tmp_path / "ncu.ncu-rep")
     assert cmd[:3] == ["/opt/ncu", "--clock-control", "none"]

@@ -22,7 +22,7 @@ from test_dynamo_probe import PAIR, checked_pair  # noqa: E402
 from aisp_prof.analyze.code.compiled import break_even_calls, compile_warnings, variant_compiles  # noqa: E402
 from aisp_prof.analyze.summary import summarize  # noqa: E402
 from aisp_prof.cli import cli  # noqa: E402
-from aisp_prof.collect.dynamo import CompileWatch, compile_row  # noqa: E402
+from aisp_prof.collect.code.dynamo import CompileWatch, compile_row  # noqa: E402
 from aisp_prof.store.db import read_run, write_run  # noqa: E402
 from aisp_prof.store.ingest import load_run_dir, sample_run_dirs, store_path  # noqa: E402
 

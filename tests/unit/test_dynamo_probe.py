@@ -15,8 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from aisp_prof.collect import check  # noqa: E402
-from aisp_prof.collect.dynamo import CallObserver, CompileWatch, compile_row, dynamo_loaded  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
+from aisp_prof.collect.code.dynamo import CallObserver, CompileWatch, compile_row, dynamo_loaded  # noqa: E402
 from aisp_prof.pairs import KernelPair  # noqa: E402
 
 SIZES = {"n": 64}
@@ -172,7 +172,7 @@ def test_time_rounds_hands_every_call_to_the_observer():
     warm-up calls, the probe of whether it waits for the GPU, the round that estimates its latency
     (a call of itself, then the estimate), then timed calls): the observer puts that compile under
     (variant, timed)."""
-    from aisp_prof.collect.timing import SamplingPlan, time_rounds
+    from aisp_prof.collect.timing.timer import SamplingPlan, time_rounds
     from sim_device import SimDevice
 
     def shift(x):
@@ -198,7 +198,7 @@ def test_time_rounds_hands_every_call_to_the_observer():
 
 def test_a_later_timing_process_times_each_first_call(monkeypatch):
     """child.first_calls: phase "warm_process", the first call's wall time and its compiles."""
-    from aisp_prof.collect.child import first_calls
+    from aisp_prof.collect.process.child import first_calls
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from aisp_prof.analyze.code.generated_code import base_name, launched_names, select_kernels
 from aisp_prof.parse.code.ptx import kernel_code_summary, summarize_ptx, summarize_sass
 from aisp_prof.cli import cli
-from aisp_prof.collect.generated import cache_env, find_cuobjdump, index_generated, keep_generated
+from aisp_prof.collect.code.generated import cache_env, find_cuobjdump, index_generated, keep_generated
 from aisp_prof.naming import COMPILE_CACHE_DIR, GENERATED_DIR
 from aisp_prof.parse.code.generated_code import extern_calls, is_output_code, output_code_kernels, triton_kernel_dirs
 from aisp_prof.store.ingest import load_run_dir, sample_run_dirs
@@ -178,8 +178,8 @@ def test_code_command_says_when_a_run_has_no_generated_code(tmp_path):
 def test_a_collection_runs_its_children_on_the_run_folders_caches_and_keeps_the_code(cache, tmp_path, monkeypatch):
     """runner.collect_into: the children's environment points Inductor and Triton into the run
     folder; what they compiled is indexed into generated/ and recorded in run.json."""
-    from aisp_prof.collect import runner
-    from aisp_prof.collect.steps import StepContext
+    from aisp_prof.collect.process import runner
+    from aisp_prof.collect.process.steps import StepContext
     from aisp_prof.pairs import find
 
     for var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR"):

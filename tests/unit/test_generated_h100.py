@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aisp_prof.collect.generated import in_inductor_cache, index_generated, unused_candidate
+from aisp_prof.collect.code.generated import in_inductor_cache, index_generated, unused_candidate
 from aisp_prof.naming import COMPILE_CACHE_DIR
 
 H100_RUN = "20261126T144407Z-ch14.graph_break_control_flow-65b4"

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 from aisp_prof.analyze.rule_input import RuleInput  # noqa: E402
 from aisp_prof.analyze.verdict.rules import findings  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.pairs import KernelPair  # noqa: E402
 
 SIZES = {"n": 33}
@@ -77,8 +77,8 @@ def test_the_summary_and_report_say_which_variant_was_skipped():
 
 
 def test_a_run_drops_the_skipped_variant_and_records_why(tmp_path):
-    from aisp_prof.collect.runner import _Plan, _without_skipped
-    from aisp_prof.collect.steps import StepContext
+    from aisp_prof.collect.process.runner import _Plan, _without_skipped
+    from aisp_prof.collect.process.steps import StepContext
     from aisp_prof.errors import RequirementError
 
     pair, said = _pair(baseline=_double, flash=_no_kernel, fast=_double), []

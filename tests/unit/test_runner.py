@@ -10,7 +10,8 @@ import pytest
 from repo_paths import FIXTURES
 
 from aisp_prof import pairs
-from aisp_prof.collect import runner, run_folder, steps
+from aisp_prof.collect.output import run_folder
+from aisp_prof.collect.process import runner, steps
 from aisp_prof.errors import (CounterPermissionError, ProfilerFailedError, ToolNotFoundError,
                               UnknownTargetError)
 from aisp_prof.naming import CHECK_JSON
@@ -93,7 +94,7 @@ def test_git_sha_override_is_validated(monkeypatch):
 
 def test_wrong_pair_is_rejected_by_check_on_cpu(monkeypatch):
     """The same broken pair the GPU test runs: the check catches it on CPU tensors too."""
-    from aisp_prof.collect.check import check_pair
+    from aisp_prof.collect.correctness.check import check_pair
 
     monkeypatch.setenv("AISP_KERNELS", str(BROKEN))
     pair = pairs.find("ch99.wrong_norm")

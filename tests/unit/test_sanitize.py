@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from repo_paths import FIXTURES
 
 from aisp_prof.cli import cli
-from aisp_prof.collect import sanitizer as san
-from aisp_prof.collect.runner import child_command
+from aisp_prof.collect.process import sanitizer as san
+from aisp_prof.collect.process.runner import child_command
 
 SANITIZER = FIXTURES / "sanitizer"
 

@@ -1,4 +1,4 @@
-"""The timer's three kinds of time (collect.samplers, collect.timing) on a simulated GPU: each
+"""The timer's three kinds of time (collect.timing.samplers, collect.timing.timer) on a simulated GPU: each
 kind measures what it says, whatever the variant's position in a round or what ran before it."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import statistics
 
 import pytest
 
-from aisp_prof.collect.samplers import HOLD_MIN_NS, Hold, gpu_round, steady_calls, waits_for_gpu
-from aisp_prof.collect.timing import SamplingPlan, time_rounds
+from aisp_prof.collect.timing.samplers import HOLD_MIN_NS, Hold, gpu_round, steady_calls, waits_for_gpu
+from aisp_prof.collect.timing.timer import SamplingPlan, time_rounds
 from aisp_prof.stats import summarize_samples
 from sim_device import SimDevice
 

@@ -1,5 +1,5 @@
 """What compiling cost each variant, and what the compiler did: a pure function of the run's
-`compiles` rows (`collect.dynamo.compile_row`: one per variant and phase of a process).
+`compiles` rows (`collect.code.dynamo.compile_row`: one per variant and phase of a process).
 
 Phases: "check" (per trial: the factory, the first call, which compiles, autotunes and fills
 caches, and a second call), "timing_warmup" and "timed" (the interleaved timing's untimed and

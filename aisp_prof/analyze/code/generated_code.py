@@ -1,6 +1,6 @@
 """Which generated kernels a question is about: by name, or the ones a variant's launches ran.
 
-Pure functions of the run folder's generated index (`collect.generated`) and the run's kernel
+Pure functions of the run folder's generated index (`collect.code.generated`) and the run's kernel
 tables: ncu and nsys name a Triton or Inductor kernel by its function name
 ("triton_poi_fused_add_relu_0"), the index by the same name. One name is not one kernel:
 Inductor autotunes pointwise and reduction kernels at run time, compiling one name in up to 14

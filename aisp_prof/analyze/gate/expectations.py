@@ -3,7 +3,7 @@
 Format 3 keeps, per pair, the recording sessions themselves (newest last, at most MAX_SESSIONS):
 each session is one `bench run --update-expectations` on one machine, with its provenance (the
 pair's source digest among it), the clocks the GPU ran at, and every sample of the kind of time
-the pair's headline uses (`kind`: gpu, latency or steady, collect.samplers; time and SM clock,
+the pair's headline uses (`kind`: gpu, latency or steady, collect.timing.samplers; time and SM clock,
 one list per process; the reference kernels' gpu samples beside them). Format 2 kept the one
 CUDA-event timer whose times depended on a variant's position (issue 28): such a file reads as
 outdated. The summary beside the sessions is derived, for the reader of a diff: each variant's
@@ -32,7 +32,7 @@ MARGIN_FACTOR = 2.0
 MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
 PROVENANCE_KEYS = ("run_id", "date", "git_sha", "gpu_name", "driver_version", "torch_version", "cuda_version",
                    "triton_version", "host", "boot_id", "source_sha256")
-HOST_KINDS = ("latency", "steady")       # kinds of time that include the host's work (collect.samplers)
+HOST_KINDS = ("latency", "steady")       # kinds of time that include the host's work (collect.timing.samplers)
 
 
 def expectations_path(kernels_root: Path, chapter_key: str, hw_key: str) -> Path:

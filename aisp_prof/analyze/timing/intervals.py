@@ -1,6 +1,6 @@
 """Confidence intervals of timed samples: medians, cycles, and ratios measured side by side.
 
-Samples come from `collect.timing` (one row per timed call: process, round, variant, time_ns,
+Samples come from `collect.timing.timer` (one row per timed call: process, round, variant, time_ns,
 the SM clock beside it). A sample's cycles are time x SM clock: a compute-bound kernel's time
 follows the clock, its cycles do not. A sample taken while the SM clock sat below 75% of its
 maximum (nvbench's rule) is flagged: throttled, and left out, when NVML named a thermal or

@@ -1,6 +1,6 @@
 """One speedup per comparison (issues 16 and 28): which time a speedup uses, in one place.
 
-A variant has several times, and they answer different questions (collect.samplers measures them):
+A variant has several times, and they answer different questions (collect.timing.samplers measures them):
 
 - `gpu_events`: GPU time per call, CUDA events around calls queued ahead of the GPU (no host in
   between, L2 flushed), in the check child and the bench's timing processes;
@@ -82,7 +82,7 @@ def timer_order(info: Mapping[str, Any] | None) -> tuple[str, ...]:
 
 
 def headline_kind(info: Mapping[str, Any] | None) -> str:
-    """The kind of samples (collect.samplers) a run's headline timer summarizes: what the gate
+    """The kind of samples (collect.timing.samplers) a run's headline timer summarizes: what the gate
     records and judges, so that `bench run` and `aisp-prof run` speak of the same time."""
     return next((TIMER_KINDS[t] for t in timer_order(info) if t in TIMER_KINDS), "gpu")
 

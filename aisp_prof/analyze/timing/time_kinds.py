@@ -1,4 +1,4 @@
-"""What kind of time a variant has, from its three times (collect.samplers): the summary's fields.
+"""What kind of time a variant has, from its three times (collect.timing.samplers): the summary's fields.
 
   gpu_bound     the GPU's own time is what a caller waits for: latency and steady time stay near it;
   launch_bound  a call on an idle GPU costs well above its GPU time (the host's launches, a

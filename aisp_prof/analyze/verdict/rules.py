@@ -210,7 +210,7 @@ def mechanisms(inp: RuleInput) -> list[Finding]:
 
 def skipped(inp: RuleInput) -> list[Finding]:
     """Each variant the check skipped because its backend has no kernel at the run's sizes
-    (run.json's `skipped_variants`, collect.check.no_kernel_reason): not run, not wrong."""
+    (run.json's `skipped_variants`, collect.correctness.check.no_kernel_reason): not run, not wrong."""
     return [Finding("skipped", "info", f"{v} was not run at these sizes: {why}", v)
             for v, why in (inp.info.get("skipped_variants") or {}).items()]
 

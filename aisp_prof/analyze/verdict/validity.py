@@ -47,7 +47,7 @@ FLOOR_SHARE = 0.9          # below_floor: under 90% of the floor (the peaks are 
 # theoretical DRAM bandwidth (byte/s) and 2:4-sparse FP8 tensor peak (FLOP/s) per card: NVIDIA's
 # H100 SXM5 and H200 data sheets; the DRAM figures are ncu's (1280 B/cycle x 2.62 GHz, 1504 x 3.2)
 CARD_PEAKS = {"h100_80gb_hbm3": (3.35e12, 3958e12), "h200": (4.81e12, 3958e12)}
-# a timer -> the kind of samples it summarizes (collect.samplers); "" for a legacy run's samples
+# a timer -> the kind of samples it summarizes (collect.timing.samplers); "" for a legacy run's samples
 SAMPLE_KINDS = {**TIMER_KINDS, "cuda_events": ""}
 BLOCKING = ("bimodal", "drifted", "below_floor")
 

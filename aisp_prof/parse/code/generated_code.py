@@ -107,7 +107,7 @@ def kernel_source_file(ttir: str) -> str | None:
 
 
 def read_index(run_dir: Path) -> dict[str, Any] | None:
-    """A run folder's generated/index.json (`collect.generated`; or index.json.gz, as the shipped
+    """A run folder's generated/index.json (`collect.code.generated`; or index.json.gz, as the shipped
     samples keep it), or None when it has none."""
     path = stored(Path(run_dir) / GENERATED_INDEX)
     try:

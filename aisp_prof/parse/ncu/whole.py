@@ -9,7 +9,7 @@ unreadable) leaves behind: an error, never a stored row (`check_launches_whole`,
 A cut exactly between two launches (a CSV cut at a line end, a report cut after a result block)
 leaves a whole-looking export of fewer launches: neither format counts its launches. aisp-prof's
 run folders do: run.json's `ncu_kernels_profiled` is the number of kernels ncu's log says it
-profiled (`collect.steps.ncu_step`), and `check_launch_count` holds the export to it.
+profiled (`collect.process.steps.ncu_step`), and `check_launch_count` holds the export to it.
 """
 from __future__ import annotations
 

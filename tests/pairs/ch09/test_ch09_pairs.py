@@ -24,7 +24,7 @@ from pair_testing import import_fresh, runnable_variants
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.parse.code import ptx  # noqa: E402
 from aisp_prof.pairs.capabilities import Machine, runnable  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
@@ -388,7 +388,7 @@ def test_nvfp4_is_skipped_on_hopper(monkeypatch):
 _TRITON_CPU_SCRIPT = """
 import json, sys
 from aisp_prof import pairs
-from aisp_prof.collect import check
+from aisp_prof.collect.correctness import check
 cases = json.loads(sys.argv[1])
 print(json.dumps([check.check_pair(pairs.find(p), s, device="cpu", variants=["triton"]).to_dict()
                   for p, s in cases]))

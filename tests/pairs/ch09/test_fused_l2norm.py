@@ -21,7 +21,7 @@ torch = pytest.importorskip("torch")
 
 from aisp_kernels import triton_helpers  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch09" / "fused_l2norm.py"
@@ -89,7 +89,7 @@ def test_baseline_passes_check_on_cpu(sizes):
 _TRITON_CPU_SCRIPT = """
 import json, sys
 from aisp_prof import pairs
-from aisp_prof.collect import check
+from aisp_prof.collect.correctness import check
 pair = pairs.find("ch09.fused_l2norm")
 results = [check.check_pair(pair, dict(rows=r, cols=c), device="cpu", variants=["triton"]).to_dict()
            for r, c in json.loads(sys.argv[1])]

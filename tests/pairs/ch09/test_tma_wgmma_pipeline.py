@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 
 from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 

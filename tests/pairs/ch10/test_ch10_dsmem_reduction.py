@@ -24,7 +24,7 @@ torch = pytest.importorskip("torch")
 
 from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "dsmem_reduction.py"

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "matmul_wgmma_epilogue.py"

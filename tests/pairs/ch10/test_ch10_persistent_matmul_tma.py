@@ -28,7 +28,7 @@ from pair_testing import import_fresh, runnable_variants
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "persistent_matmul_tma.py"
@@ -140,7 +140,7 @@ def test_a_wrong_variant_is_rejected(mod):
 _INTERPRETER_SCRIPT = """
 import json, sys
 from aisp_prof import pairs
-from aisp_prof.collect import check
+from aisp_prof.collect.correctness import check
 pair = pairs.find("ch10.persistent_matmul_tma")
 print(json.dumps([check.check_pair(pair, s, device="cpu").to_dict() for s in json.loads(sys.argv[1])]))
 """

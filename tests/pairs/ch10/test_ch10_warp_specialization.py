@@ -34,7 +34,7 @@ from pair_testing import (assert_support_probe, build_with_report, forbid_build,
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 from aisp_prof.pairs.source import source_digest  # noqa: E402
 

@@ -24,7 +24,7 @@ from pair_testing import (build_with_report, forbid_build, have_nvcc, import_fre
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "warp_specialized_elementwise.py"

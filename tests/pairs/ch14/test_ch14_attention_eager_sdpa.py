@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch14" / "attention_eager_sdpa.py"
 NAME = "ch14.attention_eager_sdpa"

@@ -30,7 +30,7 @@ torch = pytest.importorskip("torch")
 from aisp_kernels import build
 from aisp_prof import pairs
 from aisp_prof import tools
-from aisp_prof.collect import check
+from aisp_prof.collect.correctness import check
 from aisp_prof.errors import RequirementError, ToolNotFoundError
 
 PAIR_PATH = ROOT / "kernels" / "ch14" / "cublas_vs_cutlass.py"

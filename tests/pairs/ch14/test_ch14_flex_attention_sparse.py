@@ -17,7 +17,7 @@ from pair_testing import import_fresh, runnable_variants
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch14" / "flex_attention_sparse.py"

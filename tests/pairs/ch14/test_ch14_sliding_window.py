@@ -19,7 +19,7 @@ from pair_testing import import_fresh, runnable_variants
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 KERNELS = ROOT / "kernels" / "ch14"

@@ -27,7 +27,7 @@ from pair_testing import import_fresh, runnable_variants
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
-from aisp_prof.collect import check  # noqa: E402
+from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch14" / "triton_persistent.py"
@@ -116,7 +116,7 @@ _INTERPRETER_SCRIPT = """
 import json, sys
 from dataclasses import replace
 from aisp_prof import pairs
-from aisp_prof.collect import check
+from aisp_prof.collect.correctness import check
 from aisp_prof.pairs.discovery import _load_module
 pair = pairs.find("ch14.triton_persistent")
 mod = _load_module(__import__("pathlib").Path(pair.source))

@@ -3,7 +3,7 @@
 It builds inputs, warms every variant up (compilation and autotuning stay outside the
 measurement), then runs each variant inside nested NVTX ranges aisp > <pair> > <variant>.
 `--mode check` instead runs the correctness check and then times the variants interleaved with
-CUDA events (aisp_prof.collect.timing: GPU time, latency and steady time per call, L2 flushed,
+CUDA events (aisp_prof.collect.timing.timer: GPU time, latency and steady time per call, L2 flushed,
 inputs rotated, the GPU's clocks beside each round), with no profiler collecting; `--mode bench` only times them (one of the bench's repeat
 processes, with the reference kernels); `--mode sanitize` only checks (under compute-sanitizer).
 `--mode check --nsys-iterations N` then also runs the nsys timeline's iterations inside a
@@ -12,11 +12,11 @@ check process and an nsys process did, so start-up, imports and compilation are 
 It reports through JSON files, never through stdout, because profilers interleave their own
 output there.
 
-    python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
+    python -m aisp_prof.collect.process.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode profile --out /tmp/child.json
-    python -m aisp_prof.collect.child --pair mine.fused_add --pair-file /home/me/fused_add.py ...
+    python -m aisp_prof.collect.process.child --pair mine.fused_add --pair-file /home/me/fused_add.py ...
     nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop ... \
-        python -m aisp_prof.collect.child --pair ch09.fused_l2norm --variants baseline,cuda \
+        python -m aisp_prof.collect.process.child --pair ch09.fused_l2norm --variants baseline,cuda \
         --mode check --out check.json --nsys-iterations 5 --nsys-out nsys_child.json
 """
 from __future__ import annotations
@@ -31,14 +31,14 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import pairs as pairs_mod
-from ..errors import AispError, NoGpuError, ProfilerFailedError
-from ..naming import NSYS_CHILD_JSON, nvtx_path, rank_path
-from . import ranks
-from .builds import builds_so_far
-from .dynamo import stop_compile_workers
-from .samplers import KINDS
-from .timing import SamplingPlan
+from ... import pairs as pairs_mod
+from ...errors import AispError, NoGpuError, ProfilerFailedError
+from ...naming import NSYS_CHILD_JSON, nvtx_path, rank_path
+from ..ranks import group as ranks
+from ..code.builds import builds_so_far
+from ..code.dynamo import stop_compile_workers
+from ..timing.samplers import KINDS
+from ..timing.timer import SamplingPlan
 
 
 def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
@@ -78,7 +78,7 @@ def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[
               plan: SamplingPlan, references: bool = False) -> dict[str, Any]:
     """The correctness check; then, if every variant passed, their interleaved timing (the
     first timing process)."""
-    from .check import check_pair
+    from ..correctness.check import check_pair
 
     result = check_pair(pair, sizes, device="cuda", variants=variants)
     report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": _env()}
@@ -92,10 +92,10 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
                references: bool, process: int) -> dict[str, Any]:
     """Interleaved samples of the variants (and the reference kernels), with the GPU's clocks,
     and what torch.compile did meanwhile (`compiles`: rows of `dynamo.compile_row`)."""
-    from ..stats import summarize_samples
-    from .dynamo import observer_if_compiling
-    from .sensors import open_sensor
-    from .timing import pair_launches, reference_launches, time_rounds
+    from ...stats import summarize_samples
+    from ..code.dynamo import observer_if_compiling
+    from ..timing.sensors import open_sensor
+    from ..timing.timer import pair_launches, reference_launches, time_rounds
 
     sensor = open_sensor(_gpu_index())
     launches, input_sets = pair_launches(pair, variants, sizes, seed=process)
@@ -120,7 +120,7 @@ def first_calls(launches: Any, variants: list[str], process: int) -> list[dict[s
     process, while Inductor's and Triton's on-disk caches are warm from the check)."""
     import torch
 
-    from .dynamo import CompileWatch, compile_row
+    from ..code.dynamo import CompileWatch, compile_row
 
     rows = []
     for v in variants:
@@ -161,7 +161,7 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
 def _warm_launches(pair: pairs_mod.KernelPair, inputs: Any, variants: list[str], warmup: int) -> dict[str, Any]:
     """Each variant's closure, called `warmup` times; a variant whose backend has no kernel for
     these sizes (check.no_kernel_reason: the check skipped it too) is left out, not profiled."""
-    from .check import no_kernel_reason
+    from ..correctness.check import no_kernel_reason
 
     launches = {}
     for v in variants:
@@ -183,7 +183,7 @@ def _flush_buffer() -> Any:
     kernel: 95 us under nsys, 169 us by CUDA events and 153 us by ncu, both with a cold L2)."""
     import torch
 
-    from .timing import l2_flush_bytes
+    from ..timing.timer import l2_flush_bytes
 
     return torch.empty(l2_flush_bytes() // 4, dtype=torch.int32, device="cuda")
 
@@ -240,7 +240,7 @@ def capture_for_nsys(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants
 
 def _parser() -> argparse.ArgumentParser:
     """The child's command line (runner.child_command writes it)."""
-    ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.child")
+    ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.process.child")
     ap.add_argument("--pair", required=True)
     ap.add_argument("--pair-file", type=Path, help="the module of a pair outside the kernels folder (pairs.files)")
     ap.add_argument("--variants", required=True, help="comma-separated, baseline first")
@@ -253,7 +253,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
     ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
     ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
-    ap.add_argument("--kinds", default=",".join(KINDS), help="timing: which kinds of time (collect.samplers)")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="timing: which kinds of time (collect.timing.samplers)")
     ap.add_argument("--nsys-iterations", type=int, default=0,
                     help="check: then run this many iterations per variant inside a cudaProfilerStart/Stop "
                          "capture range, for nsys --capture-range=cudaProfilerApi (0: none)")
@@ -291,11 +291,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == "profile":
             report = run_profile(pair, sizes, variants, args.warmup, args.iterations)
         elif args.mode == "sanitize":      # under compute-sanitizer: the check only, no timing
-            from .check import check_pair
+            from ..correctness.check import check_pair
 
             report = {"check": check_pair(pair, sizes, device="cuda", variants=variants).to_dict()}
         else:
-            from .timing import SamplingPlan, l2_flush_bytes
+            from ..timing.timer import SamplingPlan, l2_flush_bytes
 
             plan = SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, flush_bytes=l2_flush_bytes(),
                                 kinds=tuple(args.kinds.split(",")))
@@ -358,8 +358,8 @@ def _pair(name: str, pair_file: Path | None) -> pairs_mod.KernelPair:
     """The pair called `name`: from the kernels folder, or from `pair_file` when given."""
     if pair_file is None:
         return pairs_mod.find(name)
-    from ..errors import UnknownTargetError
-    from ..pairs.files import load_file
+    from ...errors import UnknownTargetError
+    from ...pairs.files import load_file
 
     pair = load_file(pair_file)
     if pair.name != name:

@@ -1,10 +1,10 @@
 """The one CUDA-event timer: pairs' variants (run, bench) and calibration probes use it.
 
-`time_rounds` is the timer. A variant has three kinds of time (`collect.samplers` says how each
+`time_rounds` is the timer. A variant has three kinds of time (`collect.timing.samplers` says how each
 is measured and why one timer cannot give all three): its GPU time per call, its latency per
 call on an idle GPU, and its steady time per call back to back. Each round takes one sample of
 every kind of every variant, the variants in ABBA order (in order, then reversed), the GPU's
-clocks, power and temperature (collect.sensors) read after each round; a ratio of two variants
+clocks, power and temperature (collect.timing.sensors) read after each round; a ratio of two variants
 is then measured side by side, under the same conditions. The L2 is flushed before each gpu and
 latency sample (a memset over twice the L2, outside the events) and inputs are rotated among
 several sets when one set would fit in L2, so repeats measure DRAM, not a warm cache. Sampling
@@ -23,9 +23,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from ..pairs import KernelPair
-from ..stats import median_rel_halfwidth, summarize_times
-from .dynamo import stop_compile_workers
+from ...pairs import KernelPair
+from ...stats import median_rel_halfwidth, summarize_times
+from ..code.dynamo import stop_compile_workers
 from .samplers import (KINDS, CudaDevice, Device, Hold, call_variant, gpu_round, latency_round, steady_calls,
                        steady_round, waits_for_gpu)
 from .sensors import GpuSensor
@@ -35,7 +35,7 @@ ROTATION_BUDGET_BYTES = 4 << 30    # at most this much extra memory for rotated 
 MAX_INPUT_SETS = 8
 REF_PREFIX = "ref:"
 Launches = Mapping[str, Sequence[Callable[[], Any]]]
-Observer = Callable[[str, bool], None]   # after each call: (variant, timed); collect.dynamo.CallObserver
+Observer = Callable[[str, bool], None]   # after each call: (variant, timed); collect.code.dynamo.CallObserver
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class SamplingPlan:
     warmup: int = 5
     flush_bytes: int = 0             # 0: no L2 flush
     interleaved: bool = True         # False: queue every call, synchronize once (fixed max_rounds)
-    kinds: tuple[str, ...] = KINDS   # which times to take (collect.samplers)
+    kinds: tuple[str, ...] = KINDS   # which times to take (collect.timing.samplers)
 
 
 def round_order(names: Sequence[str], round_index: int) -> list[str]:
@@ -69,7 +69,7 @@ def input_sets_needed(working_set_bytes: int, l2_bytes: int) -> int:
 def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None = None,
                 process: int = 0, observer: Observer | None = None, device: Device | None = None) -> list[dict[str, Any]]:
     """Time every variant of `launches` in ABBA rounds, each round one sample of every kind in
-    `plan.kinds` (`collect.samplers`: gpu, latency, steady); reference kernels (`ref:` names) get
+    `plan.kinds` (`collect.timing.samplers`: gpu, latency, steady); reference kernels (`ref:` names) get
     gpu samples only. No sample shares a queued block with another variant's calls. One
     dict per sample: process, round, slot, variant, kind, time_ns (per call) and the sensor's
     readings, taken once per round. `launches[v]` holds closures of v over rotated input sets.
@@ -78,7 +78,7 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     inside the timed phase. The ranks of a torchrun job stop at the same round (rank 0 decides,
     `ranks.agree`) and their gpu rounds are not held by a spin (each rank's would end at another
     moment, and a collective would wait for the latest)."""
-    from .ranks import agree, in_group
+    from ..ranks.group import agree, in_group
 
     if not plan.interleaved:
         return _queued(launches, plan, device)

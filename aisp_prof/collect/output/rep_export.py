@@ -16,8 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import ExportParseError, ToolNotFoundError
-from .commands import nsys_export_command
+from ...errors import ExportParseError, ToolNotFoundError
+from ..commands import nsys_export_command
 
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")      # .qdrep: the name before Nsight Systems 2021.4
 

@@ -42,9 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path, PurePath
 from typing import Any, Mapping
 
-from ..parse.code.ptx import kernel_code_summary
-from ..naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
-from ..parse.code.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
+from ...parse.code.ptx import kernel_code_summary
+from ...naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
+from ...parse.code.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
                                          triton_kernel_dirs)
 
 log = logging.getLogger(__name__)

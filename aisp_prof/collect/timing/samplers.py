@@ -9,7 +9,7 @@ each kind of time gets its own measurement, and none depends on position:
 
   gpu      GPU time per call. A spin kernel holds the stream while the host queues the call (L2
            flush, start event, call, end event), so the GPU runs it with no host in between:
-           nvbench's blocking kernel, busy on every SM (collect.hold). Each variant has a block
+           nvbench's blocking kernel, busy on every SM (collect.timing.hold). Each variant has a block
            of its own: what is queued behind a call on other streams slows it (`gpu_round`). A
            block whose spin ended before the host finished queueing (the host caught up) is
            discarded and the next spin is made longer. A variant that waits for the GPU inside
@@ -55,7 +55,7 @@ class Device(Protocol):
 
 class CudaDevice:
     """torch.cuda on the current stream; `flush_bytes` of memset evict the L2 before a call. The
-    spin is a busy kernel on every SM (collect.hold) where Triton can build one, else
+    spin is a busy kernel on every SM (collect.timing.hold) where Triton can build one, else
     `torch.cuda._sleep` (`hold_kernel` says which)."""
 
     def __init__(self, flush_bytes: int = 0) -> None:

@@ -18,8 +18,8 @@ import random
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..pairs import KernelPair
-from ..pairs.size_rules import SizeRule
+from ...pairs import KernelPair
+from ...pairs.size_rules import SizeRule
 
 FOOTPRINT_FACTOR = 8
 GROWTH = 8             # the largest shape takes no size past 8x its default (one that costs no memory)

@@ -1,4 +1,4 @@
-"""The kernel that holds the stream while the host queues a round of gpu samples (collect.samplers).
+"""The kernel that holds the stream while the host queues a round of gpu samples (collect.timing.samplers).
 
 It has to keep the GPU busy, not merely blocked. `torch.cuda._sleep` spins one thread: the GPU
 looks idle, lowers its SM clock, and the first work queued behind it runs while the clock climbs

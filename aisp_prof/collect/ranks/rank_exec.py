@@ -4,7 +4,7 @@ torchrun gives every rank the same command line; the collection needs them to di
 writes each rank's report under its own name, ncu watches one chosen rank only, since replaying
 one rank's NCCL kernel while its peers run on would wait forever). The runner writes each rank's
 command line into a JSON file of the run folder (`write_rank_commands`), and torchrun starts
-`python -m aisp_prof.collect.rank_exec FILE` on every rank, which replaces itself with the line
+`python -m aisp_prof.collect.ranks.rank_exec FILE` on every rank, which replaces itself with the line
 for its RANK: no shell, the command lines stay visible in the run folder, signals reach the
 profiler directly.
 """
@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .commands import python_module
+from ..commands import python_module
 
-MODULE = "aisp_prof.collect.rank_exec"
+MODULE = "aisp_prof.collect.ranks.rank_exec"
 
 
 def write_rank_commands(path: Path, world_size: int, command_of: Callable[[int], list[str]]) -> dict[int, list[str]]:
@@ -49,7 +49,7 @@ def command_for(rank_commands: dict[str, list[str]], environ: dict[str, str]) ->
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        raise SystemExit("usage: python -m aisp_prof.collect.rank_exec RANK_COMMANDS.json (under torchrun)")
+        raise SystemExit("usage: python -m aisp_prof.collect.ranks.rank_exec RANK_COMMANDS.json (under torchrun)")
     cmd = command_for(json.loads(Path(args[0]).read_text()), dict(os.environ))
     os.execvp(cmd[0], cmd)
 

@@ -18,8 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import OutputError, UnknownTargetError, os_error_message
-from ..pairs import KernelPair
+from ...errors import OutputError, UnknownTargetError, os_error_message
+from ...pairs import KernelPair
 from .runner import child_command
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..pairs import KernelPair
+from ...pairs import KernelPair
 
 
 def _libraries(pair: KernelPair) -> list[Any]:

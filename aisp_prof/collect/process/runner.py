@@ -2,7 +2,7 @@
 
 Two child processes: one under nsys that checks correctness and times with CUDA events while
 nsys collects nothing, then runs the timeline's iterations inside a cudaProfilerStart/Stop
-capture range (`collect.child.capture_for_nsys`); one under ncu. Without nsys the first runs
+capture range (`collect.process.child.capture_for_nsys`); one under ncu. Without nsys the first runs
 bare. One process per profiler, so ncu's replays never see nsys's tracing, and start-up, imports
 and compilation are paid twice, not three times. The ncu process starts beside the first and
 waits, before any CUDA call, until the first says it is done with the GPU (`--release`): its
@@ -11,7 +11,7 @@ the two never use the GPU at once. The folder is
 written atomically (`run_folder.atomic_folder`): profiles/ never holds half a run. What can run
 is decided once, by `pairs.capabilities.runnable`, before anything starts. The children share
 Inductor's and Triton's caches inside the run folder; what they generated is kept in
-generated/ (`collect.generated`).
+generated/ (`collect.code.generated`).
 """
 from __future__ import annotations
 
@@ -23,27 +23,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import CorrectnessError, RequirementError
-from ..naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id,
+from ...errors import CorrectnessError, RequirementError
+from ...naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id,
                       nvtx_path)
-from ..pairs import KernelPair
-from ..pairs import capabilities
-from ..pairs.capabilities import Machine, runnable
-from ..pairs.files import pair_file_args
-from ..pairs.roles import run_declarations
-from ..pairs.source import source_digest
-from ..parse.metrics.table import DEFAULT_GROUPS, metric_names
-from .. import tools
-from .builds import build_lines, pending_line
-from .generated import cache_env, keep_generated
-from .run_folder import atomic_folder, provenance, write_json
-from .samplers import KINDS
-from .commands import python_module
+from ...pairs import KernelPair
+from ...pairs import capabilities
+from ...pairs.capabilities import Machine, runnable
+from ...pairs.files import pair_file_args
+from ...pairs.roles import run_declarations
+from ...pairs.source import source_digest
+from ...parse.metrics.table import DEFAULT_GROUPS, metric_names
+from ... import tools
+from ..code.builds import build_lines, pending_line
+from ..code.generated import cache_env, keep_generated
+from ..output.run_folder import atomic_folder, provenance, write_json
+from ..timing.samplers import KINDS
+from ..commands import python_module
 from .steps import (Background, Progress, StepContext, check_nsys_step, check_step, finish_ncu_early, ncu_step,
                     start_ncu_early, timing_step)
 
 log = logging.getLogger(__name__)
-CHILD_MODULE = "aisp_prof.collect.child"
+CHILD_MODULE = "aisp_prof.collect.process.child"
 GPU_FIELDS = ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_bytes")
 
 
@@ -59,7 +59,7 @@ class TimingOptions:
     max_processes: int = 1
     references: bool = False
     more: Callable[[list[dict[str, Any]]], bool] | None = None
-    kinds: tuple[str, ...] = KINDS      # collect.samplers; the gate takes its own only
+    kinds: tuple[str, ...] = KINDS      # collect.timing.samplers; the gate takes its own only
 
 
 @dataclass
@@ -104,7 +104,7 @@ class _Plan:
 
 def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, int], mode: str, out: Path,
                   *extra: str) -> list[str]:
-    """The profiled child's command line (python -m aisp_prof.collect.child ...). A pair from a
+    """The profiled child's command line (python -m aisp_prof.collect.process.child ...). A pair from a
     file outside the kernels folder adds `--pair-file PATH` (the child loads it from there);
     a shipped pair's command line is the same whether given by name or by value."""
     size_text = ",".join(f"{k}={v}" for k, v in sizes.items())
@@ -222,7 +222,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
 
 def _without_skipped(ctx: StepContext, the_plan: _Plan, skipped: dict[str, str]) -> _Plan:
     """The plan without the variants whose backend has no kernel at these sizes (the check
-    skipped them: collect.check.no_kernel_reason), recorded in run.json's `skipped_variants`;
+    skipped them: collect.correctness.check.no_kernel_reason), recorded in run.json's `skipped_variants`;
     RequirementError (exit 9) when that is the baseline: nothing can be compared with it here."""
     if not skipped:
         return the_plan

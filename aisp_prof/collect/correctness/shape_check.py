@@ -1,6 +1,6 @@
 """`aisp-prof check`: a pair's correctness check at several shapes, with no profiler.
 
-Each shape runs `collect.check.check_pair` (every variant against the float64 reference and the
+Each shape runs `collect.correctness.check.check_pair` (every variant against the float64 reference and the
 baseline, as `run`'s check does) and ends as one `ShapeResult`:
   pass  no variant was wrong (a variant whose backend has no kernel for the shape is skipped,
         named in `skipped`);
@@ -8,7 +8,7 @@ baseline, as `run`'s check does) and ends as one `ShapeResult`:
         than a wrong result, named in `detail`);
   fail  a variant was wrong or raised, the pair refused a shape inside its own size rules (the
         rules are incomplete), or the check process died at this shape (a crashed kernel).
-On a GPU every shape of a pair runs in one child process (`collect.shape_child`), which writes a
+On a GPU every shape of a pair runs in one child process (`collect.process.shape_child`), which writes a
 line per shape as it goes: a process that dies (an illegal address leaves CUDA unusable), or
 writes nothing for SHAPE_TIMEOUT_S (a kernel that hangs: it is killed), costs only the shape it
 was at, and a new process takes the rest. On the CPU (`device="cpu"`: torch
@@ -24,13 +24,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from ..errors import AispError, BuildError
-from ..pairs import KernelPair
-from ..pairs.files import pair_file_args
-from .commands import python_module
+from ...errors import AispError, BuildError
+from ...pairs import KernelPair
+from ...pairs.files import pair_file_args
+from ..commands import python_module
 from .fuzz import shape_text
 
-SHAPE_CHILD = "aisp_prof.collect.shape_child"
+SHAPE_CHILD = "aisp_prof.collect.process.shape_child"
 PASS, SKIP, FAIL = "pass", "skip", "fail"
 SHAPE_TIMEOUT_S = 900.0      # one shape with its first build and compiles (CUTLASS: minutes); past it, a hang
 POLL_S = 0.5

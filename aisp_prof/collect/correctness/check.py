@@ -12,7 +12,7 @@ refusals torch's SDPA and cuDNN give) cannot run at these sizes; it is not wrong
 skipped with the reason, never as a failure, and the others are checked as usual (a skipped
 baseline leaves them checked against the reference only).
 Beside each variant's result it records what the first call cost (`compiles`: the factory's and
-the first two calls' wall times, and what torch.compile did, from `collect.dynamo`), since the
+the first two calls' wall times, and what torch.compile did, from `collect.code.dynamo`), since the
 first call is where torch.compile, Triton's JIT and autotuning spend their time.
 Environment problems (AispError: no GPU, no nvcc, no triton, a failed build) are not
 correctness results; they propagate so the caller can skip or report them explicitly.
@@ -32,7 +32,7 @@ to what fp32 can do):
 Against the baseline the norm bound is the looser of the two variants' (both within their own
 bounds of the same math); the row bound is checked against the reference only.
 
-torch is imported inside the functions so that `import aisp_prof.collect.check` works without it.
+torch is imported inside the functions so that `import aisp_prof.collect.correctness.check` works without it.
 """
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ..errors import AispError, CorrectnessError, UnknownTargetError
-from ..pairs import KernelPair
-from .dynamo import CompileWatch, compile_row, stop_compile_workers
+from ...errors import AispError, CorrectnessError, UnknownTargetError
+from ...pairs import KernelPair
+from ..code.dynamo import CompileWatch, compile_row, stop_compile_workers
 
 log = logging.getLogger(__name__)
 # what a backend says when it has no kernel for the shape (RuntimeError's text): torch's

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..naming import utc_now
-from ..paths import checkout_root
+from ...naming import utc_now
+from ...paths import checkout_root
 
 try:
     import fcntl

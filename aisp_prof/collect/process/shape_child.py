@@ -1,6 +1,6 @@
-"""The process `aisp-prof check` runs a pair's shapes in, on the GPU (collect.shape_check).
+"""The process `aisp-prof check` runs a pair's shapes in, on the GPU (collect.correctness.shape_check).
 
-    python -m aisp_prof.collect.shape_child --pair ch10.double_buffered_pipeline \
+    python -m aisp_prof.collect.process.shape_child --pair ch10.double_buffered_pipeline \
         --variants baseline,tiled --shapes shapes.json --out results.jsonl [--trials 1]
 
 It writes one JSON line per shape as soon as the shape is checked (`shape_check.check_line`), so
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import AispError, NoGpuError
+from ...errors import AispError, NoGpuError
 from .child import _pair
 
 
@@ -50,9 +50,9 @@ def _write(out: TextIO, line: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .shape_check import check_line
+    from ..correctness.shape_check import check_line
 
-    ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.shape_child")
+    ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.process.shape_child")
     ap.add_argument("--pair", required=True)
     ap.add_argument("--pair-file", type=Path)
     ap.add_argument("--variants", required=True)

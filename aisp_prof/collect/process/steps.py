@@ -1,6 +1,6 @@
 """The steps of a collection, each one child process: check, ncu, nsys.
 
-A step runs a child command (the pairs' `collect.child` or the calibration probes' child),
+A step runs a child command (the pairs' `collect.process.child` or the calibration probes' child),
 logs its output into the run folder, records the command line, the tool version and the wall
 time in run.json, and turns a profiler's failure into the error a user can act on. The pair
 runner and `aisp-prof calibrate --profile` share these steps; only the child differs.
@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import tools
-from ..errors import CounterPermissionError, NoGpuError, ProfilerFailedError
-from ..naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE, rank_path
-from ..paths import checkout_root, kernels_root
-from . import commands
-from .run_folder import gzip_file
+from ... import tools
+from ...errors import CounterPermissionError, NoGpuError, ProfilerFailedError
+from ...naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE, rank_path
+from ...paths import checkout_root, kernels_root
+from .. import commands
+from ..output.run_folder import gzip_file
 
 Progress = Callable[[str], None]
 _PASSES = re.compile(r"- (\d+) passes?")
@@ -50,7 +50,7 @@ class StepContext:
         (`rank_exec`; each rank's line kept in <name>.ranks.json and in run.json)."""
         if self.world_size == 1:
             return command_of(0)
-        from .rank_exec import torchrun_command, write_rank_commands
+        from ..ranks.rank_exec import torchrun_command, write_rank_commands
 
         path = self.folder / f"{name}.ranks.json"
         per_rank = write_rank_commands(path, self.world_size, command_of)
@@ -173,7 +173,7 @@ def start_ncu_early(ctx: StepContext, ncu: Path, child: list[str], ranges: Seque
                     metrics: Sequence[str]) -> "Background":
     """Start the ncu step now, beside the check: `child` must carry `--wait-for`, so that ncu and
     the child start up, import and load the pair while the check runs, and touch the GPU only
-    when the check process says it is done with it (`collect.child --release`). What ncu then
+    when the check process says it is done with it (`collect.process.child --release`). What ncu then
     profiles is what `ncu_step` profiles; only start-up overlaps. One process only."""
     return Background.start("ncu", "ncu", ncu_profiled_command(ctx, ncu, child, ranges, metrics),
                             ctx.folder / "ncu.log", ctx.env)
