@@ -1,16 +1,20 @@
-"""What the kernel-pair tests share: a fresh import of a pair module, a guard that importing
-it does no work (no build, no tool run, no CUDA, no jit), the nvcc marker, and the variants
-a machine with given tools would run (pairs.capabilities' answer)."""
+"""What the kernel-pair tests share: a fresh import of a pair module, a package hidden as if not
+installed, a guard that importing it does no work (no build, no tool run, no CUDA, no jit), the
+nvcc marker, and the variants a machine with given tools would run (pairs.capabilities' answer)."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
+import pkgutil
 import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+import aisp_kernels
 from aisp_kernels import build
 from aisp_prof import tools
 from aisp_prof.errors import ToolNotFoundError
@@ -23,6 +27,24 @@ def import_fresh(path: Path, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def hide_package(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """Make `import NAME` fail for one test, as where NAME is not installed.
+
+    A module binds what its top-level imports found once, when first imported:
+    aisp_kernels.triton_helpers keeps `triton = None` where `import triton` failed. So the helpers
+    are imported afresh while NAME is hidden (the pair under test meets them as they are without
+    it) and the originals are back afterwards: no later test gets a helper imported while NAME was
+    hidden. (Hiding only sys.modules[NAME] left test_softmax_launch_config, later in the same
+    session, with a triton_helpers whose `triton` was None.)"""
+    for module in pkgutil.iter_modules(aisp_kernels.__path__, "aisp_kernels."):
+        importlib.import_module(module.name)      # each present now, so that undoing restores it
+    for module in sorted(m for m in sys.modules if m.startswith("aisp_kernels.")):
+        monkeypatch.delitem(sys.modules, module)
+        monkeypatch.delattr(aisp_kernels, module.rpartition(".")[2], raising=False)
+    for module in (name, *(m for m in sys.modules if m.startswith(name + "."))):
+        monkeypatch.setitem(sys.modules, module, None)   # `import NAME` and `import NAME.x` now fail
 
 
 def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import FIXTURES, ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import hide_package, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -78,8 +78,7 @@ def mods():
 
 @pytest.mark.parametrize("name", ["memory_bound", "triton"])
 def test_triton_pairs_import_without_triton(monkeypatch, name):
-    monkeypatch.setitem(sys.modules, "triton", None)          # makes `import triton` fail
-    monkeypatch.setitem(sys.modules, "triton.language", None)
+    hide_package(monkeypatch, "triton")                        # makes `import triton` fail
     module = _load(name, f"ch09_{name}_no_triton")
     sizes, _ = CPU_CHECKS[name]
     inputs = module.make_inputs(sizes, "cpu", 0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, runnable_variants
+from pair_testing import forbid_build, hide_package, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -39,8 +39,7 @@ def mod():
 
 
 def test_imports_without_triton(monkeypatch):
-    monkeypatch.setitem(sys.modules, "triton", None)          # makes `import triton` fail
-    monkeypatch.setitem(sys.modules, "triton.language", None)
+    hide_package(monkeypatch, "triton")                        # makes `import triton` fail
     module = _import_fresh("fused_l2norm_no_triton")
     inputs = module.make_inputs({"rows": 2, "cols": 8}, "cpu", 0)
     with pytest.raises(RequirementError, match="needs triton"):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import hide_package, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -44,8 +44,7 @@ def mod():
 
 
 def test_imports_without_triton(monkeypatch):
-    monkeypatch.setitem(sys.modules, "triton", None)          # makes `import triton` fail
-    monkeypatch.setitem(sys.modules, "triton.language", None)
+    hide_package(monkeypatch, "triton")                        # makes `import triton` fail
     module = import_fresh(PAIR_PATH, "ch14_triton_persistent_no_triton")
     inputs = module.make_inputs(TINY, "cpu", 0)
     for factory in module.PAIR.variants.values():
