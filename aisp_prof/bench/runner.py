@@ -111,7 +111,8 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
                              (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
             found.extend(one_machine(verdicts, kind, entry))
             data.verdicts = verdict_frame(found, str(path))
-        said.append(exp.other_code(entry, (data.info.get("source") or {}).get("sha256")))
+        source = data.info.get("source") or {}
+        said.append(exp.other_code(entry, source.get("sha256"), source.get("code_sha256")))
     try:
         result = runs.profile(opts.run_options(pair, undecided(pair.name, entry, kind)), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
@@ -169,7 +170,8 @@ def provenance(data: Any) -> dict[str, Any]:
             "gpu_name": run.get("gpu_name"), "driver_version": run.get("driver_version"),
             "torch_version": env.get("torch_version"), "cuda_version": env.get("torch_cuda_version"),
             "triton_version": env.get("triton_version"), "host": info.get("host"), "boot_id": info.get("boot_id"),
-            "source_sha256": (info.get("source") or {}).get("sha256")}
+            "source_sha256": (info.get("source") or {}).get("sha256"),
+            "code_sha256": (info.get("source") or {}).get("code_sha256")}
 
 
 def current_hardware_key(machine: Machine | None = None) -> str:

@@ -100,7 +100,10 @@ def test_bench_record_refuses_a_run_of_other_code(leases, tmp_path):
     fixture = source_digest(FIXTURES / "gate_kernels" / "ch09" / "fused_l2norm.py")
     assert real["files"] == ["fused_l2norm.cu", "fused_l2norm.py"] and real["path"] == "kernels/ch09/fused_l2norm.py"
     assert "not the pair's module kernels/ch09/fused_l2norm.py" in source_mismatch(fixture, "ch09.fused_l2norm")
-    assert "changed since the run" in source_mismatch({**real, "sha256": "0" * 64}, "ch09.fused_l2norm")
+    older = {**real, "sha256": "0" * 64, "code_sha256": "1" * 64}
+    assert "changed since the run (source digest 000000000000" in source_mismatch(older, "ch09.fused_l2norm")
+    assert "changed since the run" in source_mismatch({**older, "code_sha256": None}, "ch09.fused_l2norm")
+    assert source_mismatch({**real, "sha256": "0" * 64}, "ch09.fused_l2norm") == ""   # a docstring edit since
     assert source_mismatch(real, "ch09.fused_l2norm") == "" and source_mismatch({}, "ch09.fused_l2norm") == ""
 
     db, file = tmp_path / "a.db", tmp_path / "expectations.json"
@@ -115,4 +118,5 @@ def test_bench_record_refuses_a_run_of_other_code(leases, tmp_path):
     res = runner.invoke(cli, ["bench", "record", unchanged, "--db", str(db), "--expectations", str(file)])
     assert res.exit_code == 0, res.output
     session = exp.load(file)["pairs"]["ch09.fused_l2norm"]["sessions"][-1]
+    assert session["code_sha256"] == real["code_sha256"]                 # both digests in the provenance
     assert session["source_sha256"] == real["sha256"] and len(exp.load(file)["pairs"]["ch09.fused_l2norm"]["sessions"]) == 2

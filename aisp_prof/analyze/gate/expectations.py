@@ -2,7 +2,8 @@
 
 Format 3 keeps, per pair, the recording sessions themselves (newest last, at most MAX_SESSIONS):
 each session is one `bench run --update-expectations` on one machine, with its provenance (the
-pair's source digest among it), the clocks the GPU ran at, and every sample of the kind of time
+pair's source digests among it: `source_sha256` of its files' text, `code_sha256` of their code
+without comments and docstrings, pairs.source), the clocks the GPU ran at, and every sample of the kind of time
 the pair's headline uses (`kind`: gpu, latency or steady, collect.timing.samplers; time and SM clock,
 one list per process; the reference kernels' gpu samples beside them). Format 2 kept the one
 CUDA-event timer whose times depended on a variant's position (issue 28): such a file reads as
@@ -31,7 +32,7 @@ MAX_SESSIONS = 4
 MARGIN_FACTOR = 2.0
 MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
 PROVENANCE_KEYS = ("run_id", "date", "git_sha", "gpu_name", "driver_version", "torch_version", "cuda_version",
-                   "triton_version", "host", "boot_id", "source_sha256")
+                   "triton_version", "host", "boot_id", "source_sha256", "code_sha256")
 HOST_KINDS = ("latency", "steady")       # kinds of time that include the host's work (collect.timing.samplers)
 
 
@@ -181,17 +182,32 @@ def add_session(entry: Mapping[str, Any] | None, session: Mapping[str, Any], siz
     return new
 
 
-def other_code(entry: Mapping[str, Any] | None, sha256: str | None) -> str:
-    """Why the recorded evidence is not of the code measured now ('' when every session names
-    `sha256`, or nothing is recorded): the gate's verdict then says it compares other code."""
+def other_code(entry: Mapping[str, Any] | None, sha256: str | None, code_sha256: str | None = None) -> str:
+    """Why the recorded evidence is not of the code measured now ('' when every session measured
+    the same code as `sha256`/`code_sha256` name (same_code), or nothing is recorded): the gate's
+    verdict then says it compares other code, and which digests differ."""
     sessions = (entry or {}).get("sessions") or []
-    recorded = {s.get("source_sha256") for s in sessions}
-    if not sessions or not sha256 or recorded == {sha256}:
+    if not sessions or not (sha256 or code_sha256):
         return ""
-    if None in recorded:
+    now = {"source_sha256": sha256, "code_sha256": code_sha256}
+    if any(not s.get("source_sha256") and not s.get("code_sha256") for s in sessions):
         return "some recorded sessions name no source digest: which code they measured is unknown"
-    return (f"the evidence was recorded from other code (source digest {', '.join(sorted(x[:12] for x in recorded))}, "
-            f"now {sha256[:12]}): record it again")
+    others = [s for s in sessions if not same_code(s, now)]
+    if not others:
+        return ""
+    return f"the evidence was recorded from other code ({digest_difference(others, now)}): record it again"
+
+
+def digest_difference(recorded: list[Mapping[str, Any]], now: Mapping[str, Any]) -> str:
+    """'source digest a, now b; code digest c, now d' for the digests `recorded` sessions name and
+    that differ from `now`'s ('not recorded' for a code digest a session lacks)."""
+    said = []
+    for key, label in (("source_sha256", "source digest"), ("code_sha256", "code digest")):
+        mine = {s.get(key) for s in recorded}
+        if now.get(key) and mine != {now[key]}:
+            names = sorted(x[:12] for x in mine if x) + (["not recorded"] if None in mine else [])
+            said.append(f"{label} {', '.join(names)}, now {now[key][:12]}")
+    return "; ".join(said)
 
 
 def machines(entry: Mapping[str, Any] | None) -> int:
@@ -203,6 +219,15 @@ def machines(entry: Mapping[str, Any] | None) -> int:
 
 
 def same_code(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """False only when both sessions name their source digest and the digests differ."""
-    x, y = a.get("source_sha256"), b.get("source_sha256")
-    return not (x and y and x != y)
+    """Whether two sessions (or a session and a source digest) measured the same code. Their code
+    digests (`code_sha256`: the code without comments and docstrings) decide where both name one
+    and they match; otherwise their text digests (`source_sha256`), where both name one; otherwise
+    their code digests, where both name one. False only when the digests both name differ: a
+    session that names neither counts as the same (which code it measured is unknown)."""
+    code_a, code_b = a.get("code_sha256"), b.get("code_sha256")
+    text_a, text_b = a.get("source_sha256"), b.get("source_sha256")
+    if code_a and code_b and code_a == code_b:
+        return True
+    if text_a and text_b:
+        return text_a == text_b
+    return not (code_a and code_b)

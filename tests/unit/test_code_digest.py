@@ -1,0 +1,118 @@
+"""A pair's code digest (`code_sha256`) ignores its Python comments and docstrings, so moving
+measurements out of a docstring keeps the GPU evidence recorded before it; a change of one token
+changes it, as it changes the text digest (`sha256`)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from repo_paths import ROOT
+
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.pairs.source import python_code, source_digest
+
+PAIR = "fused_l2norm"
+
+
+@pytest.fixture
+def module(tmp_path):
+    """A copy of a real pair (module and .cu) in a chapter folder of its own."""
+    chapter = tmp_path / "ch09"
+    chapter.mkdir()
+    for f in (ROOT / "kernels" / "ch09").glob(f"{PAIR}.*"):
+        shutil.copy(f, chapter / f.name)
+    return chapter / f"{PAIR}.py"
+
+
+def _session(digest):
+    return {"source_sha256": digest["sha256"], "code_sha256": digest["code_sha256"]}
+
+
+def _edit(path, old, new):
+    text = path.read_text()
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_a_docstring_edit_keeps_the_code_digest(module):
+    before = source_digest(module)
+    doc = '"""'
+    text = module.read_text()
+    start = text.index(doc) + 3
+    module.write_text(text[:start] + "Measured on an H200: 1.23 ms (moved to the README).\n\n" + text[start:])
+    _edit(module, "def ", 'def _added_for_the_test():\n    """A function docstring,\n    two lines."""\n    '
+                          'return 1\n\n\ndef ')
+    extra = source_digest(module)            # a function was added: other code (the docstring of it aside)
+    assert extra["code_sha256"] != before["code_sha256"]
+    _edit(module, '    """A function docstring,\n    two lines."""\n', '    """One line now."""\n')
+    after = source_digest(module)
+    assert after["sha256"] != extra["sha256"] and after["code_sha256"] == extra["code_sha256"]
+    assert exp.same_code(_session(extra), _session(after))
+
+
+def test_the_module_docstring_moved_out_entirely_keeps_the_code_digest(module):
+    before = source_digest(module)
+    text = module.read_text()
+    start = text.index('"""')
+    end = text.index('"""', start + 3) + 3
+    module.write_text('"""What the pair teaches, in one line."""\n' + text[end:].lstrip("\n"))
+    after = source_digest(module)
+    assert after["sha256"] != before["sha256"] and after["code_sha256"] == before["code_sha256"]
+    assert exp.same_code(_session(before), _session(after))
+    assert exp.other_code({"sessions": [_session(before)]}, after["sha256"], after["code_sha256"]) == ""
+
+
+def test_a_comment_edit_keeps_the_code_digest(module):
+    before = source_digest(module)
+    lines = module.read_text().splitlines(keepends=True)
+    code_line = next(i for i, line in enumerate(lines) if line.startswith("DEFAULT_SIZES"))
+    lines[code_line] = lines[code_line].rstrip("\n") + "   # a comment added after code\n"
+    lines.insert(code_line, "# a comment line\n\n\n")
+    module.write_text("".join(lines))
+    after = source_digest(module)
+    assert after["sha256"] != before["sha256"] and after["code_sha256"] == before["code_sha256"]
+    assert exp.same_code(_session(before), _session(after))
+
+
+def test_one_token_changes_both_digests(module):
+    before = source_digest(module)
+    text = module.read_text()
+    assert "DEFAULT_SIZES" in text
+    _edit(module, "DEFAULT_SIZES = {", "DEFAULT_SIZES = {**{}, ")       # one more token
+    after = source_digest(module)
+    assert after["sha256"] != before["sha256"] and after["code_sha256"] != before["code_sha256"]
+    assert not exp.same_code(_session(before), _session(after))
+    said = exp.other_code({"sessions": [_session(before)]}, after["sha256"], after["code_sha256"])
+    assert (f"source digest {before['sha256'][:12]}, now {after['sha256'][:12]}" in said
+            and f"code digest {before['code_sha256'][:12]}, now {after['code_sha256'][:12]}" in said)
+
+
+def test_a_cuda_comment_is_code_as_far_as_the_digest_knows(module):
+    before = source_digest(module)
+    cu = module.with_suffix(".cu")
+    cu.write_text("// a comment\n" + cu.read_text())
+    after = source_digest(module)
+    assert after["code_sha256"] != before["code_sha256"]
+
+
+def test_same_code_falls_back_to_the_text_digest():
+    a = {"source_sha256": "a" * 64, "code_sha256": None}
+    assert exp.same_code(a, {"source_sha256": "a" * 64, "code_sha256": "c" * 64})      # text equal, code unknown
+    assert not exp.same_code(a, {"source_sha256": "b" * 64, "code_sha256": "c" * 64})
+    assert exp.same_code({"source_sha256": "a" * 64, "code_sha256": "c" * 64},
+                         {"source_sha256": "b" * 64, "code_sha256": "c" * 64})           # code equal
+    assert exp.same_code(a, {})                                                          # unknown: as before
+    said = exp.other_code({"sessions": [a]}, "b" * 64, "c" * 64)
+    assert "source digest aaaaaaaaaaaa, now bbbbbbbbbbbb" in said and "code digest not recorded" in said
+
+
+def test_python_code_keeps_strings_and_drops_only_comments_and_docstrings():
+    text = ('"""Module doc."""\nimport os  # why\n\n\nclass A:\n    """Class doc."""\n    x = "# not a comment"\n'
+            '    def f(self):\n        """Doc."""\n        return """\n\nkeep the blank line above\n"""\n')
+    code = python_code(text.encode()).decode()
+    assert code == ('import os\nclass A:\n    x = "# not a comment"\n    def f(self):\n'
+                    '        return """\n\nkeep the blank line above\n"""')
+    blank_changed = text.replace('return """\n\n', 'return """\n')
+    assert python_code(blank_changed.encode()) != python_code(text.encode())      # a string's value changed
+    assert python_code(b"def broken(:\n") == b"def broken(:\n"                    # not Python: the text itself
+    assert python_code('x = "é"  # ü\n'.encode()) == 'x = "é"'.encode()
