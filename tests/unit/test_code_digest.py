@@ -3,7 +3,9 @@ measurements out of a docstring keeps the GPU evidence recorded before it; a cha
 changes it, as it changes the text digest (`sha256`)."""
 from __future__ import annotations
 
+import importlib.util
 import shutil
+import subprocess
 
 import pytest
 from repo_paths import ROOT
@@ -116,3 +118,73 @@ def test_python_code_keeps_strings_and_drops_only_comments_and_docstrings():
     assert python_code(blank_changed.encode()) != python_code(text.encode())      # a string's value changed
     assert python_code(b"def broken(:\n") == b"def broken(:\n"                    # not Python: the text itself
     assert python_code('x = "é"  # ü\n'.encode()) == 'x = "é"'.encode()
+
+
+def _backfill_module():
+    spec = importlib.util.spec_from_file_location("backfill_code_digest_dev", ROOT / "dev" / "backfill_code_digest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_the_backfill_proves_a_session_from_a_git_version(tmp_path):
+    """A session recorded from an older commit gets that version's code digest, proven by its text
+    digest (the git_sha it names is only a hint: here a wrong one); one of today's text gets
+    today's; one no version reproduces, and one without a digest, get none; the file changes only
+    by the added keys."""
+    repo = tmp_path / "repo"
+    chapter, common = repo / "kernels" / "chXX", repo / "kernels" / "common"
+    chapter.mkdir(parents=True)
+    common.mkdir()
+    module = chapter / "k.py"
+    module.write_text('"""Measured: 1.0 ms."""\nPAIR = None  # the pair\n')
+    (chapter / "k.cu").write_text('#include "../common/h.cuh"\nint k() { return H; }\n')
+    (common / "h.cuh").write_text("#define H 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "v1")
+    v1 = source_digest(module)
+    (common / "h.cuh").write_text("#define H 2\n")                     # the code changes in a header
+    _git(repo, "commit", "-qam", "v2")
+    module.write_text('"""What the pair teaches."""\nPAIR = None\n')     # then only the docstring
+    _git(repo, "commit", "-qam", "v3")
+    now = source_digest(module)
+    assert v1["code_sha256"] != now["code_sha256"] and v1["files"] == now["files"]
+
+    sessions = [{"source_sha256": v1["sha256"], "git_sha": "0" * 40, "samples": {}},
+                {"source_sha256": now["sha256"], "git_sha": _git(repo, "rev-parse", "HEAD~2"), "samples": {}},
+                {"source_sha256": "f" * 64, "git_sha": None, "samples": {}},
+                {"source_sha256": None, "samples": {}}]
+    file = chapter / "expectations_test.json"
+    exp.save(file, {"format": exp.FORMAT, "pairs": {"chXX.k": {"sessions": sessions, "sizes": {"n": [1, 2]}}}})
+    before = file.read_text()
+
+    counts = _backfill_module().backfill(repo, [file], say=lambda m: None)[str(file)]
+    assert (counts["tree"], counts["history"], counts["unproven"], counts["no_digest"]) == (1, 1, 1, 1)
+    got = [s.get("code_sha256") for s in exp.read_any(file)["pairs"]["chXX.k"]["sessions"]]
+    assert got == [v1["code_sha256"], now["code_sha256"], None, None]
+    data = exp.read_any(file)
+    for s in data["pairs"]["chXX.k"]["sessions"]:
+        s.pop("code_sha256", None)
+    assert exp.dumps(data) + "\n" == before                            # nothing else moved
+    assert exp.same_code(sessions[1] | {"code_sha256": now["code_sha256"]}, now | {"source_sha256": now["sha256"]})
+
+
+def test_shipped_h200_sessions_of_todays_text_carry_todays_code_digest():
+    """Every H200 session recorded from the pair's files as they are today names today's code
+    digest (dev/backfill_code_digest.py gave the older ones theirs)."""
+    checked = 0
+    for file in sorted((ROOT / "kernels").glob("ch*/expectations_h200.json")):
+        for name, entry in exp.read_any(file).get("pairs", {}).items():
+            chapter, _, stem = name.partition(".")
+            now = source_digest(ROOT / "kernels" / chapter / f"{stem}.py")
+            for session in entry.get("sessions", []):
+                if session.get("source_sha256") == now["sha256"]:
+                    assert session.get("code_sha256") == now["code_sha256"], (file.name, name)
+                    checked += 1
+    assert checked >= 40
