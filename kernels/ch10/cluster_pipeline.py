@@ -80,12 +80,12 @@ Predicted profile (H100 SXM, 132 SMs, 50 MB L2; measured numbers belong in kerne
   - Time: 0.25 ms is 620 TFLOP/s. four_stage should run near cuBLAS (~0.22-0.27 ms, tensor pipe
     ~75-85% active; 1152 tiles are 8.7 waves of 132, so the last wave is 73% full); two_stage
     pays TMA's L2 round trip (~1 us) on most k-tiles against ~0.6 us of wgmma per k-tile:
-    ~1.3-1.6x slower (book: 1.133x for stages + cluster + graph together; on an H100 the single
-    stage of matmul_wgmma_pipelined was 2.13x slower than its 4-stage ring).
+    ~1.3-1.6x slower (book: 1.133x for stages + cluster + graph together; matmul_wgmma_pipelined
+    measures one stage against a 4-stage ring, one stage shallower: kernels/ch10/README.md).
     Without multicast the 4-stage kernel asks L2 for ~7-8 TB/s at that speed (multicast: ~4.8-5.4),
     and L2 delivers that: matmul_wgmma_pipelined's 4-stage ring pulls the same 48 KiB per CTA and
-    k-tile and ran at 731 TFLOP/s (94.7% of cuBLAS) on an H100 (kernels/ch10/README.md), ~8.6 TB/s
-    from L2. So expect four_stage_no_multicast within ~5% of four_stage: at this tile the
+    k-tile at close to cuBLAS's speed, more than that from L2 (its measurement is in
+    kernels/ch10/README.md). So expect four_stage_no_multicast within ~5% of four_stage: at this tile the
     multicast shows in the L2 counters, not in the time (as the README's cluster_multicast found at
     a thinner tile; the crossbar still delivers 48 KiB per k-tile to every SM either way). It pays
     where L2 is the bound: smaller tiles, more clusters per GPC, or a GPU with less L2 bandwidth.

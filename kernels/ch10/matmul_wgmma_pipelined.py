@@ -51,9 +51,10 @@ grid: TMA zero-fills the parts of a box past m, n or k, the grid and the k loop 
 rounded up, and only a tile reaching past m or n stores element by element
 (kernels/common/wgmma_edges.cuh); the book's kernels take whole 128 x 256 x 64 tiles only.
 
-Why the ratio should be a bit under the book's. ch09.tma_wgmma_pipeline measured the same
-single-stage schedule at 1.41 us per k-tile on an H100 against ~0.56 us of MMA at the tensor
-roof: ~40% tensor-pipe active. At 12288^3 that is 35 waves x 192 k-tiles x ~1.41 us ~ 9.5 ms;
+Why the ratio should be a bit under the book's. A single-stage k-tile costs a TMA round trip
+plus its MMAs, ~1.4 us against ~0.56 us of MMA at the tensor roof (the k-tile time of the same
+schedule in ch09.tma_wgmma_pipeline; its measurement is in kernels/ch10/README.md): ~40%
+tensor-pipe active. At 12288^3 that is 35 waves x 192 k-tiles x ~1.41 us ~ 9.5 ms;
 the pipelined kernel should run near cuBLAS (~4.7-4.9 ms at ~760-790 TFLOP/s), ~5.1-5.3 ms, so
 ~1.8-1.9x. The B200's tcgen05 is ~2.3x faster per SM than Hopper's wgmma while the TMA latency
 is about the same, so its single-stage kernel idles more (and both its sides carry the fp32
@@ -75,7 +76,7 @@ Predicted profile (ncu; measured numbers belong in kernels/ch10/README.md):
     __syncthreads (barrier) while each tile loads; in the pipelined kernel those nearly vanish
     (loads landed 3 k-tiles earlier) and what remains is waiting on its own wgmma group.
   - DRAM bytes: the compulsory 906 MB is a floor; B is re-read once per group of 8 row tiles,
-    so expect a small multiple of it in both (ch09: 2.4x), under ~30% of DRAM bandwidth.
+    so expect a small multiple of it in both (as in ch09.tma_wgmma_pipeline), under ~30% of DRAM bandwidth.
   - % of cuBLAS: single_stage ~50%, pipelined >= 90% (issue 13's target).
 
 Correctness: A ~ N(0, 1/k), B ~ N(0, 1) rounded to fp16, so C ~ N(0, 1); the float64 reference

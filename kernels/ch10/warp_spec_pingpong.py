@@ -68,8 +68,8 @@ What this port changes from the book, and why:
 
 Predicted profile (n = 2^24; `bytes` = 12 n = 192 MiB = 201 MB per call):
   - DRAM: every variant reads A and B once and writes C once (128 MiB in, 64 MiB out; no reuse,
-    well above the 50 MB L2). Roof: 201 MB / 3.35 TB/s = 60 us on an H100 SXM (~67 us at the
-    3.0 TB/s `aisp-prof calibrate` measured), ~42-47 us on an H200. None of the three gets near
+    well above the 50 MB L2). Roof: 201 MB / 3.35 TB/s = 60 us on an H100 SXM at its datasheet
+    bandwidth (the calibrated roof is in kernels/ch10/README.md), ~42-47 us on an H200. None of the three gets near
     it, and what bounds them is bytes in flight, not the hand-off.
   - Little's law: 3.35 TB/s x ~700 ns loaded latency = 2.3 MB in flight device-wide, ~18 KB per
     SM. Only producer warps load, 2 CTAs fit per SM (96 KiB each for the ring; the grid is 2 x

@@ -9,14 +9,12 @@ two consumer warpgroups that only issue wgmma and take those registers (setmaxnr
 - connect them by a ring of full/empty mbarriers, and neither ever waits for the other except
 when the ring is really empty or full: same tiles, same instructions, same bytes, faster.
 
-The second lesson, found by measuring (session 9): once the roles are split, what is left is the
-epilogue. A persistent GEMM's tiles run in lockstep waves, so all 132 SMs store their 64 KiB of C
+The second lesson, found by measuring (session 9; the numbers are in kernels/ch10/README.md):
+once the roles are split, what is left is the epilogue. A persistent GEMM's tiles run in lockstep waves, so all 132 SMs store their 64 KiB of C
 at the same moment; stored from registers, the consumers wait for those stores to leave and the
-tensor pipe idles. With the stores removed (an experiment, wrong results) the register-epilogue
-kernel ran at ~100% of cuBLAS on an H200 instead of ~87%. Staging the tile in shared memory and
-handing it to a TMA store lets the warps start the next tile while the TMA unit drains this one;
-the ring gives up a stage for the 64 KiB staging buffer (3 stages held the main loop's speed in
-the same experiment, 2 did not).
+tensor pipe idles. Staging the tile in shared memory and handing it to a TMA store lets the
+warps start the next tile while the TMA unit drains this one; the ring gives up a stage for the
+64 KiB staging buffer (3 stages are enough to keep the main loop fed, 2 are not).
 
 The operation: C[m, n] = A[m, k] @ B[n, k]^T, fp16 in and out, fp32 accumulation, both operands
 K-major (cuBLAS's "TN" GEMM). Default m = n = 16384, k = 2048 (the book's size): 2 m n k =
@@ -99,11 +97,10 @@ Predicted profile (ncu; measured numbers belong in kernels/ch10/README.md):
     DRAM bytes in all; only time moves (and c2's L2 traffic).
   - Tensor pipe active: one_issuer ~55-65% (each k-tile drains the pipe: wait_group 0, a block
     barrier and a try-wait on a load issued only one k-tile earlier), warp_specialized_reg_epilogue
-    ~76% (session 8 measured 75.9% on an H100), warp_specialized ~88-90% (cuBLAS measured 91.9%);
-    the roofline point moves straight up.
+    ~76%, warp_specialized ~88-90% (cuBLAS's level); the roofline point moves straight up.
   - Stalls: one_issuer is dominated by the mbarrier try-wait (long_scoreboard), the wgmma wait
     and the __syncthreads (barrier). warp_specialized_reg_epilogue: long_scoreboard and barrier,
-    not gmma (session 8: 6.85, 3.83 and 0.12 warps per issue): the consumers wait for data after
+    not gmma: the consumers wait for data after
     every epilogue burst, not for the tensor pipe. warp_specialized: gmma moves up to the top
     stall (the tensor pipe is the limit, as in cuBLAS).
   - L2: A and B are re-read by other tile columns / rows through L2 (group-8 rasterization keeps

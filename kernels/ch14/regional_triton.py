@@ -29,8 +29,8 @@ but its attention (nn.MultiheadAttention, batch_first=True) transposes its input
 hidden] before the in-projection, and a linear on that non-contiguous view cannot be folded into one
 2-D GEMM without a copy (aten's matmul `should_fold`), so the traced graph computes it as a batched
 matmul over the in-projection weight expanded with stride 0 along the sequence: seq GEMMs of batch
-x hidden x 3 hidden, 8 rows each, which cuBLAS runs on small-M tiles (384x8 and 512x8 on an H100:
-2.15 of that baseline's 4.13 ms; issue 28). Eager never does this (its fast path is one QKV GEMM),
+x hidden x 3 hidden, 8 rows each, which cuBLAS runs on small-M tiles (issue 28; what it cost on an
+H100 is in kernels/ch14/README.md). Eager never does this (its fast path is one QKV GEMM),
 so that baseline timed a lowering, not whole-block compilation, and regional and even plain eager
 beat it 2-3x. Here the baseline is the same block, module and compile options with attention fed
 sequence-first and contiguous (`SequenceFirstBlock`: batch_first off, h transposed once before
@@ -77,7 +77,7 @@ Predicted profile (what must move in ncu / nsys):
     `launch.compile_seconds` (the whole block autotunes 4 GEMM shapes, the MLP 2);
   - book_baseline: the in-projection as `seq` batched GEMMs of 8 rows (nsys: a bmm-shaped cuBLAS
     or Triton kernel with small-M tiles where baseline has one GEMM), ~2x baseline's time (issue
-    28 measured 4.13 ms, 2.15 of them that GEMM, against ~1.9 ms for regional);
+    28's H100 measurement of it is in kernels/ch14/README.md);
   - graphs: 1 per compiled region, no breaks, no recompiles across the 4 lengths (dynamic=True);
     4 CUDA graphs recorded per region (one per length).
 
