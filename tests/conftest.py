@@ -18,7 +18,11 @@ def _have_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+@pytest.hookimpl(tryfirst=True)                      # before -m selects: the fast loop leaves these out
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "build" in item.keywords and "slow" not in item.keywords:
+            item.add_marker(pytest.mark.slow)           # a build check is always slow
     if not any("gpu" in item.keywords for item in items) or _have_gpu():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run on the GPU machine: pytest -m gpu)")

@@ -86,6 +86,21 @@ def have_nvcc() -> bool:
 requires_nvcc = pytest.mark.skipif(not have_nvcc(), reason="needs nvcc (install the CUDA toolkit or set AISP_NVCC)")
 
 
+def can_build_cutlass() -> bool:
+    """nvcc and the CUTLASS headers are here, and AISP_SKIP_CUTLASS_BUILD=1 does not say skip."""
+    return have_nvcc() and tools.have_cutlass() and os.environ.get("AISP_SKIP_CUTLASS_BUILD") != "1"
+
+
+def cutlass_build(test):
+    """Mark a test that compiles CUTLASS templates with nvcc (one to two minutes and ~6 GB for cicc
+    per source on 2 cores): `build`, which setup.cfg leaves out of the default run (`pytest -m build`
+    runs them; CI does, as its second line), and `slow`; skipped without nvcc and the headers."""
+    skip = pytest.mark.skipif(not can_build_cutlass(), reason=(
+        "needs nvcc and the CUTLASS headers (pip install nvidia-cutlass or set AISP_CUTLASS_INCLUDE); "
+        "AISP_SKIP_CUTLASS_BUILD=1 skips this slow build"))
+    return pytest.mark.build(pytest.mark.slow(skip(test)))
+
+
 def runnable_variants(pair, have_gpu: bool, have_nvcc: bool, have_triton: bool,
                       have_cutlass: bool | None = None) -> list[str]:
     """The variants `capabilities.runnable` runs on a machine with these needs met

@@ -5,19 +5,19 @@ the module calls and wgmma (HGMMA) in the tensor-op kernels.
 CPU only, except the test marked `gpu` (every variant against the float64 reference), which
 skips cleanly without a GPU. The compile test needs nvcc and the CUTLASS headers, no GPU, and is
 SLOW (CUTLASS 3.x templates: ~2-4 minutes of nvcc on a small CPU; set AISP_SKIP_CUTLASS_BUILD=1
-to skip it). The headers come from $AISP_CUTLASS_INCLUDE, the `nvidia-cutlass` package or
-`.cutlass/include` at the repository root; CI has none of these unless nvidia-cutlass is
+to skip it): it is marked `build`, left out of the default run and run by `pytest -m build`. The
+headers come from $AISP_CUTLASS_INCLUDE, the `nvidia-cutlass` package or `.cutlass/include` at the
+repository root; CI has none of these unless nvidia-cutlass is
 installed, so there the compile test skips.
 """
 from __future__ import annotations
 
 import ctypes
-import os
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, kept_build_dir, runnable_variants, sass_functions
+from pair_testing import cutlass_build, forbid_build, have_nvcc, import_fresh, kept_build_dir, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -35,10 +35,6 @@ SYMBOLS = ("aisp_cutlass_simt", "aisp_cutlass_tensorop", "aisp_cutlass_tensorop_
 VARIANTS = ["baseline", "tensorop_sm90", "cublas"]
 
 requires_gpu = pytest.mark.gpu          # tests/conftest.py skips these where torch sees no GPU
-requires_nvcc_and_cutlass = pytest.mark.skipif(
-    not (have_nvcc() and tools.have_cutlass()) or os.environ.get("AISP_SKIP_CUTLASS_BUILD") == "1",
-    reason="needs nvcc and the CUTLASS headers (pip install nvidia-cutlass or set AISP_CUTLASS_INCLUDE); "
-           "AISP_SKIP_CUTLASS_BUILD=1 skips this slow build")
 
 
 @pytest.fixture(scope="module")
@@ -151,8 +147,7 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
 
 # --- the CUDA source: builds for sm_90a (SLOW), exports its symbols, HGMMA -------------------
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mod):
     """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu (~2-4 minutes)."""
     monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))

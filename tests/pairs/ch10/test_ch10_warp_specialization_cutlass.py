@@ -7,20 +7,20 @@ only in the persistent (cooperative, ping-pong) kernels, and no wgmma serializat
 
 The build needs nvcc and the CUTLASS headers, no GPU, and is SLOW (~2 minutes of nvcc for the
 three kernels; built once per test session into the normal build cache, so later runs and the GPU
-tests reuse it; AISP_SKIP_CUTLASS_BUILD=1 skips it). GPU only (marked `gpu`): every variant against
+tests reuse it; AISP_SKIP_CUTLASS_BUILD=1 skips it); its tests are marked `build`, left out of the
+default run and run by `pytest -m build` (pair_testing.cutlass_build). GPU only (marked `gpu`): every variant against
 the float64 reference at ragged, multi-wave and the book's sizes.
 """
 from __future__ import annotations
 
 import collections
 import ctypes
-import os
 import re
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, runnable_variants, sass_functions
+from pair_testing import can_build_cutlass, cutlass_build, forbid_build, have_nvcc, import_fresh, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -38,10 +38,6 @@ CUTLASS_VARIANTS = VARIANTS[:-1]
 SYMBOLS = ("aisp_ws_cutlass_gemm", "aisp_ws_cutlass_workspace_size", "aisp_ws_cutlass_config_count",
            "aisp_ws_cutlass_config_name", "aisp_ws_cutlass_config_persistent", "aisp_cuda_error_string")
 
-requires_nvcc_and_cutlass = pytest.mark.skipif(
-    not (have_nvcc() and tools.have_cutlass()) or os.environ.get("AISP_SKIP_CUTLASS_BUILD") == "1",
-    reason="needs nvcc and the CUTLASS headers (pip install nvidia-cutlass or set AISP_CUTLASS_INCLUDE); "
-           "AISP_SKIP_CUTLASS_BUILD=1 skips this slow build")
 
 
 @pytest.fixture(scope="module")
@@ -176,7 +172,7 @@ def test_missing_headers_say_how_to_get_them(monkeypatch, tmp_path):
 @pytest.fixture(scope="module")
 def library(mod) -> Path:
     """The library exactly as the pair builds it (same flags, same cache), built once per module."""
-    if not (have_nvcc() and tools.have_cutlass()) or os.environ.get("AISP_SKIP_CUTLASS_BUILD") == "1":
+    if not can_build_cutlass():
         pytest.skip("needs nvcc and the CUTLASS headers")
     return build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=tools.cutlass_include_dirs(),
                                       extra_flags=mod.EXTRA_FLAGS)
@@ -204,8 +200,7 @@ def opcodes(body: str) -> collections.Counter:
     return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
 
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(library, mod):
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
@@ -238,8 +233,7 @@ def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(
     assert call(config=0, swizzle=8) == invalid                       # the non-persistent grid has no order
 
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_sass_shows_each_schedules_mechanism(sass):
     assert set(sass) == {"KernelTmaWarpSpecialized", "KernelTmaWarpSpecializedCooperative",
                          "KernelTmaWarpSpecializedPingpong"}

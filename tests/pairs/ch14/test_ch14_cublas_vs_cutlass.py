@@ -8,7 +8,8 @@ HMMA, in the Sm90 kernel.
 
 The build needs nvcc and the CUTLASS headers, no GPU (~45 s of nvcc on 2 cores, once per test
 module, with `-Xptxas -v` into a temporary folder so ptxas's report can be read; the pair's own
-cached build is the same command without `-Xptxas -v`). AISP_SKIP_CUTLASS_BUILD=1 skips it.
+cached build is the same command without `-Xptxas -v`). AISP_SKIP_CUTLASS_BUILD=1 skips it; its
+tests are marked `build`, left out of the default run and run by `pytest -m build`.
 GPU only (marked `gpu`): every variant against the float64 reference at ragged, multi-wave and the
 book's sizes.
 """
@@ -17,13 +18,12 @@ from __future__ import annotations
 import collections
 import ctypes
 import math
-import os
 import re
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, have_nvcc, import_fresh, run_nvcc, runnable_variants, sass_functions
+from pair_testing import can_build_cutlass, cutlass_build, forbid_build, have_nvcc, import_fresh, run_nvcc, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -42,15 +42,6 @@ SYMBOLS = ("aisp_cvc_gemm", "aisp_cvc_workspace_size", "aisp_cvc_variant_count",
            "aisp_cuda_error_string")
 SM80_KERNEL = "4gemm6kernel4GemmI"                                   # CUTLASS 2.x cutlass::gemm::kernel::Gemm<...>
 SM90_KERNEL = "35KernelTmaWarpSpecializedCooperative"               # the mangled 3.x schedule policy
-
-
-def _can_build() -> bool:
-    return have_nvcc() and tools.have_cutlass() and os.environ.get("AISP_SKIP_CUTLASS_BUILD") != "1"
-
-
-requires_nvcc_and_cutlass = pytest.mark.skipif(
-    not _can_build(), reason="needs nvcc and the CUTLASS headers (pip install nvidia-cutlass or set "
-                             "AISP_CUTLASS_INCLUDE); AISP_SKIP_CUTLASS_BUILD=1 skips this slow build")
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +181,7 @@ def test_missing_headers_say_how_to_get_them(monkeypatch, tmp_path):
 def built(mod, tmp_path_factory) -> tuple[Path, str]:
     """(library, nvcc + ptxas output): the pair's own build command (aisp_kernels.build's flags, the
     pair's arch, include folders and extra flags) plus `-Xptxas -v`, built once per module."""
-    if not _can_build():
+    if not can_build_cutlass():
         pytest.skip("needs nvcc and the CUTLASS headers")
     library = tmp_path_factory.mktemp("cublas_vs_cutlass") / "cublas_vs_cutlass.so"
     cmd = build.nvcc_command(CU_PATH, library, mod.ARCH, nvcc=tools.find_nvcc(),
@@ -225,8 +216,7 @@ def ptxas_entries(report: str) -> dict[str, str]:
     return dict(zip(parts[1::2], parts[2::2]))
 
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_ptxas_reports_no_serialized_wgmma_and_no_spills(built):
     report = built[1]
     # -DNDEBUG: no CuTe assert calls, so ptxas keeps the wgmma pipeline (without it: "(C7510)
@@ -242,8 +232,7 @@ def test_ptxas_reports_no_serialized_wgmma_and_no_spills(built):
         assert registers <= 255, entry[:100]
 
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(built, mod):
     lib = ctypes.CDLL(str(built[0]))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
@@ -278,8 +267,7 @@ def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(
     assert lib.aisp_cvc_workspace_size(0, 64, 64, 64, 8) == -1 and lib.aisp_cvc_workspace_size(1, 64, 12, 64, 1) == -1
 
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_sass_sm80_kernel_is_mma_sync_with_nothing_of_hopper(sass):
     c = opcodes(sass["sm80"])
     # 64x64x64 warp tile of 16x8x16 mma.sync: 4 x 8 x 4 = 128 HMMA per k-block of 64
@@ -289,8 +277,7 @@ def test_sass_sm80_kernel_is_mma_sync_with_nothing_of_hopper(sass):
     assert not any(op.startswith(("CALL", "STL", "LDL")) for op in c)         # no assert calls, no local memory
 
 
-@pytest.mark.slow
-@requires_nvcc_and_cutlass
+@cutlass_build
 def test_sass_sm90_kernel_is_tma_and_wgmma_with_no_mma_sync(sass):
     body = sass["sm90"]
     c = opcodes(body)
