@@ -11,15 +11,12 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (forbid_build, have_nvcc, import_fresh, kept_build_dir,
-                          requires_nvcc, run_nvcc, runnable_variants)
+from pair_testing import build_with_report, forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof import tools  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch09" / "micro_tiling_matmul.py"
@@ -138,12 +135,19 @@ def test_fp32_precision_is_restored(mod):
 
 # --- the CUDA source: builds for sm_90, exports its symbols, no spills ----------------------
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report: one nvcc
+    run (~13 s) for the symbol and the spill tests."""
+    if not have_nvcc():
+        pytest.skip("needs nvcc")
+    return build_with_report(CU_PATH, tmp_path_factory.mktemp("micro_tiling"), "sm_90")
+
+
 @pytest.mark.slow
 @requires_nvcc
-def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
-    monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
-    library = build.build_shared_library(CU_PATH, arch="sm_90")
-    lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
+def test_cu_builds_for_sm90_and_exports_the_c_symbols(built):
+    lib = ctypes.CDLL(str(built[0]))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
         assert hasattr(lib, name), name
     # host-only entry points: callable without a GPU
@@ -166,14 +170,10 @@ def test_cu_builds_for_sm90_and_exports_the_c_symbols(monkeypatch, tmp_path):
     assert fn(0, None, 16, 16, 4, 4, 4, None) == invalid_value            # null pointer
 
 
-def _ptxas_report() -> dict[str, dict[str, int]]:
+def _ptxas_report(text: str) -> dict[str, dict[str, int]]:
     """{mangled kernel name: {registers, spill_stores, spill_loads, stack}} from nvcc -Xptxas -v."""
-    nvcc = tools.find_nvcc()
-    proc = run_nvcc([str(nvcc), "-O3", "-std=c++17", "-lineinfo", "-cubin", "-gencode=arch=compute_90,code=sm_90",
-                     "-Xptxas", "-v", "-o", "/dev/null", str(CU_PATH)], CU_PATH, None)
-    assert proc.returncode == 0, proc.stderr
     report = {}
-    for block in re.split(r"Compiling entry function '", proc.stdout + proc.stderr)[1:]:
+    for block in re.split(r"Compiling entry function '", text)[1:]:
         name = block.split("'")[0]
         frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", block)
         regs = re.search(r"Used (\d+) registers", block)
@@ -195,8 +195,8 @@ def _optimized_config_mangled() -> str:
 
 @pytest.mark.slow
 @requires_nvcc
-def test_ptxas_reports_no_spills():
-    report = _ptxas_report()
+def test_ptxas_reports_no_spills(built):
+    report = _ptxas_report(built[1])
     micro = {name: r for name, r in report.items() if "sgemm_micro_tiled" in name}
     assert len(micro) >= 2 and any("sgemm_smem_tiled" in name for name in report)
     optimized = [r for name, r in micro.items() if _optimized_config_mangled() in name]
