@@ -2,9 +2,11 @@
 Tests marked `gpu` skip cleanly where torch sees no CUDA GPU; torch is imported only to ask."""
 from __future__ import annotations
 
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from repo_paths import FIXTURES, ROOT
@@ -82,3 +84,26 @@ def sample_dbs(tmp_path_factory) -> SampleDatabases:
 def samples_db(sample_dbs, tmp_path) -> Path:
     """A private database holding every shipped sample run (imported once per session)."""
     return sample_dbs.copy(tmp_path / "samples.db")
+
+
+@pytest.fixture(scope="session")
+def quickstart_without_gpu(tmp_path_factory) -> SimpleNamespace:
+    """`aisp-prof quickstart --db <folder>/a.db` where torch sees no GPU (it stores and summarizes
+    the shipped samples and writes <folder>/reports/quickstart), run once per session in a fresh
+    folder: `folder`, `db`, `exit_code`, `stdout`, `output`. Shared: read it, never write it."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("on a GPU quickstart profiles instead")
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    folder = tmp_path_factory.mktemp("quickstart")
+    before = os.getcwd()
+    os.chdir(folder)                         # the report goes to ./reports/quickstart
+    try:
+        res = CliRunner().invoke(cli, ["quickstart", "--db", str(folder / "a.db")])
+    finally:
+        os.chdir(before)
+    return SimpleNamespace(folder=folder, db=folder / "a.db", exit_code=res.exit_code, stdout=res.stdout,
+                           output=res.output)

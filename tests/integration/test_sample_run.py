@@ -69,17 +69,12 @@ def test_importing_the_sample_twice_is_harmless(sample_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_quickstart_without_gpu_summarizes_samples(tmp_path, monkeypatch):
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("on a GPU quickstart profiles instead")
-    monkeypatch.chdir(tmp_path)      # the report goes to ./reports/quickstart
-    res = CliRunner().invoke(cli, ["quickstart", "--db", str(tmp_path / "a.db")])
+def test_quickstart_without_gpu_summarizes_samples(quickstart_without_gpu):
+    res = quickstart_without_gpu                     # run once per session (tests/conftest.py)
     assert res.exit_code == 0, res.output
     assert RUN_ID in res.stdout and "cuda" in res.stdout and "3.13x" in res.stdout
-    assert (tmp_path / "reports" / "quickstart" / "index.html").exists()
-    summary = CliRunner().invoke(cli, ["summary", RUN_ID, "--db", str(tmp_path / "a.db"), "--json"])
+    assert (res.folder / "reports" / "quickstart" / "index.html").exists()
+    summary = CliRunner().invoke(cli, ["summary", RUN_ID, "--db", str(res.db), "--json"])
     assert json.loads(summary.stdout)["run"]["gpu_name"] == "NVIDIA H200"
 
 

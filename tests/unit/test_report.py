@@ -325,16 +325,12 @@ def test_cli_report_help_has_example():
 
 
 @pytest.mark.slow
-def test_quickstart_without_gpu_builds_the_sample_report(tmp_path, monkeypatch):
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
-        pytest.skip("on a GPU quickstart profiles instead")
-    monkeypatch.chdir(tmp_path)
-    res = invoke("quickstart", "--db", str(tmp_path / "a.db"))
+def test_quickstart_without_gpu_builds_the_sample_report(quickstart_without_gpu):
+    res = quickstart_without_gpu                     # run once per session (tests/conftest.py)
     assert res.exit_code == 0, res.output
     index = Path(res.stdout.strip().splitlines()[-1].split()[-1])
-    assert index.name == "index.html" and (tmp_path / index).exists()
-    assert re.search(r'href="ch09\.fused_l2norm\.html"', (tmp_path / index).read_text())
+    assert index.name == "index.html" and (res.folder / index).exists()
+    assert re.search(r'href="ch09\.fused_l2norm\.html"', (res.folder / index).read_text())
 
 
 @pytest.mark.slow
