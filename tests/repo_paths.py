@@ -11,3 +11,9 @@ FIXTURES = TESTS / "fixtures"
 KERNELS = ROOT / "kernels"
 PROFILES = ROOT / "profiles"
 SAMPLES = PROFILES / "samples"
+
+
+def every_sample_run() -> list[Path]:
+    """Every shipped sample run folder, profiles/samples*/<run id> (H200 and H100, chapters 9, 10
+    and 14), in path order: what `sample_dbs.original(*every_sample_run())` imports once."""
+    return sorted(p for p in PROFILES.glob("samples*/*") if (p / "run.json").is_file())

@@ -11,30 +11,25 @@ import math
 
 import pytest
 from click.testing import CliRunner
+from repo_paths import every_sample_run
 
 from aisp_prof.analyze.timing.speedup import TIMER_LABELS, TIMERS, speedup
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
-from aisp_prof.paths import data_root
 
 L2NORM = "20261126T011557Z-ch09.fused_l2norm-90df"
 
 
-def _sample_dirs():
-    return sorted(p for d in sorted((data_root() / "profiles").glob("samples*"))
-                  for p in d.iterdir() if (p / "run.json").exists())
-
-
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    database = open_db(tmp_path_factory.mktemp("one_speedup") / "a.db")
-    for p in _sample_dirs():
-        database.import_path(p)
-    return database
+def db(tmp_path_factory, sample_dbs):
+    """Every shipped sample run (profiles/samples*), imported once per session (tests/conftest.py)."""
+    return open_db(sample_dbs.copy(tmp_path_factory.mktemp("one_speedup") / "a.db", *every_sample_run()))
 
 
-def _summary(db, rid):
-    return {r["variant"]: r for r in db.summary_result(rid)["summary"] if r.get("speedup_vs_baseline")}
+def _summary(db, rid, result=None):
+    """{variant: summary row} of the variants with a speedup; from `result` if given (summary_result's)."""
+    result = result or db.summary_result(rid)
+    return {r["variant"]: r for r in result["summary"] if r.get("speedup_vs_baseline")}
 
 
 # ---------------------------------------------------------------------- the definition, alone
@@ -78,8 +73,10 @@ def test_every_sample_says_one_speedup_everywhere(db):
     runs = db.runs()
     assert len(runs) >= 40                               # samples, samples_h100, _ch10, _ch14
     checked = 0
+    histories = {}                                       # a pair's history holds every run of it: read once
     for rid, pair in zip(runs["run_id"], runs["pair"]):
-        summary = _summary(db, rid)
+        result = db.summary_result(rid)
+        summary = _summary(db, rid, result)
         if not summary:
             continue
         primary = {v: (r["speedup_vs_baseline"], r["speedup_timer"]) for v, r in summary.items()}
@@ -95,13 +92,12 @@ def test_every_sample_says_one_speedup_everywhere(db):
                 assert c["time_source"] == TIMER_LABELS[c["speedup_timer"]]
                 checked += 1
         # history (--json rows)
-        hist = db.history(pair)
+        hist = histories[pair] if pair in histories else histories.setdefault(pair, db.history(pair))
         for h in hist[hist["run_id"] == rid].to_dict("records"):
             if h["variant"] in primary:
                 assert (h["speedup_vs_baseline"], h["speedup_timer"]) == primary[h["variant"]], (rid, h["variant"])
                 checked += 1
         # summary's headline: the best optimization's number and timer
-        result = db.summary_result(rid)
         head = result["headline"]
         if head["best"]:
             assert (head["speedup"], head["speedup_timer"]) == primary[head["best"]]

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
+from repo_paths import every_sample_run
 
 from aisp_prof.cli import cli
-from aisp_prof.paths import data_root
 from aisp_prof.render.table import bench_table, render
 
-RUN_DIRS = sorted(p for p in (data_root() / "profiles").glob("samples*/*") if (p / "run.json").is_file())
+RUN_DIRS = every_sample_run()
 WIDTH = 120
 
 
@@ -34,12 +34,10 @@ def header_line(text: str, first: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("tables") / "samples.db"
+def db(tmp_path_factory, sample_dbs) -> str:
+    """Every shipped sample run (profiles/samples*), imported once per session (tests/conftest.py)."""
     assert len(RUN_DIRS) >= 40
-    res = CliRunner().invoke(cli, ["import", "--db", str(path), *map(str, RUN_DIRS)])
-    assert res.exit_code == 0, res.output
-    return str(path)
+    return str(sample_dbs.copy(tmp_path_factory.mktemp("tables") / "samples.db", *RUN_DIRS))
 
 
 @pytest.mark.slow
