@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import os
 import pkgutil
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -248,3 +249,20 @@ def sass_by_kernel(library: Path, kernel_of) -> dict[str, str]:
 def opcodes_by_kernel(library: Path, kernel_of) -> dict[str, "collections.Counter[str]"]:
     """`sass_opcodes` keyed by `kernel_of(mangled name)`."""
     return {kernel_of(name): counts for name, counts in sass_opcodes(library).items()}
+
+
+def assert_exports(library: Path, names) -> None:
+    """`library` exports every C function in `names` (`nm -D --defined-only`; skips without nm)."""
+    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
+    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
+                             check=True).stdout
+    missing = [name for name in names if f" T {name}" not in symbols]
+    assert not missing, f"{library.name} does not export {missing}"
+
+
+def hopper_only() -> None:
+    """Skip a GPU test of sm_90a kernels on any GPU but Hopper (compute capability 9.0)."""
+    import torch
+
+    if torch.cuda.get_device_capability()[:2] != (9, 0):
+        pytest.skip("sm_90a kernels: Hopper only")

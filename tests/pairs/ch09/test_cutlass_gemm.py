@@ -37,11 +37,6 @@ VARIANTS = ["baseline", "tensorop_sm90", "cublas"]
 requires_gpu = pytest.mark.gpu          # tests/conftest.py skips these where torch sees no GPU
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "cutlass_gemm_under_test")
-
-
 # --- import, contract, formulas -------------------------------------------------------------
 
 @pytest.mark.slow

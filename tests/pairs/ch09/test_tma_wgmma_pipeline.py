@@ -32,11 +32,6 @@ VARIANTS = ["baseline", "pipelined", "pipelined_cluster", "cublas"]
 KERNEL_SYMBOLS = ("aisp_tma_wgmma_serial", "aisp_tma_wgmma_pipelined", "aisp_tma_wgmma_pipelined_cluster")
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "tma_wgmma_pipeline_under_test")
-
-
 def test_pair_is_discovered_with_its_contract():
     pair = pairs.find("ch09.tma_wgmma_pipeline")
     assert pair.chapter == 9 and list(pair.variants) == VARIANTS

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -19,11 +19,6 @@ from aisp_prof.collect.correctness import check  # noqa: E402
 PAIR_PATH = ROOT / "kernels" / "ch10" / "attention.py"
 NAME = "ch10.attention"
 TINY = {"batch": 2, "heads": 2, "seq": 96, "head_dim": 32}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_attention_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

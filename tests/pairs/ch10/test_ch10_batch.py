@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -23,11 +23,6 @@ NAME = "ch10.batch"
 VARIANTS = ["baseline", "micro_batches_graph", "one_batch", "one_batch_fused"]
 CPU_VARIANTS = ["baseline", "one_batch", "one_batch_fused"]
 TINY = {"micro_batches": 6, "micro_batch": 4, "hidden": 64, "ffn": 160}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_batch_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

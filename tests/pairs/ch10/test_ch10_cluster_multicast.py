@@ -14,13 +14,10 @@ from __future__ import annotations
 import collections
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, fake_library, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_functions)
+from pair_testing import assert_exports, fake_library, forbid_build, requires_nvcc, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -35,11 +32,6 @@ NAME = "ch10.cluster_multicast"
 VARIANTS = ["baseline", "multicast", "tma_no_multicast"]
 KERNELS = {"ILi0E": "baseline", "ILi1E": "multicast", "ILi2E": "tma_no_multicast"}   # template argument -> variant
 PROBES = [f"aisp_cluster_multicast_cluster{c}_support" for c in (2, 4, 8, 16)]
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "cluster_multicast_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -130,14 +122,6 @@ def test_missing_cluster_width_is_a_requirement_error(monkeypatch, mod, cluster)
 # --- the CUDA source ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("cluster_multicast"), "sm_90a")
-
-
-@pytest.fixture(scope="module")
 def sass(built) -> dict[str, str]:
     """`cuobjdump -sass` of the library, one entry per variant's kernel instantiation."""
     out = {}
@@ -164,12 +148,8 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert len(frames) == len(KERNELS) and all(f == ("0", "0", "0") for f in frames)
     assert "bytes smem" not in report                     # all shared memory is dynamic (67,592 bytes)
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in ("aisp_cluster_multicast", "aisp_cluster_multicast_encode_b", "aisp_cluster_multicast_error_string",
-                 *PROBES):
-        assert f" T {name}" in symbols
+    assert_exports(library, ("aisp_cluster_multicast", "aisp_cluster_multicast_encode_b", "aisp_cluster_multicast_error_string",
+                 *PROBES))
 
 
 @pytest.mark.slow

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_support_probe, build_with_report, forbid_build, have_nvcc, import_fresh,
-                          opcodes_by_kernel, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
+                          requires_nvcc, runnable_variants, sass_by_kernel)
 
 torch = pytest.importorskip("torch")
 
@@ -45,11 +44,6 @@ HAND_WRITTEN = [v for v in VARIANTS if v != "cublas"]
 KERNELS = {"ILi2ELb1EE": "two_stage", "ILi4ELb1EE": "four_stage", "ILi4ELb0EE": "four_stage_no_multicast"}
 MULTICAST = ("two_stage", "four_stage")
 ENTRY = "aisp_cluster_pipeline"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "cluster_pipeline_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -188,14 +182,6 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("cluster_pipeline"), "sm_90a")
-
-
 def _kernel(mangled: str) -> str:
     found = [k for tag, k in KERNELS.items() if "cluster_gemm_kernel" + tag in mangled]
     assert len(found) == 1, mangled
@@ -223,11 +209,7 @@ def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     assert frames == [("0", "0", "0")] * 3
     # static shared memory: the full + empty barriers, 2 x stages x 8 bytes (the stages are dynamic)
     assert sorted(map(int, re.findall(r"used \d+ barriers, (\d+) bytes smem", report))) == [32, 64, 64]
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"))
 
 
 @pytest.mark.slow
@@ -325,11 +307,6 @@ def test_build_command_is_the_shared_one(mod):
 
 # --- GPU only --------------------------------------------------------------------------------
 
-def _hopper_only():
-    if torch.cuda.get_device_capability()[:2] != (9, 0):
-        pytest.skip("sm_90a kernels: Hopper only")
-
-
 @pytest.mark.gpu
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"m": 1, "n": 8, "k": 8}, {"m": 128, "n": 256, "k": 64},
@@ -341,7 +318,7 @@ def test_every_variant_matches_the_float64_reference(sizes):
     # 2 k-tiles (the 2-stage ring wraps); a padding CTA + an 8-wide column tile + 3 k-tiles; the
     # sanitizer size (10 k-tiles, the last 8 deep); k-tiles 4 (one refill of the 4-stage ring)
     # with a ragged last one; ~400 clusters in ~6 waves, ragged in all three; 128 clusters x 64 k-tiles
-    _hopper_only()
+    hopper_only()
     result = check.check_pair(pairs.find(NAME), sizes, device="cuda", variants=VARIANTS, trials=1)
     check.raise_if_failed(result)
     # the hand-written kernels: the fp16 rounding, nothing more (cuBLAS is held to the pair's tolerance)
@@ -351,7 +328,7 @@ def test_every_variant_matches_the_float64_reference(sizes):
 @pytest.mark.gpu
 @requires_nvcc
 def test_graph_and_eager_launch_give_the_same_bits_on_the_current_stream(mod):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 1000, "n": 1032, "k": 520}, "cuda", 4)
     graphed, eager = mod.PAIR.variants["four_stage"](inputs), mod.PAIR.variants["four_stage_eager"](inputs)
     out_eager = eager().clone()
@@ -369,7 +346,7 @@ def test_graph_and_eager_launch_give_the_same_bits_on_the_current_stream(mod):
 @pytest.mark.gpu
 @requires_nvcc
 def test_four_stages_beat_two(mod):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 6144, "n": 6144, "k": 2048}, "cuda", 0)
     times = {}
     for name in ("baseline", "four_stage"):
@@ -393,7 +370,7 @@ def test_four_stages_beat_two(mod):
 @requires_nvcc
 @pytest.mark.parametrize("variant", HAND_WRITTEN)
 def test_closure_owns_its_operands_on_gpu(mod, variant):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 512, "n": 512, "k": 512}, "cuda", 5)
     ref = mod.reference(inputs)
     launch = mod.PAIR.variants[variant](inputs)
@@ -408,6 +385,6 @@ def test_closure_owns_its_operands_on_gpu(mod, variant):
 @pytest.mark.gpu
 @requires_nvcc
 def test_the_real_probe_accepts_hopper(mod):
-    _hopper_only()
+    hopper_only()
     mod.LIBRARY.load()
     mod._require_support("four_stage")

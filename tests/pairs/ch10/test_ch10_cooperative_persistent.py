@@ -10,8 +10,7 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants,
-                          sass_opcodes)
+from pair_testing import forbid_build, requires_nvcc, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -25,18 +24,6 @@ NAME = "ch10.cooperative_persistent"
 VARIANTS = ["baseline", "async_pipeline", "cooperative"]
 KERNELS = {"baseline": "sync_staged_kernel", "async_pipeline": "async_staged_kernel",
            "cooperative": "cooperative_kernel"}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_coop_under_test")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("coop"), "sm_90a")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

@@ -11,8 +11,7 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants,
-                          sass_opcodes)
+from pair_testing import forbid_build, requires_nvcc, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -25,18 +24,6 @@ CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.double_buffered_pipeline"
 VARIANTS = ["baseline", "tiled", "double_buffered"]
 KERNELS = {"baseline": "naive_kernel", "tiled": "tiled_kernel", "double_buffered": "double_buffered_kernel"}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_double_buffered_under_test")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("db"), "sm_90a")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, fake_library, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_functions)
+from pair_testing import assert_exports, fake_library, forbid_build, requires_nvcc, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -34,11 +31,6 @@ VARIANTS = ["baseline", "block_atomic", "cluster4_dsmem_atomic", "cluster2_leade
             "cluster4_warp_specialized"]
 KERNELS = ("partials_kernel", "combine_kernel", "block_atomic_kernel", "cluster4_atomic_kernel",
            "cluster2_leader_read_kernel", "cluster4_dims_kernel", "cluster4_vec4_kernel")
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "dsmem_reduction_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -113,14 +105,6 @@ def sass_by_kernel(library: Path) -> dict[str, str]:
             for mangled, body in sass_functions(library).items()}
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("dsmem"), "sm_90a")
-
-
 @pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
@@ -130,11 +114,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     assert sorted(k for k in KERNELS if any(re.search(rf"\d{k}E", c) for c in compiled)) == sorted(KERNELS)
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert len(frames) == len(KERNELS) and all(f == ("0", "0", "0") for f in frames)
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in ("aisp_dsmem_reduction", "aisp_dsmem_reduction_cluster_support", "aisp_dsmem_reduction_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, ("aisp_dsmem_reduction", "aisp_dsmem_reduction_cluster_support", "aisp_dsmem_reduction_error_string"))
 
 
 @pytest.mark.slow

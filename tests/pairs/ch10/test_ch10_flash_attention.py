@@ -27,11 +27,6 @@ TINY = {"batch": 2, "seq": 80, "hidden": 64, "heads": 2}
 BACKEND_KERNELS = {"flash": "flash_fwd", "cudnn": "cudnn"}
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_flash_attention_under_test")
-
-
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 10 and list(pair.variants) == VARIANTS

@@ -15,13 +15,10 @@ from __future__ import annotations
 import ctypes
 import math
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, fake_library, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_opcodes)
+from pair_testing import assert_exports, fake_library, forbid_build, requires_nvcc, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -38,11 +35,6 @@ KERNELS = {"baseline": r"15blocking_kernelE", "tma_ring3": r"16tma_ring3_kernelE
            "tma_ring3_warp_reduce": r"21tma_ring3_warp_kernelILi1ELi4EE",
            "tma_ring3_rows8": r"21tma_ring3_warp_kernelILi2ELi1EE"}
 LOG2E_F32 = 1.4426950216293335        # fp32(log2 e): __expf multiplies by it before ex2
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "flash_attn_tma_micro_pipeline_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -162,14 +154,6 @@ def test_no_tma_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("flash_attn_tma_micro_pipeline"), "sm_90a")
-
-
 def _by_variant(kernels: dict) -> dict:
     out = {}
     for variant, pattern in KERNELS.items():
@@ -189,11 +173,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     assert len(frames) == 4 and all(f == ("0", "0", "0") for f in frames)
     # the baseline's static K and V tiles (2 x 8 KiB) + the reduction array; the ring is dynamic
     assert re.search(r"used 1 barriers, 16896 bytes smem", report)
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in ("aisp_micro_attention", "aisp_micro_attention_tma_support", "aisp_micro_attention_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, ("aisp_micro_attention", "aisp_micro_attention_tma_support", "aisp_micro_attention_error_string"))
 
 
 @pytest.mark.slow

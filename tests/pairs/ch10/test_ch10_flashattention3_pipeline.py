@@ -26,11 +26,6 @@ TINY = {"batch": 2, "seq": 96, "hidden": 128, "heads": 4}
 BACKEND_KERNELS = {"flash": "flash_fwd", "efficient": "fmha", "cudnn": "cudnn"}
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_fa3_pipeline_under_test")
-
-
 def test_pair_is_discovered_with_its_contract(mod):
     pair = pairs.find(NAME)
     assert pair.chapter == 10 and list(pair.variants) == VARIANTS

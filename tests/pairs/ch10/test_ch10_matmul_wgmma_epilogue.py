@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_support_probe, build_with_report, forbid_build, have_nvcc, import_fresh,
-                          opcodes_by_kernel, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
+                          requires_nvcc, runnable_variants, sass_by_kernel)
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -34,11 +32,6 @@ NAME = "ch10.matmul_wgmma_epilogue"
 VARIANTS = ["baseline", "fused_epilogue"]
 KERNELS = ("gemm_store_kernel", "gemm_bias_silu_kernel")
 ENTRY = "aisp_matmul_wgmma_epilogue"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "matmul_wgmma_epilogue_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -154,14 +147,6 @@ def _kernel(mangled: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("matmul_wgmma_epilogue"), "sm_90a")
-
-
-@pytest.fixture(scope="module")
 def sass(built):
     return sass_by_kernel(built[0], _kernel)
 
@@ -181,11 +166,7 @@ def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert frames == [("0", "0", "0")] * 2
     assert re.findall(r"used 1 barriers, (\d+) bytes smem", report) == ["16", "16"]   # one mbarrier each
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"))
 
 
 def _count(counts, prefix: str) -> int:
@@ -239,11 +220,6 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built):
 
 # --- GPU only --------------------------------------------------------------------------------
 
-def _hopper_only():
-    if torch.cuda.get_device_capability()[:2] != (9, 0):
-        pytest.skip("sm_90a kernels: Hopper only")
-
-
 @pytest.mark.gpu
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 256, "k": 64}, {"m": 256, "n": 512, "k": 128},
@@ -253,7 +229,7 @@ def _hopper_only():
                                    {"m": 1000, "n": 777, "k": 1000}])
 def test_every_variant_matches_the_float64_reference(sizes):
     # one tile; the sanitizer size; the book's size (128 tiles, one wave); 320 tiles x 5 k-tiles
-    _hopper_only()
+    hopper_only()
     result = check.check_pair(pairs.find(NAME), sizes, device="cuda", variants=VARIANTS, trials=2)
     check.raise_if_failed(result)
     assert all(c.rel_err_vs_reference < 6e-4 for c in result.checks)       # the fp16 roundings, nothing more
@@ -262,7 +238,7 @@ def test_every_variant_matches_the_float64_reference(sizes):
 @pytest.mark.gpu
 @requires_nvcc
 def test_launches_per_call_are_five_then_one(mod):
-    _hopper_only()
+    hopper_only()
     from torch.profiler import ProfilerActivity, profile
 
     inputs = mod.make_inputs({"m": 2048, "n": 2048, "k": 64}, "cuda", 0)
@@ -282,7 +258,7 @@ def test_launches_per_call_are_five_then_one(mod):
 @requires_nvcc
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_closure_owns_its_operands_on_gpu(mod, variant):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 512, "n": 512, "k": 128}, "cuda", 5)
     ref = mod.reference(inputs)
     launch = mod.PAIR.variants[variant](inputs)

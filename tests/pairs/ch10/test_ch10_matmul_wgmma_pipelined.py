@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_support_probe, build_with_report, forbid_build, have_nvcc, import_fresh,
-                          opcodes_by_kernel, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
+                          requires_nvcc, runnable_variants, sass_by_kernel)
 
 torch = pytest.importorskip("torch")
 
@@ -35,11 +33,6 @@ NAME = "ch10.matmul_wgmma_pipelined"
 VARIANTS = ["baseline", "pipelined", "cublas"]
 KERNELS = ("single_stage_kernel", "pipelined_kernel")
 ENTRY = "aisp_matmul_wgmma_pipelined"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "matmul_wgmma_pipelined_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -134,14 +127,6 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("matmul_wgmma_pipelined"), "sm_90a")
-
-
 def _kernel(mangled: str) -> str:
     return next(k for k in KERNELS if re.search(rf"\d{k}E", mangled))
 
@@ -167,11 +152,7 @@ def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     assert frames == [("0", "0", "0")] * 2
     # static shared memory: one mbarrier (single stage); 4 full + 4 empty (the ring; stages are dynamic)
     assert sorted(map(int, re.findall(r"used 1 barriers, (\d+) bytes smem", report))) == [16, 64]
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"))
 
 
 def _count(counts, prefix: str) -> int:
@@ -237,11 +218,6 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built):
 
 # --- GPU only --------------------------------------------------------------------------------
 
-def _hopper_only():
-    if torch.cuda.get_device_capability()[:2] != (9, 0):
-        pytest.skip("sm_90a kernels: Hopper only")
-
-
 @pytest.mark.gpu
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 256, "k": 64}, {"m": 128, "n": 256, "k": 128},
@@ -254,7 +230,7 @@ def _hopper_only():
 def test_every_variant_matches_the_float64_reference(sizes):
     # k-tiles 1, 2, 3 (= stages - 1: the prologue alone), 4 (= stages), 5 (one refill after a
     # wrap); the sanitizer size (9: two wraps); 384 tiles in 2.9 waves; 256 tiles x 128 k-tiles
-    _hopper_only()
+    hopper_only()
     result = check.check_pair(pairs.find(NAME), sizes, device="cuda", variants=VARIANTS, trials=1)
     check.raise_if_failed(result)
     # the hand-written kernels: the fp16 rounding, nothing more (cuBLAS may split k and reduce in
@@ -265,7 +241,7 @@ def test_every_variant_matches_the_float64_reference(sizes):
 @pytest.mark.gpu
 @requires_nvcc
 def test_the_ring_is_clearly_faster_than_one_stage(mod):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 4096, "n": 4096, "k": 4096}, "cuda", 0)
     times = {}
     for name in ("baseline", "pipelined"):
@@ -288,7 +264,7 @@ def test_the_ring_is_clearly_faster_than_one_stage(mod):
 @requires_nvcc
 @pytest.mark.parametrize("variant", ["baseline", "pipelined"])
 def test_closure_owns_its_operands_on_gpu(mod, variant):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 512, "n": 512, "k": 512}, "cuda", 5)
     ref = mod.reference(inputs)
     launch = mod.PAIR.variants[variant](inputs)

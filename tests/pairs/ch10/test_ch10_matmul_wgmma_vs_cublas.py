@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_support_probe, build_with_report, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_functions, sass_opcodes)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, requires_nvcc, runnable_variants,
+                          sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -30,11 +28,6 @@ CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.matmul_wgmma_vs_cublas"
 VARIANTS = ["baseline", "cublas"]
 ENTRY = "aisp_matmul_wgmma_vs_cublas"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "matmul_wgmma_vs_cublas_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -124,14 +117,6 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 # --- the CUDA source ------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("matmul_wgmma_vs_cublas"), "sm_90a")
-
-
-@pytest.fixture(scope="module")
 def sass(built):
     (body,) = [b for name, b in sass_functions(built[0]).items() if "single_stage_kernel" in name]
     return body
@@ -153,11 +138,7 @@ def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert frames == [("0", "0", "0")]
     assert re.search(r"used 1 barriers, 16 bytes smem", report)            # the mbarrier (+ dynamic 49 KiB)
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"))
 
 
 def _count(counts, prefix: str) -> int:

@@ -39,11 +39,6 @@ requires_triton = pytest.mark.skipif(importlib.util.find_spec("triton") is None,
 interpreting = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_persistent_matmul_under_test")
-
-
 def test_imports_without_triton(monkeypatch):
     hide_package(monkeypatch, "triton")                        # makes `import triton` fail
     module = import_fresh(PAIR_PATH, "ch10_persistent_matmul_no_triton")

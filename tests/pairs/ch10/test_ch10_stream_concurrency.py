@@ -11,8 +11,7 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants,
-                          sass_opcodes)
+from pair_testing import forbid_build, requires_nvcc, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -24,18 +23,6 @@ PAIR_PATH = ROOT / "kernels" / "ch10" / "stream_concurrency.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.stream_concurrency"
 VARIANTS = ["baseline", "streams32"]
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_streams_under_test")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("streams"), "sm_90a")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, fake_library, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_functions, sass_opcodes)
+from pair_testing import (assert_exports, fake_library, forbid_build, requires_nvcc, runnable_variants,
+                          sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -33,11 +31,6 @@ NAME = "ch10.tma_2d_pipeline"
 VARIANTS = ["baseline", "tma_book_config", "tma_hopper"]
 KERNELS = ("baseline_kernel", "tma_book_config_kernel", "tma_hopper_kernel")
 TMA_KERNELS = ("tma_book_config_kernel", "tma_hopper_kernel")
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "tma_2d_pipeline_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -135,14 +128,6 @@ def _kernel(mangled: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("tma_2d_pipeline"), "sm_90a")
-
-
-@pytest.fixture(scope="module")
 def sass(built):
     return {_kernel(name): body for name, body in sass_functions(built[0]).items()}
 
@@ -164,11 +149,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     smem = re.findall(r"used 1 barriers, (\d+) bytes smem", report)
     # ring: 4 mbarriers (its stages are dynamic); the [32][64] chunk; the 32 KiB stage + its mbarrier
     assert sorted(map(int, smem)) == [32, 8192, 32768 + 16]
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in ("aisp_tma_2d_pipeline", "aisp_tma_2d_pipeline_tma_support", "aisp_tma_2d_pipeline_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, ("aisp_tma_2d_pipeline", "aisp_tma_2d_pipeline_tma_support", "aisp_tma_2d_pipeline_error_string"))
 
 
 def _count(counts, prefix: str) -> int:

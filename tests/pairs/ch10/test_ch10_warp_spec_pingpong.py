@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, fake_library, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_functions, sass_opcodes)
+from pair_testing import (assert_exports, fake_library, forbid_build, requires_nvcc, runnable_variants,
+                          sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -34,11 +32,6 @@ NAME = "ch10.warp_spec_pingpong"
 VARIANTS = ["baseline", "pingpong_flags", "pingpong_mbarrier"]
 KERNELS = {"baseline": "serialized_kernel", "pingpong_flags": "pingpong_flags_kernel",
            "pingpong_mbarrier": "pingpong_mbarrier_kernel"}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "warp_spec_pingpong_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):
@@ -138,14 +131,6 @@ def _by_variant(kernels: dict) -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("warp_spec_pingpong"), "sm_90a")
-
-
 @pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
@@ -158,12 +143,8 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     assert len(frames) == 3 and all(f == ("0", "0", "0") for f in frames)
     assert re.search(r"used 1 barriers, 16 bytes smem", report)     # the flags: state[2] + tile[2]
     assert re.search(r"used 1 barriers, 32 bytes smem", report)     # full[2] + empty[2] mbarriers
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in ("aisp_warp_spec_pingpong", "aisp_warp_spec_pingpong_smem_support", "aisp_warp_spec_pingpong_info",
-                 "aisp_warp_spec_pingpong_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, ("aisp_warp_spec_pingpong", "aisp_warp_spec_pingpong_smem_support", "aisp_warp_spec_pingpong_info",
+                 "aisp_warp_spec_pingpong_error_string"))
 
 
 @pytest.mark.slow

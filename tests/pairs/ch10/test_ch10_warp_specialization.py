@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_support_probe, build_with_report, forbid_build, have_nvcc, import_fresh,
-                          opcodes_by_kernel, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
+                          requires_nvcc, runnable_variants, sass_by_kernel)
 
 torch = pytest.importorskip("torch")
 
@@ -49,11 +47,6 @@ KERNELS = {"one_issuer": r"\d17one_issuer_kernelE", "warp_specialized": r"warp_s
 SPECIALIZED = ("warp_specialized", "warp_specialized_c2", "warp_specialized_reg_epilogue")
 TMA_STORE = ("warp_specialized", "warp_specialized_c2")
 ENTRY = "aisp_warp_specialization"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "warp_specialization_under_test")
 
 
 def test_pair_is_discovered_with_its_contract():
@@ -180,14 +173,6 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("warp_specialization"), "sm_90a")
-
-
 def _kernel(mangled: str) -> str:
     return next(k for k, pattern in KERNELS.items() if re.search(pattern, mangled))
 
@@ -220,11 +205,7 @@ def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     # (1 + the math warpgroup), so ptxas reserves all 16 hardware barriers
     assert sorted(map(int, re.findall(r"used 1 barriers, (\d+) bytes smem", report))) == [16, 64]
     assert sorted(map(int, re.findall(r"used 16 barriers, (\d+) bytes smem", report))) == [48, 48]
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, (ENTRY, f"{ENTRY}_support", f"{ENTRY}_error_string"))
 
 
 def _count(counts, prefix: str) -> int:
@@ -327,11 +308,6 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built):
 
 # --- GPU only --------------------------------------------------------------------------------
 
-def _hopper_only():
-    if torch.cuda.get_device_capability()[:2] != (9, 0):
-        pytest.skip("sm_90a kernels: Hopper only")
-
-
 @pytest.mark.gpu
 @requires_nvcc
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 256, "k": 64}, {"m": 1, "n": 8, "k": 8},
@@ -345,7 +321,7 @@ def test_every_variant_matches_the_float64_reference(sizes):
     # 4 k-tiles = the ring; 6 k-tiles (a wrap, the last ragged); the sanitizer size (153 tiles >
     # 132 SMs: blocks walk 2 tiles); 32 x 17 = 544 tiles (4+ per block) x 16 ragged k-tiles;
     # 24 x 32 tiles x 32 k-tiles with a ragged m
-    _hopper_only()
+    hopper_only()
     result = check.check_pair(pairs.find(NAME), sizes, device="cuda", variants=VARIANTS, trials=1)
     check.raise_if_failed(result)
     # the hand-written kernels: the fp16 rounding, nothing more (cuBLAS may split k and reduce in
@@ -360,7 +336,7 @@ def test_stores_stay_inside_c(mod, variant):
     # ragged m and n: the guarded (or clipped TMA) stores write all of C and nothing after it (a
     # row past m would land in the canary behind C; a column past n in the next row, which the
     # reference check sees); 130 rows = 2 row tiles, the second with 2 rows: c2's pair is real
-    _hopper_only()
+    hopper_only()
     m, n, k = 130, 264, 72
     inputs = mod.make_inputs({"m": m, "n": n, "k": k}, "cuda", 1)
     mod.PAIR.variants[variant](inputs)                       # builds, checks the GPU's support
@@ -376,7 +352,7 @@ def test_stores_stay_inside_c(mod, variant):
 @pytest.mark.gpu
 @requires_nvcc
 def test_warp_specialization_is_clearly_faster_than_one_issuer(mod):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 8192, "n": 8192, "k": 2048}, "cuda", 0)
     times = {}
     for name in ("baseline", "warp_specialized", "warp_specialized_reg_epilogue"):
@@ -401,7 +377,7 @@ def test_warp_specialization_is_clearly_faster_than_one_issuer(mod):
 @requires_nvcc
 @pytest.mark.parametrize("variant", ["baseline", *SPECIALIZED])
 def test_closure_owns_its_operands_on_gpu(mod, variant):
-    _hopper_only()
+    hopper_only()
     inputs = mod.make_inputs({"m": 512, "n": 512, "k": 512}, "cuda", 5)
     ref = mod.reference(inputs)
     launch = mod.PAIR.variants[variant](inputs)

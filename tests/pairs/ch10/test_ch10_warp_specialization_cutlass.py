@@ -39,12 +39,6 @@ SYMBOLS = ("aisp_ws_cutlass_gemm", "aisp_ws_cutlass_workspace_size", "aisp_ws_cu
            "aisp_ws_cutlass_config_name", "aisp_ws_cutlass_config_persistent", "aisp_cuda_error_string")
 
 
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "warp_specialization_cutlass_under_test")
-
-
 # --- import, contract, formulas, inputs, reference ------------------------------------------
 
 def test_pair_is_discovered_with_its_contract():

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, fake_library, forbid_build, have_nvcc, import_fresh, requires_nvcc,
-                          runnable_variants, sass_functions, sass_opcodes)
+from pair_testing import (assert_exports, fake_library, forbid_build, requires_nvcc, runnable_variants,
+                          sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -34,11 +32,6 @@ NAME = "ch10.warp_specialized_cluster_pipeline"
 VARIANTS = ["baseline", "vector_copy", "async_copy", "async_copy_pipeline"]
 KERNEL_IDS = {f"cluster_pipeline_kernelILi{i}E": v for i, v in enumerate(VARIANTS)}   # template <int kMode>
 SMEM_BYTES = (4 * 96 * 96 + 24 * 96) * 4                    # 2 stages of A and B + the band of C
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "wscp_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):
@@ -135,14 +128,6 @@ def _ordered_ops(body: str) -> list[str]:
             if (m.group(1) or "").strip() != "@!PT"]
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("wscp"), "sm_90a")
-
-
 @pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built, mod):
@@ -153,11 +138,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built, mod):
     frames = re.findall(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", report)
     assert len(frames) == 4 and all(f == ("0", "0", "0") for f in frames)
     assert len(re.findall(r"Used \d+ registers, used 1 barriers", report)) == 4
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in (*mod.LIBRARY.functions, mod.LIBRARY.error_string):
-        assert f" T {name}" in symbols
+    assert_exports(library, (*mod.LIBRARY.functions, mod.LIBRARY.error_string))
 
 
 @pytest.mark.slow

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (build_with_report, forbid_build, have_nvcc, import_fresh, requires_nvcc, runnable_variants,
-                          sass_opcodes)
+from pair_testing import assert_exports, forbid_build, requires_nvcc, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -32,19 +29,6 @@ CU_PATH = PAIR_PATH.with_suffix(".cu")
 NAME = "ch10.warp_specialized_elementwise"
 VARIANTS = ["baseline", "pipelined"]
 KERNELS = {"baseline": r"baseline_kernelE", "pipelined": r"pipelined_kernelE"}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch10_wsp_elementwise_under_test")
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The library built exactly as aisp_kernels.build does, plus the -Xptxas -v report."""
-    if not have_nvcc():
-        pytest.skip("needs nvcc")
-    return build_with_report(CU_PATH, tmp_path_factory.mktemp("wsp_elementwise"), "sm_90a")
 
 
 def test_pair_is_discovered_with_its_contract(mod):
@@ -132,11 +116,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     assert len(frames) == 2 and all(f == ("0", "0", "0") for f in frames)
     smem = sorted(int(s) for s in re.findall(r"used 1 barriers, (\d+) bytes smem", report))
     assert smem[0] == 12288 and 24576 < smem[1] <= 24576 + 64          # 3 x 4 KiB; 2 stages + pipeline state
-    nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")
-    symbols = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
-    for name in ("aisp_wsp_elementwise", "aisp_wsp_elementwise_error_string"):
-        assert f" T {name}" in symbols
+    assert_exports(library, ("aisp_wsp_elementwise", "aisp_wsp_elementwise_error_string"))
 
 
 @pytest.mark.slow

@@ -26,11 +26,6 @@ NAME = "ch10.warpgroup_specialization"
 VARIANTS = ["baseline", "cutlass_cooperative_c2", "cutlass_cooperative_c2_swizzle8", "cublas"]
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "warpgroup_specialization_under_test")
-
-
 def test_pair_is_discovered_with_its_contract():
     pair = pairs.find(NAME)
     assert pair.chapter == 10 and list(pair.variants) == VARIANTS

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -26,11 +26,6 @@ TINY = {"seq": 96, "heads": 2, "head_dim": 32}
 # aten ops that only make views: no kernel behind them
 VIEW_OPS = ("aten.select", "aten.transpose", "aten.t.", "aten.view", "aten.unsqueeze", "aten.permute",
             "aten.expand", "aten.slice", "aten.as_strided", "aten._unsafe_view", "aten.alias", "aten.detach")
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_attention_eager_sdpa_under_test")
 
 
 class _CountOps(TorchDispatchMode):

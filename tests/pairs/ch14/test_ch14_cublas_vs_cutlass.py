@@ -44,11 +44,6 @@ SM80_KERNEL = "4gemm6kernel4GemmI"                                   # CUTLASS 2
 SM90_KERNEL = "35KernelTmaWarpSpecializedCooperative"               # the mangled 3.x schedule policy
 
 
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_cublas_vs_cutlass_under_test")
-
-
 # --- import, contract, formulas, inputs, reference ------------------------------------------
 
 def test_pair_is_discovered_with_its_contract():

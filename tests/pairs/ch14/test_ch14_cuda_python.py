@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants, sass_opcodes
+from pair_testing import runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -29,11 +29,6 @@ from aisp_prof.errors import BuildError, RequirementError  # noqa: E402
 PAIR_PATH = ROOT / "kernels" / "ch14" / "cuda_python.py"
 NAME = "ch14.cuda_python"
 TINY = {"batch": 2, "seq": 7, "hidden": 72}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_cuda_python_under_test")
 
 
 def _have_nvrtc() -> bool:

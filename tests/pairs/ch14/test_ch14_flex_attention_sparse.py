@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -24,11 +24,6 @@ PAIR_PATH = ROOT / "kernels" / "ch14" / "flex_attention_sparse.py"
 NAME = "ch14.flex_attention_sparse"
 TINY = {"batch": 2, "seq": 96, "embed": 64, "heads": 2, "window": 20}
 RAGGED = {"batch": 1, "seq": 300, "embed": 128, "heads": 2, "window": 100}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_flex_attention_sparse_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

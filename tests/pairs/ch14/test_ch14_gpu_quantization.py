@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -24,11 +24,6 @@ from aisp_prof.errors import RequirementError  # noqa: E402
 PAIR_PATH = ROOT / "kernels" / "ch14" / "gpu_quantization.py"
 NAME = "ch14.gpu_quantization"
 TINY = {"rows": 9, "cols": 333}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_gpu_quantization_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -25,11 +25,6 @@ PAIR_PATH = ROOT / "kernels" / "ch14" / "graph_break_control_flow.py"
 NAME = "ch14.graph_break_control_flow"
 TINY = {"batch": 24, "hidden": 40, "depth": 2}
 EAGER = {"backend": "eager", "dynamic": False}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_graph_break_under_test")
 
 
 def test_pair_is_discovered_with_its_contract(mod):

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -24,11 +24,6 @@ from aisp_prof.errors import RequirementError  # noqa: E402
 PAIR_PATH = ROOT / "kernels" / "ch14" / "model_compile_reduced_precision.py"
 NAME = "ch14.model_compile_reduced_precision"
 TINY = {"batch": 2, "seq": 24, "d_model": 32, "heads": 2, "layers": 2, "d_ff": 48, "vocab": 50}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_model_compile_under_test")
 
 
 @pytest.mark.slow

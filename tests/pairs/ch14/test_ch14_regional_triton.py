@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -26,11 +26,6 @@ from aisp_prof.errors import RequirementError  # noqa: E402
 PAIR_PATH = ROOT / "kernels" / "ch14" / "regional_triton.py"
 NAME = "ch14.regional_triton"
 TINY = {"batch": 2, "hidden": 32, "heads": 2, "mlp_hidden": 40, "seq_step": 5, "seq_count": 4}
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_regional_triton_under_test")
 
 
 @pytest.mark.slow

@@ -31,11 +31,6 @@ RAGGED = {"batch": 2, "seq": 300, "embed": 128, "heads": 2, "window": 100}   # 3
 
 
 @pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_sliding_window_under_test")
-
-
-@pytest.fixture(scope="module")
 def cpu_check(mod):
     """baseline, flex (compiled here: ~10-30 s on a CPU) and the band-masked SDPA on the CPU's
     flash backend, checked at a ragged size with two batch entries."""

@@ -25,11 +25,6 @@ TINY = {"batch": 2, "seq": 96, "embed": 64, "heads": 2}
 
 
 @pytest.fixture(scope="module")
-def mod():
-    return import_fresh(PAIR_PATH, "ch14_sliding_window_causal_under_test")
-
-
-@pytest.fixture(scope="module")
 def windowed():
     return import_fresh(KERNELS / "sliding_window.py", "ch14_sliding_window_beside_causal")
 
