@@ -53,3 +53,26 @@ def plain_path(path: Path) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="aisp_plain_samples_"))
     atexit.register(shutil.rmtree, folder, True)
     return plain_file(path, folder)
+
+
+class FolderRuns:
+    """A database of every shipped sample run (`sample_dbs`' shared one) read as if it held only
+    the runs of `runs` (one per pair): a pair name means that pair's run among them, so a test of
+    one samples folder needs no import of its own. `run` and `kernels` as the API database's."""
+
+    def __init__(self, database, runs: list[Path]):
+        self.database = database
+        self.run_of = {run.name.split("-", 1)[1].rsplit("-", 1)[0]: run.name for run in runs}
+        assert len(self.run_of) == len(runs), "one run per pair"
+
+    def _run_id(self, ref: str) -> str:
+        """A pair name or a run id, as one of these runs' ids (never another folder's run)."""
+        run_id = self.run_of.get(ref, ref)
+        assert run_id in self.run_of.values(), f"{ref} is not one of this folder's runs"
+        return run_id
+
+    def run(self, ref: str):
+        return self.database.run(self._run_id(ref))
+
+    def kernels(self, ref: str):
+        return self.database.kernels(self._run_id(ref))

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_paths import PROFILES
+from repo_paths import PROFILES, every_sample_run
+from sample_files import FolderRuns
 
 from aisp_prof.analyze.page.tables import kernel_rows
 from aisp_prof.api import open_db, run_summary
@@ -21,12 +22,9 @@ def pair_of(run_dir: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ch10") / "ch10.db"
-    database = open_db(path)
-    for run_dir in RUNS:
-        database.import_path(run_dir)
-    return database
+def db(sample_dbs):
+    """This folder's runs, in the session's database of every sample run (imported once)."""
+    return FolderRuns(open_db(sample_dbs.original(*every_sample_run())), RUNS)
 
 
 def kernels(db, pair: str):

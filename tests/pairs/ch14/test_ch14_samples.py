@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from repo_paths import PROFILES
+from repo_paths import PROFILES, every_sample_run
+from sample_files import FolderRuns
 
 from aisp_prof.api import open_db, run_summary
 
@@ -18,11 +19,9 @@ def pair_of(run_dir: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory):
-    database = open_db(tmp_path_factory.mktemp("ch14") / "ch14.db")
-    for run_dir in RUNS:
-        database.import_path(run_dir)
-    return database
+def db(sample_dbs):
+    """This folder's runs, in the session's database of every sample run (imported once)."""
+    return FolderRuns(open_db(sample_dbs.original(*every_sample_run())), RUNS)
 
 
 def summary(db, pair: str) -> dict:
