@@ -58,6 +58,13 @@ class CudaLibrary:
         except (AispError, OSError):
             return False
 
+    def build(self) -> Path:
+        """Build the library into the build cache (or find it there) without loading it: the very
+        build `load()` runs first (same source, arch, include dirs and flags: the same cache key).
+        The parallel prebuild (aisp_prof.collect.code.prebuild) calls it before anything is timed."""
+        return build.build_shared_library(self.source, arch=self.arch, include_dirs=self._include_dirs(),
+                                          extra_flags=list(self.extra_flags))
+
     def load(self) -> ctypes.CDLL:
         """Build (or reuse) and load the library, with every declared signature set; once."""
         if self._lib is None:

@@ -286,16 +286,23 @@ class RunDatabase:
         return calibrate_link(self.path, gpus, write_json)
 
     def bench(self, targets: Sequence[str], options: dict[str, Any],
-              track: Callable[[list[Any]], Iterable[Any]] = list) -> tuple[str, list[PairOutcome]]:
+              track: Callable[[list[Any]], Iterable[Any]] = list,
+              progress: Progress = lambda m: None) -> tuple[str, list[PairOutcome]]:
         """`bench run`: every pair of `targets` checked, timed and judged against its recorded
         evidence (`bench.runner`; `options`: BenchOptions' fields); (hardware key, outcomes).
-        `track(pairs)` may wrap the pairs in a progress bar."""
+        `track(pairs)` may wrap the pairs in a progress bar. First the pending CUDA libraries of
+        the pairs that run here are built in parallel (`collect.code.prebuild`, said on `progress`):
+        nothing is timed until they are."""
         from ..bench.runner import BenchOptions, bench_one, current_hardware_key
+        from ..collect.code.prebuild import prebuild
         from ..pairs import select
+        from ..pairs.capabilities import detect_machine, runnable
 
         selected, key = select(list(targets)), current_hardware_key()
         opts = BenchOptions(**options)
-        return key, [bench_one(p, self, key, opts) for p in track(selected)]
+        machine = detect_machine()
+        prebuild([p for p in selected if runnable(p, machine).ok], progress)
+        return key, [bench_one(p, self, key, opts, machine=machine) for p in track(selected)]
 
     def bench_record(self, runs: Sequence[str], expectations: Path | None = None,
                      force: bool = False) -> list[PairOutcome]:

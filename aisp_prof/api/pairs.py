@@ -145,17 +145,22 @@ class CheckOutcome:
 def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: None) -> CheckOutcome:
     """Every selected pair's shapes checked against the float64 reference (`collect.correctness.shape_check`):
     in child processes on the GPU, or here on CPU tensors. --sizes is validated for every pair
-    before anything runs (exit 12); without a GPU (device cuda) NoGpuError (exit 3)."""
+    before anything runs (exit 12); without a GPU (device cuda) NoGpuError (exit 3). On the GPU,
+    the pending CUDA libraries of the pairs that run are first built in parallel (`collect.code.prebuild`)."""
     from ..collect.code.builds import pending_line
+    from ..collect.code.prebuild import prebuild
     from ..collect.correctness.shape_check import ShapeResult, check_here, check_in_children
     from ..pairs import pair_sizes, select
     from ..pairs.capabilities import detect_machine
 
     pairs, machine = select(list(request.targets)), detect_machine()
     given = {p.name: pair_sizes(p, request.sizes) for p in pairs} if request.sizes else {}
+    plans = {p.name: _check_variants(p, machine, tuple(request.variants), request.device) for p in pairs}
+    if request.device == "cuda":
+        prebuild([p for p in pairs if not plans[p.name][1]], progress)
     results: list[ShapeResult] = []
     for i, pair in enumerate(pairs, 1):
-        variants, why = _check_variants(pair, machine, tuple(request.variants), request.device)
+        variants, why = plans[pair.name]
         if why:
             progress(f"== {pair.name} ({i}/{len(pairs)}): skipped: {why}")
             results.append(ShapeResult(pair.name, {}, "skip", why))

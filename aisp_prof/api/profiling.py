@@ -59,15 +59,21 @@ def profile_targets(db: RunDatabase, targets: Sequence[str], request: RunRequest
                     progress: Callable[[str], None] = lambda m: None,
                     each: Callable[[RunResult], None] = lambda r: None) -> list[RunResult]:
     """Profile each selected pair. In a run of several pairs, one that cannot run on this machine
-    (e.g. a Blackwell-only pair, or one that needs nvcc) is skipped with its reason; alone, it fails."""
+    (e.g. a Blackwell-only pair, or one that needs nvcc) is skipped with its reason; alone, it fails.
+    First the CUDA libraries of the pairs that run here, where several are not yet built, are built
+    in parallel (`collect.code.prebuild`), before anything is timed."""
+    from ..collect.code.prebuild import prebuild
     from ..pairs import select
     from ..pairs.capabilities import detect_machine, runnable
 
     selected, machine = select(list(targets)), detect_machine()
+    asked = request.variants.split(",") if request.variants else ()
+    answers = {pair.name: runnable(pair, machine, asked) for pair in selected}
+    prebuild([p for p in selected if answers[p.name].ok], progress)
     results = []
     for i, pair in enumerate(selected, 1):
         progress(f"== {pair.name} ({i}/{len(selected)})")
-        answer = runnable(pair, machine, request.variants.split(",") if request.variants else ())
+        answer = answers[pair.name]
         if not answer.ok and len(selected) > 1 and answer.error is not NoGpuError:
             progress(f"   skipped: {answer.reason}")
             continue

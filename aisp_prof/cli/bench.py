@@ -120,7 +120,8 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
 
     with contextlib.ExitStack() as stack:
         key, outcomes = database(db).bench(targets, options, lambda pairs: stack.enter_context(click.progressbar(
-            pairs, label="bench", file=sys.stderr, item_show_func=lambda p: p.name if p else "")))
+            pairs, label="bench", file=sys.stderr, item_show_func=lambda p: p.name if p else "")),
+            progress=lambda m: click.echo(m, err=True))
     if as_json:
         echo_json({"hardware_key": key, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]})
     else:

@@ -1,0 +1,161 @@
+"""Every pending CUDA library of the selected pairs built at once, before the first check.
+
+Without this, each CUDA pair's library is built by nvcc on its first call, inside that pair's
+check child, one pair after another: on a fresh machine `bench run --targets ch09 --targets ch10
+--targets ch14` spends minutes in serial nvcc (a CUTLASS build alone takes 40-70 s) while the
+other cores idle. `prebuild` asks each selected pair's CudaLibrary values whether they are in the
+build cache (`builds._libraries`, `needs_build()`: nothing is built or loaded to ask) and builds
+those that are not on a pool of threads, each running its own nvcc through the library's own
+`build()` (aisp_kernels.build.build_shared_library: the flags, the arch, arch None resolved as
+the pair's first call would, and so the cache key, are exactly those of that call). It builds,
+it never loads: no library is opened in this process.
+
+Nothing is timed until the prebuild has finished, so it cannot perturb a measurement. A build
+that fails is said in one line and is not fatal here: the pair's own check builds it again and
+reports the error as it always has. Where nothing is pending (everything cached, no nvcc, no
+CUTLASS headers: `needs_build()` is False where it cannot be told) it says nothing and does
+nothing. Like `builds`, this module does not import aisp_kernels: the pair modules already did.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...pairs import KernelPair
+from .builds import _libraries
+
+GB = 1 << 30
+CICC_PEAK_BYTES = 6 * GB        # a CUTLASS build's cicc at its peak (measured: ~5.9 GB)
+MAX_WORKERS = 8
+
+
+@dataclass(frozen=True)
+class Prebuilt:
+    """One library the prebuild ran nvcc for: its source file's name, arch, seconds, and the
+    first line of what went wrong (None: built)."""
+
+    source: str
+    arch: str
+    seconds: float
+    error: str | None = None
+
+    def line(self) -> str:
+        if self.error is None:
+            return f"   built {self.source} for {self.arch} in {self.seconds} s"
+        return (f"   could not build {self.source} for {self.arch} ({self.seconds} s): {self.error}; "
+                "its pair's check builds it again and reports the error")
+
+
+def build_workers(cpus: int | None = None, available: int | None = None) -> int:
+    """How many nvcc builds to run at once: min(cpus // 2, available memory // 6 GB, 8), at least 1.
+
+    Half the CPUs, because the CPU count counts SMT siblings and each build is one process chain
+    (cicc, then ptxas, then the host compiler) that keeps one core busy: one build per physical
+    core is what pays; the rest would only slow every build down. No more than the available
+    memory holds at a CUTLASS build's peak (cicc ~6 GB each), because more would swap or wake the
+    OOM killer, which costs more than building fewer at once. At most 8: the book's gate has about
+    ten libraries to build, and the longest (CUTLASS) build bounds the wall time anyway. Memory
+    unknown: the CPUs decide."""
+    cpus = cpus if cpus is not None else _cpu_count()
+    available = available if available is not None else available_memory()
+    by_memory = available // CICC_PEAK_BYTES if available is not None else MAX_WORKERS
+    return max(1, min(cpus // 2, by_memory, MAX_WORKERS))
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new processes (/proc/meminfo's MemAvailable), None if unknown."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def pending_libraries(pairs: Sequence[KernelPair]) -> list[Any]:
+    """Every CudaLibrary of `pairs` not in the build cache, once per build (the same source, arch
+    and flags described twice is one build; should two differ only in their include folders, the
+    second pair's check builds its own, as it would without the prebuild)."""
+    found: dict[tuple[Any, ...], Any] = {}
+    for pair in pairs:
+        for lib in _libraries(pair):
+            key = (str(Path(lib.source).resolve()), lib.arch, tuple(str(f) for f in getattr(lib, "extra_flags", ())))
+            if key not in found and lib.needs_build():
+                found[key] = lib
+    return list(found.values())
+
+
+def prebuild(pairs: Sequence[KernelPair], progress: Callable[[str], None] = lambda m: None,
+             workers: int | None = None) -> list[Prebuilt]:
+    """Build every pending library of `pairs` (those this machine will run) concurrently, before
+    the first check: when there are several pairs, or one pair with several pending libraries
+    (alone, a single library is built by its check as before). [] where nothing is pending."""
+    libraries = pending_libraries(pairs)
+    if not libraries or (len(pairs) < 2 and len(libraries) < 2):
+        return []
+    count = min(workers or build_workers(), len(libraries))
+    names = ", ".join(Path(lib.source).name for lib in libraries)
+    plural = "library" if len(libraries) == 1 else "libraries"
+    progress(f"building {len(libraries)} CUDA {plural}, {count} at a time, before the first check: {names}")
+    began = time.monotonic()
+    done = build_all(libraries, count, progress)
+    built = sum(b.error is None for b in done)
+    progress(f"   {built} of {len(done)} built in {time.monotonic() - began:.1f} s (cached for every check)")
+    return done
+
+
+def build_all(libraries: Sequence[Any], workers: int, progress: Callable[[str], None] = lambda m: None) -> list[Prebuilt]:
+    """Each library's `build()` on a pool of `workers` threads (each waits on its own nvcc), a line
+    as each finishes; in the order they finished. A failure is kept in its Prebuilt, never raised."""
+    out: list[Prebuilt] = []
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="aisp-nvcc") as pool:
+        futures = [pool.submit(_build_one, lib) for lib in libraries]
+        try:
+            for future in as_completed(futures):
+                out.append(future.result())
+                progress(out[-1].line())
+        except BaseException:           # e.g. Ctrl-C: start no further build
+            for future in futures:
+                future.cancel()
+            raise
+    return out
+
+
+def _build_one(lib: Any) -> Prebuilt:
+    name, arch = Path(lib.source).name, _arch(lib)
+    began = time.monotonic()
+    try:
+        lib.build()
+    except Exception as exc:            # noqa: BLE001 - the pair's check builds again and reports it
+        return Prebuilt(name, arch, round(time.monotonic() - began, 1), _first_line(exc))
+    return Prebuilt(name, arch, round(time.monotonic() - began, 1))
+
+
+def _arch(lib: Any) -> str:
+    """The library's arch; None: the current GPU's, as aisp_kernels.build resolves it for the build."""
+    if lib.arch:
+        return str(lib.arch)
+    build = sys.modules.get("aisp_kernels.build")
+    return str(build.default_arch()) if build is not None else "the current GPU"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).split(" (command: ", 1)[0].strip()
+    return (text.splitlines() or [type(exc).__name__])[0]
