@@ -157,7 +157,8 @@ def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: Non
     given = {p.name: pair_sizes(p, request.sizes) for p in pairs} if request.sizes else {}
     plans = {p.name: _check_variants(p, machine, tuple(request.variants), request.device) for p in pairs}
     if request.device == "cuda":
-        prebuild([p for p in pairs if not plans[p.name][1]], progress)
+        prebuild([p for p in pairs if not plans[p.name][1]], progress,
+                 variants={p.name: plans[p.name][0] for p in pairs})
     results: list[ShapeResult] = []
     for i, pair in enumerate(pairs, 1):
         variants, why = plans[pair.name]

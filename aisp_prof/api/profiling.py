@@ -69,7 +69,8 @@ def profile_targets(db: RunDatabase, targets: Sequence[str], request: RunRequest
     selected, machine = select(list(targets)), detect_machine()
     asked = request.variants.split(",") if request.variants else ()
     answers = {pair.name: runnable(pair, machine, asked) for pair in selected}
-    prebuild([p for p in selected if answers[p.name].ok], progress)
+    prebuild([p for p in selected if answers[p.name].ok], progress,
+             variants={p.name: asked for p in selected} if asked else None)
     results = []
     for i, pair in enumerate(selected, 1):
         progress(f"== {pair.name} ({i}/{len(selected)})")

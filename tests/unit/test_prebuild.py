@@ -105,6 +105,23 @@ def test_prebuild_runs_for_several_pairs_or_several_libraries_and_is_silent_othe
     assert len(prebuild([_pair("t.cd", c, d)], lines.append)) == 2                         # one pair, two builds
 
 
+def test_only_the_variants_asked_for_are_built(log):
+    """`run ch10 --variants baseline` builds the baselines' libraries, not every variant's."""
+    base, fast = FakeLibrary("base.cu", log), FakeLibrary("fast.cu", log)
+    pair = KernelPair(name="t.v", chapter=0, lesson="", make_inputs=lambda s, d, seed: {},
+                      variants={"baseline": eval("lambda inputs: None", {"LIB": base}),
+                                "fast": eval("lambda inputs: None", {"LIB": fast})},
+                      reference=lambda i: None, flops=lambda s: 0, bytes=lambda s: 0)
+    assert {lib.source.name for lib in _libraries(pair)} == {"base.cu", "fast.cu"}
+    assert [lib.source.name for lib in _libraries(pair, ["baseline"])] == ["base.cu"]
+    assert [lib.source.name for lib in _libraries(pair, [])] == ["base.cu"]          # the baseline always runs
+    assert [lib.source.name for lib in pending_libraries([pair], {"t.v": ["baseline"]})] == ["base.cu"]
+    assert len(pending_libraries([pair], {"other.pair": ["baseline"]})) == 2           # not named: all
+    lines: list[str] = []
+    done = prebuild([pair, _pair("t.w", FakeLibrary("w.cu", log))], lines.append, variants={"t.v": ["baseline"]})
+    assert sorted(d.source for d in done) == ["base.cu", "w.cu"] and fast.pending
+
+
 @pytest.fixture
 def fake_nvcc(monkeypatch, tmp_path):
     """An nvcc stand-in writing a dummy library (the cache logic only), the cache in tmp_path."""

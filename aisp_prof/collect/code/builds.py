@@ -17,10 +17,13 @@ from typing import Any, Iterable, Mapping
 from ...pairs import KernelPair
 
 
-def _libraries(pair: KernelPair) -> list[Any]:
-    """The CUDA library descriptions (aisp_kernels.binding.CudaLibrary) the pair's module holds."""
+def _libraries(pair: KernelPair, variants: Iterable[str] | None = None) -> list[Any]:
+    """The CUDA library descriptions (aisp_kernels.binding.CudaLibrary) the pair's module holds:
+    those its inputs and the given variants (default: all; the baseline always runs) can reach."""
     found: dict[int, Any] = {}
-    for fn in (pair.make_inputs, *pair.variants.values()):
+    wanted = None if variants is None else {"baseline", *variants}
+    chosen = [fn for name, fn in pair.variants.items() if wanted is None or name in wanted]
+    for fn in (pair.make_inputs, *chosen):
         for value in getattr(fn, "__globals__", {}).values():
             if not isinstance(value, type) and callable(getattr(value, "needs_build", None)):
                 found[id(value)] = value

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,13 +89,15 @@ def available_memory() -> int | None:
         return None
 
 
-def pending_libraries(pairs: Sequence[KernelPair]) -> list[Any]:
+def pending_libraries(pairs: Sequence[KernelPair], variants: Mapping[str, Sequence[str]] | None = None) -> list[Any]:
     """Every CudaLibrary of `pairs` not in the build cache, once per build (the same source, arch
     and flags described twice is one build; should two differ only in their include folders, the
-    second pair's check builds its own, as it would without the prebuild)."""
+    second pair's check builds its own, as it would without the prebuild). `variants`: the
+    variants each pair will run, by pair name (a pair not named: all), so that `--variants
+    baseline` over a chapter builds the baselines' libraries only."""
     found: dict[tuple[Any, ...], Any] = {}
     for pair in pairs:
-        for lib in _libraries(pair):
+        for lib in _libraries(pair, (variants or {}).get(pair.name)):
             key = (str(Path(lib.source).resolve()), lib.arch, tuple(str(f) for f in getattr(lib, "extra_flags", ())))
             if key not in found and lib.needs_build():
                 found[key] = lib
@@ -103,11 +105,11 @@ def pending_libraries(pairs: Sequence[KernelPair]) -> list[Any]:
 
 
 def prebuild(pairs: Sequence[KernelPair], progress: Callable[[str], None] = lambda m: None,
-             workers: int | None = None) -> list[Prebuilt]:
+             workers: int | None = None, variants: Mapping[str, Sequence[str]] | None = None) -> list[Prebuilt]:
     """Build every pending library of `pairs` (those this machine will run) concurrently, before
     the first check: when there are several pairs, or one pair with several pending libraries
     (alone, a single library is built by its check as before). [] where nothing is pending."""
-    libraries = pending_libraries(pairs)
+    libraries = pending_libraries(pairs, variants)
     if not libraries or (len(pairs) < 2 and len(libraries) < 2):
         return []
     count = min(workers or build_workers(), len(libraries))
