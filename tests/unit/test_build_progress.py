@@ -4,26 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from aisp_kernels import build
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.collect.code.builds import build_lines, pending_builds, pending_line
 from aisp_prof.pairs import KernelPair
-
-
-@pytest.fixture
-def fake_nvcc(monkeypatch, tmp_path):
-    """An nvcc stand-in writing a dummy library (the cache logic only), the cache in tmp_path."""
-    script = tmp_path / "fake-nvcc"
-    script.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc, release 0.0"; exit 0; fi\n'
-                      'while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; fi; shift; done\n'
-                      'echo library > "$out"\n')
-    script.chmod(0o755)
-    monkeypatch.setenv("AISP_NVCC", str(script))
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path / "build"))
-    monkeypatch.setattr(build, "BUILT", [])
-    return tmp_path
 
 
 LIBRARY = None      # set by the test: the pair's module global, as a pair module holds its CudaLibrary

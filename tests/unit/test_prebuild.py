@@ -122,21 +122,6 @@ def test_only_the_variants_asked_for_are_built(log):
     assert sorted(d.source for d in done) == ["base.cu", "w.cu"] and fast.pending
 
 
-@pytest.fixture
-def fake_nvcc(monkeypatch, tmp_path):
-    """An nvcc stand-in writing a dummy library (the cache logic only), the cache in tmp_path."""
-    script = tmp_path / "fake-nvcc"
-    script.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc, release 0.0"; exit 0; fi\n'
-                      'while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; fi; shift; done\n'
-                      'case "$out" in *broken*) echo "broken.cu(1): error: expected a declaration" >&2; exit 1;; esac\n'
-                      'echo library > "$out"\n')
-    script.chmod(0o755)
-    monkeypatch.setenv("AISP_NVCC", str(script))
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path / "build"))
-    monkeypatch.setattr(build, "BUILT", [])
-    return tmp_path
-
-
 def test_a_prebuilt_library_is_the_one_its_first_call_would_build(fake_nvcc):
     """CudaLibrary.build(): the build load() runs first, so the cache key is the same; nothing is loaded."""
     sources = []
