@@ -23,7 +23,7 @@ comments and its docstrings (module, class and function), the C/C++/CUDA files a
 comments are not stripped: doing that safely needs a preprocessor-aware reader, out of scope
 here), in the same order and framing. A docstring or comment edit therefore keeps `code_sha256`,
 and the gate still counts evidence recorded before it as evidence of this code
-(analyze.gate.expectations.same_code); a change of one token changes both. `dev/backfill_code_digest.py`
+(same_code); a change of one token changes both. `dev/backfill_code_digest.py`
 gave the sessions recorded before `code_sha256` existed theirs, from the text that produced them.
 """
 from __future__ import annotations
@@ -230,10 +230,24 @@ def source_mismatch(recorded: Mapping[str, Any] | None, pair_name: str) -> str:
     if recorded.get("path") != now["path"]:
         return f"the run measured {recorded.get('path')}, not the pair's module {now['path']}"
     code, code_now = recorded.get("code_sha256"), now["code_sha256"]
-    if code and code == code_now:
+    if (recorded.get("sha256") or code) and same_code({"source_sha256": recorded.get("sha256"), "code_sha256": code},
+                                                      {"source_sha256": now["sha256"], "code_sha256": code_now}):
         return ""
-    if recorded.get("sha256") != now["sha256"]:
-        digests = [f"source digest {str(recorded.get('sha256'))[:12]}, now {now['sha256'][:12]}"]
-        digests += [f"code digest {code[:12]}, now {code_now[:12]}"] if code else []
-        return f"{now['path']} (with {', '.join(now['files'])}) changed since the run ({'; '.join(digests)})"
-    return ""
+    digests = [f"source digest {str(recorded.get('sha256'))[:12]}, now {now['sha256'][:12]}"]
+    digests += [f"code digest {code[:12]}, now {code_now[:12]}"] if code else []
+    return f"{now['path']} (with {', '.join(now['files'])}) changed since the run ({'; '.join(digests)})"
+
+
+def same_code(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two sessions (or a session and a source digest) measured the same code. Their code
+    digests (`code_sha256`: the code without comments and docstrings) decide where both name one
+    and they match; otherwise their text digests (`source_sha256`), where both name one; otherwise
+    their code digests, where both name one. False only when the digests both name differ: a
+    session that names neither counts as the same (which code it measured is unknown)."""
+    code_a, code_b = a.get("code_sha256"), b.get("code_sha256")
+    text_a, text_b = a.get("source_sha256"), b.get("source_sha256")
+    if code_a and code_b and code_a == code_b:
+        return True
+    if text_a and text_b:
+        return text_a == text_b
+    return not (code_a and code_b)

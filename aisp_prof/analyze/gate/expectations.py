@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from ...pairs.source import same_code
 from ..timing.intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
 
 FORMAT = 3
@@ -216,18 +217,3 @@ def machines(entry: Mapping[str, Any] | None) -> int:
     sessions = (entry or {}).get("sessions") or []
     known = {s.get("boot_id") for s in sessions if s.get("boot_id")}
     return len(known) + sum(1 for s in sessions if not s.get("boot_id"))
-
-
-def same_code(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Whether two sessions (or a session and a source digest) measured the same code. Their code
-    digests (`code_sha256`: the code without comments and docstrings) decide where both name one
-    and they match; otherwise their text digests (`source_sha256`), where both name one; otherwise
-    their code digests, where both name one. False only when the digests both name differ: a
-    session that names neither counts as the same (which code it measured is unknown)."""
-    code_a, code_b = a.get("code_sha256"), b.get("code_sha256")
-    text_a, text_b = a.get("source_sha256"), b.get("source_sha256")
-    if code_a and code_b and code_a == code_b:
-        return True
-    if text_a and text_b:
-        return text_a == text_b
-    return not (code_a and code_b)
