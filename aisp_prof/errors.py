@@ -98,7 +98,8 @@ class SizesError(AispError):
 
 class StorageError(AispError):
     """The run database could not be opened, read or written: missing (a query never creates
-    one), read-only, on a full disk, locked by other writers past the retries, or not a database."""
+    one), read-only, on a full disk, locked by other writers past the retries, not a database, or
+    not an aisp-prof one (someone's nsys export, a newer schema: refused before anything is written)."""
 
     exit_code = 13
 

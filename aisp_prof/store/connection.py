@@ -8,6 +8,13 @@ only ever waited for there (and when WAL is first turned on): once a writer hold
 and its commit need no other. Reading never creates anything: a missing database is a
 `MissingDatabaseError`. A failure of the file (read-only, full, cannot open, not a database,
 locked past the retries) becomes a `StorageError` that says what to do.
+
+Only a run database is ever opened (`check_ours`): an existing SQLite file that is someone
+else's (a user's nsys export given as --db, any database with tables but neither `runs` nor
+`ceilings`) or written by a newer aisp-prof (schema version above SCHEMA_VERSION) is refused
+with a StorageError (exit 13) after a read-only look, before WAL is turned on or anything is
+written: the file stays byte-identical and no -wal/-shm is left beside it. An empty file, or a
+database without tables, is a new run database.
 """
 from __future__ import annotations
 
@@ -25,6 +32,8 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_S = 20.0      # SQLite waits this long for the write lock before answering "locked"
 WRITE_ATTEMPTS = 6         # whole transactions tried before giving up (about 2 minutes of queue)
 RETRY_PAUSE_S = (0.05, 1.0)
+SCHEMA_VERSION = 2          # PRAGMA user_version; 2: raw ncu metrics in metric_columns/metric_rows (0: `metrics`)
+OWN_TABLES = ("runs", "ceilings")    # a database holding tables but none of these is not aisp-prof's
 
 
 def _error_name(exc: sqlite3.Error) -> str:
@@ -104,7 +113,48 @@ def _connect_read(path: Path) -> sqlite3.Connection:
         log.info("%s: opened immutable (%s)", path, exc)
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro&immutable=1", uri=True)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    try:
+        check_ours(conn, path)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def check_ours(conn: sqlite3.Connection, path: Path) -> None:
+    """A StorageError unless the database open on `conn` is an aisp-prof run database this code
+    reads: no tables yet, or `runs`/`ceilings` among them, at a schema version it knows."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                         "AND name NOT LIKE 'sqlite_%' ORDER BY rowid")]
+    if version > SCHEMA_VERSION:
+        raise StorageError(f"{shorten(path)} was written by a newer aisp-prof (database schema {version}, this one "
+                           f"reads up to {SCHEMA_VERSION}); nothing was written to it: upgrade aisp-prof "
+                           "(pip install -U aisp-prof) or pass another --db")
+    if tables and not {t.lower() for t in tables} & set(OWN_TABLES):
+        nsys = any(t.startswith(("CUPTI_ACTIVITY_KIND_", "TARGET_INFO_")) for t in tables)
+        what = " (an nsys export: `aisp-prof import FILE` stores it)" if nsys else ""
+        raise StorageError(f"{shorten(path)} is not an aisp-prof run database{what}: it holds {len(tables)} other "
+                           f"tables ({', '.join(tables[:3])}, ...); nothing was written to it: pass another --db "
+                           "(default: $AISP_PROF_DB or profiles/aisp.db)")
+
+
+def _check_before_writing(path: Path) -> None:
+    """`check_ours` of an existing, non-empty file, through a read-only connection (which
+    writes nothing to a database in rollback-journal mode, as every nsys export is), before a
+    writer turns WAL on."""
+    try:
+        if path.stat().st_size == 0:
+            return
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StorageError(os_error_message(exc, f"reading {shorten(path)}")) from exc
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        check_ours(conn, path)
+    finally:
+        conn.close()
 
 
 def _connect_write(path: Path) -> sqlite3.Connection:
@@ -112,6 +162,7 @@ def _connect_write(path: Path) -> sqlite3.Connection:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(os_error_message(exc, f"creating the folder of {shorten(path)}")) from exc
+    _check_before_writing(path)
     # as a URI, so that an export can be attached read-only (`attach_read_only`) whatever SQLite's build
     conn = sqlite3.connect(path.absolute().as_uri(), uri=True, timeout=BUSY_TIMEOUT_S)
     try:

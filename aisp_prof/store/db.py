@@ -35,7 +35,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 import sqlite_utils
 
-from ..errors import ExportParseError, RunExistsError, StorageError
+from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
 from ..sqlite_frames import frame_of_rows
 from . import connection
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 DEFAULT_DB = Path("profiles") / "aisp.db"
 RUN_COLUMNS = ("run_id", "pair", "label", "source", "status", "created_at", "gpu_name")
 DEVICE_METRICS = "device__attribute_%"
-SCHEMA_VERSION = 2          # 2: raw ncu metrics in metric_columns/metric_rows (0: the long `metrics` table)
+SCHEMA_VERSION = connection.SCHEMA_VERSION   # 2: raw ncu metrics in metric_columns/metric_rows (0: `metrics`)
 
 
 def db_path(explicit: str | os.PathLike | None = None) -> Path:
@@ -60,18 +60,9 @@ def db_path(explicit: str | os.PathLike | None = None) -> Path:
 def _connect(path: Path, create: bool = True) -> sqlite_utils.Database:
     """The database at `path` (`connection.connect`: WAL, a busy timeout): made if missing for a
     writer; for a reader (`create=False`) a missing one is MissingDatabaseError, nothing made.
-    One of a later schema version, or a file that is not a database, is a StorageError."""
-    db = sqlite_utils.Database(connection.connect(path, create))
-    try:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as exc:          # not a database at all
-        db.close()
-        raise StorageError(f"{path} is not an aisp-prof run database ({exc}); pass another --db") from exc
-    if version > SCHEMA_VERSION:
-        db.close()
-        raise StorageError(f"{path} was written by a newer aisp-prof (database schema {version}, this one reads up "
-                           f"to {SCHEMA_VERSION}): upgrade aisp-prof (pip install -U aisp-prof) or pass another --db")
-    return db
+    A file that is not an aisp-prof database, or one of a later schema version, is a StorageError
+    before anything is written (`connection.check_ours`)."""
+    return sqlite_utils.Database(connection.connect(path, create))
 
 
 @contextmanager
