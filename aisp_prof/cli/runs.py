@@ -67,7 +67,8 @@ def import_cmd(paths: tuple[Path, ...], label: str | None, job: str | None, db: 
     \b
     With --job, the exports of a job's ranks become one run: ranks from each export's environment
     (torchrun's RANK, Slurm's, Open MPI's; else the order given), timelines on one clock. Exports
-    of different jobs, a rank missing or given twice: exit 6, nothing stored.
+    of different jobs, a rank missing or given twice, an export naming its rank beside one naming
+    none: exit 6, nothing stored. `aisp-prof ranks NAME` (or summary, report...) then reads the run.
 
     \b
     Example:
@@ -233,7 +234,7 @@ def summary_cmd(run: str, db: Path | None, as_json: bool) -> None:
     speed reached, never as the speedup) and what the numbers say (host-bound launches, timers
     that disagree, a predicted mechanism that did not happen).
 
-    RUN is a run id, a unique prefix of one, 'latest', or a pair name (its latest run).
+    RUN is a run id, a unique prefix of one, 'latest', or a pair or job name (its latest run).
 
     \b
     Examples:

@@ -47,7 +47,7 @@ from ..model.run_data import TABLES, RunData
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path("profiles") / "aisp.db"
-RUN_COLUMNS = ("run_id", "pair", "label", "source", "status", "created_at", "gpu_name")
+RUN_COLUMNS = ("run_id", "pair", "label", "source", "status", "created_at", "gpu_name", "job")   # job: import --job NAME
 DEVICE_METRICS = "device__attribute_%"
 SCHEMA_VERSION = connection.SCHEMA_VERSION   # 2: raw ncu metrics in metric_columns/metric_rows (0: `metrics`)
 

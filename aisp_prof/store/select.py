@@ -1,5 +1,5 @@
 """Choosing stored runs by what an engineer types: a run id, a unique prefix of one, 'latest',
-a pair name (its latest run) or a chapter (the latest run of each of its pairs).
+a pair name or a job's name (its latest run) or a chapter (the latest run of each of its pairs).
 
 The one resolver behind every command that reads runs. Pure functions of the run listing
 (`Reader.list_runs()`, oldest first), so they are tested without a database.
@@ -20,8 +20,9 @@ def _no_runs(where: str) -> UnknownTargetError:
 
 
 def resolve_run(listing: Listing, text: str, where: str = "the database") -> str:
-    """The run id `text` names: an id, a unique prefix, 'latest', or a pair name (its latest run).
-    An engineer types the pair after `aisp-prof run ch09.fused_l2norm`, not the run id."""
+    """The run id `text` names: an id, a unique prefix, 'latest', or a pair name or the NAME of an
+    `import --job NAME` (its latest run). An engineer types the pair after `aisp-prof run
+    ch09.fused_l2norm`, or the job's name, not the run id."""
     runs = [r["run_id"] for r in listing]
     if not runs:
         raise _no_runs(where)
@@ -29,15 +30,16 @@ def resolve_run(listing: Listing, text: str, where: str = "the database") -> str
         return runs[-1]
     if text in runs:
         return text
-    of_pair = [r["run_id"] for r in listing if r.get("pair") == text]
-    if of_pair:
-        return of_pair[-1]
+    of_name = [r["run_id"] for r in listing if text in (r.get("pair"), r.get("job"))]
+    if of_name:
+        return of_name[-1]
     matches = [r for r in runs if r.startswith(text)]
     if len(matches) == 1:
         return matches[0]
     if matches:
         raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}")
-    close = difflib.get_close_matches(text, runs + sorted({r["pair"] for r in listing if r.get("pair")}), n=3,
+    names = sorted({r[k] for r in listing for k in ("pair", "job") if r.get(k)})
+    close = difflib.get_close_matches(text, runs + names, n=3,
                                       cutoff=0.4)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `aisp-prof runs` lists them"
     raise UnknownTargetError(f"unknown run {text!r}{hint}")

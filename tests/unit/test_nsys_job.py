@@ -164,20 +164,25 @@ def test_refine_offsets_skips_a_rank_with_too_few_matching_collectives(job):
 
 @pytest.mark.slow
 def test_ranks_come_from_the_order_given_when_the_environment_is_missing(tmp_path, parsed):
-    """A real export with one field missing: rank 1's DeviceEnvironment row deleted, so it says
-    neither its rank nor its job; its place in the list (second) makes it rank 1."""
-    bare = _copy(RANK1, tmp_path, "bare.sqlite", "DELETE FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'DeviceEnvironment'")
-    ident = rank_identity(bare)
+    """Real exports with one field missing: the DeviceEnvironment row deleted, so each says
+    neither its rank nor its job; its place in the list makes its rank. An export that names its
+    rank beside one that names none is not one job launched one way: refused (issue 31), not
+    numbered by its place ("local rank 0.0")."""
+    drop = "DELETE FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'DeviceEnvironment'"
+    bare0, bare1 = _copy(RANK0, tmp_path, "bare0.sqlite", drop), _copy(RANK1, tmp_path, "bare1.sqlite", drop)
+    ident = rank_identity(bare1)
     assert (ident.rank, ident.world_size, ident.job_id, ident.rank_source) == (None, None, None, None)
     assert ident.hostname == "vm"
-    job = load_job([RANK0, bare])
-    assert job.ranks["rank_source"].tolist() == ["environment: RANK", "order given"]
-    assert job.ranks["world_size"].isna().tolist() == [False, True]
+    job = load_job([bare0, bare1])
+    assert job.ranks["rank_source"].tolist() == ["order given", "order given"]
+    assert job.ranks["world_size"].isna().all()
     assert (job.kernels.query("rank == 1")["duration_ns"].to_numpy() == parsed[1].kernels["duration_ns"]).all()
-    # first in the list, the bare copy is rank 0, as RANK0 says it is
-    with pytest.raises(ExportParseError, match=r"rank 0 twice: bare.sqlite \(host vm, rank from the order given\) "
-                                               r"and nsys.rank0.sqlite \(host vm\)"):
-        load_job([bare, RANK0])
+    job = load_job([bare1, bare0])                 # the order given decides
+    assert job.ranks["path"].tolist() == [str(bare1), str(bare0)]
+    for mixed in ([RANK0, bare1], [bare1, RANK0]):
+        with pytest.raises(ExportParseError, match=r"nsys.rank0.sqlite has rank 0 from its environment \(RANK\) "
+                                                   r"but bare1.sqlite names no rank"):
+            load_job(mixed)
 
 
 @pytest.mark.slow

@@ -71,3 +71,29 @@ def test_a_newer_schema_is_refused_untouched(tmp_path):
     other = SAMPLES / "20261126T015142Z-ch09.compute_bound-4289"
     one_error(invoke("import", str(other), "--db", str(db)), 13, "newer aisp-prof", "nothing was written")
     assert digest(db) == before and listing(tmp_path) == ["a.db"]
+
+
+# ------------------------------------------------------------------------------ import --job NAME
+
+RANK_EXPORTS = [FIXTURES / "multigpu_h100x2" / f"nsys.rank{r}.sqlite" for r in (0, 1)]
+
+
+def test_a_job_is_read_back_by_its_name(tmp_path):
+    db = str(tmp_path / "a.db")
+    res = invoke("import", "--job", "step42", "--db", db, *map(str, RANK_EXPORTS))
+    assert res.exit_code == 0, res.output
+    run_id = res.stdout.strip()
+    res = invoke("ranks", "step42", "--db", db, "--json")
+    assert res.exit_code == 0, res.output
+    assert [r["rank"] for r in json.loads(res.stdout)["ranks"]] == [0, 1]
+    assert json.loads(invoke("runs", "--db", db, "--json").stdout)[0]["job"] == "step42"
+    assert invoke("summary", "step42", "--db", db, "--json").exit_code == 0
+    one_error(invoke("ranks", "step43", "--db", db), 2, "unknown run", "step42")
+    assert json.loads(invoke("runs", "--db", db, "--json").stdout)[0]["run_id"] == run_id
+
+
+def test_a_job_mixing_a_ranked_export_with_an_unranked_one_is_refused(tmp_path):
+    db = tmp_path / "a.db"
+    res = invoke("import", "--job", "j", "--db", str(db), str(RANK_EXPORTS[0]), str(NSYS_EXPORT))
+    one_error(res, 6, "nsys.rank0.sqlite has rank 0", "RANK", "nested_graph_default.sqlite names no rank")
+    assert not db.exists()

@@ -13,7 +13,9 @@ Who is who comes from the environment nsys recorded for the process it launched
 nsys inherits its rank's RANK, WORLD_SIZE, LOCAL_RANK, TORCHELASTIC_RUN_ID. (`nsys profile torchrun`
 is the other way round: one export holding every process, a single import, not a job.) The global
 rank names the process; (hostname, local_rank) names the GPU, so exports of several nodes merge on
-the rank and two exports claiming one rank are refused whatever their hosts.
+the rank and two exports claiming one rank are refused whatever their hosts. Exports that name
+no rank take their place in the list given; one naming its rank beside one naming none is
+refused (not one job launched one way), never numbered silently.
 """
 from __future__ import annotations
 
@@ -156,6 +158,12 @@ def _numbered(identities: list[RankIdentity], ranks: Sequence[int] | None) -> li
             raise ExportParseError(f"ranks {list(ranks)} for {len(identities)} exports: give one rank number "
                                    "(0 or more) per export, in the order of the exports")
         return [dataclasses.replace(i, rank=int(r), rank_source=CALLER_GIVEN) for i, r in zip(identities, ranks)]
+    ranked = [i for i in identities if i.rank is not None]
+    if ranked and len(ranked) < len(identities):      # some launched by torchrun (or Slurm, MPI), some not
+        bare = next(i for i in identities if i.rank is None)
+        raise ExportParseError(f"{ranked[0].path.name} has rank {ranked[0].rank} from its environment "
+                               f"({ranked[0].rank_source.split(': ')[-1]}) but {bare.path.name} names no rank: "
+                               "not the exports of one job's ranks; import the exports of one job together")
     return [i if i.rank is not None else dataclasses.replace(i, rank=n, rank_source=ORDER_GIVEN)
             for n, i in enumerate(identities)]
 
