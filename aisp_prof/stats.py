@@ -74,3 +74,22 @@ def median_rel_halfwidth(values: Sequence[float]) -> float:
     lo, hi = s[max(0, math.floor(n / 2 - k))], s[min(n - 1, math.ceil(n / 2 + k))]
     mid = statistics.median(s)
     return (hi - lo) / 2 / mid if mid else math.inf
+
+
+SAMPLE_KEYS = ("process", "round", "variant", "kind")    # one timed call of one variant, on every rank
+
+
+def slowest_rank(samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The samples of a multi-rank run (each with its `rank`) as one sample per timed call: the
+    slowest rank's, whole (its time and its clocks), with `slowest_rank` naming it. Every rank
+    times the same calls in the same rounds (the ranks stop together, collect.ranks.group.agree),
+    and a collective is done only when the last rank is: the job's time of a call is its slowest
+    rank's. Samples without a rank (one process) come back as they are."""
+    if not any("rank" in s for s in samples):
+        return [dict(s) for s in samples]
+    best: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for s in samples:
+        key = tuple(s.get(k) for k in SAMPLE_KEYS)
+        if key not in best or float(s["time_ns"]) > float(best[key]["time_ns"]):
+            best[key] = dict(s, slowest_rank=s.get("rank"))
+    return list(best.values())

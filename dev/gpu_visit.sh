@@ -10,18 +10,31 @@
 #     sanitize   compute-sanitizer memcheck/racecheck/synccheck of SAN_PAIRS (default PAIRS) at the small
 #                size, SAN_VARIANTS (comma-separated; default all); logs -> sanitizer_logs.tgz
 #     gate       bench run of PAIRS against the committed expectations (no code change: every verdict must
-#                pass), then ch09.fused_l2norm with the gate's deliberate slowdown fixture of each SLOW
-#                fraction (e.g. SLOW="0.03 0.10"; tests/fixtures/gate_kernels)
+#                pass), then SLOW_PAIR (default ch09.fused_l2norm) with the gate's deliberate slowdown fixture of
+#                each SLOW fraction (e.g. SLOW="0.03 0.10"; tests/fixtures/gate_kernels; ch14.quantized_allreduce
+#                slows its int8 variant)
 #     scratch    time PAIRS side by side into a scratch expectations file (in visit.tgz, not the repository's)
 #     record     the gate's evidence for PAIRS, pair by pair: bench run --update-expectations (RECORD_PROCESSES,
 #                default 3; PAIR_TIMEOUT s each, default 420; none started after DEADLINE s); each chapter's
 #                expectations_*.json comes back in $OUT after every pair
+#                BENCH_ARGS is added to every bench run of gate, scratch and record: for a multi-GPU pair
+#                "--nproc-per-node 4 --profile minimal" (its evidence is expectations_4x_<gpu>.json; nsys on every
+#                rank shows the collectives' bus bandwidth)
+#     link       aisp-prof calibrate --link LINK (default: every GPU here): the link's bus bandwidth per collective
+#     multinode  aisp-prof run of PAIRS as NNODES (default 2) torchrun agents of NODE_GPUS (default GPUs / NNODES)
+#                ranks each on this host (c10d rendezvous, one folder per "node"), then `import --job` of the
+#                run's node folders: the imported job must have the same ranks and kernels as the run (-> multinode_*.json)
 #     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2");
 #                the run folders, without .nsys-rep, -> runs.tgz in visit.tgz (shrink them with
 #                dev/shrink_samples.py before committing any as a sample)
 #     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> *.json
 #     cost       benchmarks/profile_cost.py on COST_PAIRS (default ch09.fused_l2norm), COST_REPEATS times,
 #                and first on the checkout COST_BEFORE (a folder carried along) if set
+# DEADLINE (seconds since the start): no step, and no pair of record, starts after it.
+# The 4-GPU visit of the multi-rank pair (issue 34), one command:
+#   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" RUN_ARGS="--nproc-per-node 4" \
+#   BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 SLOW=0.10 SLOW_PAIR=ch14.quantized_allreduce \
+#   DEADLINE=420 bash dev/gpu_visit.sh
 # Carry what dev/device_env.sh unpacks (.whl, .devlib, .cutlass_xz, .cudapy, .device_sha). Multi-GPU
 # pairs run with NVLink multicast off (NCCL_NVLS_ENABLE=0 and the like), as the machines ask.
 set -u -o pipefail
@@ -35,7 +48,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 PAIRS=${PAIRS:-}
 STEPS=${STEPS:-}
 RUNS=/tmp/visit_profiles
-ARGS="--repeats ${REPEATS:-10} --budget-s ${BUDGET_S:-1.5} --db /tmp/visit_gate.db --profiles-dir /tmp/visit_bench --json"
+ARGS="--repeats ${REPEATS:-10} --budget-s ${BUDGET_S:-1.5} --db /tmp/visit_gate.db --profiles-dir /tmp/visit_bench --json ${BENCH_ARGS:-}"
+GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
 START=$(date +%s)
 t() { echo "t=$(( $(date +%s) - START ))s"; }
 targets() { for p in $PAIRS; do printf -- '--targets %s ' "$p"; done; }
@@ -47,6 +61,7 @@ default_tests() {
 {
 echo "## $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader | sort | uniq -c | tr -s ' ') git ${AISP_GIT_SHA:-?} steps ${STEPS:-none} pairs ${PAIRS:-none}"
 for step in $STEPS; do
+  if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) - START )) -ge "$DEADLINE" ]; then echo "$step not started: deadline $(t)"; continue; fi
   case $step in
     tests)
       python3 -m pytest -q -p no:cacheprovider -m gpu -rfE ${TESTS:-$(default_tests)} 2>&1 | tee "$W/gpu_tests.log" | tail -15
@@ -60,8 +75,39 @@ for step in $STEPS; do
     gate)
       $AISP bench run $(targets) $ARGS > "$W/gate.json"; echo "gate_rc $? $(t)"
       for f in ${SLOW:-}; do
-        AISP_KERNELS=tests/fixtures/gate_kernels AISP_GATE_SLOWDOWN=$f $AISP bench run --targets ch09.fused_l2norm \
+        AISP_KERNELS=tests/fixtures/gate_kernels AISP_GATE_SLOWDOWN=$f $AISP bench run --targets "${SLOW_PAIR:-ch09.fused_l2norm}" \
           $ARGS > "$W/gate_slow_$f.json"; echo "gate_slow_${f}_rc $? $(t)"
+      done ;;
+    link)
+      $AISP calibrate --link "${LINK:-$GPUS}" --write-json "$W" --json > "$W/calibrate_link.json" 2> "$W/calibrate_link.err"
+      echo "link ${LINK:-$GPUS} rc $? $(t)"; tail -2 "$W/calibrate_link.err" ;;
+    multinode)
+      mkdir -p "$RUNS"
+      nodes=${NNODES:-2}; per=${NODE_GPUS:-$(( GPUS / ${NNODES:-2} ))}
+      for p in $PAIRS; do
+        $AISP run "$p" --nnodes "$nodes" --nproc-per-node "$per" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" \
+          --label multinode --json > "$W/multinode_$p.json" 2> "$W/multinode_$p.err"
+        echo "multinode $p rc $? $(t)"; tail -2 "$W/multinode_$p.err"
+        dir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["run_dir"])' "$W/multinode_$p.json" 2>/dev/null)
+        [ -n "$dir" ] || continue
+        ls -R "$dir" > "$W/multinode_${p}_files.txt"
+        $AISP import --job "multinode-$p" "$dir"/node* --db "$RUNS/aisp.db" --json > "$W/multinode_import_$p.json" \
+          2>> "$W/multinode_$p.err"; echo "multinode import --job rc $? $(t)"
+        job=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["run_id"])' "$W/multinode_import_$p.json" 2>/dev/null)
+        $AISP ranks "$(basename "$dir")" --db "$RUNS/aisp.db" --json > "$W/multinode_ranks_run.json" 2>> "$W/multinode_$p.err"
+        $AISP ranks "$job" --db "$RUNS/aisp.db" --json > "$W/multinode_ranks_job.json" 2>> "$W/multinode_$p.err"
+        $AISP ranks "$(basename "$dir")" --db "$RUNS/aisp.db" 2>&1 | tail -25
+        python3 - "$W/multinode_ranks_run.json" "$W/multinode_ranks_job.json" <<'PY'
+import json, sys
+run, job = (json.load(open(f)) for f in sys.argv[1:3])
+key = lambda r: (r["rank"], r.get("hostname"), r.get("local_rank"))
+same_ranks = sorted(map(key, run["ranks"])) == sorted(map(key, job["ranks"]))
+busy = lambda d: sorted((r["variant"] or "", r["rank"], round(r["gpu_busy_ns"] or 0)) for r in d["per_rank"])
+print(f"multinode same_job ranks={same_ranks} per_rank={busy(run) == busy(job)} "
+      f"hosts={sorted({r.get('hostname') for r in run['ranks']})} "
+      f"clock_residual_ns_max={max(abs(r.get('clock_residual_ns') or 0) for r in run['ranks'])}")
+PY
+        pack
       done ;;
     scratch)
       $AISP bench run $(targets) $ARGS --update-expectations --record-processes 2 \
@@ -94,7 +140,7 @@ for step in $STEPS; do
       fi
       python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
         --compare-bare --label after --out-dir "$W" 2>&1 | tail -8; echo "cost rc $? $(t)" ;;
-    *) echo "unknown step $step (tests sanitize gate scratch record run calibrate cost)" ;;
+    *) echo "unknown step $step (tests sanitize gate scratch record run link multinode calibrate cost)" ;;
   esac
   pack
 done

@@ -38,6 +38,10 @@ class RunRequest:
     timing_processes: int = 1
     nproc_per_node: int | None = None
     ncu_rank: int = 0
+    nnodes: int = 1
+    node_rank: int | None = None
+    rdzv_endpoint: str | None = None
+    launcher: str = "torchrun"
 
     def options(self, pair: KernelPair) -> RunOptions:
         """The collection options for one pair (its --sizes parsed against its own sizes)."""
@@ -51,7 +55,8 @@ class RunRequest:
             label=self.label, with_ncu=not self.no_ncu, with_nsys=not self.no_nsys,
             nsys_iterations=self.nsys_iterations,
             timing=TimingOptions(processes=self.timing_processes, max_processes=self.timing_processes),
-            nproc_per_node=self.nproc_per_node, ncu_rank=self.ncu_rank,
+            nproc_per_node=self.nproc_per_node, ncu_rank=self.ncu_rank, nnodes=self.nnodes,
+            node_rank=self.node_rank, rdzv_endpoint=self.rdzv_endpoint, launcher=self.launcher,
             metric_groups=DEFAULT_GROUPS + tuple(g for g in self.extra_metrics if g not in DEFAULT_GROUPS))
 
 

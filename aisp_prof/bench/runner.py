@@ -54,6 +54,8 @@ class BenchOptions:
     strict: bool = False               # AMBIGUOUS fails the gate too (CI that must decide)
     profiles_dir: Path = Path("profiles")
     expectations: Path | None = None   # default: kernels/chNN/expectations_<hardware key>.json
+    nproc_per_node: int | None = None  # ranks of a multi-rank pair (default: its world_size); its evidence
+                                       # is keyed by the rank count too: expectations_<W>x_<gpu>.json
 
     def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
         """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost."""
@@ -66,7 +68,12 @@ class BenchOptions:
         with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]
         return RunOptions(pair=pair, profiles_dir=self.profiles_dir, label=f"bench:{self.profile}",
                           with_ncu=with_ncu, with_nsys=with_nsys, timing=self.timing(more, gate_kind(pair)),
-                          metric_groups=DEFAULT_GROUPS + extra)
+                          metric_groups=DEFAULT_GROUPS + extra,
+                          nproc_per_node=self.nproc_per_node if pair.distributed else None)
+
+    def world_size(self, pair: KernelPair) -> int:
+        """The ranks `pair` runs at in this bench (1 for a one-process pair)."""
+        return (self.nproc_per_node or pair.world_size) if pair.distributed else 1
 
 
 @dataclass
@@ -78,6 +85,8 @@ class PairOutcome:
     verdicts: list[VariantVerdict] = field(default_factory=list)
     recorded: str | None = None       # the expectations file a session was added to
     strict: bool = False              # AMBIGUOUS counts as failing
+    hardware_key: str | None = None   # the evidence's key ('4x_h200' for a pair at 4 ranks)
+    bus_bandwidth: list[dict[str, Any]] = field(default_factory=list)   # per (variant, op) of a multi-rank run
 
     @property
     def failing(self) -> list[VariantVerdict]:
@@ -89,20 +98,44 @@ class PairOutcome:
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
-                "fails": self.fails, "recorded": self.recorded, "verdicts": [v.to_dict() for v in self.verdicts]}
+                "fails": self.fails, "recorded": self.recorded, "hardware_key": self.hardware_key,
+                "verdicts": [v.to_dict() for v in self.verdicts], "bus_bandwidth": self.bus_bandwidth}
+
+
+def pair_key(key: str, world: int, gpu_name: str | None) -> str:
+    """The key of a pair's evidence: the GPU's (`key`) for one process; for a multi-rank pair the
+    GPU and the rank count ('4x_h200'): 2 and 4 ranks are other measurements, kept in other files."""
+    return hardware_key(gpu_name, world) if world > 1 and gpu_name else key
+
+
+def collective_bandwidth(data: Any) -> list[dict[str, Any]]:
+    """Per variant and collective operation of a multi-rank run with a timeline (`--profile minimal`
+    or more: nsys on every rank), the transfer time once every rank had arrived and its bus
+    bandwidth (nccl-tests' convention, analyze.ranks.report); [] without one."""
+    from ..analyze.records import frame_records
+    from ..analyze.ranks.report import rank_report
+
+    if data.timeline.empty or "rank" not in data.timeline or data.ranks.empty:
+        return []
+    table = rank_report(data.timeline, data.ranks, data.info).bandwidth
+    return frame_records(table.loc[:, ["variant", "op", "collectives", "collective_ns", "message_bytes",
+                                      "busbw_gb_per_s"]])
 
 
 def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
               progress: Callable[[str], None] = lambda m: None, machine: Machine | None = None) -> PairOutcome:
     """Check and time (and profile) one pair into the RunDatabase `runs`; judge it against its
     recorded evidence; maybe record it. A pair that cannot run here is skipped with the reason."""
-    answer = runnable(pair, machine or capabilities.detect_machine())
+    machine = machine or capabilities.detect_machine()
+    answer = runnable(pair, machine)
     if not answer.ok and answer.error is not NoGpuError:     # e.g. a pair that needs sm_100, on Hopper
         return PairOutcome(pair.name, None, "skipped", answer.reason)
+    key = pair_key(key, opts.world_size(pair), machine.gpu_name)
     path = opts.expectations or exp.expectations_path(kernels_root(), pair.chapter_key, key)
     recorded = exp.load(path)
     entry, kind = recorded["pairs"].get(pair.name), gate_kind(pair)
     found: list[VariantVerdict] = []
+    bandwidth: list[dict[str, Any]] = []
     said: list[str] = [recorded.get("outdated", "")]
 
     def annotate(data: Any) -> None:
@@ -111,6 +144,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
                              (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
             found.extend(one_machine(verdicts, kind, entry))
             data.verdicts = verdict_frame(found, str(path))
+        bandwidth.extend(collective_bandwidth(data))
         source = data.info.get("source") or {}
         said.append(exp.other_code(entry, source.get("sha256"), source.get("code_sha256")))
     try:
@@ -120,7 +154,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
     if result.error is not None:
         return PairOutcome(pair.name, result.run["run_id"], "failed_check", str(result.error), found)
     outcome = PairOutcome(pair.name, result.run["run_id"], "ok", "; ".join(m for m in said if m), found,
-                          strict=opts.strict)
+                          strict=opts.strict, hardware_key=key, bus_bandwidth=bandwidth)
     if opts.update_expectations:
         record(outcome, result.data, path, recorded, key, opts.force)
     return outcome
@@ -132,7 +166,7 @@ def record_runs(runs: list[Any], expectations: Path | None = None, force: bool =
     is refused; so is a throttled one unless `force`."""
     out = []
     for data in runs:
-        pair, key = data.run.get("pair"), hardware_key(data.gpu_name)
+        pair, key = data.run.get("pair"), hardware_key(data.gpu_name, int(data.info.get("world_size") or 1))
         outcome = PairOutcome(str(pair), data.run_id, "ok")
         if not pair or data.samples.empty or data.run.get("status") != "ok":
             outcome.status, outcome.message = "refused", "not recorded: no timed samples of a passing check in this run"

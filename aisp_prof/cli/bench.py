@@ -96,6 +96,10 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
 @click.option("--strict", is_flag=True, help="AMBIGUOUS fails the gate too (exit 11): for a CI job that must decide.")
 @click.option("--expectations", type=click.Path(dir_okay=False, path_type=Path),
               help="Compare with (or record into) this file instead of kernels/chNN/expectations_<gpu>.json.")
+@click.option("--nproc-per-node", type=click.IntRange(2, 64), default=None,
+              help="Ranks of the multi-GPU pairs (default: each pair's world_size); their evidence is kept per "
+                   "rank count and card, kernels/chNN/expectations_<N>x_<gpu>.json, and a call's time is its "
+                   "slowest rank's. With --profile minimal the collectives' bus bandwidth is shown too.")
 @profiles_dir_option
 @db_option
 @json_option
@@ -115,6 +119,7 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
       aisp-prof bench run --targets ch09                         # the gate
       aisp-prof bench run --targets ch09 --update-expectations  # record this GPU's evidence
       aisp-prof bench run --targets ch09.fused_l2norm --json
+      aisp-prof bench run --targets ch14.quantized_allreduce --nproc-per-node 4 --profile minimal
     """
     from ..bench.runner import gate_error
 
@@ -129,6 +134,20 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
 
         click.echo(f"hardware key: {key}")
         click.echo(bench_table(outcomes, table_width()))
+        for o in outcomes:
+            if o.hardware_key and o.hardware_key != key:
+                click.echo(f"{o.pair}: judged against the {o.hardware_key} evidence (a call's slowest rank)")
+            for b in o.bus_bandwidth:
+                click.echo(f"  {o.pair} {b['variant']} {b['op']}: {_gb(b.get('busbw_gb_per_s'))} bus bandwidth "
+                           f"(nccl-tests), transfer {_us(b.get('collective_ns'))} after the last rank arrived")
     error = gate_error(outcomes, options["update_expectations"])
     if error is not None:
         raise error
+
+
+def _gb(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f} GB/s"
+
+
+def _us(v: float | None) -> str:
+    return "-" if v is None else f"{v / 1e3:.1f} us"

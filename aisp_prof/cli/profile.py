@@ -32,6 +32,18 @@ from .runs import print_summary
                    "started through torchrun; nsys records every rank.")
 @click.option("--ncu-rank", type=click.IntRange(0, 63), default=0, show_default=True,
               help="The one rank of a multi-GPU pair that ncu profiles (its NCCL kernels left out).")
+@click.option("--nnodes", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Nodes of --nproc-per-node ranks each. Without --node-rank every node's torchrun agent "
+                   "starts on this host (c10d rendezvous, the GPUs split between them, each writing into "
+                   "the run's node<i>/ folder): a multi-node job on one host.")
+@click.option("--node-rank", type=click.IntRange(0, 63), default=None,
+              help="This host's node of a real multi-node torchrun job (only its agent would start here). "
+                   "Not yet runnable: refused with exit 9; on a cluster use --launcher slurm.")
+@click.option("--rdzv-endpoint", metavar="HOST:PORT",
+              help="The c10d rendezvous of a multi-node job (default: 127.0.0.1 on a free port); "
+                   "with --launcher slurm, MASTER_ADDR:MASTER_PORT.")
+@click.option("--launcher", type=click.Choice(["torchrun", "slurm"]), default="torchrun", show_default=True,
+              help="slurm: inside an allocation, one srun task per rank (ranks from SLURM_PROCID/SLURM_LOCALID).")
 @db_option
 @json_option
 @wide_option
@@ -52,6 +64,8 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
       aisp-prof run ch09.fused_l2norm --variants cuda --sizes rows=4096,cols=4096 --json
       aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
       aisp-prof run ch14.quantized_allreduce --nproc-per-node 2   # torchrun, nsys on every rank
+      aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 2   # 2 agents ("nodes"), one host
+      aisp-prof run ch14.quantized_allreduce --launcher slurm --nnodes 2 --nproc-per-node 4   # in sbatch
     """
     from ..api.profiling import RunRequest
 

@@ -151,7 +151,7 @@ _COMPILE_NUMBERS = ("trial", "factory_wall_ns", "first_call_wall_ns", "second_ca
 def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every timed sample (the check's process, then timing_p1.json, ...) and, per variant, the
     summary of all of them pooled. Runs from before interleaved timing have a summary only."""
-    from ..stats import summarize_samples
+    from ..stats import slowest_rank, summarize_samples
 
     samples = list(check.get("samples") or [])
     for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
@@ -160,7 +160,7 @@ def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.Data
     if not samples:
         return pd.DataFrame(), pd.DataFrame([{"variant": v, **t} for v, t in first.items()])
     frame = pd.DataFrame(samples)
-    stats = summarize_samples(samples)
+    stats = summarize_samples(slowest_rank(samples))     # a multi-rank call takes its slowest rank's time
     rows = []
     for v, g in frame.groupby("variant", sort=False):
         extra = {k: first.get(v, {}).get(k) for k in ("input_sets", "l2_flushed", "interleaved")}

@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ...pairs.source import same_code
+from ...stats import SAMPLE_KEYS
 from ..timing.intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
 
 FORMAT = 3
@@ -83,11 +84,33 @@ def dumps(value: Any, indent: int = 0) -> str:
 
 def of_kind(samples: pd.DataFrame, kind: str) -> pd.DataFrame:
     """The samples the gate compares: the variants' of `kind`, the reference kernels' gpu ones
-    (samples without a kind, from runs before issue 28, are all one timer's)."""
+    (samples without a kind, from runs before issue 28, are all one timer's); of a multi-rank run,
+    each call's slowest rank (`slowest_ranks`)."""
     if samples.empty or "kind" not in samples:
-        return samples
+        return slowest_ranks(samples)
     refs = samples["variant"].astype(str).str.startswith("ref:")
-    return samples[(samples["kind"] == kind) | (refs & (samples["kind"] == "gpu"))].reset_index(drop=True)
+    return slowest_ranks(samples[(samples["kind"] == kind) | (refs & (samples["kind"] == "gpu"))].reset_index(drop=True))
+
+
+def slowest_ranks(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed call of a multi-rank run: the slowest rank's, its clocks with it
+    (stats.slowest_rank); the frame itself when it has no `rank` column (one process)."""
+    if samples.empty or "rank" not in samples or samples["rank"].isna().all():
+        return samples
+    keys = [k for k in SAMPLE_KEYS if k in samples]
+    order = samples.sort_values("time_ns", ascending=False, kind="stable")
+    out = order.drop_duplicates(keys, keep="first").assign(slowest_rank=lambda d: d["rank"])
+    return out.sort_values([k for k in ("process", "round", "slot") if k in out], kind="stable").reset_index(drop=True)
+
+
+def clocks_per_rank(samples: pd.DataFrame, kind: str, limits: Mapping[str, Any]) -> dict[str, Any]:
+    """Each rank's clocks over a multi-rank session's samples of `kind` (every rank's, not only the
+    slowest's): a rank whose GPU ran slower clocks shows here; {} for one process."""
+    if samples.empty or "rank" not in samples or samples["rank"].isna().all():
+        return {}
+    df = samples[samples["kind"] == kind] if "kind" in samples else samples
+    df = with_cycles(df, limits.get("sm_clock_max_mhz"))
+    return {str(int(r)): _clocks(g, limits) for r, g in df.groupby("rank", sort=True)}
 
 
 def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Mapping[str, Any],
@@ -102,8 +125,11 @@ def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Map
                                "sm_clock_mhz": [[_int(c) for c in g["sm_clock_mhz"]] if "sm_clock_mhz" in g else []
                                                 for g in by_process]}
     kind = kind if "kind" in samples else "legacy"      # a run before issue 28: one timer
+    per_rank = clocks_per_rank(samples, kind, limits)
     return {**{k: provenance.get(k) for k in PROVENANCE_KEYS}, "kind": kind, "processes": int(df["process"].nunique()),
-            "clocks": _clocks(df, limits), "samples": per_variant}
+            "clocks": _clocks(df, limits), "samples": per_variant,
+            **({"world_size": len(per_rank), "time_of": "each call's slowest rank", "clocks_per_rank": per_rank}
+               if per_rank else {})}
 
 
 def _int(v: Any) -> int | None:

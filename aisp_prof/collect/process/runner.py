@@ -39,6 +39,7 @@ from ..code.generated import cache_env, keep_generated
 from ..output.run_folder import atomic_folder, provenance, write_json
 from ..timing.samplers import KINDS
 from ..commands import python_module
+from ..ranks.launch import Launch
 from .steps import (Background, Progress, StepContext, check_nsys_step, check_step, finish_ncu_early, ncu_step,
                     start_ncu_early, timing_step)
 
@@ -80,6 +81,10 @@ class RunOptions:
     metric_groups: tuple[str, ...] = DEFAULT_GROUPS   # add "sol_breakdown" / "stall_sampled" for more
     nproc_per_node: int | None = None     # ranks of a multi-rank pair (default: the pair's world_size)
     ncu_rank: int = 0                     # the rank ncu watches (nsys watches every rank)
+    nnodes: int = 1                       # nodes of nproc_per_node ranks each (collect.ranks.launch)
+    node_rank: int | None = None          # this host's node; None with nnodes > 1: every node's agent here
+    rdzv_endpoint: str | None = None      # HOST:PORT of the c10d rendezvous (default: a free local port)
+    launcher: str = "torchrun"            # or "slurm": srun inside the allocation
     overlap_ncu: bool = True              # start ncu beside the check (it waits for the GPU); False: after it
 
 
@@ -100,6 +105,7 @@ class _Plan:
     ncu: Path | None
     nsys: Path | None
     world_size: int = 1
+    launch: Launch | None = None          # how the ranks start (None: one process)
 
 
 def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, int], mode: str, out: Path,
@@ -125,15 +131,36 @@ def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
     sizes = opts.pair.checked_sizes({**opts.pair.sizes, **opts.sizes})
     machine = machine or capabilities.detect_machine()
     variants = runnable(opts.pair, machine, opts.variants).require()
-    world = world_size(opts.pair, opts.nproc_per_node, machine.gpu_count, opts.ncu_rank)
+    launch = launch_of(opts, machine.gpu_count)
     ncu = tools.find_ncu(opts.ncu) if opts.with_ncu else None
     nsys = tools.find_nsys(opts.nsys, ncu) if opts.with_nsys else None
-    return _Plan(opts.pair, variants, sizes, ncu, nsys, world)
+    return _Plan(opts.pair, variants, sizes, ncu, nsys, launch.world_size if launch else 1, launch)
+
+
+def launch_of(opts: RunOptions, gpus: int) -> Launch | None:
+    """How the ranks of `opts.pair` start (None: one process); RequirementError (exit 9) when the
+    nodes, ranks or GPUs here do not fit."""
+    if opts.nnodes > 1 or opts.node_rank is not None or opts.launcher != "torchrun":
+        if not opts.pair.distributed:
+            raise RequirementError(f"{opts.pair.name} runs as one process; --nnodes, --node-rank and --launcher "
+                                   "are for pairs that declare world_size > 1")
+    if opts.node_rank is not None:
+        raise RequirementError("--node-rank: one node's agent alone cannot run aisp-prof's steps yet (the other "
+                               "nodes would have to follow each step's rank commands); on a cluster use "
+                               "--launcher slurm inside an allocation, on one host --nnodes without --node-rank")
+    per_node = opts.nproc_per_node or (opts.pair.world_size if opts.nnodes == 1 else None)
+    if opts.pair.distributed and per_node is None:
+        raise RequirementError("--nnodes needs --nproc-per-node: the ranks each node starts")
+    launch = Launch(per_node or 1, opts.nnodes, opts.node_rank, opts.rdzv_endpoint, opts.launcher).check()
+    every_node = gpus if launch.one_host else gpus * launch.nnodes     # other nodes: as many GPUs as this one
+    world = world_size(opts.pair, launch.world_size if opts.pair.distributed else opts.nproc_per_node,
+                       every_node, opts.ncu_rank)
+    return launch if world > 1 else None
 
 
 def world_size(pair: KernelPair, asked: int | None, gpus: int, ncu_rank: int = 0) -> int:
-    """How many ranks run `pair`: `asked` (--nproc-per-node) or the pair's own, at least its
-    minimum, at most one per GPU here; 1 for a one-process pair."""
+    """How many ranks run `pair`: `asked` (--nproc-per-node x --nnodes) or the pair's own, at least
+    its minimum, at most one per GPU (`gpus`: those of every node); 1 for a one-process pair."""
     if not pair.distributed:
         if asked not in (None, 1):
             raise RequirementError(f"{pair.name} runs as one process; --nproc-per-node is for "
@@ -157,7 +184,7 @@ def collect(opts: RunOptions, progress: Progress = lambda msg: None, machine: Ma
     with atomic_folder(opts.profiles_dir, run_id) as folder:
         info = _new_info(run_id, the_plan, opts)
         ctx = StepContext(folder.path, info, progress=progress, world_size=the_plan.world_size,
-                          ncu_rank=opts.ncu_rank)
+                          ncu_rank=opts.ncu_rank, launch_plan=the_plan.launch)
         collect_into(ctx, the_plan, opts)
     return RunOutcome(run_id, folder.final, info)
 
@@ -174,11 +201,20 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
         **run_declarations(the_plan.variants, {v: r for v, r in pair.roles.items() if v in the_plan.variants},
                            pair.comparison, pair.expect, pair.timer, pair.book),
         "tools": {}, "commands": {}, "wall_s": {}, "world_size": the_plan.world_size,
+        **({"launch": launch_record(the_plan.launch)} if the_plan.launch else {}),
     }
     nvcc = tools.nvcc_if_found()
     if nvcc is not None:
         info["tools"]["nvcc"] = {"path": str(nvcc), "version": tools.tool_version(nvcc)}
     return info
+
+
+def launch_record(launch: Launch) -> dict[str, Any]:
+    """run.json's `launch`: nodes, ranks per node, the launcher, and whether the nodes' agents all
+    ran on this host (each into its own node<i>/ folder)."""
+    return {"launcher": launch.launcher, "nnodes": launch.nnodes, "nproc_per_node": launch.nproc_per_node,
+            "node_rank": launch.node_rank, "rdzv_endpoint": launch.rdzv_endpoint,
+            "agents_on_one_host": launch.one_host and launch.nnodes > 1}
 
 
 def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:

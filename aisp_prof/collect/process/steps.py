@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -24,6 +25,7 @@ from ...naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE, rank_path
 from ...paths import checkout_root, kernels_root
 from .. import commands
 from ..output.run_folder import gzip_file
+from ..ranks.launch import Agent, Launch
 
 Progress = Callable[[str], None]
 _PASSES = re.compile(r"- (\d+) passes?")
@@ -40,22 +42,44 @@ class StepContext:
     progress: Progress = lambda message: None
     world_size: int = 1          # ranks of a torchrun job, one GPU each (pairs with world_size > 1)
     ncu_rank: int = 0            # the one rank ncu watches
+    launch_plan: Launch | None = None   # how the ranks start (collect.ranks.launch); None: one torchrun agent
+    node_folders: list[str] = field(default_factory=list)   # the agents' own folders ("node1"), if several nodes
 
     def record(self, name: str, cmd: list[str], wall_s: float) -> None:
         self.info.setdefault("commands", {})[name] = cmd
         self.info.setdefault("wall_s", {})[name] = round(wall_s, 2)
 
-    def launch(self, name: str, command_of: Callable[[int], list[str]]) -> list[str]:
-        """The command line of a step: one process's own, or torchrun starting each rank's
-        (`rank_exec`; each rank's line kept in <name>.ranks.json and in run.json)."""
+    def agents(self, name: str, command_of: Callable[[int], list[str]]) -> list[Agent]:
+        """The processes that start a step: one process's own command, or the launcher's agents
+        (`collect.ranks.launch`) starting each rank's line (`rank_exec`; each rank's line kept in
+        <name>.ranks.json and in run.json)."""
         if self.world_size == 1:
-            return command_of(0)
-        from ..ranks.rank_exec import torchrun_command, write_rank_commands
+            return [Agent(0, command_of(0))]
+        from ..ranks.launch import Launch, agents
+        from ..ranks.rank_exec import write_rank_commands
 
         path = self.folder / f"{name}.ranks.json"
         per_rank = write_rank_commands(path, self.world_size, command_of)
         self.info.setdefault("rank_commands", {})[name] = {str(r): c for r, c in per_rank.items()}
-        return torchrun_command(self.world_size, path)
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return agents(self.launch_plan or Launch(self.world_size), path, self.folder, str(self.info.get("run_id", "")),
+                      visible.split(",") if visible else None)
+
+    def launch(self, name: str, command_of: Callable[[int], list[str]]) -> list[str]:
+        """The command line of a step started by one process (the first agent's)."""
+        return self.agents(name, command_of)[0].argv
+
+    def run(self, name: str, command_of: Callable[[int], list[str]], log_name: str) -> tuple[int, str, list[str]]:
+        """Run a step's agents to their end (`run_agents`), record each command line, and bring
+        what agents of several nodes wrote into their own folders into the run folder
+        (`assemble`). Returns (exit code, log text, the first agent's command line)."""
+        started = self.agents(name, command_of)
+        rc, text, wall = run_agents(started, self.folder / log_name, self.env)
+        for agent in started:
+            self.record(name if agent is started[0] else f"{name}_node{agent.node}", agent.argv, wall)
+        self.node_folders = sorted({*self.node_folders, *(a.folder for a in started if a.folder)})
+        assemble(self.folder, self.node_folders)
+        return rc, text, started[0].argv
 
     def read(self, report: Path, what: str) -> dict[str, Any]:
         """The child's report; of a multi-rank step, rank 0's with every rank's check merged in
@@ -64,15 +88,18 @@ class StepContext:
             return read_child(report, what)
         reports = [read_child(rank_path(report, r), f"{what}, rank {r}") for r in range(self.world_size)]
         merged = merge_rank_checks(reports)
-        if "check" in merged:
+        if "check" in merged or "samples" in merged:
             report.write_text(json.dumps(merged, indent=2, default=str))
         return merged
 
 
 def child_env() -> dict[str, str]:
-    """The environment of a profiled child: unbuffered, the same kernels folder, and this
-    checkout first on the path when running from one."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", AISP_KERNELS=str(kernels_root()))
+    """The environment of a profiled child: unbuffered, the same kernels folder, NVLink multicast
+    off (the GPU machines ask it of every NCCL job), and this checkout first on the path when
+    running from one."""
+    from ..ranks.launch import MULTICAST_OFF
+
+    env = dict(os.environ, PYTHONUNBUFFERED="1", AISP_KERNELS=str(kernels_root()), **MULTICAST_OFF)
     root = checkout_root()
     if root is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
@@ -87,6 +114,73 @@ def run_logged(cmd: Sequence[str], log_path: Path, env: dict[str, str]) -> tuple
         fh.flush()
         proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=env)
     return proc.returncode, log_path.read_text(errors="replace"), time.time() - started
+
+
+def run_agents(started: list[Agent], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
+    """Run the agents of one step side by side, each logged (the first into `log_path`, node n's
+    into `<stem>.node<n><suffix>`); when one fails, the others are stopped (their ranks would wait
+    for the failed ones until the group's timeout). (first non-zero exit code, the logs, wall s)."""
+    if len(started) == 1:
+        return run_logged(started[0].argv, log_path, {**env, **started[0].env})
+    began, procs, logs = time.time(), [], []
+    try:
+        for agent in started:
+            path = log_path if agent is started[0] else log_path.with_name(f"{log_path.stem}.node{agent.node}{log_path.suffix}")
+            logs.append(path)
+            with open(path, "w") as fh:
+                fh.write("$ " + " ".join(map(str, agent.argv)) + "\n")
+                fh.flush()
+                procs.append(subprocess.Popen(agent.argv, stdout=fh, stderr=subprocess.STDOUT,
+                                              env={**env, **agent.env}, start_new_session=True))
+        codes = _wait_all(procs)
+    finally:
+        _stop(procs)
+    rc = next((c for c in codes if c != 0), 0)
+    return rc, "\n".join(p.read_text(errors="replace") for p in logs), time.time() - began
+
+
+def _wait_all(procs: list[subprocess.Popen], poll_s: float = 0.2) -> list[int]:
+    """Every process's exit code; the first failure stops the rest."""
+    while True:
+        codes = [p.poll() for p in procs]
+        if any(c not in (None, 0) for c in codes) or all(c is not None for c in codes):
+            _stop(procs)
+            return [p.wait() for p in procs]
+        time.sleep(poll_s)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def assemble(folder: Path, node_folders: list[str]) -> None:
+    """What each node's agent wrote into its own folder, linked into the run folder (a rank's files
+    carry its rank, so no two nodes' names meet), and each node folder given the run folder's SQLite
+    export of every nsys report it holds: each node folder stays importable on its own
+    (`import --job` of the node folders), the run folder reads as one job."""
+    for name in node_folders:
+        node = folder / name
+        if not node.is_dir():
+            continue
+        for path in sorted(node.iterdir()):
+            top = folder / path.name
+            if path.is_file() and not top.exists():
+                _link(path, top)
+            if path.name.endswith(".nsys-rep"):
+                export = folder / path.name.replace(".nsys-rep", ".sqlite")
+                if export.exists() and not (node / export.name).exists():
+                    _link(export, node / export.name)
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def raise_for_profiler(tool: str, rc: int, text: str, log_path: Path) -> None:
@@ -116,9 +210,14 @@ def read_child(path: Path, what: str) -> dict[str, Any]:
 
 def merge_rank_checks(reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Rank 0's report, its check failed when any rank's failed, and every rank's check rows
-    (each with its `rank`): a collective is right only if it is right on every rank. Timing and
-    samples stay rank 0's (every rank times the same collectives; each rank's own are in its file)."""
+    (each with its `rank`): a collective is right only if it is right on every rank. The timed
+    samples are every rank's, each with its `rank` (the gate judges a call by its slowest rank,
+    stats.slowest_rank), and `sensor_per_rank` each rank's GPU limits; the CUDA-event timing
+    summary stays rank 0's."""
     merged = dict(reports[0])
+    if any("samples" in rep for rep in reports):
+        merged["samples"] = [{**s, "rank": r} for r, rep in enumerate(reports) for s in rep.get("samples") or []]
+        merged["sensor_per_rank"] = {str(r): rep.get("sensor") or {} for r, rep in enumerate(reports)}
     if "check" not in merged:
         return merged
     check = dict(merged["check"])
@@ -133,39 +232,39 @@ def merge_rank_checks(reports: list[dict[str, Any]]) -> dict[str, Any]:
 
 def check_step(ctx: StepContext, child: list[str], report: Path) -> dict[str, Any]:
     """Run the bare (unprofiled) child; its report holds the check and the CUDA-event timings."""
-    cmd = ctx.launch("check", lambda rank: child)
-    rc, text, wall = run_logged(cmd, ctx.folder / "check.log", ctx.env)
-    ctx.record("check", cmd, wall)
+    ctx.run("check", lambda rank: child, "check.log")
     return ctx.read(report, "the check")
 
 
 def timing_step(ctx: StepContext, child: list[str], report: Path, process: int) -> dict[str, Any]:
     """One more timing process (the bench's repeats): interleaved samples, no profiler."""
-    cmd = ctx.launch(f"timing_p{process}", lambda rank: child)
-    rc, text, wall = run_logged(cmd, ctx.folder / f"timing_p{process}.log", ctx.env)
-    ctx.record(f"timing_p{process}", cmd, wall)
+    ctx.run(f"timing_p{process}", lambda rank: child, f"timing_p{process}.log")
     return ctx.read(report, f"timing process {process}")
 
 
-def ncu_profiled_command(ctx: StepContext, ncu: Path, child: list[str], ranges: Sequence[str],
-                         metrics: Sequence[str]) -> list[str]:
-    """The ncu step's command line (torchrun's for a multi-rank run: ncu on one rank), with
-    ncu's path and version in run.json."""
+def ncu_command_of(ctx: StepContext, ncu: Path, child: list[str], ranges: Sequence[str],
+                   metrics: Sequence[str]) -> Callable[[int], list[str]]:
+    """Each rank's line of the ncu step (ncu on one rank only for a multi-rank run), with ncu's
+    path and version in run.json."""
     ctx.info.setdefault("tools", {})["ncu"] = {"path": str(ncu), "version": tools.tool_version(ncu)}
     skip = commands.COLLECTIVE_KERNELS if ctx.world_size > 1 else None
     profiled = commands.ncu_command(ncu, child, ranges, metrics, ctx.folder / NCU_REP, exclude_kernels=skip)
     if ctx.world_size > 1:
         ctx.info["ncu_rank"] = ctx.ncu_rank
-    return ctx.launch("ncu", lambda rank: profiled if rank == ctx.ncu_rank else child)
+    return lambda rank: profiled if rank == ctx.ncu_rank else child
+
+
+def ncu_profiled_command(ctx: StepContext, ncu: Path, child: list[str], ranges: Sequence[str],
+                         metrics: Sequence[str]) -> list[str]:
+    """The ncu step's command line (torchrun's for a multi-rank run: ncu on one rank)."""
+    return ctx.launch("ncu", ncu_command_of(ctx, ncu, child, ranges, metrics))
 
 
 def ncu_step(ctx: StepContext, ncu: Path, child: list[str], report: Path, ranges: Sequence[str],
              metrics: Sequence[str]) -> dict[str, Any]:
     """Profile `child` under ncu (only `ranges`, only `metrics`), export the raw page as CSV,
     gzip the report. Returns the child's report."""
-    cmd = ncu_profiled_command(ctx, ncu, child, ranges, metrics)
-    rc, text, wall = run_logged(cmd, ctx.folder / "ncu.log", ctx.env)
-    ctx.record("ncu", cmd, wall)
+    rc, text, _ = ctx.run("ncu", ncu_command_of(ctx, ncu, child, ranges, metrics), "ncu.log")
     return _after_ncu(ctx, ncu, rc, text, report, ranges)
 
 
@@ -247,6 +346,7 @@ class Background:
             ctx.record(self.name if i == 0 else f"{self.name}_rank{i}", cmd, time.time() - self.started)
         for rc in codes:
             raise_for_profiler(self.tool, rc, self.log_path.read_text(errors="replace"), self.log_path)
+        assemble(ctx.folder, ctx.node_folders)      # the node folders get their nodes' exports
 
     def cancel(self) -> None:
         """Stop them (and their children) if they still run: the run is failing, its folder goes."""
@@ -268,11 +368,11 @@ def check_nsys_step(ctx: StepContext, nsys: Path, child: list[str], report: Path
     timing), `nsys_capture` (the captured iterations and nsys writing its report), and
     `nsys_export`. A failed check opens no capture: its report is returned, nothing exported."""
     ctx.info.setdefault("tools", {})["nsys"] = {"path": str(nsys), "version": tools.tool_version(nsys)}
-    cmd = ctx.launch("check", lambda rank: commands.nsys_command(nsys, child, rank_path(ctx.folder / NSYS_REP, rank)))
     log_path = ctx.folder / "check.log"
     began = time.time()
-    rc, text, wall = run_logged(cmd, log_path, ctx.env)
-    ctx.record("check", cmd, wall)
+    rc, text, _ = ctx.run("check", lambda rank: commands.nsys_command(nsys, child, rank_path(ctx.folder / NSYS_REP, rank)),
+                          "check.log")
+    wall = ctx.info["wall_s"]["check"]
     if rc != 0 and not report.exists():
         raise_for_profiler("nsys", rc, text, log_path)
     check = ctx.read(report, "the check (under nsys)")

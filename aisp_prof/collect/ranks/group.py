@@ -31,13 +31,22 @@ class RankEnv:
     local_rank: int
 
 
+# (rank, world size, local rank) as each launcher names them; torchrun's first (torchrun under srun
+# also sees srun's), then srun's own tasks (`launch.slurm_agent`)
+LAUNCHER_ENV = (("RANK", "WORLD_SIZE", "LOCAL_RANK"), ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"))
+
+
 def from_env(environ: Mapping[str, str] = os.environ) -> RankEnv | None:
-    """This process's rank, or None when it is not one of several (no WORLD_SIZE, or 1)."""
-    world = int(environ.get("WORLD_SIZE", "1") or 1)
-    if world <= 1:
-        return None
-    rank = int(environ.get("RANK", "0"))
-    return RankEnv(rank, world, int(environ.get("LOCAL_RANK", str(rank))))
+    """This process's rank, or None when it is not one of several (no world size, or 1): torchrun's
+    RANK/WORLD_SIZE/LOCAL_RANK, else srun's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID."""
+    for rank_name, world_name, local_name in LAUNCHER_ENV:
+        if environ.get(world_name):
+            world = int(environ[world_name])
+            if world <= 1:
+                return None
+            rank = int(environ.get(rank_name, "0"))
+            return RankEnv(rank, world, int(environ.get(local_name, str(rank))))
+    return None
 
 
 def join(env: RankEnv, device: str = "cuda") -> None:
@@ -48,10 +57,20 @@ def join(env: RankEnv, device: str = "cuda") -> None:
     timeout = datetime.timedelta(seconds=TIMEOUT_S)
     if device == "cuda":
         torch.cuda.set_device(env.local_rank)
+        _address_from_slurm()
         dist.init_process_group("nccl", rank=env.rank, world_size=env.world_size, timeout=timeout,
                                 device_id=torch.device("cuda", env.local_rank))
     else:
+        _address_from_slurm()
         dist.init_process_group("gloo", rank=env.rank, world_size=env.world_size, timeout=timeout)
+
+
+def _address_from_slurm() -> None:
+    """torchrun sets MASTER_ADDR/MASTER_PORT; an srun task has them from `launch.slurm_agent`'s
+    environment. Without them the process group cannot meet: one line, not a hang."""
+    if "MASTER_ADDR" not in os.environ or "MASTER_PORT" not in os.environ:
+        raise SystemExit("this rank has no MASTER_ADDR/MASTER_PORT: start it through torchrun, or srun from "
+                         "`aisp-prof run --launcher slurm` (which sets them)")
 
 
 def leave() -> None:

@@ -6,7 +6,9 @@ one rank's NCCL kernel while its peers run on would wait forever). The runner wr
 command line into a JSON file of the run folder (`write_rank_commands`), and torchrun starts
 `python -m aisp_prof.collect.ranks.rank_exec FILE` on every rank, which replaces itself with the line
 for its RANK: no shell, the command lines stay visible in the run folder, signals reach the
-profiler directly.
+profiler directly. Under srun the rank is SLURM_PROCID. An agent standing in for one node of
+several (`launch.agents`) gives its ranks a folder of their own (AISP_NODE_DIR): `relocate` moves
+every path under the run folder there, as each node would write to shared storage.
 """
 from __future__ import annotations
 
@@ -14,9 +16,9 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
-from ..commands import python_module
+from .launch import NODE_DIR_ENV, RUN_DIR_ENV
 
 MODULE = "aisp_prof.collect.ranks.rank_exec"
 
@@ -29,21 +31,30 @@ def write_rank_commands(path: Path, world_size: int, command_of: Callable[[int],
 
 
 def torchrun_command(world_size: int, rank_commands: Path) -> list[str]:
-    """torchrun on this host, `world_size` ranks, each running its line of `rank_commands`.
+    """torchrun on this host, `world_size` ranks, each running its line of `rank_commands`
+    (`launch.torchrun_argv` of one node: --standalone)."""
+    from .launch import Launch, torchrun_argv
 
-    --standalone: a rendezvous on a free local port, so two runs on one host never collide
-    (torchrun, "Single-node multi-worker": https://pytorch.org/docs/stable/elastic/run.html)."""
-    return python_module("torch.distributed.run", "--standalone", "--nproc-per-node", str(world_size),
-                         "-m", MODULE, str(rank_commands))
+    return torchrun_argv(Launch(world_size), rank_commands)
 
 
-def command_for(rank_commands: dict[str, list[str]], environ: dict[str, str]) -> list[str]:
-    """The command of this process's RANK (set by torchrun)."""
-    rank = environ.get("RANK")
+def command_for(rank_commands: dict[str, list[str]], environ: Mapping[str, str]) -> list[str]:
+    """The command of this process's rank: RANK (torchrun), else SLURM_PROCID (srun); its paths
+    relocated into the agent's node folder when it has one (`relocate`)."""
+    rank = environ.get("RANK", environ.get("SLURM_PROCID"))
     if rank is None or rank not in rank_commands:
         raise SystemExit(f"rank_exec: RANK={rank!r} has no command in this file "
-                         f"(ranks {', '.join(sorted(rank_commands))}); start it through torchrun")
-    return rank_commands[rank]
+                         f"(ranks {', '.join(sorted(rank_commands))}); start it through torchrun or srun")
+    return relocate(rank_commands[rank], environ.get(RUN_DIR_ENV), environ.get(NODE_DIR_ENV))
+
+
+def relocate(cmd: list[str], run_dir: str | None, node_dir: str | None) -> list[str]:
+    """`cmd` with every argument under `run_dir` moved under `node_dir` (the same relative path);
+    unchanged without both."""
+    if not run_dir or not node_dir:
+        return list(cmd)
+    prefix = run_dir.rstrip("/") + "/"
+    return [node_dir.rstrip("/") + "/" + a[len(prefix):] if a.startswith(prefix) else a for a in cmd]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -51,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     if len(args) != 1:
         raise SystemExit("usage: python -m aisp_prof.collect.ranks.rank_exec RANK_COMMANDS.json (under torchrun)")
     cmd = command_for(json.loads(Path(args[0]).read_text()), dict(os.environ))
+    if os.environ.get(NODE_DIR_ENV):
+        Path(os.environ[NODE_DIR_ENV]).mkdir(parents=True, exist_ok=True)
     os.execvp(cmd[0], cmd)
 
 

@@ -45,6 +45,9 @@ LAUNCHERS = (
     ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"),  # Open MPI
 )
 JOB_ID_NAMES = ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
+# the node name `aisp-prof run --nnodes` gives each agent's ranks (collect.ranks.launch): on one host
+# the agents standing in for nodes share a hostname, so a rank's host is this name where it is set
+NODE_NAME = "AISP_NODE_NAME"
 _NO_JOB_ID = {"", "none"}        # torchrun's default --rdzv-id is "none" for every job: no evidence
 ORDER_GIVEN = "order given"
 CALLER_GIVEN = "given by the caller"
@@ -103,7 +106,7 @@ def rank_identity(path: str | Path) -> RankIdentity:
     return RankIdentity(
         path=path, rank=_int(env.get(names[0])) if names else None,
         world_size=_int(env.get(names[1])) if names else None, local_rank=_int(env.get(names[2])) if names else None,
-        job_id=job_id, hostname=props.get("Hostname") or None, session_start_utc_ns=start,
+        job_id=job_id, hostname=env.get(NODE_NAME) or props.get("Hostname") or None, session_start_utc_ns=start,
         rank_source=f"environment: {names[0]}" if names else None)
 
 

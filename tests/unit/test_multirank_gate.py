@@ -1,0 +1,87 @@
+"""The gate of a multi-rank pair, on the real per-rank samples of the 2x H200 run of
+ch14.quantized_allreduce (profiles/samples_h200x2_ch14: check.json and check.rank1.json, 140 rounds
+per variant on each rank): a call's time is its slowest rank's, clocks are kept per rank, the
+evidence is keyed by rank count and card, and a slowdown on one rank is caught."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+from repo_paths import ROOT
+
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.analyze.gate.verdict import SAME, SLOWER, judge
+from aisp_prof.bench.runner import BenchOptions, pair_key
+from aisp_prof.collect.process.steps import merge_rank_checks
+from aisp_prof import pairs
+from aisp_prof.stats import slowest_rank
+
+RUN = ROOT / "profiles" / "samples_h200x2_ch14" / "20261126T231409Z-ch14.quantized_allreduce-3c06"
+PAIR = "ch14.quantized_allreduce"
+
+
+@pytest.fixture(scope="module")
+def merged() -> dict:
+    reports = [json.loads(gzip.open(RUN / name).read()) for name in ("check.json.gz", "check.rank1.json.gz")]
+    return merge_rank_checks(reports)
+
+
+@pytest.fixture(scope="module")
+def samples(merged) -> pd.DataFrame:
+    return pd.DataFrame(merged["samples"])
+
+
+def test_merged_samples_are_every_ranks_each_with_its_rank(merged, samples):
+    assert sorted(samples["rank"].unique()) == [0, 1]
+    assert len(samples) == 2 * 560 and set(merged["sensor_per_rank"]) == {"0", "1"}
+
+
+def test_a_calls_time_is_its_slowest_ranks(samples):
+    slow = exp.of_kind(samples, "gpu")
+    assert len(slow) == 560                                     # one row per timed call
+    wide = samples.pivot_table(index=["round", "variant"], columns="rank", values="time_ns")
+    got = slow.set_index(["round", "variant"])["time_ns"].sort_index()
+    assert (got == wide.max(axis=1).sort_index()).all()
+    assert set(slow["slowest_rank"]) == {0, 1}                  # neither rank is always the slow one
+    assert len(slowest_rank(samples.to_dict("records"))) == 560   # the same rule on records (run summaries)
+
+
+def test_a_session_keeps_clocks_per_rank(samples, merged):
+    session = exp.session_of(samples, {"run_id": "x"}, merged["sensor"], "gpu")
+    assert session["world_size"] == 2 and session["time_of"] == "each call's slowest rank"
+    per_rank = session["clocks_per_rank"]
+    assert set(per_rank) == {"0", "1"} and per_rank["1"]["sm_clock_mhz_min_median_max"] == [1980.0] * 3
+    assert per_rank["0"]["temperature_c_min_median_max"] != per_rank["1"]["temperature_c_min_median_max"]
+
+
+def _halves(samples: pd.DataFrame) -> tuple[dict, pd.DataFrame]:
+    """The first 70 rounds recorded as evidence, the last 70 judged against it."""
+    first, second = samples[samples["round"] < 70], samples[samples["round"] >= 70]
+    session = exp.session_of(first, {"run_id": "first half"}, {"sm_clock_max_mhz": 1980}, "gpu")
+    return exp.add_session(None, session, {"numel": 1 << 26}), second
+
+
+def test_unchanged_code_is_same_and_a_slowdown_on_one_rank_is_slower(samples):
+    entry, later = _halves(samples)
+    verdicts = {v.variant: v.verdict for v in judge(PAIR, exp.of_kind(later, "gpu"), entry, 1980)}
+    assert verdicts == {"baseline": SAME, "fp32_rs_ag": SAME, "int8": SAME, "int8_overlap": SAME}
+    slowed = later.copy()
+    straggler = (slowed["rank"] == 1) & (slowed["variant"] == "int8")
+    slowed.loc[straggler, "time_ns"] *= 1.10                     # rank 1's int8 calls 10% slower
+    verdicts = {v.variant: v for v in judge(PAIR, exp.of_kind(slowed, "gpu"), entry, 1980)}
+    assert verdicts["int8"].verdict == SLOWER and verdicts["int8"].fails
+    assert [k for k, v in verdicts.items() if v.verdict != SAME] == ["int8"]
+    rank0_only = {v.variant: v.verdict for v in judge(PAIR, slowed[slowed["rank"] == 0], entry, 1980)}
+    assert rank0_only["int8"] == SAME                            # rank 0's time alone would have missed it
+
+
+def test_evidence_is_keyed_by_rank_count_and_card():
+    pair = pairs.find(PAIR)
+    assert BenchOptions().world_size(pair) == 2 and BenchOptions(nproc_per_node=4).world_size(pair) == 4
+    assert BenchOptions(nproc_per_node=4).world_size(pairs.find("ch09.fused_l2norm")) == 1
+    assert pair_key("h200", 4, "NVIDIA H200") == "4x_h200"
+    assert pair_key("h200", 1, "NVIDIA H200") == "h200"
+    assert BenchOptions(nproc_per_node=4).run_options(pair, None).nproc_per_node == 4
+    assert BenchOptions(nproc_per_node=4).run_options(pairs.find("ch09.fused_l2norm"), None).nproc_per_node is None
