@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -290,7 +291,9 @@ class RunDatabase:
               progress: Progress = lambda m: None) -> tuple[str, list[PairOutcome]]:
         """`bench run`: every pair of `targets` checked, timed and judged against its recorded
         evidence (`bench.runner`; `options`: BenchOptions' fields); (hardware key, outcomes).
-        `track(pairs)` may wrap the pairs in a progress bar. First the pending CUDA libraries of
+        `track(pairs)` may wrap the pairs in a progress bar; `progress` hears each pair's start (with the
+        time so far), its steps and its outcome in one line, so a log of a cut-off gate says how far it
+        got and what each pair cost. First the pending CUDA libraries of
         the pairs that run here are built in parallel (`collect.code.prebuild`, said on `progress`):
         nothing is timed until they are."""
         from ..bench.runner import BenchOptions, bench_one, current_hardware_key
@@ -302,7 +305,13 @@ class RunDatabase:
         opts = BenchOptions(**options)
         machine = detect_machine()
         prebuild([p for p in selected if runnable(p, machine).ok], progress)
-        return key, [bench_one(p, self, key, opts, machine=machine) for p in track(selected)]
+        started, outcomes = time.monotonic(), []
+        for i, pair in enumerate(track(selected), 1):
+            progress(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench")
+            began = time.monotonic()
+            outcomes.append(bench_one(pair, self, key, opts, progress, machine))
+            progress(f"   {outcomes[-1].line()} ({time.monotonic() - began:.1f} s)")
+        return key, outcomes
 
     def bench_record(self, runs: Sequence[str], expectations: Path | None = None,
                      force: bool = False) -> list[PairOutcome]:

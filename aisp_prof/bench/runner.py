@@ -96,6 +96,12 @@ class PairOutcome:
     def fails(self) -> bool:
         return self.status == "error" or bool(self.failing)
 
+    def line(self) -> str:
+        """One line for a progress log: the status, then each variant's verdict (or why not)."""
+        verdicts = ", ".join(f"{v.variant} {v.verdict}" for v in self.verdicts if not v.is_reference)
+        return f"{self.pair}: {self.status}" + (f": {verdicts}" if verdicts else "") + \
+            (f" ({self.message[:160]})" if self.message and self.status != "ok" else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
                 "fails": self.fails, "recorded": self.recorded, "hardware_key": self.hardware_key,

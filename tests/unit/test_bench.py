@@ -114,3 +114,24 @@ def test_bench_failed_check_exits_7_and_names_the_variant(monkeypatch, tmp_path)
     assert res.exit_code == 7, res.output
     assert "FAILED_CHECK" in res.stdout and message in res.stdout
     assert "ch09.warp_specialization_producer_consumer" in res.stderr and "warp_specialized_tma" in res.stderr
+
+
+def test_bench_logs_a_line_per_pair_with_its_time(monkeypatch, tmp_path):
+    """stderr is a log, not a progress bar: each pair's start (with the time so far) and its outcome
+    on a line of their own, so a gate cut off by a CI job's time limit says how far it got (a
+    4-GPU visit's gate printed only 'bench' before 530 s ran out)."""
+    from aisp_prof.bench import runner
+
+    def fake_bench_one(pair, *args, **kwargs):
+        status = "failed_check" if pair.name.endswith("memory_bound") else "ok"
+        return runner.PairOutcome(pair.name, "run-1", status, "wrong at row 3" if status != "ok" else "")
+
+    monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h200")
+    monkeypatch.setattr(runner, "bench_one", fake_bench_one)
+    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.fused_l2norm", "--targets", "ch09.memory_bound",
+                                   "--db", str(tmp_path / "a.db"), "--profiles-dir", str(tmp_path / "p")])
+    lines = res.stderr.splitlines()
+    assert any(ln.startswith("== ch09.fused_l2norm (1/2), 0 s into the bench") for ln in lines), res.stderr
+    assert any(ln.startswith("== ch09.memory_bound (2/2), ") for ln in lines), res.stderr
+    assert any(ln.strip().startswith("ch09.fused_l2norm: ok (") for ln in lines), res.stderr
+    assert any("ch09.memory_bound: failed_check (wrong at row 3)" in ln for ln in lines), res.stderr
