@@ -1,0 +1,115 @@
+"""The launches of collect.ranks.launch run for real on the CPU (gloo): two torchrun agents standing
+in for two nodes on one host, srun's tasks (processes started with SLURM_PROCID/SLURM_NTASKS/
+SLURM_LOCALID set, as srun sets them), and the timing child's multi-rank path (time_rounds on a
+simulated GPU under a real process group), merged and judged by each call's slowest rank."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from repo_paths import FIXTURES, TESTS
+
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.collect.process import steps
+from aisp_prof.collect.ranks import launch, rank_exec
+from aisp_prof.naming import rank_path
+
+pytest.importorskip("torch.distributed.run")
+pytestmark = pytest.mark.slow
+
+# each rank: join the group from its launcher's environment, all-reduce a one, write what it saw
+RANK_SCRIPT = ("import os, sys, torch, torch.distributed as dist; from aisp_prof.collect.ranks import group; "
+               "e = group.from_env(); group.join(e, device='cpu'); t = torch.ones(1); dist.all_reduce(t); "
+               "open(sys.argv[1], 'w').write(' '.join(map(str, (e.rank, e.world_size, e.local_rank, int(t.item()), "
+               "os.environ.get('AISP_NODE_NAME'), os.environ.get('CUDA_VISIBLE_DEVICES'), "
+               "os.environ.get('NCCL_NVLS_ENABLE'))))); group.leave()")
+
+
+def _lines(run: Path, world: int) -> Path:
+    path = run / "x.ranks.json"
+    rank_exec.write_rank_commands(path, world, lambda r: [sys.executable, "-c", RANK_SCRIPT,
+                                                          str(rank_path(run / "seen.txt", r))])
+    return path
+
+
+def test_two_agents_on_one_host_are_one_job_each_node_in_its_folder(tmp_path):
+    run = tmp_path / ".partial-job"
+    run.mkdir()
+    agents = launch.agents(launch.Launch(2, nnodes=2), _lines(run, 4), run, "job-x")
+    rc, text, _ = steps.run_agents(agents, run / "x.log", steps.child_env())
+    assert rc == 0, text[-3000:]
+    steps.assemble(run, [a.folder for a in agents])
+    seen = {}
+    for node in ("node0", "node1"):
+        for path in sorted((run / node).glob("seen*.txt")):
+            rank, world, local, total, name, gpus, nvls = path.read_text().split()
+            seen[int(rank)] = (node, int(world), int(local), int(total), name, gpus, nvls)
+            assert (run / path.name).read_text() == path.read_text()        # linked into the run folder
+    assert sorted(seen) == [0, 1, 2, 3]
+    for node in ("node0", "node1"):
+        mine = [v for v in seen.values() if v[0] == node]
+        assert len(mine) == 2 and {v[2] for v in mine} == {0, 1}             # two local ranks per node
+        assert len({v[4] for v in mine}) == 1 and mine[0][4].endswith(node)  # its node name
+        assert {v[5] for v in mine} == {"0,1" if node == "node0" else "2,3"}  # its share of the GPUs
+    assert {(v[1], v[3], v[6]) for v in seen.values()} == {(4, 4, "0")}      # one group of 4, multicast off
+
+
+def test_srun_tasks_take_their_rank_from_slurm(tmp_path):
+    """What srun starts (launch.slurm_agent's last words) on each task, with the variables srun
+    sets: rank_exec picks SLURM_PROCID's line and the group joins with SLURM_NTASKS ranks."""
+    lines = _lines(tmp_path, 2)
+    agent = launch.slurm_agent(launch.Launch(2, launcher="slurm"), lines, port=launch.free_port(),
+                               environ={"MASTER_ADDR": "127.0.0.1"})
+    task = agent.argv[agent.argv.index("--export=ALL") + 1:]
+    env = {k: v for k, v in steps.child_env().items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK")}
+    procs = [subprocess.Popen(task, env={**env, **agent.env, "SLURM_PROCID": str(r), "SLURM_NTASKS": "2",
+                                         "SLURM_LOCALID": str(r), "SLURM_JOB_ID": "42"},
+                              stderr=subprocess.PIPE, text=True) for r in range(2)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    seen = [rank_path(tmp_path / "seen.txt", r).read_text().split()[:4] for r in range(2)]
+    assert seen == [["0", "2", "0", "2"], ["1", "2", "1", "2"]]
+
+
+def test_a_slurm_task_without_the_groups_address_is_one_line(tmp_path):
+    lines = _lines(tmp_path, 2)
+    env = {k: v for k, v in steps.child_env().items() if k not in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")}
+    proc = subprocess.run([sys.executable, "-m", rank_exec.MODULE, str(lines)], capture_output=True, text=True,
+                          env={**env, "SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0"}, timeout=120)
+    assert proc.returncode != 0 and "MASTER_ADDR" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_the_timing_child_keeps_ranks_in_step_and_the_slowest_rank_decides(tmp_path):
+    out = tmp_path / "timing.json"
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                           str(TESTS / "multirank_timing.py"), str(out)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reports = [json.loads(rank_path(out, r).read_text()) for r in range(2)]
+    rounds = [max(s["round"] for s in rep["samples"]) for rep in reports]
+    assert rounds[0] == rounds[1] > 10        # rank 1 alone would have stopped at 10: rank 0 decided for both
+    samples = pd.DataFrame(steps.merge_rank_checks(reports)["samples"])
+    slow = exp.of_kind(samples, "gpu")
+    int8 = slow[slow["variant"] == "int8"]
+    assert (int8["slowest_rank"] == 1).all()                  # the straggler's time is the call's
+    assert 1.08 < int8["time_ns"].median() / samples.query("variant == 'int8' and rank == 0")["time_ns"].median() < 1.12
+
+
+def test_the_planted_int8_slowdown_loads_as_the_real_pair_on_the_cpu(monkeypatch):
+    """The fixture is the real pair (same name, sizes, collective sizes) with only int8 replaced;
+    on the CPU (a gloo check) it slows nothing."""
+    monkeypatch.setenv("AISP_KERNELS", str(FIXTURES / "gate_kernels"))
+    from aisp_prof import pairs
+
+    planted = pairs.find("ch14.quantized_allreduce")
+    monkeypatch.delenv("AISP_KERNELS")
+    real = pairs.find("ch14.quantized_allreduce")
+    assert planted.variants["int8"].__name__ == "slowed_int8" and real.variants["int8"] is not planted.variants["int8"]
+    assert planted.collective_bytes({"numel": 1 << 20}, 4) == real.collective_bytes({"numel": 1 << 20}, 4)
+    assert list(planted.variants) == list(real.variants) and planted.sizes == real.sizes
+    assert all(planted.variants[v].__qualname__ == real.variants[v].__qualname__ for v in real.variants if v != "int8")
