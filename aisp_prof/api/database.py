@@ -45,6 +45,17 @@ def sample_runs() -> list[Path]:
     return sample_run_dirs()
 
 
+def _read_to_open(conn: store_db.Reader, run_id: str, tables: Sequence[str]) -> RunData:
+    """`read_run` for a `Run`, except a one-rank run's timeline: its call spread instead (all that
+    a Run reads of it, as the store keeps it), so a summary or diff of a 1M-kernel run reads a
+    row per variant. A multi-rank run's rank report needs the whole timeline."""
+    if "timeline" not in tables or conn.count("ranks", run_id):
+        return conn.read_run(run_id, False, tables)
+    data = conn.read_run(run_id, False, [t for t in tables if t != "timeline"])
+    data.call_spread = conn.call_spread(run_id)
+    return data
+
+
 @dataclass
 class RunDatabase:
     """A run database. Every read opens it once and closes it; nothing is cached between calls."""
@@ -86,7 +97,7 @@ class RunDatabase:
         """`open` of several runs in one open of the database."""
         with store_db.Reader(self.path) as conn:
             listing = conn.list_runs()
-            data = [declared(conn.read_run(resolve_run(listing, r, str(self.path)), False, tables)) for r in runs]
+            data = [declared(_read_to_open(conn, resolve_run(listing, r, str(self.path)), tables)) for r in runs]
             in_db = db_calibrations(conn)
         calibrations = merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
         return [Run(d, calibrations) for d in data]

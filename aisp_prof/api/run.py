@@ -101,7 +101,8 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]], calibrations: Calibr
     info = run.info
     points = points if points is not None else _bound_points(run, calibrations)
     roof = {"points": [p.to_dict() for p in points]} if points is not None else None
-    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles))
+    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles,
+                                run.call_spread))
     comparison = bool(info.get("comparison"))
     sentences, per_rank = verdict_sentences(summary, bounds_of(roof), comparison), {}
     report = rank_report_of(run, calibrations or []) if not run.timeline.empty else None

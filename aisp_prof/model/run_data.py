@@ -38,6 +38,9 @@ class RunData:
     verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)     # `bench run`: per variant, against expectations
     compiles: pd.DataFrame = field(default_factory=pd.DataFrame)     # first-call cost and torch.compile's events, per variant and phase
     ranks: pd.DataFrame = field(default_factory=pd.DataFrame)        # a multi-rank run's ranks: identity, clock offset (parse.nsys.job)
+    # per variant, nsys calls and least/most kernel time per call (analyze.rule_input.call_spread), as the
+    # store keeps it: read instead of `timeline` where that is all a reader needs (a summary); None: not read
+    call_spread: pd.DataFrame | None = None
     # every raw ncu metric: the matrix, and/or the long frame it was given as or is read as
     _launch_metrics: LaunchMetrics | None = field(default=None, repr=False)
     _metrics: pd.DataFrame | None = field(default=None, repr=False)

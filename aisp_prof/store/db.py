@@ -5,7 +5,8 @@ metric_rows (every raw ncu metric, so nothing measured is lost: a row per metric
 per launch, see `metric_rows`), timeline (one row per kernel nsys saw),
 memory_ops (one row per GPU memcpy/memset nsys saw), ranges (per innermost NVTX range),
 range_levels (every NVTX level of every thread), graph_launches (whole-graph launches), checks and
-timings, and ceilings (measured calibrations, see `calibrations`). A run is written in one
+timings, timeline_calls (per-variant sums written at import, see `aggregates`), and ceilings (measured
+calibrations, see `calibrations`). A run is written in one
 transaction: if anything fails half-way, no row of it remains.
 
 The store opens the database one way for each direction: `Reader(path)`, one open connection
@@ -39,6 +40,7 @@ from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
 from ..sqlite_frames import frame_of_rows
 from . import connection
+from .aggregates import call_spread, write_aggregates
 from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
@@ -183,6 +185,7 @@ def write_run(path: Path, data: RunData) -> str:
         for name in (*TABLES, *METRIC_TABLES):
             if name in db.table_names():
                 db[name].create_index(["run_id"], if_not_exists=True)
+        write_aggregates(db.conn, data.run_id)     # after the indexes: it reads this run's timeline
         connection.commit(db.conn, path)
     except sqlite3.OperationalError as exc:     # a full disk, a read-only file: nothing was stored
         raise connection.storage_error(exc, path, writing=True) from exc
@@ -285,6 +288,10 @@ class Reader:
         else:
             data.metrics = self.table("metrics", run_id, " AND rowid IN (SELECT min(rowid) FROM metrics WHERE "
                                       "run_id = ? AND metric LIKE ? GROUP BY metric)", (run_id, DEVICE_METRICS))
+
+    def call_spread(self, run_id: str) -> pd.DataFrame:
+        """Per variant, the run's nsys calls and least/most kernel time per call (`aggregates`)."""
+        return call_spread(self._db.conn, run_id)
 
     def long_metrics(self, run_id: str) -> pd.DataFrame:
         """Every raw ncu metric of a run in long form, whichever way it is stored."""

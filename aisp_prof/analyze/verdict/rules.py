@@ -54,13 +54,13 @@ def event_noise_ns(timings: pd.DataFrame, variant: str) -> float | None:
     return None
 
 
-def nsys_noise_ns(timeline: pd.DataFrame, variant: str) -> float | None:
-    """Half the range of the variant's kernel time per call over the nsys calls (None: one call or none)."""
-    need = {"variant", "range_instance", "duration_ns"}
-    if timeline.empty or not need <= set(timeline):
+def nsys_noise_ns(spread: pd.DataFrame, variant: str) -> float | None:
+    """Half the range of the variant's kernel time per call over the nsys calls (None: one call or
+    none); `spread` is `rule_input.call_spread` of the timeline."""
+    row = spread[spread["variant"] == variant] if "variant" in spread else spread.iloc[0:0]
+    if row.empty or int(row["calls"].iloc[0]) < 2:
         return None
-    per_call = timeline[timeline["variant"] == variant].groupby("range_instance")["duration_ns"].sum()
-    return float(per_call.max() - per_call.min()) / 2 if len(per_call) > 1 else None
+    return float(row["call_kernel_max_ns"].iloc[0] - row["call_kernel_min_ns"].iloc[0]) / 2
 
 
 def _rel(noise: float | None, value: float | None) -> float:
@@ -78,7 +78,7 @@ def host_bound(inp: RuleInput) -> list[Finding]:
         if not ev or not gpu or r.get("gpu_time_source") != "nsys" or r.get("time_class"):
             continue                  # a run timed in kinds says it from its own times (time_kinds.host_share)
         gap = ev - gpu
-        noise = (event_noise_ns(inp.timings, v) or 0.0) + (nsys_noise_ns(inp.timeline, v) or 0.0)
+        noise = (event_noise_ns(inp.timings, v) or 0.0) + (nsys_noise_ns(inp.spread(), v) or 0.0)
         if gap <= noise or gap < HOST_GAP_MIN_SHARE * ev:
             continue
         kernels, idle = r.get("kernels_per_call") or 0, r.get("gap_per_call_ns")
@@ -101,7 +101,7 @@ def _speedups(inp: RuleInput, base: Mapping[str, Any], r: Mapping[str, Any]) -> 
     """timer -> (speedup, its relative noise) for the timers both rows have."""
     v, b = r["variant"], base["variant"]
     out = {}
-    for name, key, noise in (("nsys GPU time", "gpu_time_ns", lambda x: nsys_noise_ns(inp.timeline, x)),
+    for name, key, noise in (("nsys GPU time", "gpu_time_ns", lambda x: nsys_noise_ns(inp.spread(), x)),
                              ("CUDA events", "cuda_event_median_ns", lambda x: event_noise_ns(inp.timings, x)),
                              ("ncu duration", "ncu_duration_ns", lambda x: None)):
         tb, tv = base.get(key), r.get(key)
