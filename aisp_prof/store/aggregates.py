@@ -29,13 +29,20 @@ def _has(conn: sqlite3.Connection, table: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", [table]).fetchone() is not None
 
 
+def _has_calls(conn: sqlite3.Connection) -> bool:
+    """A timeline with the columns calls are told by (a frame of other columns has none)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(timeline)")}
+    return {"variant", "range_instance", "duration_ns"} <= have
+
+
 def write_aggregates(conn: sqlite3.Connection, run_id: str) -> None:
     """The run's `timeline_calls` rows, from its timeline rows just written (same transaction)."""
     conn.execute(f"CREATE TABLE IF NOT EXISTS [{CALLS_TABLE}] (run_id TEXT, variant TEXT, calls INTEGER, "
                  "kernels INTEGER, call_kernel_min_ns INTEGER, call_kernel_max_ns INTEGER)")
     conn.execute(f"CREATE INDEX IF NOT EXISTS [idx_{CALLS_TABLE}_run_id] ON [{CALLS_TABLE}] (run_id)")
     if _has(conn, "timeline"):
-        conn.execute(f"INSERT INTO [{CALLS_TABLE}] SELECT ?, * FROM ({_PER_VARIANT})", [run_id, run_id])
+        if _has_calls(conn):
+            conn.execute(f"INSERT INTO [{CALLS_TABLE}] SELECT ?, * FROM ({_PER_VARIANT})", [run_id, run_id])
         total = conn.execute("SELECT COUNT(*) FROM timeline WHERE run_id = ?", [run_id]).fetchone()[0]
     else:
         total = 0
@@ -50,6 +57,6 @@ def call_spread(conn: sqlite3.Connection, run_id: str) -> pd.DataFrame:
         rows = conn.execute(f"SELECT {', '.join(CALLS_COLUMNS)} FROM [{CALLS_TABLE}] WHERE run_id = ? "
                             "ORDER BY variant", [run_id]).fetchall()
     if not rows:                                  # stored before issue 33: computed on read
-        rows = conn.execute(_PER_VARIANT, [run_id]).fetchall() if _has(conn, "timeline") else []
+        rows = conn.execute(_PER_VARIANT, [run_id]).fetchall() if _has_calls(conn) else []
     rows = [r for r in rows if r[0] is not None]
     return pd.DataFrame(rows, columns=list(CALLS_COLUMNS)).drop(columns="kernels")
