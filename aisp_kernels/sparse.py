@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from aisp_prof.errors import RequirementError
+from aisp_prof.errors import NoKernelError, RequirementError
 
 
 def _torch() -> Any:
@@ -72,15 +72,21 @@ def search_algorithm(packed: Any, dense: Any) -> int:
 def tuned_sparse_matmul(w: Any, dense_example: Any) -> tuple[Callable[[Any], Any], int]:
     """Compress the 2:4-sparse W [m, k] once and search the algorithm for W @ B with B shaped and
     laid out like `dense_example` ([k, n], row-major). Returns (matmul, alg_id): matmul(B) runs
-    the sparse GEMM with that algorithm and returns a new [m, n] tensor."""
+    the sparse GEMM with that algorithm and returns a new [m, n] tensor. A B whose rows are not a
+    multiple of 16 bytes has no cuSPARSELt kernel (NoKernelError: the check skips the variant there,
+    with the reason; H200 fuzzing met it at n = 1, 29, 2049, 8594, ...)."""
     torch = _torch()
+    if w.dim() != 2 or dense_example.dim() != 2 or w.shape[1] != dense_example.shape[0]:
+        raise ValueError(f"W must be [m, k] and B [k, n]; got {tuple(w.shape)} and {tuple(dense_example.shape)}")
+    if dense_example.shape[1] * dense_example.element_size() % 16:
+        raise NoKernelError(f"cuSPARSELt has no kernel for a row-major dense B with n={dense_example.shape[1]}: a row "
+                            "must be a multiple of 16 bytes (n a multiple of 8 in fp16/bf16); "
+                            "torch.sparse.to_sparse_semi_structured pads B, this tuned variant does not")
     if not w.is_cuda:
         raise RequirementError("2:4 semi-structured sparsity needs CUDA tensors (run on a GPU)")
     if not cusparselt_available():
         raise RequirementError("this torch has no cuSPARSELt (torch.backends.cusparselt); "
                                "the tuned 2:4 variant needs a CUDA build of torch with it")
-    if w.dim() != 2 or dense_example.dim() != 2 or w.shape[1] != dense_example.shape[0]:
-        raise ValueError(f"W must be [m, k] and B [k, n]; got {tuple(w.shape)} and {tuple(dense_example.shape)}")
     if not dense_example.is_contiguous():
         raise ValueError("B must be row-major (contiguous): cuSPARSELt's column-major path is ~2x slower")
     packed = torch._cslt_compress(w)

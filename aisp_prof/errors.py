@@ -104,6 +104,12 @@ class StorageError(AispError):
     exit_code = 13
 
 
+class NoKernelError(RuntimeError):
+    """A backend has no kernel for this shape (raised by a pair's helper before it asks the backend,
+    e.g. cuSPARSELt and a dense operand off its 16-byte alignment). Not an AispError and not a wrong
+    result: the correctness check records the variant as skipped at these sizes, with this message."""
+
+
 class MissingDatabaseError(StorageError):
     """A command that only reads found no database at --db (it creates none)."""
 

@@ -8,7 +8,7 @@ It guards against the usual ways a benchmark lies:
   - allocating in the timed closure: the second call must return the same tensor;
   - swallowed errors: a variant that raises is recorded as failed with its exception text.
 A variant whose backend has no kernel for the shape (`no_kernel_reason`: a narrow list of the
-refusals torch's SDPA and cuDNN give) cannot run at these sizes; it is not wrong: it is recorded as
+refusals torch's SDPA and cuDNN give, and errors.NoKernelError from a pair's helper) cannot run at these sizes; it is not wrong: it is recorded as
 skipped with the reason, never as a failure, and the others are checked as usual (a skipped
 baseline leaves them checked against the reference only).
 Beside each variant's result it records what the first call cost (`compiles`: the factory's and
@@ -42,7 +42,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping
 
-from ...errors import AispError, CorrectnessError, UnknownTargetError
+from ...errors import AispError, CorrectnessError, NoKernelError, UnknownTargetError
 from ...pairs import KernelPair
 from ..code.dynamo import CompileWatch, compile_row, stop_compile_workers
 
@@ -286,9 +286,9 @@ def _against_reference(out64: Any, ref64: Any, tolerance: float, check: VariantC
 
 def no_kernel_reason(exc: BaseException) -> str | None:
     """"skipped: no kernel for these sizes (...)" when `exc` is a backend saying it has no kernel
-    for the shape (a RuntimeError holding one of NO_KERNEL_MESSAGES), else None."""
+    for the shape (errors.NoKernelError, or a RuntimeError holding one of NO_KERNEL_MESSAGES), else None."""
     text = str(exc)
-    if isinstance(exc, RuntimeError) and any(m in text for m in NO_KERNEL_MESSAGES):
+    if isinstance(exc, NoKernelError) or (isinstance(exc, RuntimeError) and any(m in text for m in NO_KERNEL_MESSAGES)):
         return _one_line(f"skipped: the backend has no kernel for these sizes ({type(exc).__name__}: {text})")[:500]
     return None
 

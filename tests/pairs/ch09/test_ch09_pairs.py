@@ -233,6 +233,25 @@ def test_gpu_only_variants_refuse_cpu_tensors(mods, name, factory):
         getattr(mods[name], factory)(inputs)
 
 
+@pytest.mark.parametrize("n", [1, 4, 29, 2049, 8594])
+def test_tuned_sparse_off_cusparselt_alignment_is_no_kernel(mods, n):
+    """cuSPARSELt has no kernel for a row-major dense operand whose rows are not 16-byte multiples
+    (on an H200, `check --fuzz 20` saw 'CUDA error: operation not supported' from
+    cusparseLtDenseDescriptorInit at n = 1, 3, 4, 29, 2049, 8594, ... and every n that was a
+    multiple of 8 pass): the tuned helper both sparsity pairs use says so before asking
+    (NoKernelError), and the check records the variant as skipped there, never as wrong."""
+    from aisp_kernels import sparse
+    from aisp_prof.errors import NoKernelError
+
+    inputs = mods["structured_sparsity"].make_inputs({"m": 64, "n": n, "k": 128}, "cpu", 0)
+    with pytest.raises(NoKernelError, match="multiple of 16 bytes") as caught:
+        mods["structured_sparsity"].optimized_sparse24_tuned(inputs)
+    assert check.no_kernel_reason(caught.value).startswith("skipped: the backend has no kernel for these sizes")
+    w, x = torch.zeros(64, 128, dtype=torch.float16), torch.zeros(128, n + 8 - n % 8, dtype=torch.float16)
+    with pytest.raises(RequirementError, match="CUDA"):      # aligned: past the shape, on to the device
+        sparse.tuned_sparse_matmul(w, x)
+
+
 def test_compute_bound_restores_matmul_precision(mods):
     m = mods["compute_bound"]
     matmul = torch.backends.cuda.matmul
