@@ -117,3 +117,11 @@ def test_assemble_links_node_files_and_gives_each_node_its_exports(tmp_path):
     (tmp_path / "nsys.rank1.sqlite").write_text("export")      # nsys export writes into the run folder
     steps.assemble(tmp_path, ["node1"])
     assert (node1 / "nsys.rank1.sqlite").read_text() == "export"
+
+
+def test_a_ranks_sensors_are_read_from_its_own_gpu_when_the_agent_sees_a_share():
+    from aisp_prof.collect.process.child import nvml_index
+
+    assert nvml_index(1, None) == 1 and nvml_index(0, "") == 0
+    assert nvml_index(0, "2,3") == 2 and nvml_index(1, "2,3") == 3
+    assert nvml_index(0, "GPU-8f1c,GPU-77aa") == 0          # UUIDs: left as CUDA's index

@@ -351,7 +351,17 @@ def _gpu_index() -> int:
     """The GPU this process uses (a rank's own under torchrun), for NVML."""
     import torch
 
-    return torch.cuda.current_device()
+    return nvml_index(torch.cuda.current_device(), os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def nvml_index(cuda_index: int, visible: str | None) -> int:
+    """NVML's index of CUDA device `cuda_index`: NVML ignores CUDA_VISIBLE_DEVICES, so an agent
+    given GPUs 2,3 (`run --nnodes` on one host) must read GPU 2's sensors for its device 0. Entries
+    that are not plain indices (UUIDs) leave the index as it is."""
+    entries = [e.strip() for e in (visible or "").split(",") if e.strip()]
+    if cuda_index < len(entries) and entries[cuda_index].isdigit():
+        return int(entries[cuda_index])
+    return cuda_index
 
 
 def _pair(name: str, pair_file: Path | None) -> pairs_mod.KernelPair:
