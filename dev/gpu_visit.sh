@@ -20,7 +20,8 @@
 #                BENCH_ARGS is added to every bench run of gate, scratch and record: for a multi-GPU pair
 #                "--nproc-per-node 4 --profile minimal" (its evidence is expectations_4x_<gpu>.json; nsys on every
 #                rank shows the collectives' bus bandwidth)
-#     link       aisp-prof calibrate --link LINK (default: every GPU here): the link's bus bandwidth per collective
+#     link       aisp-prof calibrate --link LINK (default: every GPU here): the link's bus bandwidth per collective,
+#                into profiles/calibration/<LINK>x_<gpu>.json (later steps' `ranks` use it; copied to $OUT)
 #     multinode  aisp-prof run of PAIRS as NNODES (default 2) torchrun agents of NODE_GPUS (default GPUs / NNODES)
 #                ranks each on this host (c10d rendezvous, one folder per "node"), then `import --job` of the
 #                run's node folders: the imported job must have the same ranks and kernels as the run (-> multinode_*.json)
@@ -79,8 +80,10 @@ for step in $STEPS; do
           $ARGS > "$W/gate_slow_$f.json"; echo "gate_slow_${f}_rc $? $(t)"
       done ;;
     link)
-      $AISP calibrate --link "${LINK:-$GPUS}" --write-json "$W" --json > "$W/calibrate_link.json" 2> "$W/calibrate_link.err"
-      echo "link ${LINK:-$GPUS} rc $? $(t)"; tail -2 "$W/calibrate_link.err" ;;
+      # into profiles/calibration/ too, where the later steps' `ranks` find the link's bus bandwidth
+      $AISP calibrate --link "${LINK:-$GPUS}" --write-json profiles/calibration --json > "$W/calibrate_link.json" \
+        2> "$W/calibrate_link.err"; echo "link ${LINK:-$GPUS} rc $? $(t)"; tail -2 "$W/calibrate_link.err"
+      for f in profiles/calibration/"${LINK:-$GPUS}"x_*.json; do [ -f "$f" ] && cp "$f" "$W/" && cp "$f" "$OUT/"; done ;;
     multinode)
       mkdir -p "$RUNS"
       nodes=${NNODES:-2}; per=${NODE_GPUS:-$(( GPUS / ${NNODES:-2} ))}

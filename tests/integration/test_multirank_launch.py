@@ -113,3 +113,30 @@ def test_the_planted_int8_slowdown_loads_as_the_real_pair_on_the_cpu(monkeypatch
     assert planted.collective_bytes({"numel": 1 << 20}, 4) == real.collective_bytes({"numel": 1 << 20}, 4)
     assert list(planted.variants) == list(real.variants) and planted.sizes == real.sizes
     assert all(planted.variants[v].__qualname__ == real.variants[v].__qualname__ for v in real.variants if v != "int8")
+
+
+# a stand-in for the profiled child: writes its rank's report where the child would (rank_path of --out)
+CHILD = ("import json, os, sys; from pathlib import Path; from aisp_prof.naming import rank_path; "
+         "r = int(os.environ['RANK']); out = rank_path(Path(sys.argv[1]), r); "
+         "out.write_text(json.dumps({'ok': True, 'check': {'passed': True, 'checks': [{'variant': 'int8', "
+         "'passed': True}]}, 'samples': [{'process': 0, 'round': 0, 'variant': 'int8', 'kind': 'gpu', "
+         "'time_ns': 100.0 + r}], 'sensor': {'node': os.environ['AISP_NODE_NAME']}}))")
+
+
+def test_a_step_through_two_agents_reads_as_one_job(tmp_path):
+    """steps.check_step with the launch of two 'nodes': each agent's ranks write into its node
+    folder, the run folder gets every rank's file, the merged report holds every rank's samples,
+    and rank 0's own report stays as it was in its node folder."""
+    folder = tmp_path / ".partial-r"
+    folder.mkdir()
+    ctx = steps.StepContext(folder, {"run_id": "r"}, world_size=4, launch_plan=launch.Launch(2, nnodes=2))
+    report = steps.check_step(ctx, [sys.executable, "-c", CHILD, str(folder / "check.json")], folder / "check.json")
+    assert report["check"]["passed"] and len(report["check"]["checks"]) == 4
+    assert sorted((s["rank"], s["time_ns"]) for s in report["samples"]) == [(r, 100.0 + r) for r in range(4)]
+    assert set(ctx.info["commands"]) == {"check", "check_node1"} and ctx.node_folders == ["node0", "node1"]
+    nodes = {n: sorted(p.name for p in (folder / n).glob("check*.json")) for n in ctx.node_folders}
+    assert sorted(nodes["node0"] + nodes["node1"]) == ["check.json", "check.rank1.json", "check.rank2.json",
+                                                       "check.rank3.json"]
+    own = json.loads(next((folder / n / "check.json") for n in nodes if "check.json" in nodes[n]).read_text())
+    assert "rank" not in own["samples"][0]                     # the node's file is rank 0's own, not the merge
+    assert (folder / "check.log").exists() and (folder / "check.node1.log").exists()

@@ -89,6 +89,7 @@ class StepContext:
         reports = [read_child(rank_path(report, r), f"{what}, rank {r}") for r in range(self.world_size)]
         merged = merge_rank_checks(reports)
         if "check" in merged or "samples" in merged:
+            report.unlink(missing_ok=True)    # a link to a node folder's file (`assemble`) keeps rank 0's own
             report.write_text(json.dumps(merged, indent=2, default=str))
         return merged
 
@@ -168,8 +169,8 @@ def assemble(folder: Path, node_folders: list[str]) -> None:
             continue
         for path in sorted(node.iterdir()):
             top = folder / path.name
-            if path.is_file() and not top.exists():
-                _link(path, top)
+            if path.is_file() and not top.exists() and not top.with_name(top.name + ".gz").exists():
+                _link(path, top)              # (a report the run folder keeps gzipped is not linked again)
             if path.name.endswith(".nsys-rep"):
                 export = folder / path.name.replace(".nsys-rep", ".sqlite")
                 if export.exists() and not (node / export.name).exists():
