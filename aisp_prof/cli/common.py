@@ -1,12 +1,15 @@
 """What every command shares: the error-to-exit-code group, shared options, JSON output."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import shutil
+import signal
 import sqlite3
+import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import click
 
@@ -39,6 +42,42 @@ class AispGroup(click.Group):
                 raise                                # a bug (a value SQLite cannot bind), not the file
             fail(ctx, f"the run database failed ({exc}): check --db, free space and permissions",
                  StorageError.exit_code)
+
+
+class Terminated:
+    """What `terminate_as_interrupt` yields: `check()` raises KeyboardInterrupt once SIGTERM came."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def check(self) -> None:
+        if self.seen:
+            raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[Terminated]:
+    """Inside the block SIGTERM (`kill PID`, a CI timeout) stops the command as Ctrl-C does: the
+    code that writes an output removes what it half-wrote and the command exits 130, instead of
+    Python's default of dying on the spot with its partial folder left (issue 31). The first
+    SIGTERM only marks the yielded state: the block calls `check()` at each step it can stop at
+    (a KeyboardInterrupt raised anywhere can land in a fork's at-fork hooks, which swallow it, or
+    in a thread's start, which then hangs); a second SIGTERM raises at once. Main thread only."""
+    state = Terminated()
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        if state.seen:
+            raise KeyboardInterrupt
+        state.seen = True
+    before = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield state
+        state.check()
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def fail(ctx: click.Context, message: str, code: int) -> None:

@@ -11,7 +11,7 @@ import click
 
 from ..errors import OutputError, os_error_message, shorten
 from ..naming import PRECISIONS
-from .common import database, db_option, echo_json, json_option, table_width, wide_option
+from .common import database, db_option, echo_json, json_option, table_width, terminate_as_interrupt, wide_option
 
 
 @click.command("roofline")
@@ -105,8 +105,9 @@ def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None
     """
     store = database(db)
     count = len(store.select(runs, targets))
-    with click.progressbar(length=count, label="report", file=sys.stderr, item_show_func=lambda name: name) as bar:
-        result = store.report(runs, targets, out=out, progress=lambda name: bar.update(1, name))
+    with terminate_as_interrupt() as stop, click.progressbar(length=count, label="report", file=sys.stderr,
+                                                             item_show_func=lambda name: name) as bar:
+        result = store.report(runs, targets, out=out, progress=lambda name: (stop.check(), bar.update(1, name)))
     click.echo(str(result.index))
     if open_browser:
         import webbrowser

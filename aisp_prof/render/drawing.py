@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ..errors import ChartError
+
 MAX_WORKERS = 8
 PAD_IN = 0.1                 # white kept around the drawing (savefig's pad_inches)
 # canvas added around the axes before the draw (left, bottom, right, top): labels and legends
@@ -192,10 +194,31 @@ class _Inline(cf.Executor):
         return future
 
 
-def _worker_start() -> None:
-    """In each drawing process: Ctrl-C is the parent's to handle (it cancels the queued pages and
-    waits for the running ones), so a terminal's SIGINT to the whole group breaks no worker."""
+_PR_SET_PDEATHSIG = 1        # linux/prctl.h
+
+
+def _die_with(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies, however it dies (SIGKILL
+    included: issue 31 found 2 drawing workers alive 5 minutes after `report` was killed); if the
+    parent died before the request took hold, exit now. Elsewhere (no prctl) nothing is asked."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _worker_start(parent: int) -> None:
+    """In each drawing process: it dies with `parent` (the report), and Ctrl-C is the parent's to
+    handle (it cancels the queued pages and waits for the running ones), so a terminal's SIGINT
+    to the whole group breaks no worker."""
+    _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)      # not the parent's handler (cli.common)
 
 
 @contextmanager
@@ -210,10 +233,13 @@ def pool(count: int | None = None) -> Iterator[cf.Executor]:
         yield _Inline()
         return
     executor = cf.ProcessPoolExecutor(max_workers=count, mp_context=multiprocessing.get_context("fork"),
-                                      initializer=_worker_start)
+                                      initializer=_worker_start, initargs=(os.getpid(),))
     try:
         yield executor
-    except BaseException:
+    except BaseException as exc:
         executor.shutdown(wait=True, cancel_futures=True)
+        if isinstance(exc, cf.BrokenExecutor):     # a worker killed (OOM killer, kill -9)
+            raise ChartError("a chart-drawing process died (killed?); run the report again, or with "
+                             "AISP_REPORT_WORKERS=1") from exc
         raise
     executor.shutdown(wait=True)

@@ -31,6 +31,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 from markupsafe import Markup
 
+try:
+    import fcntl
+except ImportError:                  # Windows: no flock; stale folders are then found by age alone
+    fcntl = None
+
 from ..errors import AispError, ChartError, OutputError, UnknownTargetError, os_error_message, shorten
 from ..units import duration, si
 from . import drawing
@@ -40,7 +45,8 @@ log = logging.getLogger(__name__)
 TEMPLATES = Path(__file__).parent / "templates"
 DEFAULT_REPORTS_DIR = Path("reports")
 MARKER = ".aisp-report"            # marks a folder this module wrote (safe to replace)
-STALE_REPORT_S = 600               # a killed report's partial folder is removed once this old
+STALE_REPORT_S = 600               # a killed report's partial folder without a lock is removed once this old
+WRITER_LOCK = ".writer.lock"       # in a partial folder: flock-ed by the report writing it, freed when it dies
 
 
 @dataclass(frozen=True)
@@ -215,24 +221,72 @@ def _prepare_out(out_dir: Path) -> Path:
             shutil.rmtree(partial)
         (partial / "img").mkdir(parents=True)
         (partial / "data").mkdir()
+        _lock(partial)
     except OSError as exc:
+        _unlock(partial)
         shutil.rmtree(partial, ignore_errors=True)
         raise OutputError(os_error_message(exc, f"creating the report folder {shorten(out_dir)}", name_file=False)) from exc
     return partial
 
 
+_held: dict[Path, Any] = {}        # partial folder -> the open lock file this process holds
+
+
+def _lock(partial: Path) -> None:
+    """Hold an flock on partial/WRITER_LOCK while the report is written: the kernel frees it when
+    the process dies however it dies (SIGKILL), so the next report knows at once that the folder
+    is nobody's (issue 31), on any host sharing the folder."""
+    f = open(partial / WRITER_LOCK, "w")
+    if fcntl is not None:
+        fcntl.flock(f, fcntl.LOCK_EX)
+    f.write(f"{os.getpid()} on {os.uname().nodename}\n")
+    f.flush()
+    _held[partial] = f
+
+
+def _unlock(partial: Path) -> None:
+    """Remove the lock file (it is not part of the report) and let the lock go."""
+    f = _held.pop(partial, None)
+    if f is not None:
+        with contextlib.suppress(OSError):
+            (partial / WRITER_LOCK).unlink()
+        f.close()
+
+
+def _writer_gone(path: Path) -> bool | None:
+    """True when `path`'s lock file is there and free (its report died), False when a live report
+    holds it, None when there is no lock to ask (an older aisp-prof, or a set-aside folder)."""
+    try:
+        with open(path / WRITER_LOCK, "r+") as f:
+            if fcntl is None:
+                return None
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            return bool(f.read().strip()) or None        # empty: its writer is about to lock it
+    except OSError:
+        return None
+
+
 def _remove_stale(out_dir: Path) -> None:
     """Remove partial and set-aside folders of `out_dir` whose writing process is gone (killed
-    outright, so it could not clean up) and that were untouched for STALE_REPORT_S (a process
-    id means nothing on another host sharing the folder); a concurrent report's stay."""
+    outright, so it could not clean up): at once when its lock is free, else once untouched for
+    STALE_REPORT_S and its process id names no live process (an id means nothing on another host
+    sharing the folder); a concurrent report's stay."""
     if not out_dir.parent.is_dir():
         return
     for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*-*"):
         match = re.fullmatch(rf"\.{re.escape(out_dir.name)}\.(?:partial-(\d+)|old-(\d+)-\d+)", path.name)
-        old = False
-        with contextlib.suppress(OSError):
-            old = time.time() - path.stat().st_mtime > STALE_REPORT_S
-        if match and old and not _alive(int(match.group(1) or match.group(2))):
+        if not match:
+            continue
+        gone = _writer_gone(path)
+        if gone is None:
+            old = False
+            with contextlib.suppress(OSError):
+                old = time.time() - path.stat().st_mtime > STALE_REPORT_S
+            gone = old and not _alive(int(match.group(1) or match.group(2)))
+        if gone:
             shutil.rmtree(path, ignore_errors=True)
             log.warning("removed %s: left half-written by a report that was killed", path)
 
@@ -310,10 +364,12 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         (partial / "index.html").write_text(html, encoding="utf-8")
         (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
     except BaseException as exc:             # Ctrl-C and a full disk included: no half report
+        _unlock(partial)
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(exc, OSError):
             raise OutputError(os_error_message(exc, f"writing the report to {shorten(out_dir)}", name_file=False)) from exc
         raise
+    _unlock(partial)
     _move_into_place(partial, out_dir)
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
 
