@@ -19,7 +19,9 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
     variant, GPU busy time, collective (NCCL) and compute time, how much of the communication ran
     hidden behind compute, idle time, and how much later each rank finished; per collective, the
     transfer time once every rank had arrived and its bus bandwidth (nccl-tests' convention; the
-    message sizes come from the pair, nsys exports carry none); which rank the others waited for.
+    message sizes come from the pair, nsys exports carry none); which rank the others waited for;
+    per variant, the wire bytes per rank per call its collectives were predicted to move (2(W-1)/W of
+    the payload for an all-reduce) against the transfer time measured.
 
     Exit codes: 0 ok, 2 no such run or variant, 6 the run has one rank, 13 run database unusable.
 
@@ -59,6 +61,15 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
         [r["variant"], r["op"], r["collectives"], duration(r["collective_ns"]), _bytes(r.get("message_bytes")),
          _num(r.get("busbw_gb_per_s")), _pct(r.get("pct_of_link"))] for r in frame_records(frames["bandwidth"])],
         width))
+    wire = frame_records(frames["wire"]) if "wire" in frames else []
+    if wire:
+        click.echo("\nwire bytes per rank per call (predicted: S x nccl-tests' factor at this rank count) vs the "
+                   "measured transfer")
+        click.echo(render(["variant", "ranks", "wire bytes", "vs baseline", "transfer", "vs baseline",
+                           "at link's busbw"], [
+            [r["variant"], r["world_size"], _bytes(r.get("wire_bytes_per_call")), _ratio(r.get("bytes_vs_baseline")),
+             duration(r.get("transfer_ns_per_call")), _ratio(r.get("time_vs_baseline")),
+             _bytes(r.get("implied_bytes_per_call"))] for r in wire], width))
     findings = dict.fromkeys(f"{r['variant']}: {r['finding']}" for r in frame_records(frames["stragglers"])
                              if r.get("variant"))
     if findings:
@@ -77,3 +88,7 @@ def _num(v: float | None) -> str:
 
 def _bytes(v: float | None) -> str:
     return "-" if v is None else f"{v / 2**20:.1f} MiB"
+
+
+def _ratio(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"

@@ -77,7 +77,7 @@ def ranks_json(db: Path, *extra: str) -> dict:
 @pytest.mark.slow
 def test_ranks_json_has_every_frame(stored, elsewhere):
     frames = ranks_json(stored)
-    assert list(frames) == ["ranks", "per_rank", "bandwidth", "stragglers", "warnings"]
+    assert list(frames) == ["ranks", "per_rank", "bandwidth", "stragglers", "wire", "warnings"]
     assert [r["rank"] for r in frames["ranks"]] == [0, 1]
     assert {(r["variant"], r["rank"]) for r in frames["per_rank"]} == {(v, r) for v in VARIANTS for r in (0, 1)}
     assert all(r["iterations"] == 5 for r in frames["per_rank"])          # --nsys-iterations 5

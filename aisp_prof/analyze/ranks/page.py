@@ -49,7 +49,8 @@ def rank_page(run: RunData, variants: Sequence[str],
     rank: ranks.SUMMARY_COLUMNS); `bandwidth` (per variant and operation: transfer time, message,
     algbw and busbw in GB/s, the link's measured busbw and `pct_of_link` when a link calibration
     for `link_key` = hardware_key(gpu_name, world size) is among `calibrations`); `link_calibrated`;
-    `stragglers` (per variant and rank) and `findings` (one sentence per variant); `sentences`
+    `stragglers` (per variant and rank) and `findings` (one sentence per variant); `wire` (per variant:
+    predicted wire bytes per rank per call against the measured transfer, ranks.wire); `sentences`
     (the verdict's, as `aisp-prof summary` says them); `warnings`; `lanes` (rank_lanes)."""
     if not is_multi_rank(run):
         return None
@@ -63,7 +64,7 @@ def rank_page(run: RunData, variants: Sequence[str],
         "ranks": sorted(frame_records(identity), key=lambda r: r["rank"]),
         "per_rank": _order(frame_records(report.per_rank), variants),
         "bandwidth": _order(frame_records(report.bandwidth), variants),
-        "stragglers": stragglers, "findings": _findings(stragglers),
+        "stragglers": stragglers, "findings": _findings(stragglers), "wire": frame_records(report.wire),
         "sentences": rank_sentences(report), "warnings": list(report.warnings),
         "lanes": rank_lanes(run.timeline, run.memory_ops, variants, report.collectives),
     }

@@ -5,11 +5,12 @@ much of the communication ran hidden behind compute, idle time, how much later t
 finished. Per variant and operation (`collectives`, `bus_bandwidth`): the transfer time once
 every rank had arrived, its bus bandwidth (nccl-tests' convention) and that bandwidth as a share
 of the link's, when a calibration measured the link. Per variant (`stragglers`): which rank the
-others waited for. Pure: frames and run.json in, frames out.
+others waited for; (`wire`) its predicted wire bytes per rank per call against the measured transfer
+time (`wire`). Pure: frames and run.json in, frames out.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -18,6 +19,7 @@ from ...naming import hardware_key
 from ..calibration import find_calibration
 from .collectives import bus_bandwidth, collectives, stragglers
 from .figures import rank_summary
+from .wire import wire_sentences, wire_table
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,10 +32,12 @@ class RankReport:
     stragglers: pd.DataFrame         # one row per (variant, rank): collectives.STRAGGLER_COLUMNS
     warnings: list[str] = field(default_factory=list)
     collectives: pd.DataFrame = field(default_factory=pd.DataFrame)   # one row per (collective, rank)
+    wire: pd.DataFrame = field(default_factory=pd.DataFrame)          # one row per variant: wire.WIRE_COLUMNS
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {"ranks": self.ranks, "per_rank": self.per_rank, "bandwidth": self.bandwidth,
-                "stragglers": self.stragglers, "warnings": pd.DataFrame({"warning": self.warnings}, dtype=object)}
+                "stragglers": self.stragglers, "wire": self.wire,
+                "warnings": pd.DataFrame({"warning": self.warnings}, dtype=object)}
 
 
 def link_busbw(calibrations: Sequence[Mapping[str, Any]], gpu_name: str | None,
@@ -64,7 +68,10 @@ def rank_report(timeline: pd.DataFrame, ranks: pd.DataFrame, info: Mapping[str, 
     table["link_busbw_gb_per_s"] = table["op"].map(link).astype(float)
     table["pct_of_link"] = 100.0 * table["busbw_gb_per_s"] / table["link_busbw_gb_per_s"]
     warnings = list(per_collective.attrs.get("warnings", [])) + list(info.get("rank_warnings") or [])
-    return RankReport(ranks, rank_summary(timeline), table, stragglers(per_collective), warnings, per_collective)
+    report = RankReport(ranks, rank_summary(timeline), table, stragglers(per_collective), warnings, per_collective)
+    iterations = report.per_rank[report.per_rank["rank"] == 0].set_index("variant")["iterations"].to_dict()
+    world = int(info.get("world_size") or 0) or int(per_collective["ranks"].max() or 0) if not per_collective.empty else 0
+    return replace(report, wire=wire_table(table, iterations, transfer_per_call_ns(report), world))
 
 
 def transfer_per_call_ns(report: RankReport) -> dict[str, float]:
@@ -105,6 +112,7 @@ def rank_sentences(report: RankReport, baseline: str = "baseline") -> list[str]:
         if not pct.empty:
             text += f"; {rows['busbw_gb_per_s'].median():.0f} GB/s bus bandwidth, {pct.median():.0f}% of the link's"
         out.append(text + ".")
+    out += wire_sentences(report.wire, baseline) if not report.wire.empty else []
     late = report.per_rank.sort_values("finish_ns", ascending=False).head(1)
     if not late.empty and late["span_ns"].iloc[0] and late["finish_ns"].iloc[0] > 0.05 * late["span_ns"].iloc[0]:
         r = late.iloc[0]
