@@ -32,6 +32,7 @@ TIMER_KINDS = {"gpu_events": "gpu", "latency": "latency", "steady": "steady"}   
 TIMER_LABELS = {"gpu_events": "GPU time, CUDA events", "nsys_gpu_time": "nsys GPU time", "cuda_events": "CUDA events",
                 "ncu_duration": "ncu duration", "steady": "steady time per call", "latency": "latency per call"}
 GENERATED_INDEX = "generated/index.json"
+AB_BASE, AB_CAND = "base:", "cand:"   # `bench ab`: a variant of the base code and of the candidate, in one process
 
 NVTX_ROOT = "aisp"
 

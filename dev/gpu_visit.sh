@@ -13,6 +13,10 @@
 #                pass), then SLOW_PAIR (default ch09.fused_l2norm) with the gate's deliberate slowdown fixture of
 #                each SLOW fraction (e.g. SLOW="0.03 0.10"; tests/fixtures/gate_kernels; ch14.quantized_allreduce
 #                slows its int8 variant)
+#     ab         bench ab of PAIRS against AB_BASE (a kernels folder or a git revision; default kernels, the
+#                carried tree having no .git): the same code on both sides, every verdict must be SAME; then, for
+#                each SLOW fraction, AB_SLOW_PAIR (default ch14.attention_eager_sdpa) with the host-side slowdown
+#                fixture (tests/fixtures/gate_kernels) as the candidate: sdpa_flash must be SLOWER, the baseline SAME
 #     scratch    time PAIRS side by side into a scratch expectations file (in visit.tgz, not the repository's)
 #     record     the gate's evidence for PAIRS, pair by pair: bench run --update-expectations (RECORD_PROCESSES,
 #                default 3; PAIR_TIMEOUT s each, default 420; none started after DEADLINE s); each chapter's
@@ -112,6 +116,13 @@ print(f"multinode same_job ranks={same_ranks} per_rank={busy(run) == busy(job)} 
 PY
         pack
       done ;;
+    ab)
+      $AISP bench ab $(targets) --base "${AB_BASE:-kernels}" --json > "$W/ab_aa.json"; echo "ab_aa_rc $? $(t)"; pack
+      for f in ${SLOW:-}; do
+        AISP_KERNELS=tests/fixtures/gate_kernels AISP_GATE_SLOWDOWN=$f $AISP bench ab \
+          --targets "${AB_SLOW_PAIR:-ch14.attention_eager_sdpa}" --base "${AB_BASE:-kernels}" --json > "$W/ab_slow_$f.json"
+        echo "ab_slow_${f}_rc $? $(t)"; pack
+      done ;;
     scratch)
       $AISP bench run $(targets) $ARGS --update-expectations --record-processes 2 \
         --expectations "$W/scratch_expectations.json" > "$W/scratch.json"; echo "scratch_rc $? $(t)" ;;
@@ -143,7 +154,7 @@ PY
       fi
       python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
         --compare-bare --label after --out-dir "$W" 2>&1 | tail -8; echo "cost rc $? $(t)" ;;
-    *) echo "unknown step $step (tests sanitize gate scratch record run link multinode calibrate cost)" ;;
+    *) echo "unknown step $step (tests sanitize gate ab scratch record run link multinode calibrate cost)" ;;
   esac
   pack
 done

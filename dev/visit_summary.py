@@ -34,15 +34,18 @@ def sanitizer(out: Path) -> None:
 
 
 def verdicts(out: Path) -> None:
-    """One line per variant of each `bench run --json` the visit wrote (gate, slowdowns, record, scratch)."""
-    for f in sorted([*out.glob("gate*.json"), *out.glob("record*.json"), *out.glob("scratch.json")]):
+    """One line per variant of each `bench run --json` the visit wrote (gate, slowdowns, record, scratch),
+    and of each `bench ab --json` (its t column is the candidate's time relative to the base's)."""
+    for f in sorted([*out.glob("gate*.json"), *out.glob("record*.json"), *out.glob("scratch.json"), *out.glob("ab_*.json")]):
         d = _load(f) or {}
         for p in d.get("pairs", []):
+            if "process_wall_s" in p:
+                print(f"{f.stem:16s} {p['pair']:34s} base {p['base']}, {p['kind']}, processes {p['process_wall_s']} s")
             if not p.get("verdicts"):
                 print(f"{f.stem:16s} {p['pair']:34s} {'-':22s} {p['status'].upper():9s} {p.get('message', '')[:80]}")
             for v in p.get("verdicts", []):
                 m = {x["metric"]: x for x in v["metrics"]}
-                print(f"{f.stem:16s} {p['pair']:34s} {v['variant']:22s} {v['verdict']:9s} t {_pct(m.get('time')):26s} "
+                print(f"{f.stem:16s} {p['pair']:34s} {v['variant']:22s} {v['verdict']:9s} t {_pct(m.get('time') or m.get('cand_vs_base')):26s} "
                       f"r {_pct(m.get('ratio')):24s} {v.get('cause', '')[:60]}")
         if "fails" in d:
             print(f"{f.stem}: gate fails: {d['fails']}")

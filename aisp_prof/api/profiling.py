@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import NoGpuError
 
 if TYPE_CHECKING:
+    from ..bench.ab import AbOutcome
     from ..collect.process.runner import RunOptions
     from ..pairs import KernelPair
     from ..render.report import Report
@@ -107,3 +108,16 @@ def quickstart(db: RunDatabase, profiles_dir: Path, progress: Callable[[str], No
     for run in db.open_runs(run_ids):
         each(run.result())
     return db.report(runs=run_ids, out=QUICKSTART_REPORT)
+
+
+def bench_ab(targets: Sequence[str], base: str, options: dict[str, Any],
+             progress: Callable[[str], None] = lambda m: None) -> list[AbOutcome]:
+    """`bench ab`: each selected pair's candidate (working tree or $AISP_KERNELS) timed side by side
+    with its version in `base` (a kernels folder or a git revision), interleaved in the same
+    processes, each variant judged by the ratio cand/base (`bench.ab`; `options`: AbOptions' fields)."""
+    from ..bench.ab import AbOptions, ab_one
+    from ..pairs import select
+    from ..pairs.capabilities import detect_machine
+
+    selected, machine, opts = select(list(targets)), detect_machine(), AbOptions(**options)
+    return [ab_one(pair, base, opts, progress, machine) for pair in selected]

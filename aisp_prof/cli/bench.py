@@ -148,3 +148,55 @@ def _gb(v: float | None) -> str:
 
 def _us(v: float | None) -> str:
     return "-" if v is None else f"{v / 1e3:.1f} us"
+
+
+@bench_group.command("ab")
+@click.option("--targets", multiple=True, required=True, help="Pairs (or a chapter); repeatable.")
+@click.option("--base", required=True, help="The base version: a kernels folder (holding chNN/<pair>.py) or a git "
+              "revision (its kernels/ folder is extracted to a temporary folder; the work tree is not touched).")
+@click.option("--sizes", default=None, help="Sizes for both versions, e.g. 'n=4096' (default: the pair's).")
+@click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
+@click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
+@click.option("--processes", default=2, show_default=True,
+              help="Timing processes, at least (the margin is learnt from their spread).")
+@click.option("--max-processes", default=4, show_default=True,
+              help="Processes at most: more while a verdict is AMBIGUOUS or a change is not yet confirmed.")
+@click.option("--strict", is_flag=True, help="AMBIGUOUS fails too (exit 11).")
+@json_option
+@wide_option
+def bench_ab(targets: tuple[str, ...], base: str, as_json: bool, **options: Any) -> None:
+    """Time each pair's code against a base version of it, side by side on this machine: both
+    versions loaded in the same fresh processes, checked against their float64 reference, and
+    every variant's base and candidate timed interleaved, round by round, by the gate's timer and
+    the pair's kind of time. Each variant's candidate/base ratio (95% interval, hierarchical
+    bootstrap) is FASTER, SLOWER, SAME or AMBIGUOUS against a margin learnt from the processes'
+    spread, at least the A/A floor (2% for GPU time, 5% for latency and steady). This catches a
+    host-side regression that `bench run` cannot tell from a machine moving.
+
+    The candidate is the working tree's pair (or $AISP_KERNELS's). Exit 11 on SLOWER (or a variant
+    gone missing; with --strict also AMBIGUOUS), 7 on a failed check, 2 on a --base that is
+    neither a folder nor a git revision, 3 without a GPU.
+
+    \b
+    Examples:
+      aisp-prof bench ab --targets ch14.attention_eager_sdpa --base HEAD      # uncommitted changes
+      aisp-prof bench ab --targets ch09.fused_l2norm --base main~3 --json
+      AISP_KERNELS=tests/fixtures/gate_kernels AISP_GATE_SLOWDOWN=0.10 \\
+        aisp-prof bench ab --targets ch14.attention_eager_sdpa --base kernels   # a planted +10% host cost
+    """
+    from ..api.profiling import bench_ab as run_ab
+    from ..bench.runner import gate_error
+
+    outcomes = run_ab(targets, base, options, progress=lambda m: click.echo(m, err=True))
+    if as_json:
+        echo_json({"base": base, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]})
+    else:
+        from ..render.table import ab_table
+
+        for o in outcomes:
+            click.echo(f"{o.pair}: candidate vs base {o.base}, {o.kind} time, {o.processes} processes, "
+                       f"A/A floor +-{o.to_dict()['floor']:.0%}")
+        click.echo(ab_table(outcomes, table_width()))
+    error = gate_error(outcomes)
+    if error is not None:
+        raise error

@@ -123,6 +123,7 @@ SUMMARY_FIT = dict(drop=("DRAM BW", "FLOPs", "kernels", "FLOP/s", "memset", "mem
                    wrap=("top stalls (cycles/inst)", "memcpy", "memset"))
 LAUNCH_FIT = dict(drop=("break-even calls", "warm-cache first", "steady call", "recompiles", "graphs", "mean kernel",
                         "gaps/call"))
+AB_FIT = dict(drop=("base", "cand"), wrap=("why", "cand vs base"), clip=("pair", "variant"))
 BENCH_FIT = dict(drop=("cycles", "time"), wrap=("why", "time vs baseline", "time", "cycles"), clip=("pair", "variant"))
 
 
@@ -242,3 +243,17 @@ def bench_table(outcomes: Sequence[Any], width: int | None = None) -> str:
             rows.append([v.pair, v.variant, v.verdict, _change(v.metric("time")), _change(v.metric("cycles")),
                          _change(v.metric("ratio")), v.cause or (o.message if v is o.verdicts[0] else "") or "-"])
     return render(["pair", "variant", "verdict", "time", "cycles", "time vs baseline", "why"], rows, width, **BENCH_FIT)
+
+
+def ab_table(outcomes: Sequence[Any], width: int | None = None) -> str:
+    """`aisp-prof bench ab`: one line per variant: verdict, the candidate's time relative to the
+    base's with its 95% interval and margin, both median times, and why."""
+    rows = []
+    for o in outcomes:
+        if not o.verdicts:
+            rows.append([o.pair, "-", o.status.upper(), "-", "-", "-", o.message or "-"])
+        for v in o.verdicts:
+            t = o.times.get(v.variant, {})
+            rows.append([v.pair, v.variant, v.verdict, _change(v.metric("cand_vs_base")), duration(t.get("base_ns")),
+                         duration(t.get("cand_ns")), v.cause or "-"])
+    return render(["pair", "variant", "verdict", "cand vs base", "base", "cand", "why"], rows, width, **AB_FIT)
