@@ -154,9 +154,10 @@ class RunDatabase:
         return pd.concat(chunks, ignore_index=True) if chunks else kernel_columns(pd.DataFrame())
 
     def iter_kernels(self, run: str = "latest", variant: str | None = None,
-                     chunk_rows: int = 100_000) -> Iterator[pd.DataFrame]:
+                     chunk_rows: int = 100_000, limit: int | None = None) -> Iterator[pd.DataFrame]:
         """`kernels()` in frames of at most `chunk_rows` launches, read as they are needed (a
-        million-kernel timeline streams through `aisp-prof kernels --json`)."""
+        million-kernel timeline streams through `aisp-prof kernels --json`); `limit`: only the
+        first launches, in stored order (SQL reads no more)."""
         with store_db.Reader(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
             if variant:
@@ -164,7 +165,7 @@ class RunDatabase:
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
             where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
             read = kernel_sources(conn.table_columns(table))
-            for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read):
+            for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read, limit=limit):
                 yield kernel_columns(chunk)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:

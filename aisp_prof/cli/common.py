@@ -171,11 +171,20 @@ def stream_json_texts(batches: Any) -> None:
     out.write("[]\n" if first else "\n]\n")
 
 
-def record_texts(frame: Any, layout: Any) -> list[str]:
-    """A frame's records (`layout`) as `stream_json_texts` takes them (`json_columns`)."""
+def record_texts(frame: Any, layout: Any, compact: bool = False) -> list[str]:
+    """A frame's records (`layout`) as `stream_json_texts` takes them (`json_columns`); `compact`:
+    one line each, as `stream_ndjson` takes them."""
     from .json_columns import record_texts as encode
 
-    return encode(frame, layout, _json_default)
+    return encode(frame, layout, _json_default, compact)
+
+
+def stream_ndjson(batches: Any) -> None:
+    """Records already encoded one line each (`record_texts(..., compact=True)`), a line per record."""
+    out = click.get_text_stream("stdout")
+    for batch in batches:
+        if batch:
+            out.write("\n".join(batch) + "\n")
 
 
 def _json_default(v: Any) -> Any:

@@ -36,17 +36,20 @@ class _Expands(Exception):
     """A value json.dumps would write over several lines (a list or a dict)."""
 
 
-def record_texts(frame: pd.DataFrame, layout: Layout, default: Callable[[Any], Any]) -> list[str]:
-    """Per row of `frame`, json.dumps of its record (`layout`) with indent=2, indented one level."""
+def record_texts(frame: pd.DataFrame, layout: Layout, default: Callable[[Any], Any], compact: bool = False) -> list[str]:
+    """Per row of `frame`, json.dumps of its record (`layout`) with indent=2, indented one level;
+    `compact`: json.dumps' one-line form (NDJSON)."""
     if frame.empty:
         return []
     columns = [c for _, c in _flat(layout)]
     try:
         encoded = [_encode_column(frame[c], default) if c in frame else ["null"] * len(frame) for c in columns]
     except _Expands:
+        if compact:
+            return [json.dumps(r, default=default) for r in _records(frame, layout)]
         return [json.dumps(r, indent=2, default=default).replace("\n", "\n" + _INDENT)
                 for r in _records(frame, layout)]
-    return list(map(_template(layout).__mod__, zip(*encoded)))
+    return list(map(_template(layout, compact).__mod__, zip(*encoded)))
 
 
 def _flat(layout: Layout) -> list[tuple[str, str]]:
@@ -62,11 +65,15 @@ def _records(frame: pd.DataFrame, layout: Layout) -> list[dict[str, Any]]:
     return out
 
 
-def _template(layout: Layout) -> str:
-    """'{\\n    "key": %s, ...\\n  }': json.dumps' indent=2 layout, one level deeper."""
+def _template(layout: Layout, compact: bool = False) -> str:
+    """'{\\n    "key": %s, ...\\n  }': json.dumps' indent=2 layout, one level deeper; `compact`:
+    '{"key": %s, ...}', json.dumps' one-line layout."""
     def block(pairs: Sequence[tuple[str, Any]], depth: int) -> str:
         if not pairs:
             return "{}"
+        if compact:
+            return "{" + ", ".join(encode_basestring_ascii(k).replace("%", "%%") + ": "
+                                   + ("%s" if isinstance(c, str) else block(c, depth)) for k, c in pairs) + "}"
         pad = "\n" + _INDENT * (depth + 1)
         lines = [pad + encode_basestring_ascii(k).replace("%", "%%") + ": "
                  + ("%s" if isinstance(c, str) else block(c, depth + 1)) for k, c in pairs]

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, record_texts, short,
-                     stream_json_texts, table_width, wide_option)
+                     stream_json_texts, stream_ndjson, table_width, wide_option)
 
 
 @click.command("list")
@@ -123,23 +123,31 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
 @click.command("kernels")
 @click.argument("run")
 @click.option("--variant", help="Only this variant.")
+@click.option("--limit", type=click.IntRange(min=0), help="Only the first N launches, in stored order "
+              "(a 1M-kernel timeline: `--limit 1000` reads 1000 rows).")
+@click.option("--ndjson", is_flag=True, help="One compact JSON record per line instead of --json's array "
+              "(the same records; streams a long timeline to jq or a file).")
 @db_option
 @json_option
 @wide_option
-def kernels_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> None:
+def kernels_cmd(run: str, variant: str | None, limit: int | None, ndjson: bool, db: Path | None,
+                as_json: bool) -> None:
     """Kernel launches of RUN (an id, a unique prefix, 'latest', or a pair name: its latest run).
 
     \b
-    Example:
+    Examples:
       aisp-prof kernels latest --json
+      aisp-prof kernels latest --limit 20
+      aisp-prof kernels latest --ndjson | jq -c 'select(.duration_ns > 100000)'
     """
     from ..api import KERNEL_RECORD_LAYOUT, kernel_records
 
-    if as_json:          # 25k launches at a time: their text and encoded columns stay ~100 MB
-        chunks = database(db).iter_kernels(run, variant, chunk_rows=25_000)
-        stream_json_texts(record_texts(chunk, KERNEL_RECORD_LAYOUT) for chunk in chunks)
+    if as_json or ndjson:          # 25k launches at a time: their text and encoded columns stay ~100 MB
+        chunks = database(db).iter_kernels(run, variant, chunk_rows=25_000, limit=limit)
+        texts = (record_texts(chunk, KERNEL_RECORD_LAYOUT, compact=ndjson) for chunk in chunks)
+        stream_ndjson(texts) if ndjson else stream_json_texts(texts)
         return
-    chunks = database(db).iter_kernels(run, variant)
+    chunks = database(db).iter_kernels(run, variant, limit=limit)
     rows = [r for chunk in chunks for r in kernel_records(chunk)]
     from ..parse.metrics.rate_counts import derivation_note, derives_flops
     from ..render.table import render, wrap_lines

@@ -238,14 +238,17 @@ class Reader:
         return pd.concat(chunks, ignore_index=True) if len(chunks) > 1 else (chunks[0] if chunks else pd.DataFrame())
 
     def iter_table(self, table: str, run_id: str, where: str = "", params: tuple[Any, ...] = (),
-                   chunk_rows: int = 100_000, columns: Sequence[str] | None = None) -> Iterator[pd.DataFrame]:
-        """One run's rows of a child table (all its columns but run_id, or `columns`) in frames
-        of at most `chunk_rows`, so a million-row timeline streams instead of sitting in memory
-        as a million dicts."""
+                   chunk_rows: int = 100_000, columns: Sequence[str] | None = None,
+                   limit: int | None = None) -> Iterator[pd.DataFrame]:
+        """One run's rows of a child table (all its columns but run_id, or `columns`; the first
+        `limit` rows, in table order) in frames of at most `chunk_rows`, so a million-row timeline
+        streams instead of sitting in memory as a million dicts."""
         if not self.has(table):
             return
         select = "*" if columns is None else ", ".join(f"[{c}]" for c in columns if c != "run_id") or "run_id"
-        cur = self._db.conn.execute(f"SELECT {select} FROM [{table}] WHERE run_id = ?{where}", [run_id, *params])
+        tail, extra = (" LIMIT ?", [limit]) if limit is not None else ("", [])
+        cur = self._db.conn.execute(f"SELECT {select} FROM [{table}] WHERE run_id = ?{where}{tail}",
+                                    [run_id, *params, *extra])
         names = [d[0] for d in cur.description]
         keep = [c for c in names if c != "run_id"]
         while rows := cur.fetchmany(chunk_rows):

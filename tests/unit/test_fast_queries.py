@@ -76,3 +76,33 @@ def test_every_sample_summary_is_unchanged(tmp_path, sample_dbs):
     now = {r.run_id: json.dumps(r.result(), sort_keys=True, default=str) for r in db.open_runs(run_ids)}
     assert len(now) == len(run_ids) > 40
     assert {k for k in now if now[k] != before[k]} == set()
+
+
+# ------------------------------------------------------------- kernels: --limit and --ndjson
+
+def _kernels(db, *args: str):
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    res = CliRunner().invoke(cli, ["kernels", *args, "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+@pytest.mark.parametrize("source", ["ncu", "nsys"])
+def test_kernels_ndjson_and_limit_are_the_json_records(tmp_path, sample_dbs, source):
+    """The run folder's ncu launches, and its nsys export imported alone (kernels from the timeline)."""
+    from aisp_prof.paths import samples_dir
+
+    path = sample_dbs.copy(tmp_path / "a.db", FUSED_L2NORM)
+    run = FUSED_L2NORM if source == "ncu" else open_db(path).import_path(samples_dir() / FUSED_L2NORM / "nsys.sqlite.gz")
+    whole = json.loads(_kernels(path, run, "--json"))
+    lines = _kernels(path, run, "--ndjson").splitlines()
+    assert len(whole) == len(lines) > 5
+    assert [json.loads(line) for line in lines] == whole
+    assert lines[0] == json.dumps(whole[0])            # json.dumps' own one-line text
+    assert json.loads(_kernels(path, run, "--json", "--limit", "5")) == whole[:5]
+    assert _kernels(path, run, "--ndjson", "--limit", "2").splitlines() == lines[:2]
+    assert json.loads(_kernels(path, run, "--json", "--limit", "0")) == []
+    assert len(_kernels(path, run, "--limit", "3").splitlines()) < len(_kernels(path, run).splitlines())
