@@ -98,7 +98,7 @@ class PairOutcome:
 
     def line(self) -> str:
         """One line for a progress log: the status, then each variant's verdict (or why not)."""
-        verdicts = ", ".join(f"{v.variant} {v.verdict}" for v in self.verdicts if not v.is_reference)
+        verdicts = ", ".join(f"{v.variant} {v.verdict}{_change_text(v)}" for v in self.verdicts if not v.is_reference)
         return f"{self.pair}: {self.status}" + (f": {verdicts}" if verdicts else "") + \
             (f" ({self.message[:160]})" if self.message and self.status != "ok" else "")
 
@@ -106,6 +106,16 @@ class PairOutcome:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
                 "fails": self.fails, "recorded": self.recorded, "hardware_key": self.hardware_key,
                 "verdicts": [v.to_dict() for v in self.verdicts], "bus_bandwidth": self.bus_bandwidth}
+
+
+def _change_text(v: VariantVerdict) -> str:
+    """' time +7.1% [+5.2, +9.0] (margin 2.0%)' for a verdict other than SAME, '' for SAME."""
+    m = v.metric("time")
+    if v.verdict == "SAME" or m is None:
+        return ""
+    c = m.change
+    return (f" time {(c.value - 1) * 100:+.1f}% [{(c.low - 1) * 100:+.1f}, {(c.high - 1) * 100:+.1f}]"
+            f" (margin {m.margin * 100:.1f}%)")
 
 
 def pair_key(key: str, world: int, gpu_name: str | None) -> str:

@@ -87,3 +87,15 @@ def test_a_second_h200_with_no_code_change_is_ambiguous_not_slower():
 def test_a_planted_ten_percent_on_the_second_h200_still_fails():
     v = _lease_two_against_lease_one("ch10.warp_spec_pingpong", slower=1.10, variant="pingpong_flags")
     assert v["pingpong_flags"].verdict == SLOWER and v["pingpong_flags"].fails
+
+
+def test_the_log_line_gives_each_changed_verdict_its_numbers():
+    """`bench run`'s per-pair log line (what a cut-off CI log keeps) names each verdict, and for a
+    non-SAME one its time change, interval and margin as the --json has them."""
+    verdicts = _verdicts("h200_fresh_lease_triton_persistent_gate.json")
+    line = PairOutcome("ch14.triton_persistent", "r", "ok", verdicts=verdicts).line()
+    baseline = next(v for v in verdicts if v.variant == "baseline").metric("time")
+    assert line.startswith("ch14.triton_persistent: ok: ")
+    assert f"baseline FASTER time {(baseline.change.value - 1) * 100:+.1f}% [" in line
+    assert f"(margin {baseline.margin * 100:.1f}%)" in line
+    assert "ref:" not in line                                   # reference kernels stay out of the line

@@ -90,3 +90,16 @@ def test_a_run_drops_the_skipped_variant_and_records_why(tmp_path):
     assert info["skipped_variants"] == {"flash": "why"} and "flash" not in info["roles"] and said == ["      flash why"]
     with pytest.raises(RequirementError, match="the baseline cannot run at these sizes"):
         _without_skipped(ctx, plan, {"baseline": "why"})
+
+
+@pytest.mark.parametrize("text", [
+    # flex's variant at head_dim 8 and at 1368/1024, ch14.flex_attention_sparse under `check --fuzz 20` on an H200
+    "LoweringException: NotImplementedError: NYI: embedding dimension of the query, key, and value must be at "
+    "least 16 but got E=8 and Ev=8 target: flex_attention",
+    "RuntimeError: No valid triton configs. OutOfMemoryError: out of resource: triton_tem_fused_flex_attention_0 "
+    "Required: 329728 Hardware limit:232448 Reducing block sizes or `num_stages` may help."])
+def test_flex_attention_without_a_kernel_for_the_head_dim_is_a_skip(text):
+    from aisp_prof.collect.correctness.check import no_kernel_reason
+
+    assert no_kernel_reason(RuntimeError(text)).startswith("skipped: the backend has no kernel for these sizes")
+    assert no_kernel_reason(RuntimeError("illegal memory access")) is None
