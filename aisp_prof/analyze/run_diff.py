@@ -89,9 +89,10 @@ def judged(a: RunSide, b: RunSide, pair: str) -> dict[str, Any]:
         return {}
     from .gate.expectations import session_of, summarize
     from .gate.verdict import judge
+    from .timing.intervals import slowest_ranks
 
     entry = {"summary": summarize({"sessions": [session_of(a.samples, {}, {"sm_clock_max_mhz": a.sm_clock_max_mhz})]})}
-    return {v.variant: v.to_dict() for v in judge(pair, b.samples, entry, b.sm_clock_max_mhz)}
+    return {v.variant: v.to_dict() for v in judge(pair, slowest_ranks(b.samples), entry, b.sm_clock_max_mhz)}
 
 
 def compare(a: RunSide, b: RunSide) -> dict[str, Any]:

@@ -61,21 +61,28 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
         [r["variant"], r["op"], r["collectives"], duration(r["collective_ns"]), _bytes(r.get("message_bytes")),
          _num(r.get("busbw_gb_per_s")), _pct(r.get("pct_of_link"))] for r in frame_records(frames["bandwidth"])],
         width))
-    wire = frame_records(frames["wire"]) if "wire" in frames else []
-    if wire:
-        click.echo("\nwire bytes per rank per call (predicted: S x nccl-tests' factor at this rank count) vs the "
-                   "measured transfer")
-        click.echo(render(["variant", "ranks", "wire bytes", "vs baseline", "transfer", "vs baseline",
-                           "at link's busbw"], [
-            [r["variant"], r["world_size"], _bytes(r.get("wire_bytes_per_call")), _ratio(r.get("bytes_vs_baseline")),
-             duration(r.get("transfer_ns_per_call")), _ratio(r.get("time_vs_baseline")),
-             _bytes(r.get("implied_bytes_per_call"))] for r in wire], width))
+    _wire_table(frame_records(frames["wire"]) if "wire" in frames else [], width)
     findings = dict.fromkeys(f"{r['variant']}: {r['finding']}" for r in frame_records(frames["stragglers"])
                              if r.get("variant"))
     if findings:
         click.echo("\nstragglers\n" + "\n".join(f"  {f}" for f in findings))
     for w in frame_records(frames["warnings"]):
         click.echo(f"warning: {w['warning']}", err=True)
+
+
+def _wire_table(wire: list[dict], width: int | None) -> None:
+    """Predicted wire bytes per rank per call beside the measured transfer (analyze.ranks.wire)."""
+    from ..render.table import render
+    from ..units import duration
+
+    if not wire:
+        return
+    click.echo("\nwire bytes per rank per call (predicted: S x nccl-tests' factor at this rank count) vs the "
+               "measured transfer")
+    click.echo(render(["variant", "ranks", "wire bytes", "vs baseline", "transfer", "vs baseline", "at link's busbw"], [
+        [r["variant"], r["world_size"], _bytes(r.get("wire_bytes_per_call")), _ratio(r.get("bytes_vs_baseline")),
+         duration(r.get("transfer_ns_per_call")), _ratio(r.get("time_vs_baseline")),
+         _bytes(r.get("implied_bytes_per_call"))] for r in wire], width))
 
 
 def _pct(v: float | None) -> str:

@@ -85,3 +85,17 @@ def test_evidence_is_keyed_by_rank_count_and_card():
     assert pair_key("h200", 1, "NVIDIA H200") == "h200"
     assert BenchOptions(nproc_per_node=4).run_options(pair, None).nproc_per_node == 4
     assert BenchOptions(nproc_per_node=4).run_options(pairs.find("ch09.fused_l2norm"), None).nproc_per_node is None
+
+
+def test_every_reader_of_a_runs_samples_sees_one_per_call(samples):
+    """The verdict's validity checks, the report's speedup intervals and `diff` read a run's samples
+    through intervals.slowest_ranks: two ranks' samples pooled would look like two groups of calls."""
+    from aisp_prof.analyze.rule_input import RuleInput
+    from aisp_prof.analyze.timing.intervals import paired_groups, slowest_ranks
+    from aisp_prof.analyze.verdict.validity import _series
+
+    assert len(_series(RuleInput({}, [], samples=samples), "int8", "cuda_events")) == 140
+    base, int8 = paired_groups(slowest_ranks(samples), "baseline", "int8")
+    assert [len(g) for g in base] == [140] and [len(g) for g in int8] == [140]
+    one = samples[samples["rank"] == 0].drop(columns="rank")
+    assert slowest_ranks(one).equals(one)                           # one process: untouched

@@ -26,8 +26,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ...pairs.source import same_code
-from ...stats import SAMPLE_KEYS
-from ..timing.intervals import paired_groups, groups, process_medians, process_ratios, relative_spread, with_cycles
+from ..timing.intervals import (paired_groups, groups, process_medians, process_ratios, relative_spread, slowest_ranks,
+                               with_cycles)
 
 FORMAT = 3
 MAX_SESSIONS = 4
@@ -90,17 +90,6 @@ def of_kind(samples: pd.DataFrame, kind: str) -> pd.DataFrame:
         return slowest_ranks(samples)
     refs = samples["variant"].astype(str).str.startswith("ref:")
     return slowest_ranks(samples[(samples["kind"] == kind) | (refs & (samples["kind"] == "gpu"))].reset_index(drop=True))
-
-
-def slowest_ranks(samples: pd.DataFrame) -> pd.DataFrame:
-    """One row per timed call of a multi-rank run: the slowest rank's, its clocks with it
-    (stats.slowest_rank); the frame itself when it has no `rank` column (one process)."""
-    if samples.empty or "rank" not in samples or samples["rank"].isna().all():
-        return samples
-    keys = [k for k in SAMPLE_KEYS if k in samples]
-    order = samples.sort_values("time_ns", ascending=False, kind="stable")
-    out = order.drop_duplicates(keys, keep="first").assign(slowest_rank=lambda d: d["rank"])
-    return out.sort_values([k for k in ("process", "round", "slot") if k in out], kind="stable").reset_index(drop=True)
 
 
 def clocks_per_rank(samples: pd.DataFrame, kind: str, limits: Mapping[str, Any]) -> dict[str, Any]:

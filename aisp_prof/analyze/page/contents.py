@@ -21,7 +21,7 @@ from ..code.generated_code import code_rows, link_kernel_rows, match_launches
 from ..verdict.headline import headline as answer
 from ..verdict.validity import withhold
 from ..kernels.flops import add_flops_and_bytes
-from ..timing.intervals import paired_groups, ratio_interval, with_cycles
+from ..timing.intervals import paired_groups, ratio_interval, slowest_ranks, with_cycles
 from ..kernels.ncu_command import ncu_settings
 from ..records import clean_value, frame_records
 from .tables import correctness, kernel_rows, memory_op_rows, memory_rows, short_kernel_name, sol_rows, stall_rows
@@ -191,7 +191,7 @@ def _add_intervals(headline: list[dict[str, Any]], run: RunData) -> None:
     """Each optimized variant's speedup as an interval (CUDA events, measured side by side with
     the baseline; 95%, hierarchical bootstrap over processes and samples), and its gate verdict
     when `bench run` judged it."""
-    samples = with_cycles(run.samples) if not run.samples.empty and "variant" in run.samples else None
+    samples = with_cycles(slowest_ranks(run.samples)) if not run.samples.empty and "variant" in run.samples else None
     verdicts = ({r["variant"]: r for r in frame_records(run.verdicts)} if not run.verdicts.empty else {})
     for h in headline:
         h["speedup_interval"], h["timing_processes"] = None, None

@@ -21,6 +21,8 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from ...stats import SAMPLE_KEYS
+
 THROTTLE_FRACTION = 0.75
 BOOTSTRAP_ROUNDS = 1000
 CONFIDENCE = 0.95
@@ -45,6 +47,18 @@ class Interval:
 # NVML clocks-event reasons that mean the machine, not the workload, held the clock down
 MACHINE_SLOWDOWN_BITS = 0x8 | 0x20 | 0x40 | 0x80       # hw slowdown, sw/hw thermal, power brake
 POWER_CAP_BIT = 0x4
+
+
+def slowest_ranks(samples: pd.DataFrame) -> pd.DataFrame:
+    """One row per timed call of a multi-rank run: the slowest rank's, its clocks with it
+    (stats.slowest_rank: a collective is done when its last rank is); the frame itself when it has
+    no `rank` column (one process). Every analysis of a run's samples reads them through this."""
+    if samples.empty or "rank" not in samples or samples["rank"].isna().all():
+        return samples
+    keys = [k for k in SAMPLE_KEYS if k in samples]
+    order = samples.sort_values("time_ns", ascending=False, kind="stable")
+    out = order.drop_duplicates(keys, keep="first").assign(slowest_rank=lambda d: d["rank"])
+    return out.sort_values([k for k in ("process", "round", "slot") if k in out], kind="stable").reset_index(drop=True)
 
 
 def with_cycles(samples: pd.DataFrame, sm_clock_max_mhz: float | None = None) -> pd.DataFrame:

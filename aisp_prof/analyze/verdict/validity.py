@@ -32,6 +32,7 @@ import pandas as pd
 from ...naming import HOST_TIMERS, TIMER_KINDS, hardware_key
 from ...units import duration
 from ..rule_input import Finding, RuleInput
+from ..timing.intervals import slowest_ranks
 
 FAR_RATIO = 1.25           # bimodal: a sample this far (either way) from the densest half's centre is far
 FAR_SHARE = 0.2            # ... and a group of them this large is a second mode
@@ -69,7 +70,7 @@ def modes(values: Sequence[float], far_ratio: float = FAR_RATIO) -> dict[str, fl
 
 def _series(inp: RuleInput, variant: str, timer: str | None) -> list[float]:
     """The variant's samples of the kind `timer` summarizes (all of a legacy run's)."""
-    s = inp.samples
+    s = slowest_ranks(inp.samples)        # a multi-rank call's time is its slowest rank's
     if s.empty or timer not in SAMPLE_KINDS or "variant" not in s:
         return []
     rows = s[s["variant"] == variant]
