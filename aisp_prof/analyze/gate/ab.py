@@ -6,23 +6,23 @@ The gate judges a run against evidence recorded on an earlier machine, and a hos
 machine's evidence is AMBIGUOUS (`rules.one_machine`). Here `base:X` and `cand:X` are timed in
 every round of the same processes (`collect.process.ab_child`: the gate's timer and kind of
 time), one right after the other in ABBA order, so whatever the machine does (its CPU, clocks,
-co-tenants, a burst of host noise) lands on both. The statistic is the median of the per-round
-ratios cand/base, its 95% interval from the gate's hierarchical bootstrap (processes, then
-rounds: `intervals.median_interval`); a round where either side has no sample (a gpu block the
-spin did not hold, a throttled clock) is left out.
+co-tenants, a burst of host noise) lands on both. The statistic is the median of the per-block
+ratios cand/base (a block: two rounds, each side first in one; `round_ratios`), its 95% interval
+from the gate's hierarchical bootstrap (processes, then blocks: `intervals.median_interval`).
 
 The verdict is the gate's (`verdict.decide`): SLOWER when the whole interval lies above 1 + m,
 FASTER below 1 - m, SAME inside [1 - m, 1 + m], AMBIGUOUS when it straddles an edge. The margin m
 is learnt as the gate learns its margins (MARGIN_FACTOR x the largest distance of one process's
 median ratio from their median), never below the A/A floor AB_FLOOR of the kind of time.
 
-AB_FLOOR, measured on the recorded H200 evidence (every format-3 session of kernels/ch*/, each
-process's samples of one variant split into alternate samples, an A/A of real data): the per-round
-ratio interval of a GPU time reached +-0.2% (median of 145 variants; up to 6.5% for the
-power-capped 2:4 sparse GEMMs); of a steady time up to +-3.6% (ch14.attention_eager_sdpa
-sdpa_flash), of a latency up to +-3.3% (+-15% for gpu_quantization's compiled call). A floor of 5%
-for host-side times keeps those A/As SAME and still sees a +10% host cost as SLOWER; 2% for GPU
-time, the gate's own floor for a time. Cycles are not judged: both sides share each round's clock.
+AB_FLOOR, measured on the recorded H200 evidence (all 150 variants of kernels/ch*/expectations_h200.json;
+each process's samples of one variant dealt to two sides as `bench ab` alternates them, an A/A of
+real data: tests/unit/test_bench_ab.py): the per-block ratio's 95% interval reached +-1.9% for a
+steady time (7 variants), +-4.9% for a latency (3, ch14.gpu_quantization's compiled call the
+widest) and +-0.23% for a GPU time (median of 140; up to 5.1% for the power-capped 2:4 sparse
+GEMMs, which come out AMBIGUOUS). A floor of 5% for host-side times keeps those A/As SAME and
+still sees a +10% host cost as SLOWER; 2% for GPU time, the gate's own floor for a time. Cycles
+are not judged: both sides share each round's clock.
 """
 from __future__ import annotations
 
@@ -50,7 +50,12 @@ def floor_of(kind: str) -> float:
 
 
 def round_ratios(samples: pd.DataFrame, variant: str) -> Groups:
-    """cand:variant / base:variant of each round both sides have, one array per process."""
+    """cand:variant / base:variant of each ABBA block, one array per process: a block is two
+    rounds (r, r + 1 for even r), in one of which each side ran first, and its ratio is the sum of
+    the candidate's two times over the base's, so that a cost of going first or second (the
+    recorded ch14.gpu_quantization gpu_compiled latency differed by ~10% between its two ABBA
+    positions, same code) cancels instead of splitting the ratios into two modes. A block where
+    either side lacks a round (a gpu block the spin did not hold, a throttled clock) is left out."""
     df = samples
     if "throttled" in df:
         df = df[~df["throttled"].astype(bool)]
@@ -60,7 +65,12 @@ def round_ratios(samples: pd.DataFrame, variant: str) -> Groups:
     common = base.index.intersection(cand.index)
     if not len(common):
         return []
-    ratios = (cand.loc[common] / base.loc[common]).sort_index()
+    paired = pd.DataFrame({"base": base.loc[common], "cand": cand.loc[common]}).reset_index()
+    paired["block"] = paired["round"] // 2
+    blocks = paired.groupby(["process", "block"]).agg(base=("base", "sum"), cand=("cand", "sum"),
+                                                      rounds=("round", "size"))
+    blocks = blocks[blocks["rounds"] == 2]
+    ratios = (blocks["cand"] / blocks["base"]).sort_index()
     return [g.to_numpy(float) for _, g in ratios.groupby(level=0, sort=True)]
 
 
