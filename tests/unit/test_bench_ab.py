@@ -71,8 +71,8 @@ POWER_CAPPED = {"ch09.structured_sparsity", "ch09.structured_sparsity_ffn"}   # 
 @pytest.mark.slow
 @pytest.mark.parametrize("key,variant", EVERY_VARIANT)
 def test_every_recorded_variants_aa_is_never_a_change_and_its_scaled_copy_is_slower(key, variant):
-    """All 150 variants of the recorded format-3 evidence (the H200 files of ch09, ch10, ch14): the A/A of real samples is
-    SAME (AMBIGUOUS only for the power-capped 2:4 sparse GEMMs, whose clock wanders), never FASTER
+    """All 150 variants of the recorded format-3 evidence (the H200 files of ch09, ch10, ch14): the
+    A/A of real samples is SAME (AMBIGUOUS only for the power-capped 2:4 sparse GEMMs, whose clock wanders), never FASTER
     or SLOWER; the candidate's side scaled by 1.10 is SLOWER for every one."""
     entry = EVIDENCE[key]
     kind, name = entry["sessions"][0]["kind"], key.split("/", 1)[1]
