@@ -135,7 +135,7 @@ def times_of(samples: pd.DataFrame, variants: Sequence[str]) -> dict[str, dict[s
     for v in variants:
         row: dict[str, float | None] = {}
         for side, key in ((AB_BASE, "base_ns"), (AB_CAND, "cand_ns")):
-            s = samples.loc[samples["variant"] == f"{side}{v}", "time_ns"] if not samples.empty else pd.Series(dtype=float)
+            s = samples.loc[samples["variant"] == f"{side}{v}", "time_ns"] if not samples.empty else []
             row[key] = float(s.median()) if len(s) else None
         out[v] = row
     return out
