@@ -234,7 +234,7 @@ class RunDatabase:
         index = read_index(Path(run_dir)) if run_dir else None
         if index is None:
             raise ExportParseError(
-                f"run {data.run_id} has no generated code here: no variant compiled anything (torch.compile, "
+                f"run {data.run_id} kept no generated code here: no variant compiled anything (torch.compile, "
                 f"Triton), the run predates generated/, or its folder ({run_dir or 'none'}) is on another machine")
         return generated_code_view(data.run_id, Path(run_dir), index, data.kernels, data.timeline,
                                    variant, kernel, all_kernels)

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..errors import ExportParseError, shorten
 from .common import database, db_option, echo_json, json_option, table_width, wide_option
 
 STAGES = ("summary", "ptx", "sass", "ttgir", "source", "output")
@@ -50,22 +51,42 @@ def code_cmd(run: str, variant: str | None, kernel: str | None, all_kernels: boo
         click.echo("no launch ncu saw ran a kept build" + (f" named like {kernel!r}" if kernel else "")
                    + ": --all prints every kept kernel", err=True)
     if show == "output":
-        for m in found["output_code"]:
-            click.echo(f"=== {m['file']} ===")
-            click.echo((root / m["file"]).read_text())
-        return
+        texts = [(f"=== {m['file']} ===", _listing(root, m["file"])) for m in found["output_code"]]
+    else:
+        texts = [(_heading(k, show, found), _listing(root, (k.get("files") or {}).get(show))) for k in found["kernels"]]
+    if texts and all(text is None for _, text in texts) and not _kept_any(root, show):
+        raise ExportParseError(f"this run kept no generated code for --show {show}: {shorten(root)} holds no "
+                               f"{show} listing; --show summary reads what its index recorded")
+    for heading, text in texts:
+        click.echo(heading)
+        click.echo(text if text is not None else f"(no {show} kept in this run's folder)")
+
+
+def _heading(k: dict[str, Any], show: str, found: dict[str, Any]) -> str:
     unsure = {h: r for r in found["launches"] if r["match"].startswith("ambiguous") for h in r["candidates"]}
-    for k in found["kernels"]:
-        rel = (k.get("files") or {}).get(show)
-        maybe = (f" (one of {len(unsure[k['hash']]['candidates'])} builds that fit launch "
-                 f"{unsure[k['hash']]['launch_id']})" if k["hash"] in unsure and not found["all"] else "")
-        click.echo(f"=== {k['name']} ({k['hash'][:8]}): {show}{maybe} ===")
-        click.echo((root / rel).read_text() if rel else f"(no {show} kept: "
-                   + ("cuobjdump was not found when the run was collected)" if show == "sass" else "not in the cache)"))
+    maybe = (f" (one of {len(unsure[k['hash']]['candidates'])} builds that fit launch "
+             f"{unsure[k['hash']]['launch_id']})" if k["hash"] in unsure and not found["all"] else "")
+    return f"=== {k['name']} ({k['hash'][:8]}): {show}{maybe} ==="
+
+
+def _kept_any(root: Path, show: str) -> bool:
+    """Whether the run folder holds any listing of this kind, for any kernel."""
+    return next(root.rglob(f"*.{'py' if show == 'output' else show}"), None) is not None
+
+
+def _listing(root: Path, rel: str | None) -> str | None:
+    """The text of the kept listing `rel` under generated/, or None when the run kept none (the
+    index names files a shrunk folder, like the shipped samples', does not hold). Reads only."""
+    if not rel:
+        return None
+    try:
+        return (root / rel).read_text()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def _print_launches(found: dict[str, Any]) -> None:
-    from ..render.table import render
+    from ..render.table import render, wrap_lines
 
     rows = [[r["variant"], r["launch_id"], r["kernel"], _us(r["duration_ns"]), _int(r["block_size"]),
              _int(r["registers_per_thread"]), _int(r["dynamic_shared_bytes"]),
@@ -74,10 +95,10 @@ def _print_launches(found: dict[str, Any]) -> None:
         click.echo(render(["variant", "launch", "kernel", "duration us", "threads", "regs", "dyn shared B",
                            "generated"], rows, table_width(), clip=("kernel",),
                            drop=("dyn shared B", "threads", "regs")))
-        ambiguous = [r for r in found["launches"] if r["match"].startswith("ambiguous")]
-        for r in ambiguous:
-            click.echo(f"launch {r['launch_id']} ({r['kernel']}): builds {', '.join(h[:8] for h in r['candidates'])} "
-                       "all fit its launch shape")
+        ambiguous = [f"launch {r['launch_id']} ({r['kernel']}): builds {', '.join(h[:8] for h in r['candidates'])} "
+                     "all fit its launch shape" for r in found["launches"] if r["match"].startswith("ambiguous")]
+        for line in wrap_lines(ambiguous, table_width()):
+            click.echo(line)
 
 
 def _us(ns: Any) -> str:
@@ -116,7 +137,7 @@ def _print_summary(found: dict[str, Any]) -> None:
         lines.append(render(["kernel", "hash", "warps", "stages", "shared B", "regs", "local B", "PTX instr",
                            "global loads", "SASS instr", "matrix", "LDL/STL"], rows, width,
                            drop=("local B", "stages", "PTX instr", "SASS instr", "shared B"), clip=("kernel",),
-                           wrap=("global loads", "matrix")))
+                           wrap=("global loads", "matrix"), min_width={"global loads": 10, "matrix": 10}))
     out = []
     for m in found["output_code"]:
         launches = ", ".join(f"{d['name']} x{d['launches_per_call']}" for d in m["kernels"]) or "none"

@@ -171,7 +171,7 @@ def test_code_command_says_when_a_run_has_no_generated_code(tmp_path):
     db = str(tmp_path / "a.db")
     CliRunner().invoke(cli, ["import", str(sample), "--db", db], catch_exceptions=False)
     out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db])
-    assert out.exit_code == 6 and "has no generated code here" in out.output
+    assert out.exit_code == 6 and "kept no generated code here" in out.output
 
 
 @pytest.mark.slow
