@@ -64,7 +64,7 @@ def diff_cmd(run_a: str, run_b: str, html_out: Path | None, db: Path | None, as_
       aisp-prof diff 20261126T011557Z 20261126T045251Z --html reports/diff.html
     """
     from ..render.diff_table import headline, table_rows
-    from ..render.table import render
+    from ..render.table import render, wrap_lines
 
     diff = database(db).diff(run_a, run_b)
     if html_out is not None:
@@ -77,6 +77,7 @@ def diff_cmd(run_a: str, run_b: str, html_out: Path | None, db: Path | None, as_
         echo_json(diff)
         return
     header, rows = table_rows(diff)
-    click.echo("\n".join(headline(diff)))
-    click.echo(render(header, rows, table_width(), wrap=("verdict", "stalls A", "stalls B"),
-                      drop=("stalls A", "stalls B", "FLOPs B/A")))
+    width = table_width()
+    click.echo("\n".join(wrap_lines(headline(diff), width)))
+    click.echo(render(header, rows, width, wrap=("verdict", "stalls A", "stalls B"),
+                      drop=("stalls A", "stalls B", "FLOPs B/A", "DRAM A", "DRAM B")))

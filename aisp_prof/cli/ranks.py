@@ -43,7 +43,7 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
     if as_json:
         echo_json({k: frame_records(f) for k, f in frames.items()})
         return
-    from ..render.table import render
+    from ..render.table import render, wrap_lines
     from ..units import duration
 
     width = table_width()
@@ -55,34 +55,34 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
     click.echo(render(["variant", "rank", "busy", "collective", "compute", "hidden comm", "idle", "finishes later"], [
         [r["variant"], r["rank"], duration(r["gpu_busy_ns"]), duration(r["collective_ns"]), duration(r["compute_ns"]),
          _pct(r["hidden_comm_pct"]), duration(r["idle_ns"]), duration(r["finish_ns"])]
-        for r in frame_records(frames["per_rank"])], width))
+        for r in frame_records(frames["per_rank"])], width, drop=("idle", "finishes later")))
     click.echo("\ncollectives (transfer after the last rank arrived; bus bandwidth as nccl-tests)")
     click.echo(render(["variant", "op", "calls", "transfer", "message", "busbw GB/s", "of link"], [
         [r["variant"], r["op"], r["collectives"], duration(r["collective_ns"]), _bytes(r.get("message_bytes")),
          _num(r.get("busbw_gb_per_s")), _pct(r.get("pct_of_link"))] for r in frame_records(frames["bandwidth"])],
-        width))
+        width, drop=("of link", "calls")))
     _wire_table(frame_records(frames["wire"]) if "wire" in frames else [], width)
     findings = dict.fromkeys(f"{r['variant']}: {r['finding']}" for r in frame_records(frames["stragglers"])
                              if r.get("variant"))
     if findings:
-        click.echo("\nstragglers\n" + "\n".join(f"  {f}" for f in findings))
-    for w in frame_records(frames["warnings"]):
-        click.echo(f"warning: {w['warning']}", err=True)
+        click.echo("\nstragglers\n" + "\n".join(wrap_lines([f"  {f}" for f in findings], width, indent="    ")))
+    for line in wrap_lines([f"warning: {w['warning']}" for w in frame_records(frames["warnings"])], width):
+        click.echo(line, err=True)
 
 
 def _wire_table(wire: list[dict], width: int | None) -> None:
     """Predicted wire bytes per rank per call beside the measured transfer (analyze.ranks.wire)."""
-    from ..render.table import render
+    from ..render.table import render, wrap_lines
     from ..units import duration
 
     if not wire:
         return
-    click.echo("\nwire bytes per rank per call (predicted: S x nccl-tests' factor at this rank count) vs the "
-               "measured transfer")
+    click.echo("\n" + "\n".join(wrap_lines(["wire bytes per rank per call (predicted: S x nccl-tests' factor at this "
+                                            "rank count) vs the measured transfer"], width)))
     click.echo(render(["variant", "ranks", "wire bytes", "vs baseline", "transfer", "vs baseline", "at link's busbw"], [
         [r["variant"], r["world_size"], _bytes(r.get("wire_bytes_per_call")), _ratio(r.get("bytes_vs_baseline")),
          duration(r.get("transfer_ns_per_call")), _ratio(r.get("time_vs_baseline")),
-         _bytes(r.get("implied_bytes_per_call"))] for r in wire], width))
+         _bytes(r.get("implied_bytes_per_call"))] for r in wire], width, drop=("at link's busbw",)))
 
 
 def _pct(v: float | None) -> str:

@@ -12,9 +12,10 @@ def table_rows(diff: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "time A", "time B", "B/A", "DRAM A", "DRAM B", "FLOPs B/A", "roof A", "roof B",
               "stalls A", "stalls B", "verdict"]
     rows = []
+    one = one_timer(diff)
     for r in diff["variants"]:
         a, b = r["a"] or {}, r["b"] or {}
-        rows.append([r["variant"], _time(a), _time(b), _x(r["time_ratio_b_over_a"]), _bytes(a.get("dram_bytes")),
+        rows.append([r["variant"], _time(a, one), _time(b, one), _x(r["time_ratio_b_over_a"]), _bytes(a.get("dram_bytes")),
                      _bytes(b.get("dram_bytes")), _x(r["flops_ratio_b_over_a"]), _roof(a.get("roofline")),
                      _roof(b.get("roofline")), ", ".join(a.get("top_stalls") or []) or "-",
                      ", ".join(b.get("top_stalls") or []) or "-",
@@ -22,9 +23,19 @@ def table_rows(diff: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _time(side: Mapping[str, Any]) -> str:
+def one_timer(diff: Mapping[str, Any]) -> str | None:
+    """The timer every time of the diff is by, or None when they differ (then each cell names its
+    own): said once above the table, a time column fits 80 columns."""
+    timers = {side.get("time_source") for r in diff["variants"] for side in (r["a"] or {}, r["b"] or {})
+              if side.get("time_ns") is not None}
+    return timers.pop() if len(timers) == 1 else None
+
+
+def _time(side: Mapping[str, Any], one: str | None) -> str:
     t = side.get("time_ns")
-    return "-" if t is None else f"{t / 1e3:.1f} us ({side.get('time_source')})"
+    if t is None:
+        return "-"
+    return f"{t / 1e3:.1f} us" + ("" if one else f" ({side.get('time_source')})")
 
 
 def _x(v: float | None) -> str:
@@ -48,6 +59,8 @@ def headline(diff: Mapping[str, Any]) -> list[str]:
     lines = [f"{diff['pair']}: A {a['run_id']} ({a.get('gpu_name') or '?'}) vs B {b['run_id']} ({b.get('gpu_name') or '?'})"]
     if a.get("gpu_name") != b.get("gpu_name"):
         lines.append("A and B ran on different GPUs: their times compare the machines as much as the code")
+    if one_timer(diff):
+        lines.append(f"times: {one_timer(diff)} (the pair's own timer), per call")
     if not diff["judged"]:
         lines.append(f"verdict: {diff['not_judged']} (a run without the timed samples of interleaved CUDA-event timing)")
     else:

@@ -89,6 +89,22 @@ def test_a_narrow_terminal_gets_a_narrower_table(db):
     assert header_line(text, "variant").split()[:4] == ["variant", "gpu", "time", "speedup"]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("columns", [80, 120])
+def test_diff_ranks_and_code_fit_80_and_120(db, columns):
+    """Issue 31, item 8: `diff`, `ranks` and `code` printed 131-148 columns even at COLUMNS=80;
+    their tables and the prose around them now fit (a listing, --show sass, is the compiler's text)."""
+    multi = [d.name for d in RUN_DIRS if "quantized_allreduce" in d.name]
+    l2 = [d.name for d in RUN_DIRS if "fused_l2norm" in d.name]
+    assert len(multi) == 2 and len(l2) >= 2
+    for args in (["diff", l2[0], l2[1]], *(["ranks", r] for r in multi),
+                 ["code", "ch14.graph_break_control_flow"], ["code", "ch14.graph_break_control_flow", "--all"]):
+        text = invoke(*args, "--db", db, columns=columns)
+        assert widest(text) <= columns, (args, columns, text)
+    diff = invoke("diff", l2[0], l2[1], "--db", db, columns=columns)
+    assert "times: cuda_events" in diff and header_line(diff, "variant").split()[:4] == ["variant", "time", "A", "time"]
+
+
 def test_bench_and_sanitize_tables_fit():
     from aisp_prof.bench.runner import PairOutcome
     from aisp_prof.cli.sanitize import sanitize_table
