@@ -82,14 +82,14 @@ class AbOutcome:
 
 def run_child(command: list[str], report: Path, log: Path) -> dict[str, Any]:
     """Run one timing process; its report, or its error as the AispError it raised (exit code
-    kept), or ProfilerFailedError naming the log when it left no report."""
+    kept), or ProfilerFailedError with its output's last lines when it left no report."""
     rc, text, _ = run_logged(command, log, child_env())
     try:
         import json
 
         out = json.loads(report.read_text())
     except (OSError, ValueError):
-        tail = " | ".join(text.strip().splitlines()[-3:])[:300]
+        tail = " | ".join(text.strip().splitlines()[1:][-3:])[:300]     # the first line is the command
         raise ProfilerFailedError(f"the A/B timing process exited {rc} with no report: {tail}") from None
     if not out.get("ok"):
         kind = getattr(errors, str(out.get("error_type")), None)
@@ -111,6 +111,12 @@ def child_args(pair: KernelPair, base_file: Path, variants: list[str], kind: str
 def _failed_checks(checks: dict[str, Any]) -> str:
     bad = [f"{side}: {', '.join(c.get('failed_variants') or ['?'])}" for side, c in checks.items() if not c["passed"]]
     return f"failed the correctness check ({'; '.join(bad)})" if bad else ""
+
+
+def skipped_variants(checks: dict[str, Any]) -> dict[str, str]:
+    """The variants either version's check skipped (its backend has no kernel at these sizes):
+    not timed, not judged; the reason said."""
+    return {v: why for c in checks.values() for v, why in (c.get("skipped_variants") or {}).items()}
 
 
 def ab_one(pair: KernelPair, base: str, opts: AbOptions, progress: Callable[[str], None] = lambda m: None,
@@ -141,6 +147,9 @@ def ab_one(pair: KernelPair, base: str, opts: AbOptions, progress: Callable[[str
                 if why := _failed_checks(report.get("checks") or {}):
                     outcome.status, outcome.message = "failed_check", why
                     return outcome
+                if skipped := skipped_variants(report.get("checks") or {}):   # no kernel at these sizes
+                    both, cand_vars, base_vars = ([v for v in vs if v not in skipped] for vs in (both, cand_vars, base_vars))
+                    outcome.message = "; ".join(f"{v} skipped: {why}" for v, why in skipped.items())
                 samples += report.get("samples") or []
                 sensor = report.get("sensor") or sensor
     df = pd.DataFrame(samples)

@@ -195,7 +195,7 @@ def bench_ab(targets: tuple[str, ...], base: str, as_json: bool, **options: Any)
 
         for o in outcomes:
             click.echo(f"{o.pair}: candidate vs base {o.base}, {o.kind} time, {o.processes} processes, "
-                       f"A/A floor +-{o.to_dict()['floor']:.0%}")
+                       f"A/A floor +-{o.to_dict()['floor']:.0%}" + (f"; {o.message}" if o.message and o.verdicts else ""))
         click.echo(ab_table(outcomes, table_width()))
     error = gate_error(outcomes)
     if error is not None:

@@ -371,3 +371,42 @@ def test_the_timing_process_times_both_versions_in_one_plan(monkeypatch, tmp_pat
     bad = [*args[:-1], str(tmp_path / "r.json")]
     bad[1] = "ch14.other"
     assert ab_child.main(bad) == 2 and "defines pair" in json.loads((tmp_path / "r.json").read_text())["error"]
+
+
+def test_a_variant_without_a_kernel_at_these_sizes_is_skipped_not_timed(gpu_here):
+    """A variant either version's check skipped (no kernel at these sizes) is left out of the
+    later processes' command lines and of the verdicts, and the reason is said."""
+    from aisp_prof import pairs
+    from aisp_prof.bench.ab import AbOptions, ab_one
+
+    child, seen = _recorded_child(1.0)
+
+    def skipping(command, report, log):
+        out = child(command, report, log)
+        if "checks" in out:
+            out["checks"]["base"]["skipped_variants"] = {"sdpa_flash": "No available kernel"}
+        out["samples"] = [s for s in out["samples"] if not s["variant"].endswith("sdpa_flash")]
+        return out
+
+    outcome = ab_one(pairs.find("ch14.attention_eager_sdpa"), "HEAD", AbOptions(), machine=gpu_here, child=skipping)
+    assert [v.variant for v in outcome.verdicts] == ["baseline"] and outcome.verdicts[0].verdict == "SAME"
+    assert "sdpa_flash skipped: No available kernel" in outcome.message
+    assert [c[c.index("--variants") + 1] for c in seen] == ["baseline,sdpa_flash", "baseline"]
+
+
+def test_a_timing_process_that_fails_keeps_its_exit_code_or_says_where_its_log_is(tmp_path):
+    """run_child: a child's error report keeps the error's class (a wrong pair file: exit 2); a
+    child that dies without a report is ProfilerFailedError (exit 8) with the log's last lines."""
+    import sys
+
+    from aisp_prof.bench.ab import run_child
+    from aisp_prof.errors import ProfilerFailedError
+
+    report = tmp_path / "r.json"
+    write = ("import json,sys; json.dump({'ok': False, 'error': 'x.py defines pair a', "
+             "'error_type': 'UnknownTargetError'}, open(sys.argv[1], 'w'))")
+    with pytest.raises(UnknownTargetError, match="defines pair a"):
+        run_child([sys.executable, "-c", write, str(report)], report, tmp_path / "a.log")
+    report.unlink()
+    with pytest.raises(ProfilerFailedError, match="exited 3 with no report: boom"):
+        run_child([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], report, tmp_path / "b.log")

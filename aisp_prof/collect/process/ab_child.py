@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         report["checks"] = check_both(base, cand, sizes, variants)
         if not all(c["passed"] for c in report["checks"].values()):
             return report
+        skipped = {v for c in report["checks"].values() for v in c.get("skipped_variants") or {}}
+        variants = [v for v in variants if v not in skipped]      # no kernel at these sizes: not timed
     plan = SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, flush_bytes=l2_flush_bytes(),
                         kinds=(args.kind,))
     pair = side_by_side(base, cand, variants)
