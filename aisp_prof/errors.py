@@ -122,10 +122,13 @@ class OutputError(AispError):
 
 
 class RunExistsError(AispError):
-    """A run id that is already stored (writing it again would overwrite a run)."""
+    """A run id that is already stored (writing it again would overwrite a run), or, by
+    `same_content`, the content of an import already stored as `run_id` (labelled `label`)."""
 
-    def __init__(self, run_id: str, where: object):
-        super().__init__(f"run {run_id} is already in {where}")
+    def __init__(self, run_id: str, where: object, same_content: bool = False, label: str | None = None):
+        labelled = f" (label {label!r})" if label else ""
+        super().__init__(f"run {run_id}{labelled} is already in {where}: the same content" if same_content
+                         else f"run {run_id} is already in {where}")
         self.run_id = run_id
 
 

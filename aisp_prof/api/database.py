@@ -18,7 +18,7 @@ from ..pairs.declared import declared
 from ..store import db as store_db
 from ..store.calibrations import db_calibrations, file_calibrations, merge_calibrations
 from ..store.history import pair_history
-from ..store.ingest import load_export, load_run_dir, sample_run_dirs, store_job, store_path
+from ..store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from ..model.run_data import RunData
 from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
 from ..store.select import resolve_run, select_runs
@@ -114,22 +114,36 @@ class RunDatabase:
         sides = [RunSide(r.result(), r.points_frame(), r.data.samples) for r in self.open_runs([run_a, run_b])]
         return compare(*sides)
 
-    def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False) -> str:
+    def import_path(self, path: str | Path, label: str | None = None, skip_stored: bool = False,
+                    replace: bool = False, replaced: list[str] | None = None) -> str:
         """Store a run folder, an ncu CSV (.csv[.gz])/.ncu-rep, an nsys SQLite export (.sqlite[.gz]) or
-        a .nsys-rep (exported to SQLite on the fly by `collect.output.rep_export`); its id."""
+        a .nsys-rep (exported to SQLite on the fly by `collect.output.rep_export`); its id. Content
+        already stored is a RunExistsError naming the stored run (with `skip_stored`: its id);
+        `replace` replaces it (`store.identity`), the replaced ids appended to `replaced`."""
         from ..collect.output.rep_export import exported_sqlite, is_nsys_report
 
         path = Path(path)
-        if not (is_nsys_report(path) and path.exists()):
-            return store_path(self.path, path, label, skip_stored)
-        if not path.is_file():
+        via = exported_sqlite if is_nsys_report(path) and path.exists() else None
+        if via is not None and not path.is_file():
             raise ExportParseError(f"{path}: not a file")
-        with exported_sqlite(path) as (sqlite, command):
-            return store_db.write_run(self.path, load_export(sqlite, label, report=path, export_command=command))
+        return store_path(self.path, path, label, skip_stored, replace, via, replaced)
 
-    def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None) -> str:
+    def import_paths(self, paths: Sequence[str | Path], label: str | None = None,
+                     replace: bool = False) -> list[dict[str, Any]]:
+        """`import_path` of each path, every one tried: per path its run id and status (stored,
+        already stored, failed with the one-line message and exit code; `api.imports`)."""
+        from .imports import import_each
+
+        return import_each(self, [Path(p) for p in paths], label, replace)
+
+    def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None, replace: bool = False) -> str:
         """One job's per-rank nsys SQLite exports (or folders) as one run (`store.ingest_job`); its id."""
-        return store_job(self.path, [Path(p) for p in paths], job, label)
+        return store_job(self.path, [Path(p) for p in paths], job, label, replace)
+
+    def remove(self, runs: Sequence[str]) -> list[dict[str, Any]]:
+        """Remove runs (ids, prefixes, 'latest', pair or job names) and every row of them, in one
+        transaction; per run its id, pair, label and rows removed. An unknown name removes nothing."""
+        return store_db.remove_runs(self.path, runs)
 
     def history(self, pair: str) -> pd.DataFrame:
         """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and

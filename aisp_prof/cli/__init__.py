@@ -21,7 +21,7 @@ from .profile import calibrate_cmd, quickstart_cmd, run_cmd
 from .ranks import ranks_cmd
 from .report import report_cmd, roofline_cmd
 from .sanitize import sanitize_cmd
-from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, runs_cmd, summary_cmd
+from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, rm_cmd, runs_cmd, summary_cmd
 
 EXAMPLES = """
 \b
@@ -56,9 +56,9 @@ def cli(verbose: bool) -> None:
                         format="aisp-prof: %(levelname)s: %(message)s", stream=sys.stderr)
 
 
-for _command in (list_cmd, run_cmd, check_cmd, import_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd, summary_cmd,
-                 quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd, sanitize_cmd,
-                 code_cmd, new_cmd, diff_cmd):
+for _command in (list_cmd, run_cmd, check_cmd, import_cmd, rm_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd,
+                 summary_cmd, quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd,
+                 sanitize_cmd, code_cmd, new_cmd, diff_cmd):
     cli.add_command(_command)
 
 

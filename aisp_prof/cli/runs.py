@@ -1,4 +1,4 @@
-"""Commands that read stored runs, no GPU needed: list, import, runs, kernels, ranges, summary, history."""
+"""Commands over stored runs, no GPU needed: list, import, rm, runs, kernels, ranges, summary, history."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,14 +55,26 @@ def _runs_here(row: dict[str, Any]) -> str:
 @click.option("--job", help="The PATHS are the nsys SQLite exports of one multi-rank job's ranks (or folders of "
                             "them): store them as ONE run called NAME, with a rank column (see `aisp-prof ranks`).",
               metavar="NAME")
+@click.option("--replace", is_flag=True, help="Replace the stored run of the same content (or run folder's run id) "
+                                              "instead of saying it is already there, e.g. after `--label` was wrong.")
 @db_option
 @json_option
-def import_cmd(paths: tuple[Path, ...], label: str | None, job: str | None, db: Path | None, as_json: bool) -> None:
+@click.pass_context
+def import_cmd(ctx: click.Context, paths: tuple[Path, ...], label: str | None, job: str | None, replace: bool,
+               db: Path | None, as_json: bool) -> None:
     """Store saved exports without a GPU: an aisp-prof run folder, an ncu CSV (--page raw; or
     gzipped, .csv.gz) or .ncu-rep, an nsys SQLite export (or gzipped, .sqlite.gz), or an nsys
     .nsys-rep (exported to SQLite on the fly by nsys from $AISP_NSYS or PATH; without nsys it
-    exits 4 and says the `nsys export` command to run). Prints each run id; a run folder already
-    stored is not stored again (its id is printed, and stderr says it was already there).
+    exits 4 and says the `nsys export` command to run). Prints each run id.
+
+    \b
+    Every import is keyed by the content it read (the export's bytes, a run folder's files, a
+    job's exports): the same content imported again stores nothing, prints the stored run's id
+    and says on stderr it was already there (exit 0); --replace stores it anew in its place. A
+    run folder missing an export its run.json says was made is refused (exit 6), named.
+    Every path is tried; one that fails stores nothing and is reported on stderr (--json: status
+    'failed' and its message), and the import exits with the first failure's code (6: a bad or
+    incomplete export). A database that cannot be written stops it at once (exit 13).
 
     \b
     With --job, the exports of a job's ranks become one run: ranks from each export's environment
@@ -74,28 +86,60 @@ def import_cmd(paths: tuple[Path, ...], label: str | None, job: str | None, db: 
     Example:
       aisp-prof import profiles/samples/*/
       aisp-prof import my_kernel.ncu-rep --label before
+      aisp-prof import my_kernel.ncu-rep --label after --replace     # fix the label of a stored export
       aisp-prof import timeline.nsys-rep
       aisp-prof import --job step42 rank0.sqlite rank1.sqlite    # or a folder of them
     """
+    runs = database(db)
+    done = [_import_job(runs, paths, job, label, replace)] if job else runs.import_paths(paths, label, replace)
+    for record in done:
+        if record["status"] == "failed":
+            click.echo(f"aisp-prof: error: {record['message']}", err=True)
+        elif record["status"] == "already stored" or record.get("replaced"):
+            click.echo(record["message"] or f"{record['path']}: replaced run {', '.join(record['replaced'])}", err=True)
+    if as_json:
+        echo_json(done)
+    else:
+        for record in done:
+            if record["run_id"] and record["status"] != "failed":
+                click.echo(record["run_id"])
+    failed = [r["exit_code"] for r in done if r["status"] == "failed"]
+    if failed:
+        ctx.exit(failed[0])
+
+
+def _import_job(runs: Any, paths: tuple[Path, ...], job: str, label: str | None, replace: bool) -> dict[str, Any]:
+    """`import --job`'s one record (a failure is raised: the job is one run, stored whole or not at all)."""
     from ..errors import RunExistsError
 
-    runs, done = database(db), []
-    if job:
-        run_id = runs.import_job(paths, job, label)
-        echo_json([{"paths": [str(p) for p in paths], "run_id": run_id, "status": "stored"}]) if as_json \
-            else click.echo(run_id)
-        return
-    for p in paths:
-        try:
-            done.append((p, runs.import_path(p, label), "stored"))
-        except RunExistsError as exc:
-            click.echo(f"{p}: run {exc.run_id} is already in {runs.path}", err=True)
-            done.append((p, exc.run_id, "already stored"))
+    record: dict[str, Any] = {"paths": [str(p) for p in paths], "job": job, "status": "stored", "message": None}
+    try:
+        record["run_id"] = runs.import_job(paths, job, label, replace)
+    except RunExistsError as exc:
+        record.update(run_id=exc.run_id, status="already stored", message=f"{job}: {exc}")
+    return record
+
+
+@click.command("rm")
+@click.argument("runs", nargs=-1, required=True)
+@db_option
+@json_option
+def rm_cmd(runs: tuple[str, ...], db: Path | None, as_json: bool) -> None:
+    """Remove stored runs and every row of them (RUN: a run id, a unique prefix of one, 'latest',
+    or a pair or job name: its latest run), all in one transaction. A RUN that names no stored run
+    removes nothing and exits 2. The run folders on disk are left alone.
+
+    \b
+    Example:
+      aisp-prof rm 20261126T011557Z-ch09.fused_l2norm-90df
+      aisp-prof rm latest --json
+    """
+    removed = database(db).remove(runs)
     if as_json:
-        echo_json([{"path": str(p), "run_id": r, "status": status} for p, r, status in done])
-    else:
-        for _, r, _ in done:
-            click.echo(r)
+        echo_json(removed)
+        return
+    for r in removed:
+        click.echo(f"removed {r['run_id']} ({r['pair'] or r['job'] or r['label']}: {r['rows_removed']} rows)")
 
 
 @click.command("runs")

@@ -39,17 +39,18 @@ import sqlite_utils
 from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows
 from ..sqlite_frames import frame_of_rows
-from . import connection
+from . import connection, identity
 from .aggregates import call_spread, write_aggregates
 from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
+from .select import resolve_run
 from ..model.run_data import TABLES, RunData
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DB = Path("profiles") / "aisp.db"
-RUN_COLUMNS = ("run_id", "pair", "label", "source", "status", "created_at", "gpu_name", "job")   # job: import --job NAME
+RUN_COLUMNS = ("run_id", "pair", "label", "source", "status", "created_at", "gpu_name", "job")   # job: --job NAME
 DEVICE_METRICS = "device__attribute_%"
 SCHEMA_VERSION = connection.SCHEMA_VERSION   # 2: raw ncu metrics in metric_columns/metric_rows (0: `metrics`)
 
@@ -157,8 +158,10 @@ def _attached(db: sqlite_utils.Database, path: Path) -> str:
     return next(name for _, name, attached in db.conn.execute("PRAGMA database_list") if attached == file)
 
 
-def write_run(path: Path, data: RunData) -> str:
-    """Insert one run atomically; a run id already stored is an error, not an overwrite.
+def write_run(path: Path, data: RunData, replace: bool = False) -> str:
+    """Insert one run atomically; a run id or content key (`identity`) already stored is a
+    RunExistsError naming the stored run, not an overwrite; with `replace`, the stored runs of
+    that run id or content are removed in the same transaction first.
 
     Rows go in through plain sqlite3 inside one transaction (`bulk`: sqlite-utils' `insert_all`
     converted every cell in Python twice and wrote 43-row statements, each with a savepoint: 58
@@ -171,8 +174,10 @@ def write_run(path: Path, data: RunData) -> str:
     try:
         _attach_exports(db, data)                  # before the transaction: ATTACH cannot be inside one
         connection.begin_immediate(db.conn, path)
-        if "runs" in db.table_names() and db["runs"].count_where("run_id = ?", [data.run_id]):
-            raise RunExistsError(data.run_id, path)
+        for found in identity.find_stored(db.conn, data.run_id, data.run.get(identity.CONTENT_COLUMN)):
+            if not replace:
+                raise RunExistsError(found["run_id"], path, found["by"] == "content", found["label"])
+            identity.delete_run(db.conn, found["run_id"])
         with db.atomic():                      # a savepoint of the immediate transaction
             db["runs"].insert(data.run, pk="run_id", alter=True)
             for name in TABLES:
@@ -223,11 +228,11 @@ class Reader:
 
     def list_runs(self) -> list[dict[str, Any]]:
         """Every stored run's RUN_COLUMNS, oldest first."""
-        if not self.has("runs"):
-            return []
-        have = self.columns("runs")
-        sel = ", ".join(c if c in have else f"NULL AS {c}" for c in RUN_COLUMNS)
-        return self.query(f"SELECT {sel} FROM runs ORDER BY created_at, run_id")
+        return _list_runs(self._db)
+
+    def stored_as(self, run_id: str | None, key: str | None) -> list[dict[str, Any]]:
+        """The stored runs of this run id or content key (`identity.find_stored`)."""
+        return identity.find_stored(self._db.conn, run_id, key)
 
     def run_row(self, run_id: str) -> dict[str, Any]:
         return dict(self._db["runs"].get(run_id))
@@ -301,6 +306,28 @@ class Reader:
         data = RunData(run={"run_id": run_id})
         self._read_metrics(data, all_metrics=True)
         return data.metrics
+
+
+def _list_runs(db: sqlite_utils.Database) -> list[dict[str, Any]]:
+    if "runs" not in db.table_names():
+        return []
+    have = set(db["runs"].columns_dict)
+    sel = ", ".join(c if c in have else f"NULL AS {c}" for c in RUN_COLUMNS)
+    return [dict(r) for r in db.query(f"SELECT {sel} FROM runs ORDER BY created_at, run_id")]
+
+
+def remove_runs(path: Path, runs: Sequence[str]) -> list[dict[str, Any]]:
+    """`aisp-prof rm`: the runs named (ids, prefixes, 'latest', pair or job names: `select`) and
+    every row of them, in one transaction; per run its id, pair, label and rows removed. A name
+    that matches no run is UnknownTargetError before anything is removed; a missing database is
+    MissingDatabaseError, nothing made."""
+    Reader(path).close()                  # missing, or not aisp-prof's: refused before a writer opens it
+    with writing(path) as db:
+        listing = _list_runs(db)
+        chosen = list(dict.fromkeys(resolve_run(listing, text, str(path)) for text in runs))
+        rows = {r["run_id"]: r for r in listing}
+        return [{"run_id": rid, "pair": rows[rid]["pair"], "label": rows[rid]["label"], "job": rows[rid]["job"],
+                 "rows_removed": identity.delete_run(db.conn, rid)} for rid in chosen]
 
 
 def list_runs(path: Path) -> list[dict[str, Any]]:

@@ -11,18 +11,19 @@ import json
 import re
 import zlib
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
-from ..errors import ExportParseError, RunExistsError
+from ..errors import ExportParseError, RunExistsError, os_error_message, shorten
 from ..export_rows import ExportRows
 from ..naming import (CHECK_JSON, NCU_CSV, NCU_CSV_GZ, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id,
                       stored, utc_now, variant_of)
 from ..model.launch_metrics import LaunchMetrics
 from ..parse.ncu.whole import check_launch_count
 from ..paths import samples_dir
-from .db import write_run
+from . import identity
+from .db import Reader, write_run
 from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
 from ..model.run_data import RunData
 
@@ -82,6 +83,12 @@ def load_run_dir(run_dir: Path, in_export: bool = False) -> RunData:
     info = _json_object(run_dir / RUN_JSON, f"{run_dir} is not a complete aisp-prof run folder")
     if not isinstance(info.get("run_id"), str) or not info["run_id"]:
         raise ExportParseError(f"{run_dir / RUN_JSON} has no run_id: not a run.json written by aisp-prof")
+    with _wrong_shape(run_dir / RUN_JSON):
+        missing = identity.missing_exports(run_dir, info)
+    if missing:
+        raise ExportParseError(f"{run_dir} is an incomplete run folder: its {RUN_JSON} says {', '.join(missing)} "
+                               f"{'were' if len(missing) > 1 else 'was'} made, but the folder lacks "
+                               f"{'them' if len(missing) > 1 else 'it'}; nothing stored: copy the whole folder")
     pair = info.get("pair")
     with _wrong_shape(run_dir / RUN_JSON):
         data = RunData(run=_run_row(info, "run", run_dir))
@@ -238,15 +245,16 @@ def _gpu_from_metrics(metrics: LaunchMetrics) -> dict[str, Any]:
     return {} if sm_count is None else {"sm_count": int(sm_count)}
 
 
-def store_job(db: Path, paths: list[Path], job: str, label: str | None = None) -> str:
+def store_job(db: Path, paths: list[Path], job: str, label: str | None = None, replace: bool = False) -> str:
     """`aisp-prof import --job NAME PATHS`: the nsys exports of one job's ranks as one run; its id.
-    A folder among the paths stands for the nsys SQLite exports in it, gzipped or not (natural order)."""
+    A folder among the paths stands for the nsys SQLite exports in it, gzipped or not (natural order).
+    Keyed by the content of every rank's export, in the order given (`store_keyed`)."""
     files: list[Path] = []
     for p in paths:
         if not p.exists():
             raise ExportParseError(f"{p}: no such file or folder")
         files += sorted([*p.glob("*.sqlite"), *p.glob("*.sqlite.gz")], key=_natural) if p.is_dir() else [p]
-    return write_run(db, load_job_exports(files, job, label, _with_variant, _run_row))
+    return store_keyed(db, files, lambda: load_job_exports(files, job, label, _with_variant, _run_row), replace)
 
 
 def _natural(path: Path) -> list[Any]:
@@ -254,24 +262,64 @@ def _natural(path: Path) -> list[Any]:
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path.name)]
 
 
-def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool = False) -> str:
+def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool = False, replace: bool = False,
+               via: Callable[[Path], Any] | None = None, replaced: list[str] | None = None) -> str:
     """`aisp-prof import PATH`: a run folder or a single export; returns the new run id.
 
-    With `skip_stored`, a run folder whose run id is already in the database is not stored
-    again (its id is returned), so importing the shipped samples twice is harmless.
+    Content already stored (`store_keyed`), or a run folder whose run id is, is a RunExistsError
+    naming the stored run; with `skip_stored` its id is returned instead, so importing the
+    shipped samples twice is harmless. `replace`: the stored run of that content or run id is
+    replaced (its id appended to `replaced`). `via(path)`: a context giving the SQLite export
+    of a .nsys-rep and the command that made it (`collect.output.rep_export`, run only when the
+    report's content is not stored yet; the store runs no tool).
     """
     if not path.exists():
         raise ExportParseError(f"{path}: no such file or folder")
-    # the timeline may stay in the export until write_run copies it (`export_rows`)
-    data = load_run_dir(path, in_export=True) if path.is_dir() else load_export(path, label, in_export=True)
-    if path.is_dir() and label:
-        data.run["label"] = label
+
+    def load() -> RunData:
+        if via is not None:
+            with via(path) as (sqlite, command):
+                return load_export(sqlite, label, report=path, export_command=command)
+        # the timeline may stay in the export until write_run copies it (`export_rows`)
+        data = load_run_dir(path, in_export=True) if path.is_dir() else load_export(path, label, in_export=True)
+        if path.is_dir() and label:
+            data.run["label"] = label
+        return data
+
     try:
-        return write_run(db, data)
+        return store_keyed(db, [path], load, replace, replaced)
     except RunExistsError as exc:
         if not skip_stored:
             raise
         return exc.run_id
+
+
+def store_keyed(db: Path, read: list[Path], load: Callable[[], RunData], replace: bool = False,
+                replaced: list[str] | None = None) -> str:
+    """Store the run `load` parses, keyed by the content of the files it `read`
+    (`identity.content_key`). Content already stored is a RunExistsError before anything is
+    parsed (and again under the write lock); with `replace` the stored runs of that content or
+    run id give way, their ids appended to `replaced`."""
+    try:
+        key = identity.content_key(read)
+    except OSError as exc:
+        raise ExportParseError(os_error_message(exc, f"reading {shorten(exc.filename or read[0])}")) from exc
+    found = stored_as(db, None, key)
+    if found and not replace:
+        raise RunExistsError(found[0]["run_id"], db, True, found[0]["label"])
+    data = load()
+    data.run[identity.CONTENT_COLUMN] = key
+    if replace and replaced is not None:
+        replaced += [f["run_id"] for f in stored_as(db, data.run_id, key)]
+    return write_run(db, data, replace)
+
+
+def stored_as(db: Path, run_id: str | None, key: str | None) -> list[dict[str, Any]]:
+    """The stored runs of this run id or content key (none where there is no database yet)."""
+    if not Path(db).is_file():
+        return []
+    with Reader(db) as reader:
+        return reader.stored_as(run_id, key)
 
 
 def sample_run_dirs() -> list[Path]:

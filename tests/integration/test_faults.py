@@ -258,6 +258,7 @@ def test_unknown_variant_is_exit_2_and_an_empty_variant_is_not(tmp_path, sample_
     db = _copy_db(sample_db, tmp_path)               # a variant the run checked but ncu did not profile
     data = store.read_run(db, RUN.name)
     data.run["run_id"] = "r-unprofiled"
+    data.run.pop("content_sha256", None)             # made here, not the import of the sample's files
     data.checks = data.checks.assign(variant="unprofiled")
     store.write_run(db, data)
     res = invoke("kernels", "r-unprofiled", "--db", str(db), "--variant", "unprofiled", "--json")
