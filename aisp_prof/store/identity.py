@@ -11,9 +11,9 @@ with `replace` it removes the runs of that content or run id in the same transac
 A run folder is complete when every export its run.json's `commands` say was made is there
 (`missing_exports`): `check` made check.json, `timing_pN` timing_pN.json, `ncu_export`
 ncu_raw.csv, `nsys_export` nsys.sqlite and `nsys_export_rank<r>` rank r's (each plain or
-gzipped). One that is not is refused (ExportParseError, exit 6) naming what is missing, before
-anything is stored: it is never stored as if complete, to be "already there" when the whole
-folder comes.
+gzipped). An import of one that is not is refused (ExportParseError, exit 6) naming what is
+missing, before anything is stored: it is never stored as if complete, to be "already there"
+when the whole folder comes.
 """
 from __future__ import annotations
 

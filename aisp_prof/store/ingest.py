@@ -77,14 +77,16 @@ def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[st
     }
 
 
-def load_run_dir(run_dir: Path, in_export: bool = False) -> RunData:
+def load_run_dir(run_dir: Path, in_export: bool = False, complete: bool = False) -> RunData:
     """Parse a folder written by `aisp-prof run` (run.json + whatever exports it holds).
-    `in_export`: the timeline of a one-process run may be an ExportRows (`_nsys`)."""
+    `in_export`: the timeline of a one-process run may be an ExportRows (`_nsys`). `complete`
+    (an import): a folder lacking an export its run.json says was made is an ExportParseError
+    naming what is missing (`identity.missing_exports`), before anything is parsed."""
     info = _json_object(run_dir / RUN_JSON, f"{run_dir} is not a complete aisp-prof run folder")
     if not isinstance(info.get("run_id"), str) or not info["run_id"]:
         raise ExportParseError(f"{run_dir / RUN_JSON} has no run_id: not a run.json written by aisp-prof")
     with _wrong_shape(run_dir / RUN_JSON):
-        missing = identity.missing_exports(run_dir, info)
+        missing = identity.missing_exports(run_dir, info) if complete else []
     if missing:
         raise ExportParseError(f"{run_dir} is an incomplete run folder: its {RUN_JSON} says {', '.join(missing)} "
                                f"{'were' if len(missing) > 1 else 'was'} made, but the folder lacks "
@@ -281,7 +283,7 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
             with via(path) as (sqlite, command):
                 return load_export(sqlite, label, report=path, export_command=command)
         # the timeline may stay in the export until write_run copies it (`export_rows`)
-        data = load_run_dir(path, in_export=True) if path.is_dir() else load_export(path, label, in_export=True)
+        data = load_run_dir(path, True, complete=True) if path.is_dir() else load_export(path, label, in_export=True)
         if path.is_dir() and label:
             data.run["label"] = label
         return data
