@@ -99,3 +99,15 @@ def test_the_log_line_gives_each_changed_verdict_its_numbers():
     assert f"baseline FASTER time {(baseline.change.value - 1) * 100:+.1f}% [" in line
     assert f"(margin {baseline.margin * 100:.1f}%)" in line
     assert "ref:" not in line                                   # reference kernels stay out of the line
+
+
+def test_the_log_line_names_the_ratio_when_the_ratio_carries_the_verdict():
+    """ch10.warp_specialization on a 4-GPU H200 host: the baseline slowed, so warp_specialized was
+    FASTER by its ratio to the baseline while its own time grew; the line said 'FASTER time +4.1%'.
+    It names the metric that carries the verdict (the intervals here are illustrative)."""
+    metrics = [MetricVerdict("time", Interval(1.041, 1.033, 1.052), 1.041, 1.0, 0.05, AMBIGUOUS),
+               MetricVerdict("cycles", Interval(1.04, 1.03, 1.05), 1.04, 1.0, 0.02, SLOWER),
+               MetricVerdict("ratio", Interval(0.95, 0.94, 0.96), 0.95, 1.0, 0.01, FASTER)]
+    line = PairOutcome("ch10.warp_specialization", "r", "ok",
+                       verdicts=[VariantVerdict("ch10.warp_specialization", "warp_specialized", FASTER, "", metrics)]).line()
+    assert "warp_specialized FASTER ratio -5.0% [-6.0, -4.0] (margin 1.0%)" in line

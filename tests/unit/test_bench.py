@@ -135,3 +135,21 @@ def test_bench_logs_a_line_per_pair_with_its_time(monkeypatch, tmp_path):
     assert any(ln.startswith("== ch09.memory_bound (2/2), ") for ln in lines), res.stderr
     assert any(ln.strip().startswith("ch09.fused_l2norm: ok (") for ln in lines), res.stderr
     assert any("ch09.memory_bound: failed_check (wrong at row 3)" in ln for ln in lines), res.stderr
+
+
+def test_a_planted_slowdown_module_is_judged_against_the_shipped_evidence(monkeypatch, tmp_path):
+    """tests/fixtures/gate_kernels holds modules named like shipped pairs with a planted slowdown and
+    no expectations file: on a 4-GPU H200 visit its ch09.fused_l2norm got NEW for every variant and
+    exit 0 (the planted +10% unseen). The shipped evidence applies when reading; recording never
+    writes into it from such a folder."""
+    from aisp_prof.bench.runner import BenchOptions, evidence_path
+    from aisp_prof.paths import data_root
+
+    monkeypatch.setenv("AISP_KERNELS", str(data_root() / "tests" / "fixtures" / "gate_kernels"))
+    shipped = data_root() / "kernels" / "ch09" / "expectations_h200.json"
+    assert evidence_path(BenchOptions(), "ch09", "h200") == shipped
+    beside = evidence_path(BenchOptions(update_expectations=True), "ch09", "h200")
+    assert beside == data_root() / "tests" / "fixtures" / "gate_kernels" / "ch09" / "expectations_h200.json"
+    assert evidence_path(BenchOptions(), "ch99", "h200").parent.name == "ch99"      # none shipped: its own
+    mine = tmp_path / "mine.json"
+    assert evidence_path(BenchOptions(expectations=mine), "ch09", "h200") == mine
