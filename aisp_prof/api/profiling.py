@@ -114,10 +114,18 @@ def bench_ab(targets: Sequence[str], base: str, options: dict[str, Any],
              progress: Callable[[str], None] = lambda m: None) -> list[AbOutcome]:
     """`bench ab`: each selected pair's candidate (working tree or $AISP_KERNELS) timed side by side
     with its version in `base` (a kernels folder or a git revision), interleaved in the same
-    processes, each variant judged by the ratio cand/base (`bench.ab`; `options`: AbOptions' fields)."""
+    processes, each variant judged by the ratio cand/base (`bench.ab`; `options`: AbOptions' fields).
+    Of several pairs, one that cannot run here (or a torchrun job) is skipped with its reason; alone, it fails."""
     from ..bench.ab import AbOptions, ab_one
     from ..pairs import select
-    from ..pairs.capabilities import detect_machine
+    from ..pairs.capabilities import detect_machine, runnable
 
     selected, machine, opts = select(list(targets)), detect_machine(), AbOptions(**options)
-    return [ab_one(pair, base, opts, progress, machine) for pair in selected]
+    out = []
+    for pair in selected:
+        answer = runnable(pair, machine)
+        if len(selected) > 1 and (pair.distributed or (not answer.ok and answer.error is not NoGpuError)):
+            progress(f"{pair.name}: skipped: {answer.reason or 'a torchrun job; bench ab times one process'}")
+            continue
+        out.append(ab_one(pair, base, opts, progress, machine))
+    return out

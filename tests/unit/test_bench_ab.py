@@ -410,3 +410,21 @@ def test_a_timing_process_that_fails_keeps_its_exit_code_or_says_where_its_log_i
     report.unlink()
     with pytest.raises(ProfilerFailedError, match="exited 3 with no report: boom"):
         run_child([sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], report, tmp_path / "b.log")
+
+
+def test_a_chapter_skips_what_cannot_run_here_and_a_torchrun_pair_alone_fails(monkeypatch, gpu_here):
+    from aisp_prof.api.profiling import bench_ab
+    from aisp_prof.bench import ab
+    from aisp_prof.errors import RequirementError
+
+    judged = []
+    monkeypatch.setattr(ab, "ab_one", lambda pair, *a, **k: judged.append(pair.name) or pair.name)
+    said = []
+    bench_ab(["ch14"], "HEAD", {}, progress=said.append)
+    assert "ch14.quantized_allreduce" not in judged and "ch14.attention_eager_sdpa" in judged
+    assert any(m.startswith("ch14.quantized_allreduce: skipped: ") for m in said)
+    monkeypatch.undo()
+    from aisp_prof.pairs import capabilities
+    monkeypatch.setattr(capabilities, "detect_machine", lambda *a, **k: gpu_here)
+    with pytest.raises(RequirementError, match="torchrun job"):
+        bench_ab(["ch14.quantized_allreduce"], "HEAD", {})
