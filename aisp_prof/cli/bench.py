@@ -19,6 +19,7 @@ def bench_group() -> None:
       aisp-prof bench list-targets --chapter ch09
       aisp-prof bench run --targets ch09                       # fails (exit 11) on a regression
       aisp-prof bench run --targets ch09.fused_l2norm --update-expectations
+      aisp-prof bench ab --targets ch14.attention_eager_sdpa --base HEAD   # your change, side by side
     """
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from repo_paths import KERNELS, ROOT
+from repo_paths import FIXTURES, KERNELS, ROOT
 from sim_device import SimDevice
 
 from aisp_prof.analyze.gate.ab import AB_FLOOR, judge_ab, round_ratios, side_names, undecided_ab
@@ -428,3 +428,23 @@ def test_a_chapter_skips_what_cannot_run_here_and_a_torchrun_pair_alone_fails(mo
     monkeypatch.setattr(capabilities, "detect_machine", lambda *a, **k: gpu_here)
     with pytest.raises(RequirementError, match="torchrun job"):
         bench_ab(["ch14.quantized_allreduce"], "HEAD", {})
+
+
+def test_the_host_plant_is_judged_against_the_real_pair(monkeypatch):
+    """What the GPU visit's ab step runs: with AISP_KERNELS at the slowdown fixtures, the candidate
+    is the fixture (sdpa_flash slowed on the host) and the base, from the kernels folder or from
+    a revision, is the real pair: the two differ in that one variant only."""
+    pytest.importorskip("torch")
+    from aisp_prof import pairs
+    from aisp_prof.bench.base import base_version
+    from aisp_prof.collect.process.ab_child import load_versions
+
+    monkeypatch.setenv("AISP_KERNELS", str(FIXTURES / "gate_kernels"))
+    cand = pairs.find("ch14.attention_eager_sdpa")
+    for base in (str(KERNELS), "HEAD"):
+        with base_version(base, cand) as (base_file, _):
+            assert base_file.parts[-3:] == ("kernels", "ch14", "attention_eager_sdpa.py")
+            old, new = load_versions(cand.name, base_file, Path(cand.source))
+            assert new.variants["sdpa_flash"].__name__ == "slowed_sdpa_flash"
+            assert old.variants["sdpa_flash"].__name__ != "slowed_sdpa_flash"
+            assert old.variants["baseline"].__name__ == new.variants["baseline"].__name__
