@@ -103,3 +103,11 @@ def hardware_key(gpu_name: str | None, gpu_count: int = 1) -> str:
     name = re.sub(r"^nvidia[\s_-]*", "", gpu_name.strip().lower())
     key = re.sub(r"[^a-z0-9]+", "_", name).strip("_") or "unknown_gpu"
     return f"{gpu_count}x_{key}" if gpu_count > 1 else key
+
+
+def card_name(gpu_name: str | None, gpu_count: int = 1) -> str:
+    """A card's short name for grouping and page names: 'NVIDIA H100 80GB HBM3' -> 'H100',
+    'NVIDIA H200' -> 'H200', 2 GPUs -> '2x H200', no name -> 'unknown GPU'."""
+    words = re.sub(r"^nvidia[\s_-]*", "", (gpu_name or "").strip(), flags=re.I).split()
+    card = words[0] if words else "unknown GPU"
+    return f"{gpu_count}x {card}" if gpu_count > 1 else card

@@ -268,7 +268,7 @@ class RunDatabase:
             listing = conn.list_runs()
         run_ids = select_runs(listing, runs, targets, str(self.path))
         rows = {r["run_id"]: r for r in listing}
-        refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label")) for rid in run_ids]
+        refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
         files = file_calibrations(self.calibration_dirs)
         pages = (self._page(rid, files) for rid in run_ids)
         return write_report(refs, pages, out=Path(out) if out else None, reports_dir=Path(reports_dir),

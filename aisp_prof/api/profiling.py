@@ -92,22 +92,40 @@ def profile_targets(db: RunDatabase, targets: Sequence[str], request: RunRequest
 
 def quickstart(db: RunDatabase, profiles_dir: Path, progress: Callable[[str], None] = lambda m: None,
                each: Callable[[dict[str, Any]], None] = lambda r: None) -> Report:
-    """The README's first command: on a GPU, profile QUICKSTART_PAIR; without one, store the
-    sample runs shipped with aisp-prof. `each` is handed every run's summary (summary_result's
-    dict); the HTML report goes to QUICKSTART_REPORT."""
+    """The README's first command: on a GPU, profile QUICKSTART_PAIR; without one, store every
+    sample set shipped with aisp-prof (chapters 9, 10 and 14 on an H100 and an H200, and the
+    2-GPU runs). `each` is handed the summary (summary_result's dict) of each profiled run, or
+    without a GPU of QUICKSTART_PAIR's sample (the others are one line each in the report's
+    index); the HTML report goes to QUICKSTART_REPORT."""
     from ..pairs.capabilities import detect_machine
-    from ..store.ingest import sample_run_dirs
+    from ..store.ingest import every_sample_run_dir
 
     if detect_machine().gpu:
         profile_targets(db, (QUICKSTART_PAIR,), RunRequest(label="quickstart", profiles_dir=profiles_dir), progress,
                         lambda r: each(r.summary_dict()))
         return db.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)
-    samples = sample_run_dirs()
+    samples = every_sample_run_dir()
     progress(f"no CUDA GPU here: reading {len(samples)} sample run(s) recorded on real GPUs")
     run_ids = [db.import_path(run_dir, skip_stored=True) for run_dir in samples]
-    for run in db.open_runs(run_ids):
+    progress(_stored_line(db, run_ids))
+    shown = next((r for r in run_ids if QUICKSTART_PAIR in r), run_ids[0])
+    for run in db.open_runs([shown]):
         each(run.result())
-    return db.report(runs=run_ids, out=QUICKSTART_REPORT)
+    done: list[str] = []
+    return db.report(runs=run_ids, out=QUICKSTART_REPORT,
+                     progress=lambda title: done.append(title) or progress(f"report page {len(done)}/{len(run_ids)}: {title}"))
+
+
+def _stored_line(db: RunDatabase, run_ids: Sequence[str]) -> str:
+    """'stored: ch09 on H100 (12), ch09 on H200 (12), ...': runs by chapter and card (a 2-GPU run counts
+    under its card; the report's index tells them apart)."""
+    from collections import Counter
+
+    from ..naming import card_name, chapter_of_pair
+
+    rows = {r["run_id"]: r for r in db.run_list()}
+    groups = Counter((chapter_of_pair(rows[r].get("pair")) or "other", card_name(rows[r].get("gpu_name"))) for r in run_ids)
+    return "stored: " + ", ".join(f"{c} on {k} ({n})" for (c, k), n in sorted(groups.items()))
 
 
 def bench_ab(targets: Sequence[str], base: str, options: dict[str, Any],

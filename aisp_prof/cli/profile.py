@@ -92,8 +92,10 @@ def profile_targets(targets: tuple[str, ...], request: Any, db: Path | None, as_
 @wide_option
 def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
     """The README's first command. On a GPU: profile ch09.fused_l2norm. Without one: store
-    the real sample runs shipped in profiles/samples/ and summarize them. Either way, write
-    the HTML report to reports/quickstart/ and print the path of its index.html.
+    every real sample run shipped in profiles/samples*/ (chapters 9, 10 and 14 on an H100 and
+    an H200, and the 2-GPU runs) and summarize ch09.fused_l2norm's. Either way, write the HTML
+    report to reports/quickstart/ (its index grouped by chapter and card) and print the path of
+    its index.html.
 
     \b
     Example:

@@ -37,6 +37,7 @@ except ImportError:                  # Windows: no flock; stale folders are then
     fcntl = None
 
 from ..errors import AispError, ChartError, OutputError, UnknownTargetError, os_error_message, shorten
+from ..naming import card_name
 from ..units import duration, si
 from . import drawing
 
@@ -56,6 +57,7 @@ class PageRef:
     run_id: str
     pair: str | None = None
     label: str | None = None
+    gpu_name: str | None = None
 
 
 @dataclass
@@ -142,10 +144,13 @@ def _slug(text: str) -> str:
 
 
 def _page_names(refs: Sequence[PageRef]) -> list[str]:
-    """`<pair>.html`, or `<run id>.html` where two selected runs share a pair (or 'index')."""
+    """`<pair>.html`; where two selected runs share a pair, `<pair>.<card>.html` when that
+    tells them apart (the same pair on an H100 and an H200), else `<run id>.html` (or 'index')."""
     base = [_slug(r.pair or r.label or r.run_id) for r in refs]
-    return [f"{b}.html" if base.count(b) == 1 and b != "index" else f"{_slug(r.run_id)}.html"
-            for b, r in zip(base, refs)]
+    carded = [_slug(f"{b}.{card_name(r.gpu_name)}") if r.gpu_name else None for b, r in zip(base, refs)]
+    return [f"{b}.html" if base.count(b) == 1 and b != "index"
+            else f"{c}.html" if c and carded.count(c) == 1 else f"{_slug(r.run_id)}.html"
+            for b, c, r in zip(base, carded, refs)]
 
 
 def default_name(refs: Sequence[PageRef]) -> str:
@@ -356,10 +361,9 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
                     _finish_drawn(pending, done, env, assets, partial, generated, progress)
             while pending:
                 _finish_drawn(pending, done, env, assets, partial, generated, progress)
-        rows = [done[i] for i in sorted(done)]
-        written = [out_dir / r["page"] for r in rows]
-        chapters = sorted({r["chapter"] for r in rows})
-        html = env.get_template("index.html.j2").render(rows=rows, chapters=chapters, generated=generated,
+        written = [out_dir / done[i]["page"] for i in sorted(done)]
+        rows = sorted(done.values(), key=lambda r: (r["chapter"], r["card"], r["title"], r["run_id"]))
+        html = env.get_template("index.html.j2").render(rows=rows, groups=_groups(rows), generated=generated,
                                                         db=source, **assets)
         (partial / "index.html").write_text(html, encoding="utf-8")
         (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
@@ -394,4 +398,13 @@ def _finish_page(env: Any, assets: dict[str, Any], partial: Path, name: str, pag
     (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
     if progress:
         progress(data["title"])
-    return {"page": name, "data": f"data/{stem}.json", "thumb": images.get("roofline_thumb"), **data}
+    world = (data.get("ranks") or {}).get("world_size") or 1
+    return {"page": name, "data": f"data/{stem}.json", "thumb": images.get("roofline_thumb"),
+            "card": card_name(data["provenance"].get("gpu_name"), int(world)), **data}
+
+
+def _groups(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The index's overview: its chapters, its cards and how many pages each (chapter, card) has."""
+    chapters, cards = sorted({r["chapter"] for r in rows}), sorted({r["card"] for r in rows})
+    count = {(c, k): sum(1 for r in rows if (r["chapter"], r["card"]) == (c, k)) for c in chapters for k in cards}
+    return {"chapters": chapters, "cards": cards, "count": count}

@@ -327,3 +327,9 @@ def stored_as(db: Path, run_id: str | None, key: str | None) -> list[dict[str, A
 def sample_run_dirs() -> list[Path]:
     """The real runs shipped with aisp-prof (profiles/samples/<run-id>/)."""
     return sorted(p for p in samples_dir().glob("*") if (p / RUN_JSON).exists())
+
+
+def every_sample_run_dir() -> list[Path]:
+    """Every sample set shipped with aisp-prof (profiles/samples*/<run-id>/: chapters 9, 10 and 14
+    on an H200 and an H100, and the 2-GPU runs), in path order: what the no-GPU quick start stores."""
+    return sorted(p for p in samples_dir().parent.glob("samples*/*") if (p / RUN_JSON).exists())

@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from repo_paths import every_sample_run
+
 from aisp_prof.api import open_db, run_summary as summary_of
 from aisp_prof.store import db as store
 from aisp_prof.errors import AispError, MissingDatabaseError, UnknownTargetError
@@ -112,7 +114,8 @@ def test_writes_index_and_one_page_per_run(built):
     for chart in ("stalls", "memory", "timeline"):
         assert (result.out_dir / "img" / f"{RUN_ID}-{chart}.png").stat().st_size > 5000
     index = result.index.read_text()
-    assert index.count('<tr data-chapter="ch09">') == 2 and 'id="chapter-filter"' in index
+    assert index.count('<tr data-chapter="ch09" data-card="H200">') == 2 and 'id="chapter-filter"' in index
+    assert 'id="card-filter"' in index and re.search(r'data-chapter="ch09" data-card="H200">2</button>', index)
     assert not list(result.out_dir.parent.glob(".*partial*"))
 
 
@@ -330,7 +333,17 @@ def test_quickstart_without_gpu_builds_the_sample_report(quickstart_without_gpu)
     assert res.exit_code == 0, res.output
     index = Path(res.stdout.strip().splitlines()[-1].split()[-1])
     assert index.name == "index.html" and (res.folder / index).exists()
-    assert re.search(r'href="ch09\.fused_l2norm\.html"', (res.folder / index).read_text())
+    html = (res.folder / index).read_text()
+    # every shipped sample set: three chapters on both cards, and the 2-GPU runs, grouped by both
+    assert len(re.findall(r'<tr data-chapter="', html)) == len(every_sample_run())
+    for chapter, card in (("ch09", "H200"), ("ch09", "H100"), ("ch10", "H100"), ("ch10", "H200"),
+                          ("ch14", "H100"), ("ch14", "2x H100"), ("ch14", "2x H200")):
+        assert re.search(rf'class="group-pick" data-chapter="{chapter}" data-card="{card}">\d+</button>', html)
+    # the same pair on two cards: one page each, named by the card
+    assert re.search(r'href="ch09\.fused_l2norm\.H200\.html"', html)
+    assert re.search(r'href="ch09\.fused_l2norm\.H100\.html"', html)
+    chapters = re.findall(r'<tr data-chapter="(ch\d+)" data-card="([^"]+)"', html)
+    assert chapters == sorted(chapters)
 
 
 @pytest.mark.slow

@@ -56,20 +56,35 @@
       }
     })(images[m]);
   }
+  // the index's filters: a chapter, a card, or a count of the chapter x card overview (both)
   var filter = document.getElementById("chapter-filter");
+  var cardFilter = document.getElementById("card-filter");
+  function applyFilters() {
+    var want = filter.value, card = cardFilter ? cardFilter.value : "";
+    var rows = document.querySelectorAll("#pairs tbody tr");
+    var shown = 0;
+    for (var r = 0; r < rows.length; r++) {
+      var show = (want === "" || rows[r].getAttribute("data-chapter") === want) &&
+                 (card === "" || rows[r].getAttribute("data-card") === card);
+      rows[r].hidden = !show;
+      if (show) { shown++; }
+    }
+    var count = document.getElementById("shown-count");
+    if (count) { count.textContent = String(shown); }
+  }
   if (filter) {
-    filter.addEventListener("change", function () {
-      var want = filter.value;
-      var rows = document.querySelectorAll("#pairs tbody tr");
-      var shown = 0;
-      for (var r = 0; r < rows.length; r++) {
-        var show = want === "" || rows[r].getAttribute("data-chapter") === want;
-        rows[r].hidden = !show;
-        if (show) { shown++; }
-      }
-      var count = document.getElementById("shown-count");
-      if (count) { count.textContent = String(shown); }
-    });
+    filter.addEventListener("change", applyFilters);
+    if (cardFilter) { cardFilter.addEventListener("change", applyFilters); }
+    var picks = document.querySelectorAll("button.group-pick");
+    for (var p = 0; p < picks.length; p++) {
+      (function (pick) {
+        pick.addEventListener("click", function () {
+          filter.value = pick.getAttribute("data-chapter");
+          if (cardFilter) { cardFilter.value = pick.getAttribute("data-card"); }
+          applyFilters();
+        });
+      })(picks[p]);
+    }
   }
   document.documentElement.setAttribute("data-js", "ready");
 })();
