@@ -3,6 +3,7 @@ precisions. One definition each, so the collector, the parsers and the database 
 """
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from datetime import datetime, timezone
@@ -111,3 +112,15 @@ def card_name(gpu_name: str | None, gpu_count: int = 1) -> str:
     words = re.sub(r"^nvidia[\s_-]*", "", (gpu_name or "").strip(), flags=re.I).split()
     card = words[0] if words else "unknown GPU"
     return f"{gpu_count}x {card}" if gpu_count > 1 else card
+
+
+MAX_SLUG = 100                     # file names stay far below the 255 bytes file systems allow
+
+
+def file_slug(text: str) -> str:
+    """A file-name-safe form of a pair, label or run id; a long one (a 5000-character label)
+    is cut, with a hash of the whole so that two long names stay distinct."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
+    if len(slug) <= MAX_SLUG:
+        return slug
+    return f"{slug[: MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"

@@ -37,7 +37,7 @@ except ImportError:                  # Windows: no flock; stale folders are then
     fcntl = None
 
 from ..errors import AispError, ChartError, OutputError, UnknownTargetError, os_error_message, shorten
-from ..naming import card_name
+from ..naming import card_name, file_slug as _slug
 from ..units import duration, si
 from . import drawing
 
@@ -129,18 +129,6 @@ def _assets() -> dict[str, Any]:
     csp = (f"default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
     return {"css": Markup(css), "js": Markup(js), "csp": csp}
-
-
-MAX_SLUG = 100                     # file names stay far below the 255 bytes file systems allow
-
-
-def _slug(text: str) -> str:
-    """A file-name-safe form of a pair, label or run id; a long one (a 5000-character label)
-    is cut, with a hash of the whole so that two long names stay distinct."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "run"
-    if len(slug) <= MAX_SLUG:
-        return slug
-    return f"{slug[: MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 
 def _page_names(refs: Sequence[PageRef]) -> list[str]:
