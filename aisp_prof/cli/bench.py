@@ -99,11 +99,17 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               help="Ranks of the multi-GPU pairs (default: each pair's world_size); their evidence is kept per "
                    "rank count and card, kernels/chNN/expectations_<N>x_<gpu>.json, and a call's time is its "
                    "slowest rank's. With --profile minimal the collectives' bus bandwidth is shown too.")
+@click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "
+                   "message the verdict's cause (e.g. --junit gate.xml).")
+@click.option("--markdown", "markdown", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a Markdown summary to FILE, a row per pair and variant (e.g. --markdown gate.md).")
 @profiles_dir_option
 @db_option
 @json_option
 @wide_option
-def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **options: Any) -> None:
+def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, junit: Path | None, markdown: Path | None,
+              **options: Any) -> None:
     """Check every pair of TARGETS, time its variants side by side with two reference kernels,
     and judge each variant against the recorded evidence: FASTER, SLOWER, SAME or AMBIGUOUS.
 
@@ -119,14 +125,19 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
       aisp-prof bench run --targets ch09 --update-expectations  # record this GPU's evidence
       aisp-prof bench run --targets ch09.fused_l2norm --json
       aisp-prof bench run --targets ch14.quantized_allreduce --nproc-per-node 4 --profile minimal
+      aisp-prof bench run --targets ch09 --junit gate.xml --markdown gate.md   # files for a CI job
     """
     from ..bench.runner import gate_error
+
+    _check_out_files(junit, markdown)
 
     # A line per pair and step on stderr (not a progress bar, which a log shows only at its end): a
     # gate cut off by a CI job's time limit says how far it got and what each pair cost.
     key, outcomes = database(db).bench(targets, options, progress=lambda m: click.echo(m, err=True))
+    payload = {"hardware_key": key, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]}
+    _write_ci_files(payload, junit, markdown, options["strict"])
     if as_json:
-        echo_json({"hardware_key": key, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]})
+        echo_json(payload)
     else:
         from ..render.table import bench_table
 
@@ -141,6 +152,31 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, **option
     error = gate_error(outcomes, options["update_expectations"])
     if error is not None:
         raise error
+
+
+def _check_out_files(*paths: Path | None) -> None:
+    """Refuse, before a gate that may take minutes, a --junit/--markdown file that cannot be written
+    there (its folder missing, or a folder by that name): exit 14."""
+    from ..errors import OutputError, shorten
+
+    for path in paths:
+        if path is not None and (path.is_dir() or not path.resolve().parent.is_dir()):
+            raise OutputError(f"cannot write {shorten(path)}: " + ("it is a folder" if path.is_dir() else
+                                                                   "its folder does not exist"))
+
+
+def _write_ci_files(payload: dict[str, Any], junit: Path | None, markdown: Path | None, strict: bool) -> None:
+    """--junit and --markdown: each file whole or not at all (exit 14 naming it)."""
+    from ..bench import ci_files
+    from ..errors import OutputError, os_error_message, shorten
+
+    for path, render in ((junit, ci_files.junit_xml), (markdown, ci_files.markdown)):
+        if path is None:
+            continue
+        try:
+            ci_files.write_atomic(path, render(payload, strict))
+        except OSError as exc:
+            raise OutputError(os_error_message(exc, f"writing {shorten(path)}", name_file=False)) from exc
 
 
 def _gb(v: float | None) -> str:
