@@ -192,11 +192,13 @@ def _us(v: float | None) -> str:
 @click.option("--base", required=True, help="The base version: a kernels folder (holding chNN/<pair>.py) or a git "
               "revision (its kernels/ folder is extracted to a temporary folder; the work tree is not touched).")
 @click.option("--sizes", default=None, help="Sizes for both versions, e.g. 'n=4096' (default: the pair's).")
-@click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
-@click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
-@click.option("--processes", default=2, show_default=True,
+@click.option("--repeats", default=10, show_default=True, type=click.IntRange(1),
+              help="Interleaved rounds per timing process, at least.")
+@click.option("--budget-s", default=2.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Sampling time per timing process (seconds).")
+@click.option("--processes", default=2, show_default=True, type=click.IntRange(1),
               help="Timing processes, at least (the margin is learnt from their spread).")
-@click.option("--max-processes", default=4, show_default=True,
+@click.option("--max-processes", default=4, show_default=True, type=click.IntRange(1),
               help="Processes at most: more while a verdict is AMBIGUOUS or a change is not yet confirmed.")
 @click.option("--strict", is_flag=True, help="AMBIGUOUS fails too (exit 11).")
 @json_option
