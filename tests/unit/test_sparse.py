@@ -16,8 +16,15 @@ def test_cpu_weights_are_a_requirement_error():
 
 
 def test_missing_cusparselt_says_what_is_needed(monkeypatch):
-    class FakeCuda:
+    class FakeCuda:             # a [64, 64] fp16 CUDA tensor as far as the helper asks, before cuSPARSELt
         is_cuda = True
+        shape = (64, 64)
+
+        def dim(self) -> int:
+            return 2
+
+        def element_size(self) -> int:
+            return 2
 
     monkeypatch.setattr(sparse, "cusparselt_available", lambda: False)
     with pytest.raises(RequirementError, match="cuSPARSELt"):
