@@ -9,6 +9,10 @@ and its commit need no other. Reading never creates anything: a missing database
 `MissingDatabaseError`. A failure of the file (read-only, full, cannot open, not a database,
 locked past the retries) becomes a `StorageError` that says what to do.
 
+A database that does not exist yet is made whole or not at all (`create_whole`): the first
+write goes into a hidden file beside it, hard-linked into place only once committed, so a first
+import that fails leaves no 4 KB database (nor the folders made for it) behind.
+
 Only a run database is ever opened (`check_ours`): an existing SQLite file that is someone
 else's (a user's nsys export given as --db, any database with tables but neither `runs` nor
 `ceilings`) or written by a newer aisp-prof (schema version above SCHEMA_VERSION) is refused
@@ -19,7 +23,9 @@ database without tables, is a new run database.
 from __future__ import annotations
 
 import logging
+import os
 import random
+import secrets
 import sqlite3
 import time
 from pathlib import Path
@@ -211,3 +217,46 @@ def _retrying(step: Callable[[], object], path: Path) -> None:
             pause = random.uniform(*RETRY_PAUSE_S) * attempt
             log.info("%s is locked (%s); try %d of %d in %.2f s", path, exc, attempt + 1, WRITE_ATTEMPTS, pause)
             time.sleep(pause)
+
+
+def create_whole(path: Path, write: Callable[[Path], object]) -> bool:
+    """Make the database at `path`, which does not exist, by `write(file)` on a hidden file beside
+    it, put in place when `write` returns (a hard link: never over a database that appeared
+    meanwhile; where the file system has none, a rename if `path` is still free). False when
+    `path` appeared meanwhile: nothing of this write is there, and the caller writes into it. If
+    `write` raises, the hidden file (and -wal/-shm) and the folders made for it are removed."""
+    made = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(os_error_message(exc, f"creating the folder of {shorten(path)}")) from exc
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{secrets.token_hex(3)}")
+    leftovers = (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm"), Path(f"{tmp}-journal"))
+    try:
+        write(tmp)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError:                       # no hard links on this file system
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+        return True
+    except BaseException as exc:
+        _remove(leftovers)
+        for folder in made:                   # deepest first; only if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        if isinstance(exc, StorageError):     # the message names the database asked for
+            raise type(exc)(str(exc).replace(shorten(tmp), shorten(path))) from exc
+        raise
+    finally:
+        _remove(leftovers)
+
+
+def _remove(files: tuple[Path, ...]) -> None:
+    for f in files:
+        f.unlink(missing_ok=True)

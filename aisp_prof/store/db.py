@@ -169,7 +169,14 @@ def write_run(path: Path, data: RunData, replace: bool = False) -> str:
     export (`export_rows.ExportRows`) are copied from it, attached read-only for the transaction.
 
     The transaction is `BEGIN IMMEDIATE` (`connection`): whether the run is new is asked under
-    the write lock, so two imports of one run at once store it once; other writers queue."""
+    the write lock, so two imports of one run at once store it once; other writers queue. A
+    database that does not exist yet is made whole or not at all (`connection.create_whole`)."""
+    if not Path(path).exists() and connection.create_whole(Path(path), lambda new: _write_run(new, data, replace)):
+        return data.run_id
+    return _write_run(path, data, replace)
+
+
+def _write_run(path: Path, data: RunData, replace: bool) -> str:
     db = _connect(path)
     try:
         _attach_exports(db, data)                  # before the transaction: ATTACH cannot be inside one

@@ -247,3 +247,28 @@ def test_replace_stores_a_run_again_in_place_of_the_old(tmp_path):
     assert row_counts(db) == counts                          # nothing doubled
     labels = {r["run_id"]: r["label"] for r in json.loads(invoke("runs", "--db", str(db), "--json").stdout)}
     assert labels == {records[0]["run_id"]: "right", SAMPLE.name: "right"}
+
+
+# ------------------------------------------------------------------------------ a first import that fails
+
+
+def test_a_first_import_that_fails_while_writing_leaves_no_database_nor_folder(tmp_path, monkeypatch):
+    """The disk fills up half-way through the first run written to a new database: exit 13, and
+    neither the 4 KB database nor the folder made for it remains."""
+    from aisp_prof.store import db as store
+
+    real, calls = store._insert, []
+
+    def full(db_, name, df, run_id):
+        calls.append(name)
+        if len(calls) == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        return real(db_, name, df, run_id)
+
+    monkeypatch.setattr(store, "_insert", full)
+    db = tmp_path / "team" / "profiles" / "a.db"
+    one_error(invoke("import", str(SAMPLE), "--db", str(db)), 13, f"the disk holding {db} is full")
+    assert len(calls) == 3 and listing(tmp_path) == []
+    monkeypatch.setattr(store, "_insert", real)
+    assert invoke("import", str(SAMPLE), "--db", str(db)).exit_code == 0
+    assert listing(db.parent) == ["a.db"] and run_ids(db) == [SAMPLE.name]
