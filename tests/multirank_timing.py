@@ -22,8 +22,10 @@ from aisp_prof.collect.ranks import group as ranks  # noqa: E402
 from aisp_prof.collect.timing.timer import SamplingPlan, time_rounds  # noqa: E402
 from aisp_prof.naming import rank_path  # noqa: E402
 
-GPU_NS = {"baseline": 100_000.0, "int8": 50_000.0}
-STRAGGLER = {"int8": 1.10}           # rank 1's factor
+GPU_NS = {"baseline": 100_000.0, "int8": 50_000.0, "edge": 480_000.0}
+# rank 1's factor: int8 a straggler; `edge` 0.48 ms on rank 0 and 0.52 ms on rank 1, so that each
+# rank's own count of calls per steady sample differs (ceil(1 ms / t): 3 and 2)
+STRAGGLER = {"int8": 1.10, "edge": 520_000.0 / 480_000.0}
 
 
 def main() -> None:
@@ -41,11 +43,11 @@ def main() -> None:
             dist.all_reduce(token)                      # the ranks meet on every call, as a collective does
             factor = STRAGGLER.get(name, 1.0) if env.rank == 1 else 1.0
             dev.host(2_000.0)
-            dev.gpu(GPU_NS[name] * factor * (1 + jitter.gauss(0, 0.01)))
+            dev.gpu(GPU_NS[name] * factor * (1 + (jitter.gauss(0, 0.01) if name != "edge" else 0)))
         return call
 
     plan = SamplingPlan(min_rounds=10, max_rounds=400, budget_s=600.0 if env.rank == 0 else 0.0,
-                        target_rel_ci=0.002 if env.rank == 0 else 1.0, warmup=2, kinds=("gpu",))
+                        target_rel_ci=0.002 if env.rank == 0 else 1.0, warmup=2, kinds=("gpu", "steady"))
     rows = time_rounds({v: [variant(v)] for v in GPU_NS}, plan, device=dev)
     rank_path(out, env.rank).write_text(json.dumps({"ok": True, "samples": rows, "sensor": {}}))
     ranks.leave()

@@ -179,7 +179,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
         if not data.samples.empty:
             verdicts = judge(pair.name, exp.of_kind(data.samples, kind), entry,
                              (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
-            found.extend(one_machine(verdicts, kind, entry))
+            found.extend(one_machine(verdicts, kind, entry, link_bound=pair.distributed))
             data.verdicts = verdict_frame(found, str(path))
         bandwidth.extend(collective_bandwidth(data))
         source = data.info.get("source") or {}

@@ -99,3 +99,59 @@ def test_every_reader_of_a_runs_samples_sees_one_per_call(samples):
     assert [len(g) for g in base] == [140] and [len(g) for g in int8] == [140]
     one = samples[samples["rank"] == 0].drop(columns="rank")
     assert slowest_ranks(one).equals(one)                           # one process: untouched
+
+
+def test_bench_one_records_and_judges_a_multi_rank_run_under_its_rank_key(samples, tmp_path, monkeypatch):
+    """bench_one end to end without a GPU: its `profile` returns the real 2x H200 run with both
+    ranks' samples (its one CUDA-event timer's, read as the kind the multi-rank gate judges: steady,
+    the headline's); the evidence goes to expectations_2x_h200.json with clocks per rank, the
+    verdicts are of each call's slowest rank, the collectives' bus bandwidth comes with the outcome,
+    and a 10% slowdown of rank 1's int8 calls fails the gate although the evidence is one machine's
+    (a steady time of collectives is held to the GPU time's rule, not the host's)."""
+    from types import SimpleNamespace
+
+    from aisp_prof.analyze.gate.rules import gate_kind, one_machine
+    from aisp_prof.bench.runner import bench_one, gate_error
+    from aisp_prof.pairs.capabilities import Machine
+    from aisp_prof.store.ingest import load_run_dir
+
+    pair = pairs.find(PAIR)
+    kind = gate_kind(pair)
+    assert kind == "steady"
+    monkeypatch.setattr("aisp_prof.bench.runner.kernels_root", lambda: tmp_path)
+    data = load_run_dir(RUN)
+    first, later = samples[samples["round"] < 70], samples[samples["round"] >= 70]
+
+    class Runs:
+        def __init__(self, frame):
+            self.frame = frame
+
+        def profile(self, opts, progress, annotate):
+            assert opts.nproc_per_node == 2 and opts.pair.name == PAIR
+            data.samples = self.frame.assign(kind=kind)
+            annotate(data)
+            return SimpleNamespace(error=None, run=data.run, data=data)
+
+    machine = Machine.of("gpu", "triton", cc=(9, 0), gpu_name="NVIDIA H200", gpu_count=2)
+    opts = BenchOptions(nproc_per_node=2)
+    recorded = bench_one(pair, Runs(first), "h200", BenchOptions(nproc_per_node=2, update_expectations=True, force=True),
+                         machine=machine)
+    path = tmp_path / "ch14" / "expectations_2x_h200.json"
+    assert recorded.recorded == str(path) and recorded.hardware_key == "2x_h200"
+    saved = json.loads(path.read_text())
+    session = saved["pairs"][PAIR]["sessions"][0]
+    assert saved["hardware_key"] == "2x_h200" and set(session["clocks_per_rank"]) == {"0", "1"}
+    assert session["kind"] == "steady" and len(session["samples"]["int8"]["time_ns"][0]) == 70   # one per call
+    assert {(b["variant"], b["op"]) for b in recorded.bus_bandwidth} >= {("baseline", "AllReduce"), ("int8", "AlltoAll")}
+    same = bench_one(pair, Runs(later), "h200", opts, machine=machine)
+    assert {v.variant: v.verdict for v in same.verdicts} == {
+        "baseline": SAME, "fp32_rs_ag": SAME, "int8": SAME, "int8_overlap": SAME}
+    assert gate_error([same]) is None
+    slowed = later.copy()
+    slowed.loc[(slowed["rank"] == 1) & (slowed["variant"] == "int8"), "time_ns"] *= 1.10
+    caught = bench_one(pair, Runs(slowed), "h200", opts, machine=machine)
+    assert [v.variant for v in caught.verdicts if v.verdict == SLOWER] == ["int8"]
+    assert gate_error([caught]).exit_code == 11
+    entry = json.loads(path.read_text())["pairs"][PAIR]
+    as_host = one_machine(judge(PAIR, exp.of_kind(slowed.assign(kind=kind), kind), entry, 1980), kind, entry)
+    assert {v.variant: v.verdict for v in as_host}["int8"] == "AMBIGUOUS"          # the host rule would not

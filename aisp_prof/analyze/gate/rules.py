@@ -44,20 +44,22 @@ def undecided(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]
     return more
 
 
-def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any) -> list[VariantVerdict]:
+def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any, link_bound: bool = False) -> list[VariantVerdict]:
     """Evidence from one machine holds that machine's spread only. A host-side time (latency,
     steady) moves with the host: the same kind of H200 ran ch14.triton_persistent's baseline at
     1.76 ms per call back to back on one lease and 0.94 ms on the next, GPU reference kernels
     within 1%; there every FASTER and SLOWER becomes AMBIGUOUS. A GPU time moves less, but up to
     MACHINE_SPREAD_GPU: a change whose cycles are not wholly beyond it becomes AMBIGUOUS (a planted
     +6.6% or +10% still fails). Both say so, until a session from another machine widens the
-    margin to what machines do."""
+    margin to what machines do. `link_bound`: a multi-rank pair, whose steady time per call (its
+    headline's, analyze.timing.speedup.MULTI_RANK_TIMERS) is that of collectives of many MiB over
+    the GPUs' link, back to back: it is held to the GPU time's rule, not the host's."""
     if exp.machines(entry) > 1:
         return verdicts
     for v in verdicts:
         if v.verdict not in (FASTER, SLOWER) or v.is_reference:
             continue
-        if kind in exp.HOST_KINDS:
+        if kind in exp.HOST_KINDS and not link_bound:
             why = "a host-side time moves with the host"
         elif _within_machine_spread(v):
             why = f"within the {MACHINE_SPREAD_GPU:.0%} by which H200 machines ran unchanged code apart"

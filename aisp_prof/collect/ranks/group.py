@@ -101,6 +101,22 @@ def agree(stop: bool) -> bool:
     return bool(flag.item())
 
 
+def agree_max(value: int) -> int:
+    """The largest `value` of all ranks, on every rank; `value` itself outside a process group.
+    Counts a rank derives from its own measurements (the calls of a steady sample, from its own
+    latency estimate: 2 on one rank and 3 on another at ~0.5 ms a call) must be one number, or
+    one rank makes a collective call the others never make, and the job hangs."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return value
+    device = "cuda" if dist.get_backend() == "nccl" else "cpu"
+    count = torch.tensor([int(value)], dtype=torch.int64, device=device)
+    dist.all_reduce(count, op=dist.ReduceOp.MAX)
+    return int(count.item())
+
+
 def barrier() -> None:
     """Wait for every rank (nothing outside a process group). Before the profiled iterations:
     ranks leave the warm-up at different moments (each built its own inputs and closures), and

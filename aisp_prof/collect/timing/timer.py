@@ -76,9 +76,10 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
 
     `observer`, when given, is called after every call with (variant, timed): it sees a recompile
     inside the timed phase. The ranks of a torchrun job stop at the same round (rank 0 decides,
-    `ranks.agree`) and their gpu rounds are not held by a spin (each rank's would end at another
+    `ranks.agree`), make as many calls per steady sample (the most any rank wants,
+    `ranks.agree_max`), and their gpu rounds are not held by a spin (each rank's would end at another
     moment, and a collective would wait for the latest)."""
-    from ..ranks.group import agree, in_group
+    from ..ranks.group import agree, agree_max, in_group
 
     if not plan.interleaved:
         return _queued(launches, plan, device)
@@ -93,7 +94,7 @@ def time_rounds(launches: Launches, plan: SamplingPlan, sensor: GpuSensor | None
     joint = in_group()
     waits = {v: not joint and waits_for_gpu(dev, launches[v][0]) for v in names}
     estimate = {row["variant"]: row["time_ns"] for row in latency_round(dev, launches, names, 0, untimed)}
-    calls = {v: steady_calls(estimate[v]) for v in names}
+    calls = {v: agree_max(steady_calls(estimate[v])) for v in names}   # one count on every rank
     holds: dict[str, Hold] | None = None if joint else {}
     out: list[dict[str, Any]] = []
     series: dict[tuple[str, str], list[float]] = {}
