@@ -47,6 +47,10 @@ def verdicts(out: Path) -> None:
                 m = {x["metric"]: x for x in v["metrics"]}
                 print(f"{f.stem:16s} {p['pair']:34s} {v['variant']:22s} {v['verdict']:9s} t {_pct(m.get('time') or m.get('cand_vs_base')):26s} "
                       f"r {_pct(m.get('ratio')):24s} {v.get('cause', '')[:60]}")
+            for b in p.get("bus_bandwidth") or []:     # a multi-rank pair's collectives (--profile minimal)
+                bw = b.get("busbw_gb_per_s")
+                print(f"{f.stem:16s} {p['pair']:34s} {b['variant']:22s} {b['op']:14s} busbw "
+                      f"{'-' if bw is None else f'{bw:.1f} GB/s'} ({p.get('hardware_key')})")
         if "fails" in d:
             print(f"{f.stem}: gate fails: {d['fails']}")
 
