@@ -72,6 +72,8 @@ def profile_targets(db: RunDatabase, targets: Sequence[str], request: RunRequest
     from ..pairs import select
     from ..pairs.capabilities import detect_machine, runnable
 
+    if request.node_rank:                 # a following node of a multi-node job: node 0 collects and stores
+        return follow_node(request, progress)
     selected, machine = select(list(targets)), detect_machine()
     asked = request.variants.split(",") if request.variants else ()
     answers = {pair.name: runnable(pair, machine, asked) for pair in selected}
@@ -147,3 +149,21 @@ def bench_ab(targets: Sequence[str], base: str, options: dict[str, Any],
             continue
         out.append(ab_one(pair, base, opts, progress, machine))
     return out
+
+
+def follow_node(request: RunRequest, progress: Callable[[str], None] = lambda m: None) -> list[RunResult]:
+    """`run --node-rank K` (K > 0): this node's agent for each step node 0 posts (collect.ranks.follow),
+    until node 0's run is done; nothing stored here (node 0 stores the run). Returns no results."""
+    from ..collect.process.steps import child_env, run_agents
+    from ..collect.ranks.follow import follow
+    from ..collect.ranks.launch import Launch
+    from ..errors import RequirementError
+
+    if not request.nproc_per_node:
+        raise RequirementError("--node-rank needs --nproc-per-node: the ranks this node starts")
+    launch = Launch(request.nproc_per_node, request.nnodes, request.node_rank, request.rdzv_endpoint,
+                    request.launcher).check()
+    progress(f"node {launch.node_rank} of {launch.nnodes}: following node 0's steps at {launch.rdzv_endpoint}")
+    steps = follow(launch, request.profiles_dir, child_env(), run_agents, progress)
+    progress(f"node {launch.node_rank}: node 0's run is done ({steps} steps); node 0 stored it")
+    return []

@@ -37,8 +37,9 @@ from .runs import print_summary
                    "starts on this host (c10d rendezvous, the GPUs split between them, each writing into "
                    "the run's node<i>/ folder): a multi-node job on one host.")
 @click.option("--node-rank", type=click.IntRange(0, 63), default=None,
-              help="This host's node of a real multi-node torchrun job (only its agent would start here). "
-                   "Not yet runnable: refused with exit 9; on a cluster use --launcher slurm.")
+              help="This host's node of a real multi-node torchrun job: every node runs the same command with "
+                   "its own --node-rank, the same --rdzv-endpoint and a --profiles-dir all nodes see; node 0 "
+                   "collects and stores the run, the others start their agent for each of its steps.")
 @click.option("--rdzv-endpoint", metavar="HOST:PORT",
               help="The c10d rendezvous of a multi-node job (default: 127.0.0.1 on a free port); "
                    "with --launcher slurm, MASTER_ADDR:MASTER_PORT.")
@@ -65,6 +66,8 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
       aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
       aisp-prof run ch14.quantized_allreduce --nproc-per-node 2   # torchrun, nsys on every rank
       aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 2   # 2 agents ("nodes"), one host
+      aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 8 --node-rank 0 \
+          --rdzv-endpoint head:29500 --profiles-dir /shared/profiles    # on head; node 1 the same with 1
       aisp-prof run ch14.quantized_allreduce --launcher slurm --nnodes 2 --nproc-per-node 4   # in sbatch
     """
     from ..api.profiling import RunRequest

@@ -142,3 +142,59 @@ def test_a_step_through_two_agents_reads_as_one_job(tmp_path):
     own = json.loads(next((folder / n / "check.json") for n in nodes if "check.json" in nodes[n]).read_text())
     assert "rank" not in own["samples"][0]                     # the node's file is rank 0's own, not the merge
     assert (folder / "check.log").exists() and (folder / "check.node1.log").exists()
+
+
+def test_node_one_follows_node_zeros_steps_through_the_board(tmp_path):
+    """A real multi-node launch played on one host: node 0 (--node-rank 0) runs a step and posts it,
+    node 1 (collect.ranks.follow, in a thread here, another host's `aisp-prof run --node-rank 1` on a
+    cluster) starts its own agent for it at the same rendezvous; each node's ranks write into their
+    node folder; node 0's done ends node 1's loop."""
+    import threading
+
+    from aisp_prof.collect.ranks.follow import Board, follow
+
+    endpoint = f"127.0.0.1:{launch.free_port()}"
+    profiles = tmp_path / "profiles"
+    folder = profiles / ".partial-r"
+    folder.mkdir(parents=True)
+    env = steps.child_env()
+    followed: dict = {}
+
+    def node_one() -> None:
+        try:
+            followed["steps"] = follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint=endpoint), profiles, env,
+                                       steps.run_agents, wait_s=120, poll_s=0.1)
+        except Exception as exc:         # noqa: BLE001 - reported by the assertion below
+            followed["error"] = exc
+
+    board = Board.open(profiles, endpoint)
+    thread = threading.Thread(target=node_one)
+    thread.start()
+    ctx = steps.StepContext(folder, {"run_id": "r"}, world_size=2,
+                            launch_plan=launch.Launch(1, nnodes=2, node_rank=0, rdzv_endpoint=endpoint), board=board)
+    report = steps.check_step(ctx, [sys.executable, "-c", CHILD, str(folder / "check.json")], folder / "check.json")
+    board.done("ok")
+    thread.join(timeout=120)
+    assert followed == {"steps": 1}
+    assert sorted((s["rank"], s["time_ns"]) for s in report["samples"]) == [(0, 100.0), (1, 101.0)]
+    names = {s["rank"]: s for s in report["samples"]}
+    assert {n: sorted(p.name for p in (folder / n).glob("check*.json")) for n in ("node0", "node1")} in (
+        {"node0": ["check.json"], "node1": ["check.rank1.json"]}, {"node0": ["check.rank1.json"], "node1": ["check.json"]})
+    assert (folder / "node1" / "check.log").exists() and len(names) == 2
+
+
+def test_a_follower_stops_with_node_zeros_failure(tmp_path):
+    from aisp_prof.collect.ranks.follow import Board, follow
+    from aisp_prof.errors import ProfilerFailedError
+
+    board = Board.open(tmp_path, "head:29500")
+    board.done("failed_check")
+    with pytest.raises(ProfilerFailedError, match="node 0's run ended failed_check"):
+        follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint="head:29500"), tmp_path, {}, steps.run_agents,
+               wait_s=5, poll_s=0.05)
+    stale = tmp_path / "old"
+    Board.open(stale, "head:29500")
+    (stale / ".aisp-job-head_29500" / "job.json").write_text('{"nonce": "x", "posted_at": 0}')   # an old run's board
+    with pytest.raises(ProfilerFailedError, match="posted no job"):
+        follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint="head:29500"), stale, {}, steps.run_agents,
+               wait_s=0.3, poll_s=0.05)

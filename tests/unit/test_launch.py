@@ -100,8 +100,14 @@ def test_the_run_plans_nodes_times_ranks_and_needs_the_gpus():
     assert runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=4, launcher="slurm", nnodes=2), 4).world_size == 8
     with pytest.raises(RequirementError, match="--nnodes needs --nproc-per-node"):
         runner.launch_of(runner.RunOptions(pair=pair, nnodes=2), 8)
-    with pytest.raises(RequirementError, match="--node-rank"):
+    with pytest.raises(RequirementError, match="--node-rank needs --rdzv-endpoint"):
         runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=2, nnodes=2, node_rank=0), 8)
+    lead = runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=8, nnodes=2, node_rank=0,
+                                              rdzv_endpoint="head:29500"), 8)
+    assert lead.world_size == 16 and lead.gpus_here() == 8 and not lead.one_host
+    with pytest.raises(RequirementError, match="only node 0 collects"):
+        runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=8, nnodes=2, node_rank=1,
+                                           rdzv_endpoint="head:29500"), 8)
     with pytest.raises(RequirementError, match="runs as one process"):
         runner.launch_of(runner.RunOptions(pair=pairs.find("ch09.fused_l2norm"), nnodes=2), 8)
     assert runner.launch_of(runner.RunOptions(pair=pairs.find("ch09.fused_l2norm")), 1) is None

@@ -39,6 +39,7 @@ from ..code.generated import cache_env, keep_generated
 from ..output.run_folder import atomic_folder, provenance, write_json
 from ..timing.samplers import KINDS
 from ..commands import python_module
+from ..ranks.follow import Board
 from ..ranks.launch import Launch
 from .steps import (Background, Progress, StepContext, check_nsys_step, check_step, finish_ncu_early, ncu_step,
                     start_ncu_early, timing_step)
@@ -144,10 +145,9 @@ def launch_of(opts: RunOptions, gpus: int) -> Launch | None:
         if not opts.pair.distributed:
             raise RequirementError(f"{opts.pair.name} runs as one process; --nnodes, --node-rank and --launcher "
                                    "are for pairs that declare world_size > 1")
-    if opts.node_rank is not None:
-        raise RequirementError("--node-rank: one node's agent alone cannot run aisp-prof's steps yet (the other "
-                               "nodes would have to follow each step's rank commands); on a cluster use "
-                               "--launcher slurm inside an allocation, on one host --nnodes without --node-rank")
+    if opts.node_rank:
+        raise RequirementError(f"--node-rank {opts.node_rank} follows node 0's steps (collect.ranks.follow); "
+                               "only node 0 collects")
     per_node = opts.nproc_per_node or (opts.pair.world_size if opts.nnodes == 1 else None)
     if opts.pair.distributed and per_node is None:
         raise RequirementError("--nnodes needs --nproc-per-node: the ranks each node starts")
@@ -185,7 +185,13 @@ def collect(opts: RunOptions, progress: Progress = lambda msg: None, machine: Ma
         info = _new_info(run_id, the_plan, opts)
         ctx = StepContext(folder.path, info, progress=progress, world_size=the_plan.world_size,
                           ncu_rank=opts.ncu_rank, launch_plan=the_plan.launch)
-        collect_into(ctx, the_plan, opts)
+        lead = the_plan.launch is not None and the_plan.launch.node_rank == 0
+        ctx.board = Board.open(opts.profiles_dir, str(the_plan.launch.rdzv_endpoint)) if lead else None
+        try:
+            collect_into(ctx, the_plan, opts)
+        finally:
+            if ctx.board is not None:     # the other nodes stop following, with this run's outcome
+                ctx.board.done(str(info.get("status")) if info.get("status") != "running" else "error")
     return RunOutcome(run_id, folder.final, info)
 
 

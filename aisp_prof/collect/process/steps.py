@@ -25,7 +25,8 @@ from ...naming import NCU_CSV, NCU_REP, NSYS_REP, NSYS_SQLITE, rank_path
 from ...paths import checkout_root, kernels_root
 from .. import commands
 from ..output.run_folder import gzip_file
-from ..ranks.launch import Agent, Launch
+from ..ranks.follow import Board
+from ..ranks.launch import Agent, Launch, node_folder
 
 Progress = Callable[[str], None]
 _PASSES = re.compile(r"- (\d+) passes?")
@@ -44,6 +45,7 @@ class StepContext:
     ncu_rank: int = 0            # the one rank ncu watches
     launch_plan: Launch | None = None   # how the ranks start (collect.ranks.launch); None: one torchrun agent
     node_folders: list[str] = field(default_factory=list)   # the agents' own folders ("node1"), if several nodes
+    board: Board | None = None   # node 0 of a real multi-node job posts each step here (collect.ranks.follow)
 
     def record(self, name: str, cmd: list[str], wall_s: float) -> None:
         self.info.setdefault("commands", {})[name] = cmd
@@ -61,8 +63,10 @@ class StepContext:
         path = self.folder / f"{name}.ranks.json"
         per_rank = write_rank_commands(path, self.world_size, command_of)
         self.info.setdefault("rank_commands", {})[name] = {str(r): c for r, c in per_rank.items()}
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        return agents(self.launch_plan or Launch(self.world_size), path, self.folder, str(self.info.get("run_id", "")),
+        visible, job = os.environ.get("CUDA_VISIBLE_DEVICES"), str(self.info.get("run_id", ""))
+        if self.board is not None:           # the other nodes start their agents for this step too
+            self.board.step(name, path, self.folder, job)
+        return agents(self.launch_plan or Launch(self.world_size), path, self.folder, job,
                       visible.split(",") if visible else None)
 
     def launch(self, name: str, command_of: Callable[[int], list[str]]) -> list[str]:
@@ -77,7 +81,9 @@ class StepContext:
         rc, text, wall = run_agents(started, self.folder / log_name, self.env)
         for agent in started:
             self.record(name if agent is started[0] else f"{name}_node{agent.node}", agent.argv, wall)
-        self.node_folders = sorted({*self.node_folders, *(a.folder for a in started if a.folder)})
+        nodes = self.launch_plan.nnodes if self.launch_plan is not None else 1
+        self.node_folders = sorted({*self.node_folders, *(a.folder for a in started if a.folder),
+                                    *(node_folder(n) for n in range(nodes) if nodes > 1)})
         assemble(self.folder, self.node_folders)
         return rc, text, started[0].argv
 
