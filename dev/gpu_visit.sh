@@ -29,7 +29,8 @@
 #                into profiles/calibration/<LINK>x_<gpu>.json (later steps' `ranks` use it; copied to $OUT)
 #     multinode  aisp-prof run of PAIRS as NNODES (default 2) torchrun agents of NODE_GPUS (default GPUs / NNODES)
 #                ranks each on this host (c10d rendezvous, one folder per "node"), then `import --job` of the
-#                run's node folders: the imported job must have the same ranks and kernels as the run (-> multinode_*.json)
+#                run's node folders: the imported job must have the same ranks and kernels as the run (-> multinode_*.json);
+#                NODE_ARGS added to that run (e.g. "--no-ncu" to save ncu's minute)
 #     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2");
 #                the run folders, without .nsys-rep, -> runs.tgz in visit.tgz (shrink them with
 #                dev/shrink_samples.py before committing any as a sample)
@@ -100,7 +101,7 @@ print((p[0].get("hardware_key") if p else None) or d["hardware_key"])' "$W/gate.
       nodes=${NNODES:-2}; per=${NODE_GPUS:-$(( GPUS / ${NNODES:-2} ))}
       for p in $PAIRS; do
         $AISP run "$p" --nnodes "$nodes" --nproc-per-node "$per" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" \
-          --label multinode --json > "$W/multinode_$p.json" 2> "$W/multinode_$p.err"
+          --label multinode ${NODE_ARGS:-} --json > "$W/multinode_$p.json" 2> "$W/multinode_$p.err"
         echo "multinode $p rc $? $(t)"; tail -2 "$W/multinode_$p.err"
         dir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["run_dir"])' "$W/multinode_$p.json" 2>/dev/null)
         [ -n "$dir" ] || continue
