@@ -31,7 +31,8 @@
 #                ranks each on this host (c10d rendezvous, one folder per "node"), then `import --job` of the
 #                run's node folders: the imported job must have the same ranks and kernels as the run (-> multinode_*.json);
 #                NODE_ARGS added to that run (e.g. "--no-ncu" to save ncu's minute)
-#     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2");
+#     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2"), and of a
+#                multi-rank pair `aisp-prof ranks` (ranks_<pair>.txt/.json);
 #                the run folders, without .nsys-rep, -> runs.tgz in visit.tgz (shrink them with
 #                dev/shrink_samples.py before committing any as a sample)
 #     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> *.json
@@ -148,7 +149,13 @@ PY
       for p in $PAIRS; do
         $AISP run "$p" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" --label "${LABEL:-visit}" ${RUN_ARGS:-} --json \
           > "$W/run_$p.json" 2> "$W/run_$p.err"
-        echo "run $p rc $? $(t)"; tail -2 "$W/run_$p.err"; pack
+        echo "run $p rc $? $(t)"; tail -2 "$W/run_$p.err"
+        # a multi-rank pair: its ranks rank by rank (bus bandwidth against the link, hidden communication,
+        # stragglers, wire bytes); a one-process pair has none (exit 6) and leaves no file
+        if $AISP ranks "$p" --db "$RUNS/aisp.db" --wide > "$W/ranks_$p.txt" 2>&1; then
+          $AISP ranks "$p" --db "$RUNS/aisp.db" --json > "$W/ranks_$p.json"; tail -12 "$W/ranks_$p.txt"
+        else rm -f "$W/ranks_$p.txt"; fi
+        pack
       done ;;
     calibrate)
       $AISP calibrate --write-json "$W" > "$W/calibrate.txt" 2>&1; echo "calibrate rc $? $(t)"
