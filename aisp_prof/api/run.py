@@ -181,10 +181,15 @@ class Run:
 
     @cached_property
     def warnings(self) -> list[dict[str, Any]]:
-        """What the summary's numbers need said beside them (compile cost that dominates, ...)."""
+        """What the summary's numbers need said beside them (compile cost that dominates, ...), and
+        a variant whose point lies above its theoretical roof: the roofline's warning, said here too,
+        as the verdict states no bound or headroom for it (issue 31)."""
         from ..analyze.code.compiled import compile_warnings
+        from ..analyze.roofline.caveats import point_warnings
 
-        return compile_warnings(self.summary)
+        above = [{"severity": w.severity, "code": w.code, "message": w.message}
+                 for w in point_warnings([p for p in self.points if p.kernel is None]) if w.code == "above_roof"]
+        return compile_warnings(self.summary) + above
 
     def result(self) -> dict[str, Any]:
         """What `aisp-prof summary --json` prints (`run_summary`)."""

@@ -119,7 +119,8 @@ def memory_ops_cell(count: float | None, size_bytes: float | None, time_ns: floa
 
 # What a narrow terminal loses first (`render`'s drop order) and what wraps, per table; a column
 # named here that a table does not have is ignored.
-SUMMARY_FIT = dict(drop=("DRAM BW", "FLOPs", "kernels", "FLOP/s", "memset", "memcpy", "DRAM bytes", "book"),
+SUMMARY_FIT = dict(drop=("DRAM BW", "FLOPs", "kernels", "FLOP/s", "memset", "memcpy", "DRAM bytes", "book",
+                        "speedup time"),
                    wrap=("top stalls (cycles/inst)", "memcpy", "memset"))
 LAUNCH_FIT = dict(drop=("break-even calls", "warm-cache first", "steady call", "recompiles", "graphs", "mean kernel",
                         "gaps/call"))
@@ -166,6 +167,10 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
     if not any("book" in r for r in rows):        # a pair with no book counterpart: no column for it
         headers.pop(6)
         body = [b[:6] + b[7:] for b in body]
+    if any(r.get("speedup_timer") not in (None, "nsys_gpu_time") for r in rows):
+        # the speedup is not by the gpu time column's timer: the times it is the ratio of, beside it (issue 31)
+        headers.insert(6, "speedup time")
+        body = [b[:6] + [duration(r.get("speedup_time_ns"))] + b[6:] for b, r in zip(body, rows)]
     table = render(headers, body, width, **SUMMARY_FIT)
     timers = speedup_note(rows)
     if timers:

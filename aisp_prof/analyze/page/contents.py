@@ -178,6 +178,7 @@ def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float 
         "speedup_ncu_duration": (s.get("speedup_by_timer") or {}).get("ncu_duration"),
         "gpu_time_ns": s.get("gpu_time_ns"),
         "baseline_gpu_time_ns": (base or {}).get("gpu_time_ns"), "correct": s.get("correct"),
+        "speedup_time_ns": s.get("speedup_time_ns"), "speedup_baseline_time_ns": s.get("speedup_baseline_time_ns"),
         "rel_err_vs_reference": s.get("rel_err_vs_reference"),
         "bound_before": (base or {}).get("bound"), "bound_after": s.get("bound"),
         "bound_before_pct_of_roof": (base or {}).get("bound_pct_of_roof"),

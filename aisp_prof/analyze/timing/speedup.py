@@ -45,15 +45,20 @@ class Speedup:
     value: float | None
     timer: str | None
     by_timer: dict[str, float | None] = field(default_factory=dict)
+    time_ns: float | None = None              # the variant's time per call by `timer`
+    baseline_time_ns: float | None = None     # the baseline's, by the same timer: value = baseline / time
 
     @property
     def label(self) -> str:
         return TIMER_LABELS.get(self.timer or "", "no timer")
 
     def fields(self) -> dict[str, Any]:
-        """The summary's fields: `speedup_vs_baseline`, `speedup_timer`, `speedup_by_timer`."""
+        """The summary's fields: `speedup_vs_baseline`, `speedup_timer`, `speedup_by_timer`, and the
+        two times it is the ratio of (`speedup_time_ns`, `speedup_baseline_time_ns`): whatever
+        shows a speedup shows these beside it, never another timer's times (issue 31)."""
         return {"speedup_vs_baseline": self.value, "speedup_timer": self.timer,
-                "speedup_by_timer": dict(self.by_timer)}
+                "speedup_by_timer": dict(self.by_timer), "speedup_time_ns": self.time_ns,
+                "speedup_baseline_time_ns": self.baseline_time_ns}
 
 
 def _ratio(b: float | None, v: float | None) -> float | None:
@@ -92,7 +97,9 @@ def speedup(baseline: Times, variant: Times, timers: Sequence[str] = TIMERS) -> 
     of `timers` that both have."""
     by = {t: _ratio(baseline.get(t), variant.get(t)) for t in TIMERS}
     timer = next((t for t in timers if by[t] is not None), None)
-    return Speedup(by[timer] if timer else None, timer, by)
+    if timer is None:
+        return Speedup(None, None, by)
+    return Speedup(by[timer], timer, by, variant.get(timer), baseline.get(timer))
 
 
 def _frame_of(frame: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -153,4 +160,4 @@ def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any])
             ranges = variant_ranges(data.ranges, data.range_levels, data.run.get("pair"))
             cache[rid] = run_speedups(names, data.kernels, ranges, data.timings, timer_order(data.info))
         s = cache[rid].get(r["variant"]) if r["variant"] else None
-        r.update(s.fields() if s else {"speedup_vs_baseline": None, "speedup_timer": None, "speedup_by_timer": None})
+        r.update(s.fields() if s else dict.fromkeys(Speedup(None, None).fields()))

@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from ...pairs.book import THE_BOOKS, Book, book_of
 from ...pairs.roles import BASELINE, OPTIMIZATION, REFERENCE
+from ...units import duration
 from ..timing.speedup import TIMER_LABELS
 
 
@@ -69,6 +70,8 @@ def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False, book: 
     out = {"comparison": comparison, "best": lead["variant"] if lead else None,
            "speedup": lead.get("speedup_vs_baseline") if lead else None,
            "speedup_timer": lead.get("speedup_timer") if lead else None,
+           "speedup_time_ns": lead.get("speedup_time_ns") if lead else None,
+           "speedup_baseline_time_ns": lead.get("speedup_baseline_time_ns") if lead else None,
            "correct": lead.get("correct") if lead else None,
            "reference": subject.get("reference_variant") if subject else None,
            "pct_of_reference": subject.get("pct_of_reference") if subject else None,
@@ -118,13 +121,16 @@ def _text(h: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], subject: Mapp
         return f"no optimization variant: {subject['variant']}{ref}" if ref else "no optimization variant timed"
     wrong = " (its output FAILED the correctness check)" if h["correct"] is False else ""
     timer = TIMER_LABELS.get(h.get("speedup_timer") or "nsys_gpu_time", "nsys GPU time")
+    times = ""                                  # the two times the speedup is the ratio of (issue 31)
+    if h.get("speedup_time_ns") and h.get("speedup_baseline_time_ns"):
+        times = f", {duration(h['speedup_baseline_time_ns'])} -> {duration(h['speedup_time_ns'])} per call"
     if b is None:
-        return f"{h['best']}: {h['speedup']:.2f}x over baseline ({timer}){ref}{wrong}"
+        return f"{h['best']}: {h['speedup']:.2f}x over baseline ({timer}){times}{ref}{wrong}"
     book = _ratio(b).lstrip(",") or " no B200 ratio in the book"
     why = ""
     if h["book_off"]:
         why = f"; {h['book_off_reason']}" if h["book_off_reason"] else "; more than 2x from the book's, no reason declared"
-    return (f"{h['best']} ({THE_BOOKS}): {h['speedup']:.2f}x over baseline ({timer}),{book}{why}{ref}{wrong}"
+    return (f"{h['best']} ({THE_BOOKS}): {h['speedup']:.2f}x over baseline ({timer}){times},{book}{why}{ref}{wrong}"
             + _beyond_text(h))
 
 

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from ...pairs.roles import BASELINE
 from ...units import si
+from ..roofline.caveats import ABOVE_ROOF_TOLERANCE
 from ..roofline.ceilings import precision_label
 from .headline import best_optimization
 
@@ -44,9 +45,18 @@ def _reached(b: Mapping[str, Any]) -> tuple[float | None, str]:
     return b.get("pct"), "theoretical"
 
 
+def _above(b: Mapping[str, Any]) -> bool:
+    """A point above its theoretical roof (as the roofline's above_roof warning): the roof or the
+    count is wrong, so what it says is a warning, never a finding (issue 31)."""
+    return b.get("pct") is not None and b["pct"] > 100.0 * ABOVE_ROOF_TOLERANCE
+
+
 def _bound_clause(variant: str, b: Mapping[str, Any] | None) -> str:
     if not b:
         return f"{variant}: bound not measured (no roofline)"
+    if _above(b):
+        return (f"{variant}: no bound stated, its point lies above its theoretical {b['bound']} roof "
+                f"({b['pct']:.0f}%; see the warning)")
     reached, _ = _reached(b)
     if reached is not None and reached < FAR_BELOW_PCT:
         return (f"{variant}: below every roof ({b['bound']}, the nearest, at {reached:.0f}%): latency, "
@@ -83,6 +93,9 @@ def _stall_clause(base: Mapping[str, Any], opt: Mapping[str, Any]) -> str | None
 def _headroom(variant: str, b: Mapping[str, Any] | None, opt: Mapping[str, Any]) -> str:
     if not b or b.get("pct") is None:
         return f"Headroom of {variant}: not measured (no roofline)"
+    if _above(b):
+        return (f"Headroom of {variant}: not stated, its point lies above its theoretical {b['bound']} roof "
+                "(a roof or a count is wrong; see the warning)")
     pct, which = _reached(b)
     limit = (opt.get("top_stalls") or [{}])[0].get("reason")
     now = f"; its top stall now is {limit}" if limit else ""
