@@ -60,3 +60,14 @@ def samples_dir() -> Path:
 def calibration_dir() -> Path:
     """Measured ceilings shipped per hardware key (profiles/calibration/<key>.json)."""
     return data_root() / "profiles" / "calibration"
+
+
+def kernels_extra_install() -> str:
+    """The command that adds the kernels extra to this install: `pip install -e '.[kernels]'` only
+    in the checkout aisp-prof runs from (in another folder, `.` is not aisp-prof: issue 31), the
+    checkout's path from elsewhere, and the package's name for an install from PyPI."""
+    root = checkout_root()
+    if root is None:
+        return "pip install 'aisp-prof[kernels]'"
+    here = Path.cwd().resolve() == root.resolve()
+    return f"pip install -e '{'.' if here else root}[kernels]'"

@@ -162,13 +162,12 @@ def stream_json(batches: Any) -> None:
 def stream_json_texts(batches: Any) -> None:
     """`stream_json` of records already encoded, each as json.dumps(indent=2) indented one level
     more (`json_columns.record_texts`)."""
-    out = click.get_text_stream("stdout")
-    first = True
-    for batch in batches:
+    first = True                                   # click.echo, not click.get_text_stream (issue 31: a
+    for batch in batches:                          # DeprecationWarning of the project's own, in one click)
         if batch:                                  # one write per batch, not per record
-            out.write(("[\n  " if first else ",\n  ") + ",\n  ".join(batch))
+            click.echo(("[\n  " if first else ",\n  ") + ",\n  ".join(batch), nl=False)
             first = False
-    out.write("[]\n" if first else "\n]\n")
+    click.echo("[]" if first else "\n]")
 
 
 def record_texts(frame: Any, layout: Any, compact: bool = False) -> list[str]:
@@ -181,10 +180,9 @@ def record_texts(frame: Any, layout: Any, compact: bool = False) -> list[str]:
 
 def stream_ndjson(batches: Any) -> None:
     """Records already encoded one line each (`record_texts(..., compact=True)`), a line per record."""
-    out = click.get_text_stream("stdout")
     for batch in batches:
         if batch:
-            out.write("\n".join(batch) + "\n")
+            click.echo("\n".join(batch))
 
 
 def _json_default(v: Any) -> Any:

@@ -153,7 +153,9 @@ def runnable(pair: KernelPair, machine: Machine, asked: tuple[str, ...] | list[s
             variants.append(v)
     blocking = [v for v in names if v in skipped and (v == "baseline" or v in asked)]
     if not machine.torch:
-        reason, error = "needs torch in this Python (pip install -e '.[kernels]')", RequirementError
+        from ..paths import kernels_extra_install
+
+        reason, error = f"needs torch in this Python ({kernels_extra_install()})", RequirementError
     elif not machine.gpu:
         reason, error = "no CUDA GPU", NoGpuError
     elif _cc_reason(pair, machine.cc):

@@ -15,11 +15,18 @@ from typing import Any, Mapping
 
 from ..errors import RequirementError, SizesError, UnknownTargetError
 from ..naming import chapter_key
+from ..paths import kernels_extra_install
 from .model import KernelPair
 from .static import PairInfo, pair_infos, pair_modules, read_pair_info
 
 KERNELS_EXTRA_MISSING = "kernels extra not installed"
 KERNELS_EXTRA_HINT = "pip install -e '.[kernels]' (or pip install 'aisp-prof[kernels]') to run the pairs"
+
+
+def _needs_torch(exc: ImportError) -> RequirementError:
+    """The kernel pairs cannot be imported here: what is missing and how to add it, naming no
+    one pair module (the first one scanned said nothing about the pair asked for)."""
+    return RequirementError(f"running the kernel pairs needs the kernels extra ({exc}): {kernels_extra_install()}")
 
 
 def _load_module(path: Path) -> Any:
@@ -38,8 +45,10 @@ def discover(root: Path | None = None) -> list[KernelPair]:
         try:
             pair = _import_pair(path)
         except ImportError as exc:
+            if _package_missing(exc):
+                raise _needs_torch(exc) from exc
             raise RequirementError(f"cannot import {path}: {exc}; the kernel pairs need torch "
-                                   "(pip install -e '.[kernels]')") from exc
+                                   f"({kernels_extra_install()})") from exc
         if pair is not None:
             pairs.append(pair)
     return sorted(pairs, key=lambda p: p.name)
@@ -64,7 +73,7 @@ def discover_here(root: Path | None = None) -> tuple[list[KernelPair], list[tupl
             info = read_pair_info(path) if _package_missing(exc) else None
             if info is None:
                 raise RequirementError(f"cannot import {path}: {exc}; the kernel pairs need torch "
-                                       "(pip install -e '.[kernels]')") from exc
+                                       f"({kernels_extra_install()})") from exc
             missing.append((info, f"{KERNELS_EXTRA_MISSING} ({_missing_module(exc)})"))
             continue
         if pair is not None:
@@ -117,6 +126,11 @@ def select(targets: list[str], root: Path | None = None) -> list[KernelPair]:
 
     chosen: list[KernelPair] = []
     named = [t for t in targets if not is_pair_path(t)]
+    if named:                  # a typo is an unknown target (exit 2) before anything is imported
+        known = [i.name for i in pair_infos(root)]
+        for t in named:
+            if not (chapter_key(t) and any(n.startswith(f"{chapter_key(t)}.") for n in known)) and t not in known:
+                raise _unknown(t, known, "target", "aisp-prof list")
     all_pairs = discover(root) if named else []
     by_name = {p.name: p for p in all_pairs}
     for t in targets:

@@ -61,8 +61,10 @@ def load_file(path: str | Path) -> KernelPair:
         raise UnknownTargetError(f"{path}:{exc.lineno}: syntax error: {exc.msg}") from exc
     except ModuleNotFoundError as exc:
         del sys.modules[name]
+        from ..paths import kernels_extra_install
+
         raise RequirementError(f"cannot import {path}: {exc}; install it (the kernels extra: "
-                               "pip install -e '.[kernels]')") from exc
+                               f"{kernels_extra_install()})") from exc
     except Exception as exc:  # a user's module may raise anything on import: one line says what
         del sys.modules[name]
         raise UnknownTargetError(f"cannot import {path}: {type(exc).__name__}: {exc}") from exc

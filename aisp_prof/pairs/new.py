@@ -7,6 +7,8 @@ file is created exclusively.
 """
 from __future__ import annotations
 
+import contextlib
+
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,14 +56,18 @@ def write_new(name: str, folder: Path = Path("."), chapter: int = 0) -> NewPair:
         raise OutputError(f"not overwriting {', '.join(taken)}: choose another name or --dir")
     module_text, test_text = render(name, chapter)
     written: list[Path] = []
+    made = [p for p in (folder, *folder.parents) if not p.exists()]      # folders this call makes
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for path, text in ((out.module, module_text), (out.test, test_text)):
             with open(path, "x") as fh:
                 written.append(path)
                 fh.write(text)
-    except OSError as exc:
+    except OSError as exc:            # a full disk: no half file and no empty folder left (issue 31)
         for path in written:
             path.unlink(missing_ok=True)
+        for made_folder in made:
+            with contextlib.suppress(OSError):
+                made_folder.rmdir()
         raise OutputError(os_error_message(exc, f"writing the template to {folder}")) from exc
     return out
