@@ -10,7 +10,7 @@ import pytest
 from aisp_prof import pairs
 from aisp_prof.collect.process import runner, steps
 from aisp_prof.collect.ranks import group, launch, rank_exec
-from aisp_prof.errors import RequirementError
+from aisp_prof.errors import RequirementError, ToolNotFoundError
 
 FILE = Path("/runs/.partial-x/check.ranks.json")
 RUN_DIR = Path("/runs/.partial-x")
@@ -91,13 +91,17 @@ def test_rank_exec_picks_the_slurm_task_and_relocates_into_its_node_folder():
     assert rank_exec.relocate(["/runs/.partial-xy/f"], str(RUN_DIR), "/n") == ["/runs/.partial-xy/f"]
 
 
-def test_the_run_plans_nodes_times_ranks_and_needs_the_gpus():
+def test_the_run_plans_nodes_times_ranks_and_needs_the_gpus(monkeypatch):
     pair = pairs.find("ch14.quantized_allreduce")
     opts = runner.RunOptions(pair=pair, nproc_per_node=2, nnodes=2)
     assert runner.launch_of(opts, 4).world_size == 4
     with pytest.raises(RequirementError, match="4 ranks need 4 GPUs"):
         runner.launch_of(opts, 2)
+    monkeypatch.setattr(runner.shutil, "which", lambda name: "/usr/bin/srun")
     assert runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=4, launcher="slurm", nnodes=2), 4).world_size == 8
+    monkeypatch.setattr(runner.shutil, "which", lambda name: None)
+    with pytest.raises(ToolNotFoundError, match="srun is not on PATH"):
+        runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=4, launcher="slurm", nnodes=2), 4)
     with pytest.raises(RequirementError, match="--nnodes needs --nproc-per-node"):
         runner.launch_of(runner.RunOptions(pair=pair, nnodes=2), 8)
     with pytest.raises(RequirementError, match="--node-rank needs --rdzv-endpoint"):

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import CorrectnessError, RequirementError
+from ...errors import CorrectnessError, RequirementError, ToolNotFoundError
 from ...naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id,
                       nvtx_path)
 from ...pairs import KernelPair
@@ -152,6 +153,9 @@ def launch_of(opts: RunOptions, gpus: int) -> Launch | None:
     if opts.pair.distributed and per_node is None:
         raise RequirementError("--nnodes needs --nproc-per-node: the ranks each node starts")
     launch = Launch(per_node or 1, opts.nnodes, opts.node_rank, opts.rdzv_endpoint, opts.launcher).check()
+    if launch.launcher == "slurm" and shutil.which("srun") is None:
+        raise ToolNotFoundError("--launcher slurm: srun is not on PATH; run it inside a Slurm allocation "
+                                "(sbatch or salloc), or use --launcher torchrun")
     every_node = gpus if launch.one_host else gpus * launch.nnodes     # other nodes: as many GPUs as this one
     world = world_size(opts.pair, launch.world_size if opts.pair.distributed else opts.nproc_per_node,
                        every_node, opts.ncu_rank)
