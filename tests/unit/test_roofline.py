@@ -409,6 +409,8 @@ def test_warning_settings_differ_between_compared_runs(tmp_path, sample_dbs):
     info["run_id"] = SAMPLE_ID.replace("90df", "base")
     (other / "run.json").write_text(json.dumps(info))
     (other / "ncu_raw.csv").write_bytes(shipped_bytes(_sample_dir() / "ncu_raw.csv"))      # shipped gzipped
+    for name in ("check.json.gz", "nsys.sqlite.gz"):     # the other exports its run.json names: a whole folder
+        (other / name).write_bytes((_sample_dir() / name).read_bytes())
     b = store_path(db, other)
     r = open_db(db).roofline(a, b)
     found = _codes(r, "settings_differ")
