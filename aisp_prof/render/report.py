@@ -85,25 +85,24 @@ def _env():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(si=_f_si, duration=duration, pct=_f_pct, times=_f_times, sci=_f_sci,
-                       num=_f_num, sortkey=_f_sortkey)
+    env.filters.update(si=_f_si, duration=duration, times=_f_times, num=_f_num, sortkey=_f_sortkey, wbr=_f_wbr,
+                       pct=lambda v: f"{v:.1f}%" if isinstance(v, (int, float)) else "-",
+                       sci=lambda v: f"{v:.2e}" if isinstance(v, (int, float)) else "-")
     return env
+
+
+def _f_wbr(v: Any) -> Markup:
+    """An identifier that may break only after _ . / - (warp_<wbr>specialized_<wbr>tma), never
+    inside a word: cells and headers wrap at spaces and these points, not mid-word (issue 31.8)."""
+    return Markup(re.sub(r"([_./-])", r"\1<wbr>", str(Markup.escape(v))))
 
 
 def _f_si(v: Any, unit: str = "", digits: int = 3) -> str:
     return si(float(v), unit, digits) if isinstance(v, (int, float)) else "-"
 
 
-def _f_pct(v: Any) -> str:
-    return f"{v:.1f}%" if isinstance(v, (int, float)) else "-"
-
-
 def _f_times(v: Any) -> str:
     return f"{v:.2f}×" if isinstance(v, (int, float)) else "-"
-
-
-def _f_sci(v: Any) -> str:
-    return f"{v:.2e}" if isinstance(v, (int, float)) else "-"
 
 
 def _f_num(v: Any, digits: int = 3) -> str:

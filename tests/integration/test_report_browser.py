@@ -231,3 +231,50 @@ def test_tables_and_thumbnails_fit_at_1280_px(tmp_path):
         found = re.search(r'data-fit="([^"]*)"', res.stdout)
         assert found, res.stderr[-2000:]
         assert found.group(1) == "1280/1280", (page.name, found.group(1))
+
+
+WORD_HARNESS = """<script>
+var broken = [];
+document.querySelectorAll("th, td:first-child, .card .variant").forEach(function (cell) {
+  var walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  for (var node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentNode.closest("code")) continue;        // kernel signatures may break anywhere
+    var re = /\\S+/g, m;
+    while ((m = re.exec(node.data))) {
+      var range = document.createRange();
+      range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+      var tops = {};
+      Array.prototype.forEach.call(range.getClientRects(), function (r) { if (r.width > 0) tops[Math.round(r.top)] = 1; });
+      if (Object.keys(tops).length > 1) broken.push(m[0]);
+    }
+  }
+});
+document.body.setAttribute("data-broken", broken.length + (broken.length ? ": " + broken.slice(0, 8).join(" | ") : ""));
+</script>
+</body>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", (800, 1280, 1920))
+def test_words_do_not_break_mid_word(tmp_path, width):
+    """Issue 31 item 8: headers and first cells wrap at spaces and after _ . / - only ("chapte r",
+    "varian t" and "ba/sel/ine" were broken mid-word); a control variant is marked in the HTML too
+    (ch10.cluster_multicast's tma_no_multicast, H100). The widest sample pages, at 800/1280/1920 px."""
+    from aisp_prof.paths import data_root
+
+    db = tmp_path / "a.db"
+    wanted = (*WIDE_PAIRS, "ch10.cluster_multicast")
+    runs = [d for d in sorted((data_root() / "profiles").glob("samples*/*-*-*")) if d.name.split("-")[1] in wanted]
+    for d in runs:
+        store_path(db, d)
+    rep = open_db(db).report(open_db(db).select(), out=tmp_path / "report")
+    multicast = next(p for p in rep.pages if "cluster_multicast" in p.name).read_text()
+    assert 'tma_<wbr>no_<wbr>multicast <span class="muted role">(control)</span>' in multicast
+    for page in [rep.index, *rep.pages]:
+        html = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page.read_text())
+        harness = page.with_name("words-" + page.name)
+        harness.write_text(html.replace("</body>", WORD_HARNESS, 1))
+        res = chromium(tmp_path, harness.resolve().as_uri(), "--dump-dom", f"--window-size={width},900")
+        found = re.search(r'data-broken="([^"]*)"', res.stdout)
+        assert found, res.stderr[-2000:]
+        assert found.group(1) == "0", (page.name, width, found.group(1))
