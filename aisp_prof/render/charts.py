@@ -166,3 +166,4 @@ def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     ax.set_xlabel("FLOP/byte (DRAM)", fontsize=6, labelpad=1)
     ax.set_ylabel("FLOP/s", fontsize=6, labelpad=1)
     return _save(fig, path)
+

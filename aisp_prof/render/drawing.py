@@ -243,3 +243,40 @@ def pool(count: int | None = None) -> Iterator[cf.Executor]:
                              "AISP_REPORT_WORKERS=1") from exc
         raise
     executor.shutdown(wait=True)
+
+
+def hover_svg(fig: Any, result: Any, path: Path, level: str = "dram") -> Path:
+    """A roofline Figure (`roofline_plot.figure`, whose points and roofs carry gids pt-<i> and
+    roof-<name>) as an SVG that answers on hover: each point a <g class="pt"> with a
+    <title> (kernel, variant, intensity, FLOP/s, % of roof, for any viewer) and data-* attributes
+    (for the report's tooltip script); each roof a <g class="roof" data-roof="dram|l2|l1|bf16..."> a
+    checkbox can hide. Text stays text (svg.fonttype none: smaller, and searchable), ids are fixed
+    (svg.hashsalt), so the same chart gives the same bytes."""
+    import html
+    import io
+    import re
+
+    import matplotlib as mpl
+
+    from ..units import si
+
+    with mpl.rc_context({"svg.fonttype": "none", "svg.hashsalt": "aisp-prof", "svg.id": None}):
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", dpi=fig.dpi, facecolor="white", metadata={"Creator": None, "Date": None})
+    points = list(result.points)
+
+    def point(m: re.Match) -> str:
+        p = points[int(m.group(1))]
+        ai, pct = p.ai(level), p.pct_of_roof
+        data = {"kernel": p.kernel or "all kernels of the call", "variant": p.variant,
+                "ai": f"{ai:.3g} FLOP/B" if ai else "-", "flops": si(p.flops_per_s, "FLOP/s") if p.flops_per_s else "-",
+                "pct": f"{pct:.0f}% of the {p.bound} roof" if pct is not None else "-"}
+        attrs = " ".join(f'data-{k}="{html.escape(str(v))}"' for k, v in data.items())
+        title = html.escape(f"{data['variant']}: {data['kernel']}\n{data['ai']}, {data['flops']}, {data['pct']}")
+        return f'<g class="pt" {attrs}><title>{title}</title>'
+
+    svg = re.sub(r'<g id="pt-(\d+)">', point, buf.getvalue())
+    svg = re.sub(r'<g id="roof-([A-Za-z0-9_]+)">', r'<g class="roof" data-roof="\1">', svg)
+    svg = re.sub(r"<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", "", svg)
+    path.write_text(svg, encoding="utf-8")
+    return path

@@ -156,12 +156,12 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, st
     out: dict[str, str] = {}
     if roof is not None:
         try:
-            from .roofline_plot import draw
+            from .roofline_plot import figure
         except ImportError as exc:
             log.warning("no roofline plot: %s", exc)
-        else:
-            out["roofline"] = _chart("roofline", stem, img, draw, roof, img / f"{stem}-roofline.png",
-                                     level="dram", compare=True)
+        else:        # an SVG that answers on hover (`drawing.hover_svg`); `aisp-prof roofline` keeps the PNG
+            out["roofline"] = _chart("roofline", stem, img, lambda: drawing.hover_svg(figure(roof), roof,
+                                                                                      img / f"{stem}-roofline.svg"))
     if data["roofline"]:
         thumb = _chart("roofline thumbnail", stem, img, charts.roofline_thumbnail, data["roofline"],
                        img / f"{stem}-roofline-thumb.png")
@@ -380,7 +380,10 @@ def _finish_page(env: Any, assets: dict[str, Any], partial: Path, name: str, pag
                  generated: str, progress: Callable[[str], None] | None) -> dict[str, Any]:
     """Once a page's charts are drawn: its HTML and data file; returns its row of the index."""
     data, stem = page.data, name[: -len(".html")]
-    html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated, **assets)
+    svg = re.sub(r'<metadata>.*?</metadata>\s*| xmlns(:\w+)?="[^"]*"', "", (partial / images["roofline"]).read_text(
+        encoding="utf-8"), flags=re.S) if images.get("roofline") else ""       # inline: HTML knows svg's names
+    html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated,
+                                                   roofline_svg=Markup(svg), **assets)
     (partial / name).write_text(html, encoding="utf-8")
     (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
     if progress:

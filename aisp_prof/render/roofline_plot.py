@@ -106,7 +106,8 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
             if not bw or not cap:
                 continue
             x_end = min(x1, cap / bw)
-            ax.plot([x0, x_end], [bw * x0, bw * x_end], style, color=LEVEL_COLORS[level], lw=1.4, alpha=0.9)
+            ax.plot([x0, x_end], [bw * x0, bw * x_end], style, color=LEVEL_COLORS[level], lw=1.4, alpha=0.9,
+                    gid=f"roof-{level}")
             values.append(f"{si(bw, 'B/s')} {which[:4]}.")
         if values:
             handles.append(Line2D([], [], color=LEVEL_COLORS[level], lw=1.6,
@@ -120,10 +121,10 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
                 continue
             bw = c.value(left, which) or c.value(left)
             x_start = max(x0, rate / bw) if bw else x0
-            ax.plot([x_start, x1], [rate, rate], style, color=COMPUTE_COLOR, lw=1.4, alpha=0.9)
+            ax.plot([x_start, x1], [rate, rate], style, color=COMPUTE_COLOR, lw=1.4, alpha=0.9, gid=f"roof-{pr}")
             if not values:      # one name per precision, on its upper roof
                 ax.annotate(PRECISION_NAMES.get(pr, pr), xy=(x1 / 1.15, rate), ha="right", va="bottom",
-                            fontsize=7, color=COMPUTE_COLOR)
+                            fontsize=7, color=COMPUTE_COLOR, gid=f"roof-{pr}")
             derived = which == "measured" and c.compute[pr].measured_derived
             values.append(f"{si(rate, 'FLOP/s')} {which[:4]}." + (" (2x dense, derived)" if derived else ""))
         if values:
@@ -141,6 +142,7 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
     handles: list[Any] = []
     names: list[Label] = []
     hierarchical = len(levels) > 1
+    index = {id(q): i for i, q in enumerate(result.points)}          # gid pt-<i>: the SVG's hover data
     for p in points:
         if p.is_aggregate:
             continue
@@ -149,7 +151,8 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
         for level in levels:
             if _plottable(p, level):
                 ax.scatter([p.ai(level)], [p.flops_per_s], s=14, marker=LEVEL_MARKERS[level] if hierarchical else "o",
-                           color=colors[p.variant], alpha=0.35, edgecolors="none", zorder=3)
+                           color=colors[p.variant], alpha=0.35, edgecolors="none", zorder=3,
+                           gid=f"pt-{index[id(p)]}")
     for p in points:
         if not p.is_aggregate:
             continue
@@ -163,7 +166,7 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
             if _plottable(p, level):
                 marker = LEVEL_MARKERS[level] if hierarchical else "o"
                 ax.scatter([p.ai(level)], [p.flops_per_s], s=70, marker=marker, color=color,
-                           edgecolors="black", linewidths=0.6, zorder=5)
+                           edgecolors="black", linewidths=0.6, zorder=5, gid=f"pt-{index[id(p)]}")
         name_x = p.ai(levels[-1]) if _plottable(p, levels[-1]) else xs[-1]
         names.append(Label(_plain(p.variant), (name_x, p.flops_per_s), color=color, gid=NAME_GID, angle_deg=20))
         pct = f", {p.pct_of_roof:.0f}% of {p.bound} roof" if p.pct_of_roof is not None else ""

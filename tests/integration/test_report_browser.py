@@ -278,3 +278,55 @@ def test_words_do_not_break_mid_word(tmp_path, width):
         found = re.search(r'data-broken="([^"]*)"', res.stdout)
         assert found, res.stderr[-2000:]
         assert found.group(1) == "0", (page.name, width, found.group(1))
+
+
+HOVER_HARNESS = """<script>
+var out = [], W = window.innerWidth;
+document.querySelectorAll(".svgwrap").forEach(function (wrap) {
+  var pts = wrap.querySelectorAll("g.pt"), tip = wrap.querySelector(".roof-tip");
+  [pts[0], pts[pts.length - 1]].forEach(function (g) {
+    var r = g.getBoundingClientRect();
+    g.querySelector("path, use").dispatchEvent(new MouseEvent("mousemove", {bubbles: true,
+        clientX: r.left + r.width / 2, clientY: r.top + r.height / 2}));
+    var t = tip.getBoundingClientRect();
+    out.push([tip.hidden ? "hidden" : "shown", tip.textContent.indexOf(g.getAttribute("data-variant") + ": ") === 0,
+              t.left >= 0 && t.right <= W + 1 ? "inside" : "clipped " + Math.round(t.left) + "-" + Math.round(t.right)].join(","));
+  });
+  var box = document.querySelector("input.roof-toggle[data-roof=dram]");
+  box.checked = false; box.dispatchEvent(new Event("change"));
+  var roofs = wrap.querySelectorAll('g.roof[data-roof="dram"]');
+  out.push("dram off:" + Array.prototype.every.call(roofs, function (g) { return getComputedStyle(g).display === "none"; }));
+});
+document.body.setAttribute("data-hover", out.join("|"));
+</script>
+</body>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", (800, 1280, 1920))
+def test_roofline_tooltip_shows_on_hover_inside_the_window(tmp_path, width):
+    """Issue 32: the page's roofline is an inline SVG whose points answer on hover (kernel, variant,
+    intensity, FLOP/s, % of roof) in a tooltip that stays inside the window, with a <title> each for
+    any viewer, and a checkbox per roof hides that roof. The first and last point of ch09.fused_l2norm
+    (H200 sample) and ch10.cluster_multicast (H100), hovered in Chromium at 800, 1280 and 1920 px."""
+    db = tmp_path / "a.db"
+    from aisp_prof.paths import data_root
+
+    runs = [d for d in sorted((data_root() / "profiles").glob("samples*/*-*-*"))
+            if d.name in (RUN_ID, "20261126T122330Z-ch10.cluster_multicast-ed0c")]
+    assert len(runs) == 2
+    for d in runs:
+        store_path(db, d)
+    rep = open_db(db).report(open_db(db).select(), out=tmp_path / "report")
+    for page in rep.pages:
+        html = page.read_text()
+        assert html.count('<g class="pt" ') >= 3 and html.count("<title>") >= 3
+        assert re.search(r'<g class="pt" data-kernel="[^"]+" data-variant="baseline" data-ai="[\d.]+ FLOP/B" '
+                         r'data-flops="[\d.]+ [GT]FLOP/s" data-pct="\d+% of the \w+ roof">', html)
+        harness = page.with_name("hover-" + page.name)
+        harness.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                           .replace("</body>", HOVER_HARNESS, 1))
+        res = chromium(tmp_path, harness.resolve().as_uri(), "--dump-dom", f"--window-size={width},900")
+        found = re.search(r'data-hover="([^"]*)"', res.stdout)
+        assert found, res.stderr[-2000:]
+        assert found.group(1) == "shown,true,inside|shown,true,inside|dram off:true", (page.name, width)

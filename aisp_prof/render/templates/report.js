@@ -86,5 +86,60 @@
       })(picks[p]);
     }
   }
+  // the roofline's tooltip (kernel, variant, intensity, FLOP/s, % of roof) and its roof toggles
+  var wraps = document.querySelectorAll(".svgwrap");
+  for (var w = 0; w < wraps.length; w++) {
+    (function (wrap) {
+      var tip = wrap.querySelector(".roof-tip");
+      wrap.addEventListener("mousemove", function (e) {
+        var g = e.target.closest ? e.target.closest("g.pt") : null;
+        if (!g) { tip.hidden = true; return; }
+        while (tip.firstChild) { tip.removeChild(tip.firstChild); }
+        var lines = [g.getAttribute("data-variant") + ": " + g.getAttribute("data-kernel"),
+                     "intensity " + g.getAttribute("data-ai") + ", " + g.getAttribute("data-flops"),
+                     g.getAttribute("data-pct")];
+        for (var i = 0; i < lines.length; i++) {
+          var d = document.createElement("div");
+          d.textContent = lines[i];
+          tip.appendChild(d);
+        }
+        var box = wrap.getBoundingClientRect();
+        var x = e.clientX - box.left + 12, y = e.clientY - box.top + 12;
+        tip.hidden = false;
+        if (x + tip.offsetWidth > box.width) { x = Math.max(0, e.clientX - box.left - tip.offsetWidth - 12); }
+        tip.style.left = x + "px";
+        tip.style.top = y + "px";
+      });
+      wrap.addEventListener("mouseleave", function () { tip.hidden = true; });
+    })(wraps[w]);
+  }
+  // a checkbox per roof the SVG draws (a memory level or a precision), made from the SVG itself
+  var names = {dram: "DRAM", l2: "L2", l1: "L1"};
+  var boxes = document.querySelectorAll("figure.iroof .roof-boxes");
+  for (var b = 0; b < boxes.length; b++) {
+    var seen = {}, roofGroups = boxes[b].closest("figure").querySelectorAll("g.roof");
+    boxes[b].appendChild(document.createTextNode("Show: "));
+    for (var q = 0; q < roofGroups.length; q++) {
+      var key = roofGroups[q].getAttribute("data-roof");
+      if (seen[key]) { continue; }
+      seen[key] = true;
+      var label = document.createElement("label"), input = document.createElement("input");
+      input.type = "checkbox"; input.className = "roof-toggle"; input.checked = true;
+      input.setAttribute("data-roof", key);
+      label.appendChild(input);
+      label.appendChild(document.createTextNode(" " + (names[key] || key)));
+      boxes[b].appendChild(label);
+    }
+  }
+  var toggles = document.querySelectorAll("input.roof-toggle");
+  for (var t2 = 0; t2 < toggles.length; t2++) {
+    (function (box) {
+      box.addEventListener("change", function () {
+        var fig = box.closest("figure");
+        var roofs = fig.querySelectorAll('g.roof[data-roof="' + box.getAttribute("data-roof") + '"]');
+        for (var r = 0; r < roofs.length; r++) { roofs[r].style.display = box.checked ? "" : "none"; }
+      });
+    })(toggles[t2]);
+  }
   document.documentElement.setAttribute("data-js", "ready");
 })();
