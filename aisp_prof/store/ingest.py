@@ -145,7 +145,7 @@ def _compiles(run_dir: Path, check: dict[str, Any]) -> pd.DataFrame:
     """The first calls' wall times and torch.compile's events (`collect.code.dynamo.compile_row`), of
     the check (per trial), its timing and each further timing process; none in older runs."""
     rows = list((check.get("check") or {}).get("compiles") or []) + list(check.get("compiles") or [])
-    for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
+    for path in timing_files(run_dir):
         rows += json.loads(path.read_text()).get("compiles") or []
     frame = pd.DataFrame([_flat(r) for r in rows])
     for col in _COMPILE_NUMBERS:       # a column None in every row must not be stored as TEXT
@@ -157,13 +157,21 @@ def _compiles(run_dir: Path, check: dict[str, Any]) -> pd.DataFrame:
 _COMPILE_NUMBERS = ("trial", "factory_wall_ns", "first_call_wall_ns", "second_call_wall_ns", "dynamo_compile_time_ns")
 
 
+def timing_files(run_dir: Path) -> list[Path]:
+    """The further timing processes' reports, timing_p1.json, timing_p2.json, ... in order; not the
+    ranks' own files of a multi-rank run (timing_p1.rank1.json: rank 0's file holds every rank's samples)."""
+    found = [(int(m.group(1)), p) for p in run_dir.glob(TIMING_JSON.format(process="*"))
+             if (m := re.fullmatch(TIMING_JSON.format(process=r"(\d+)").replace(".", r"\."), p.name))]
+    return [p for _, p in sorted(found)]
+
+
 def _timing(run_dir: Path, check: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every timed sample (the check's process, then timing_p1.json, ...) and, per variant, the
     summary of all of them pooled. Runs from before interleaved timing have a summary only."""
     from ..stats import slowest_rank, summarize_samples
 
     samples = list(check.get("samples") or [])
-    for path in sorted(run_dir.glob(TIMING_JSON.format(process="*")), key=lambda p: int(p.stem.rsplit("p", 1)[1])):
+    for path in timing_files(run_dir):
         samples += _json_object(path, f"{run_dir} holds a broken {path.name}").get("samples") or []
     first = check.get("timing") or {}
     if not samples:

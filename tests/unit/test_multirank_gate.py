@@ -155,3 +155,26 @@ def test_bench_one_records_and_judges_a_multi_rank_run_under_its_rank_key(sample
     entry = json.loads(path.read_text())["pairs"][PAIR]
     as_host = one_machine(judge(PAIR, exp.of_kind(slowed.assign(kind=kind), kind), entry, 1980), kind, entry)
     assert {v.variant: v.verdict for v in as_host}["int8"] == "AMBIGUOUS"          # the host rule would not
+
+
+def test_a_multi_rank_run_folder_reads_each_timing_process_once(merged, tmp_path):
+    """A bench run of a multi-rank pair leaves timing_p1.json (every rank's samples, merged by the
+    runner) beside each rank's own timing_p1.rank<r>.json: only the merged file is read, once (the
+    ranks' names once broke the process order's int() and would have counted rank 1 twice). Built
+    from the real 2x H200 run: its folder, and its two ranks' samples as a second process's."""
+    import shutil
+
+    from aisp_prof.store.ingest import load_run_dir
+
+    run = tmp_path / RUN.name
+    shutil.copytree(RUN, run)
+    reports = [json.loads(gzip.open(RUN / name).read()) for name in ("check.json.gz", "check.rank1.json.gz")]
+    second = [{"ok": True, "samples": [dict(s, process=1) for s in rep["samples"]], "sensor": rep["sensor"]}
+              for rep in reports]
+    (run / "timing_p1.rank1.json").write_text(json.dumps(second[1]))
+    (run / "timing_p1.json").write_text(json.dumps(merge_rank_checks(second)))
+    data = load_run_dir(run)
+    assert len(data.samples) == 560 + 2 * 560                         # rank 0's check, both ranks' process 1
+    assert data.samples[data.samples["process"] == 1]["rank"].value_counts().to_dict() == {0: 560, 1: 560}
+    timings = data.timings.set_index("variant")
+    assert timings.loc["int8", "processes"] == 2
