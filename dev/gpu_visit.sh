@@ -40,9 +40,9 @@
 #                and first on the checkout COST_BEFORE (a folder carried along) if set
 # DEADLINE (seconds since the start): no step, and no pair of record, starts after it.
 # The 4-GPU visit of the multi-rank pair (issue 34), one command:
-#   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" RUN_ARGS="--nproc-per-node 4" \
-#   BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 SLOW=0.10 SLOW_PAIR=ch14.quantized_allreduce \
-#   DEADLINE=420 bash dev/gpu_visit.sh
+#   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
+#   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
+#   SLOW=0.10 SLOW_PAIR=ch14.quantized_allreduce DEADLINE=420 bash dev/gpu_visit.sh
 # Carry what dev/device_env.sh unpacks (.whl, .devlib, .cutlass_xz, .cudapy, .device_sha). Multi-GPU
 # pairs run with NVLink multicast off (NCCL_NVLS_ENABLE=0 and the like), as the machines ask.
 set -u -o pipefail
