@@ -115,9 +115,7 @@ def _f_num(v: Any, digits: int = 3) -> str:
 
 def _f_sortkey(v: Any) -> str:
     """A data-sort attribute: numbers as numbers, None sorts first."""
-    if v is None:
-        return ""
-    return repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    return "" if v is None else repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
 def _assets() -> dict[str, Any]:
@@ -330,18 +328,19 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     out_dir = Path(out) if out else Path(reports_dir) / default_name(refs)
     partial = _prepare_out(out_dir)
     try:
-        env, assets = _env(), _assets()
+        env, assets, names = _env(), _assets(), _page_names(refs)
+        assets["switch"] = {ref.pair: sorted((card_name(r.gpu_name), n) for r, n in zip(refs, names) if r.pair == ref.pair)
+                            for ref in refs}        # pair -> [(card, page)]: the same pair on other cards
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
         done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
         if count > 1:     # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
             from . import charts as _charts, roofline_plot, timeline  # noqa: F401
         with drawing.pool(count) as charts:
-            # pages are finished as their charts come back, in any order, so a worker never waits
-            # on a slow page ahead of it; a few are queued per worker while the next data are read
+            # pages finish as their charts come back (a worker never waits on a slow page); a few queued each
             pending: dict[cf.Future, tuple[int, str, Page]] = {}
             queued = 3 * count if count > 1 else 1
-            for i, (name, page) in enumerate(zip(_page_names(refs), pages)):
+            for i, (name, page) in enumerate(zip(names, pages)):
                 stem = name[: -len(".html")]
                 pending[charts.submit(_draw, page.data, page.roofline, partial / "img", stem)] = (i, name, page)
                 while len(pending) >= queued:

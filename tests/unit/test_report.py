@@ -490,3 +490,24 @@ def test_a_run_stored_without_memory_ops_still_renders(tmp_path):
     html = result.pages[0].read_text()
     assert 'id="memory-ops"' not in html and 'id="timeline"' in html
     assert (result.out_dir / "img" / "ch09.structured_sparsity-timeline.png").stat().st_size > 5000
+
+
+@pytest.mark.slow
+def test_the_same_pair_on_two_cards_gets_a_page_each_and_a_card_switch(tmp_path, sample_dbs):
+    """ch09.fused_l2norm recorded on the H200 (profiles/samples) and the H100 (samples_h100): one
+    page per card, named by it, each linking to the other from its title."""
+    h100 = "20261126T045251Z-ch09.fused_l2norm-ba93"
+    db = sample_dbs.copy(tmp_path / "a.db", sample_dir(), next(every_sample_run_named(h100)))
+    rep = open_db(db).report([RUN_ID, h100], out=tmp_path / "out")
+    assert sorted(p.name for p in rep.pages) == ["ch09.fused_l2norm.H100.html", "ch09.fused_l2norm.H200.html"]
+    h200_page = (tmp_path / "out" / "ch09.fused_l2norm.H200.html").read_text()
+    assert re.search(r'<p class="card-switch">This pair on: <a href="ch09\.fused_l2norm\.H100\.html">H100</a> · '
+                     r'<b>H200</b></p>', h200_page)
+    h100_page = (tmp_path / "out" / "ch09.fused_l2norm.H100.html").read_text()
+    assert '<b>H100</b> · <a href="ch09.fused_l2norm.H200.html">H200</a>' in h100_page
+    index = rep.index.read_text()
+    assert index.index('data-card="H100"') < index.index('data-card="H200"')     # grouped by card
+
+
+def every_sample_run_named(run_id):
+    return (d for d in every_sample_run() if d.name == run_id)
