@@ -330,12 +330,15 @@ def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = No
         lines.append("* TMA traffic bypasses the L1 counters: L1 intensity overstated")
     if result.comparisons:
         lines.append("")
-        lines.append(render(["baseline", "optimized", "speedup", "timer", "other timers", "AI DRAM x", "DRAM bytes x"],
+        lines.append(render(["baseline", "optimized", "speedup", "by (times per call)", "other timers", "AI DRAM x",
+                             "DRAM bytes x"],
                             [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
-                              cmp.time_source if cmp.speedup else "-", _secondary(cmp),
+                              f"{cmp.time_source} ({duration(cmp.baseline_time_ns)} -> {duration(cmp.time_ns)})"
+                              if cmp.speedup else "-", _secondary(cmp),
                               _f(cmp.to_dict()["ai_dram_flop_per_byte_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
-                             for cmp in result.comparisons], width, drop=("other timers", "timer"),
-                            wrap=("other timers",)))
+                             for cmp in result.comparisons], width, drop=("other timers",),
+                            wrap=("other timers", "by (times per call)"),
+                            min_width={"other timers": 38, "by (times per call)": 24}))
     if result.flop_check:
         lines.append("")
         lines.append(render(["variant", "counted FLOPs/call", "analytic FLOPs/call", "counted/analytic", "flag"],

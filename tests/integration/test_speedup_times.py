@@ -56,3 +56,6 @@ def test_a_point_above_its_roof_is_a_warning_not_a_finding(tmp_path, sample_dbs,
     assert "above its theoretical" in said
     text = " ".join(_run("summary", run.name, "--db", db).split())
     assert "warning: aisp/ch09.cublaslt_gemm/cublaslt_fp8 (all kernels) runs at" in text
+    roof = _run("roofline", run.name, "--db", db)                 # the arrow's speedup and its two times
+    fp8_row = next(line for line in roof.splitlines() if line.split()[:2] == ["baseline", "cublaslt_fp8"])
+    assert " -> " in fp8_row and fp8_row.split()[2].endswith("x")

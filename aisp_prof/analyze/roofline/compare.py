@@ -42,6 +42,8 @@ class Comparison:
     speedup: float | None
     timer: str | None = "ncu_duration"
     speedup_by_timer: dict[str, float | None] = field(default_factory=dict)
+    time_ns: float | None = None              # the optimized variant's time by `timer`
+    baseline_time_ns: float | None = None     # the baseline's: speedup = baseline_time_ns / time_ns
 
     @property
     def time_source(self) -> str:
@@ -57,7 +59,8 @@ class Comparison:
         return {"baseline": {"run_id": b.run_id, "nvtx_range": b.nvtx_range, "variant": b.variant},
                 "optimized": {"run_id": o.run_id, "nvtx_range": o.nvtx_range, "variant": o.variant},
                 "speedup": json_ready(self.speedup), "time_source": self.time_source,
-                "speedup_timer": self.timer,
+                "speedup_timer": self.timer, "speedup_time_ns": json_ready(self.time_ns),
+                "speedup_baseline_time_ns": json_ready(self.baseline_time_ns),
                 "speedup_by_timer": {k: json_ready(v) for k, v in self.speedup_by_timer.items()},
                 **{f"{k}_change": _ratio(getattr(o, k), getattr(b, k))
                    for k in ("ai_dram_flop_per_byte", "ai_l2_flop_per_byte", "ai_l1_flop_per_byte", "flops_per_s",
@@ -71,7 +74,7 @@ def _compare(b: Point, o: Point, b_times: Mapping[str, float | None] | None,
     if b_times is None or o_times is None:
         b_times, o_times = {"ncu_duration": b.duration_ns}, {"ncu_duration": o.duration_ns}
     s = speedup(b_times, o_times, timers)
-    return Comparison(b, o, s.value, s.timer, s.by_timer)
+    return Comparison(b, o, s.value, s.timer, s.by_timer, s.time_ns, s.baseline_time_ns)
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
