@@ -157,8 +157,8 @@ def test_report_index_and_history_keep_the_reference_apart(tmp_path, sample_dbs)
     assert "cublas (reference)" in res.output
     summary = CliRunner().invoke(cli, ["summary", run_id, "--db", str(db)])
     headline_text = " ".join(summary.output.split("\nvariant ")[0].split())        # the headline, unwrapped
-    assert ("headline: tensorop_sm90 (the book's optimization): 18.93x over baseline (nsys GPU time), book B200 "
-            "11.9x, reaches 91% of cublas's speed") in headline_text
+    assert ("headline: tensorop_sm90 (the book's optimization): 18.93x over baseline (nsys GPU time), 6.869 ms -> "
+            "362.9 us per call, book B200 11.9x, reaches 91% of cublas's speed") in headline_text
 
 
 def test_list_json_shows_roles_and_expected_mechanisms():
