@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..analyze.kernels.table import (KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_columns, kernel_records,
                                      kernel_sources)
-from ..errors import AispError, ExportParseError
+from ..errors import AispError, ExportParseError, UnknownTargetError
 from ..pairs.declared import declared
 from ..store import db as store_db
 from ..store.calibrations import db_calibrations, file_calibrations, merge_calibrations
@@ -273,6 +273,21 @@ class RunDatabase:
         pages = (self._page(rid, files) for rid in run_ids)
         return write_report(refs, pages, out=Path(out) if out else None, reports_dir=Path(reports_dir),
                             source=str(self.path), progress=progress)
+
+    def compare_cards(self, pair: str) -> dict[str, Any]:
+        """`compare PAIR --cards`: the pair's latest run on each card (`analyze.page.cards`); a pair
+        stored on fewer than two cards is UnknownTargetError naming the cards it has."""
+        from ..analyze.page.cards import compare_cards
+        from ..naming import card_name
+
+        with store_db.Reader(self.path) as conn:
+            listing = [r for r in conn.list_runs() if r.get("pair") == pair]
+        latest = {card_name(r.get("gpu_name")): r["run_id"] for r in sorted(listing, key=lambda r: r["created_at"] or "")}
+        if len(latest) < 2:
+            raise UnknownTargetError(f"{pair} is stored on {len(latest)} card(s) ({', '.join(latest) or 'none'}); "
+                                     "compare --cards needs runs of it on two (import them: aisp-prof import ...)")
+        files = file_calibrations(self.calibration_dirs)
+        return compare_cards({card: self._page(rid, files).data for card, rid in sorted(latest.items())})
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
         """One report page: the run and the calibrations in one open, then pure analysis (the

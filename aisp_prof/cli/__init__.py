@@ -19,7 +19,7 @@ from .common import AispGroup, db_option, json_option, wide_option
 from .own import diff_cmd, new_cmd
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
 from .ranks import ranks_cmd
-from .report import report_cmd, roofline_cmd
+from .report import compare_cmd, report_cmd, roofline_cmd
 from .sanitize import sanitize_cmd
 from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, rm_cmd, runs_cmd, summary_cmd
 
@@ -58,7 +58,7 @@ def cli(verbose: bool) -> None:
 
 for _command in (list_cmd, run_cmd, check_cmd, import_cmd, rm_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd,
                  summary_cmd, quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd,
-                 sanitize_cmd, code_cmd, new_cmd, diff_cmd):
+                 sanitize_cmd, code_cmd, new_cmd, diff_cmd, compare_cmd):
     cli.add_command(_command)
 
 

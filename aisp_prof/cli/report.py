@@ -113,3 +113,39 @@ def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None
         import webbrowser
 
         webbrowser.open(result.index.resolve().as_uri())
+
+
+@click.command("compare")
+@click.argument("pair")
+@click.option("--cards", is_flag=True, required=True,
+              help="Side by side, the pair's latest run on each card it is stored on (the only comparison so far).")
+@db_option
+@json_option
+def compare_cmd(pair: str, cards: bool, db: Path | None, as_json: bool) -> None:
+    """The same pair on each card: its headline speedup beside the book's B200 ratio, and each
+    machine difference beyond the noise that can explain a different ratio (ridge point, DRAM
+    bandwidth, peak compute, SM count, SM clock). No GPU needed.
+
+    \b
+    Example:
+      aisp-prof import profiles/samples/*/ profiles/samples_h100/*/
+      aisp-prof compare ch09.fused_l2norm --cards
+    """
+    result = database(db).compare_cards(pair)
+    if as_json:
+        echo_json(result)
+        return
+    book = result["book_ratio_b200"]
+    click.echo(f"{result['pair']}: latest run per card" + (f"; the book's B200 ratio {book:.2f}x" if book else ""))
+    click.echo(f"{'card':<8} {'speedup':>8} {'variant':<22} {'bound after':<12} {'DRAM TB/s':>9} {'peak TFLOP/s':>13} "
+               f"{'ridge FLOP/B':>12} {'SMs':>4} {'SM GHz':>6}")
+    for r in result["cards"]:
+        num = (lambda v, s, f: "-" if v is None else f.format(v / s))
+        click.echo(f"{r['card']:<8} {num(r['speedup'], 1, '{:.2f}x'):>8} {str(r['variant'] or '-')[:22]:<22} "
+                   f"{str(r['bound_after'] or '-')[:12]:<12} {num(r['dram_bytes_per_s'], 1e12, '{:.2f}'):>9} "
+                   f"{num(r['peak_flops_per_s'], 1e12, '{:.1f}'):>13} {num(r['ridge_flop_per_byte'], 1, '{:.1f}'):>12} "
+                   f"{num(r['sm_count'], 1, '{:.0f}'):>4} {num(r['sm_clock_hz'], 1e9, '{:.2f}'):>6}")
+    for r in result["cards"]:
+        click.echo(f"{r['card']} run: {r['run_id']} ({r['gpu_name']}; speedup by {r['speedup_timer'] or '-'})")
+    for line in result["explanations"]:
+        click.echo(line)
