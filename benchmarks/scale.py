@@ -51,7 +51,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scale_check import check_launches, check_ranges
+import os
+
+from scale_check import check_against_sql, check_launches, check_ranges, sql_range_totals
 from scale_child import (
     BYTES_PER_MB,
     ROOT,
@@ -74,11 +76,13 @@ from scale_exports import (
     scale_nsys_export,
 )
 from scale_report import report_folders
-from scale_table import compare, markdown
+from scale_table import compare, markdown, targets_table
 
 SIZES = {
     "small": {"nsys_kernels": [10_000], "ncu_launches": [1_000], "report_pages": 12},
     "full": {"nsys_kernels": [10_000, 100_000, 1_000_000], "ncu_launches": [1_000, 10_000], "report_pages": 50},
+    # issue 33: the import and the queries of long traces (10M: --nsys-kernels 1000000 3000000 10000000)
+    "issue33": {"nsys_kernels": [1_000_000, 3_000_000], "ncu_launches": [1_000], "report_pages": 12},
 }
 PRECHECK_COPIES = 3
 REFERENCE_STEP = "reference: fixed CPU work, not aisp-prof"
@@ -159,7 +163,7 @@ class Bench:
                              None, floor=True)
 
     def _measure(self, m: Measure, run: Callable[[], ChildResult], fresh_db: Path | None, floor: bool) -> Measure:
-        results = []
+        results, load = [], [os.getloadavg()[0]]     # other processes on the cores, beside each measurement
         for _ in range(self.repeat):
             if fresh_db is not None:
                 fresh_db.unlink(missing_ok=True)
@@ -171,7 +175,9 @@ class Bench:
         cpus = [round(x.cpu_s, 2) for x in results]
         m.wall_s, m.peak_rss_mb = round(statistics.median(walls), 2), round(max(x.peak_rss_mb for x in results), 1)
         # CPU seconds too: on a shared machine they move less with the load than wall time does
-        m.data = {"argv": r.argv[2:], "wall_s_each": walls, "cpu_s_each": cpus}
+        load.append(os.getloadavg()[0])
+        m.data = {"argv": r.argv[2:], "wall_s_each": walls, "cpu_s_each": cpus,
+                  "load_avg_1m": [round(x, 2) for x in load]}
         if len(walls) > 1:
             m.note = f"median of {len(walls)}: {min(walls):.2f}-{max(walls):.2f} s"
         m.add_note(f"cpu {statistics.median(cpus):.2f} s")
@@ -247,6 +253,9 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
     db, per_copy = bench.work / "nsys-shipped.db", nsys_kernel_count(source)
     run = _shipped_import(bench, "nsys import", per_copy, unit, source, db)
     original = _tool_json(bench, ["ranges", run], db, "nsys-ranges-shipped")
+    problems = sql_reference(bench, source, per_copy, original)
+    if problems:
+        return bench.refuse(steps, sizes, unit, f"refused: the shipped export's ranges differ from SQL: {problems[:3]}")
     bench.time("nsys kernels --json", per_copy, unit, ["kernels", run, "--json"], db, floor=True)
     bench.time("nsys ranges --json", per_copy, unit, ["ranges", run, "--json"], db, floor=True)
     problems = _precheck(bench, lambda p, k: scale_nsys_export(source, p.with_suffix(".sqlite"), k), "nsys", "ranges",
@@ -269,14 +278,47 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
         kern = bench.time("nsys kernels --json", scaling.kernels, unit, ["kernels", run, "--json"], db, needs=imp)
         out = bench.work / f"nsys-ranges-{n}.json"
         rng = bench.time("nsys ranges --json", scaling.kernels, unit, ["ranges", run, "--json"], db, out, needs=imp)
+        timed = [imp, kern, rng, *query_steps(bench, scaling.kernels, run, db, imp)]
         if rng.status == "ok":
             bad = check_ranges(original, _json(out), copies, scaling.shift_ns)
+            bad += sql_reference(bench, scaling.path, scaling.kernels, _json(out))
             if bad:
-                bench.withhold([imp, kern, rng], bad)
+                bench.withhold(timed, bad)
             else:
-                rng.add_note(f"per-range output exactly {copies}x the shipped export's: checked")
+                rng.add_note(f"per-range output exactly {copies}x the shipped export's and the SQL reference's: checked")
         scaling.path.unlink(missing_ok=True)
         db.unlink(missing_ok=True)
+
+
+QUERY_STEPS = (  # issue 33: what a user asks of a long trace after the import (the diff: the run against itself)
+    ("nsys summary --json", ["summary", "{run}", "--json"]),
+    ("nsys diff --json", ["diff", "{run}", "{run}", "--json"]),
+    ("nsys kernels --json --limit 1000", ["kernels", "{run}", "--json", "--limit", "1000"]),
+    ("nsys kernels --ndjson", ["kernels", "{run}", "--ndjson"]),
+)
+
+
+def query_steps(bench: Bench, size: int, run: str, db: Path, imp: Measure) -> list[Measure]:
+    """Each of QUERY_STEPS on the imported run (a code without an option fails it: recorded so)."""
+    return [bench.time(step, size, "kernels", [a.format(run=run) for a in args], db, needs=imp)
+            for step, args in QUERY_STEPS]
+
+
+def sql_reference(bench: Bench, export: Path, size: int, ranges: Any) -> list[str]:
+    """The tool's per-range kernel counts and times against SQLite's own attribution of the same
+    export (`scale_check.sql_range_totals`), timed in this process; its problems (none: exact)."""
+    import time
+
+    t0 = time.perf_counter()
+    reference = sql_range_totals(export)
+    wall = round(time.perf_counter() - t0, 2)
+    bad = check_against_sql(reference, ranges)
+    m = Measure("SQL reference: per-range totals by SQLite alone", size, "kernels", "ok" if not bad else "check failed",
+                wall_s=wall, peak_rss_mb=None, note=(f"{len(reference)} ranges, kernel counts and times equal the tool's"
+                                                     if not bad else "; ".join(bad[:3])))
+    bench.measures.append(m)
+    print(f"[scale] {m.step} @ {size}: {m.status} {wall:.1f} s {m.note}", file=sys.stderr, flush=True)
+    return bad
 
 
 def ncu_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
@@ -357,11 +399,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", type=Path, nargs="+", help="measure nothing: print the table of saved "
                         "results (several: side by side, e.g. before and after)")
     parser.add_argument("--names", nargs="+", help="column names for --from-json (default: the file names)")
+    parser.add_argument("--targets", action="store_true", help="with --from-json BEFORE AFTER [AFTER2]: issue 33's "
+                        "table (measure, target, before, after, each run's load average)")
+    parser.add_argument("--nsys-kernels", type=int, nargs="+", help="nsys sizes instead of --sizes' (e.g. 10000000)")
     args = parser.parse_args(argv)
     if args.from_json:
         saved = [json.loads(p.read_text()) for p in args.from_json]
         names = args.names or [p.stem for p in args.from_json]
-        print(markdown(saved[0]) if len(saved) == 1 else compare(saved, names))
+        if args.targets:
+            print(targets_table(saved, names))
+        else:
+            print(markdown(saved[0]) if len(saved) == 1 else compare(saved, names))
         return 0
     code_root(args.code)
     args.sample = args.sample.resolve()          # children run in the timed checkout, not here
@@ -369,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     max_rss = args.max_rss_mb or 0.9 * (machine["ram_gb"] or 8) * 1000
     work = Path(tempfile.mkdtemp(prefix="aisp-scale-", dir=args.work_dir))
     bench = Bench(work, args.max_seconds, max_rss, args.repeat)
-    chosen, phases = SIZES[args.sizes], args.only or ["nsys", "ncu", "report"]
+    chosen, phases = dict(SIZES[args.sizes]), args.only or ["nsys", "ncu", "report"]
+    if args.nsys_kernels:
+        chosen["nsys_kernels"] = args.nsys_kernels
     try:
         bench.reference()
         bench.time("start-up: runs on an empty database", 0, "", ["runs"], empty_database(work / "empty.db"))

@@ -87,3 +87,63 @@ def check_launches(original: Records, scaled: Records, copies: int) -> list[str]
             if got[variant][col] != copies * value:
                 problems.append(f"variant {variant!r}: {col} {float(got[variant][col])!r} != {copies} x {float(value)!r}")
     return problems
+
+
+# ------------------------------------------------------------------ the independent SQL reference
+
+# SQLite alone, none of aisp-prof's code: each kernel's runtime call (correlation id, same process),
+# every NVTX push/pop range open on the call's thread when the call started (half-open [start, end)),
+# found through an R*Tree of the ranges' spans (CROSS JOIN: each call looks up its ranges) (float32 boxes, widened by SQLite when rounded, so
+# each candidate is then checked exactly); a kernel counts in every enclosing range, the path of a
+# level being the names of the ranges around it, outermost first (as nsys's nvtx_kern_sum).
+SQL_REFERENCE = """
+CREATE TEMP TABLE ref_calls AS
+    SELECT k.rowid AS kid, k."end" - k.start AS dur, r.globalTid AS tid, r.start AS t
+    FROM x.CUPTI_ACTIVITY_KIND_KERNEL AS k JOIN x.CUPTI_ACTIVITY_KIND_RUNTIME AS r
+      ON r.correlationId = k.correlationId AND r.globalTid / 16777216 = k.globalPid / 16777216;
+CREATE TEMP TABLE ref_ranges (nid INTEGER PRIMARY KEY, tid, s, e, name);
+INSERT INTO ref_ranges
+    SELECT n.rowid AS nid, n.globalTid AS tid, n.start AS s, n."end" AS e, COALESCE(n.text, st.value) AS name
+    FROM x.NVTX_EVENTS AS n LEFT JOIN x.StringIds AS st ON st.id = n.textId
+    WHERE n.eventType = 59 AND n."end" IS NOT NULL;
+CREATE VIRTUAL TABLE temp.ref_boxes USING rtree(nid, lo, hi);
+INSERT INTO temp.ref_boxes SELECT nid, s, e FROM ref_ranges;
+CREATE TEMP TABLE ref_hits AS
+    SELECT c.kid, c.dur, c.tid, n.nid, n.s, n.e, n.name
+    FROM ref_calls AS c CROSS JOIN temp.ref_boxes AS b ON b.lo <= c.t AND b.hi >= c.t
+    CROSS JOIN ref_ranges AS n ON n.nid = b.nid AND n.tid = c.tid AND n.s <= c.t AND c.t < n.e;
+"""
+SQL_REFERENCE_TOTALS = """
+SELECT tid % 16777216, path, COUNT(*), SUM(dur) FROM (
+    SELECT tid, dur, group_concat(name, '/') OVER w AS path FROM ref_hits
+    WINDOW w AS (PARTITION BY kid ORDER BY s, e DESC, nid ROWS UNBOUNDED PRECEDING))
+GROUP BY 1, 2
+"""
+
+
+def sql_range_totals(export: Any) -> dict[tuple[int, str], tuple[int, int]]:
+    """Per (thread id, NVTX path): kernels launched inside the range and their summed duration, by
+    SQLite alone from the nsys export at `export` (attached read-only)."""
+    import sqlite3
+    from pathlib import Path
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("ATTACH DATABASE ? AS x", (f"{Path(export).resolve().as_uri()}?mode=ro",))
+        conn.executescript(SQL_REFERENCE)
+        return {(tid, path): (n, t) for tid, path, n, t in conn.execute(SQL_REFERENCE_TOTALS)}
+    finally:
+        conn.close()
+
+
+def check_against_sql(reference: dict[tuple[int, str], tuple[int, int]], ranges: Records) -> list[str]:
+    """`ranges --json` (every level of every thread) against `sql_range_totals`: each range with
+    kernels has exactly the reference's kernel count and kernel time, and no range is missing."""
+    got = {(r["thread_id"], r["nvtx_range"]): (r["kernel_count"], r["kernel_time_ns"]) for r in ranges
+           if r.get("kernel_count")}
+    problems = [f"range {k[1]!r} (thread {k[0]}): the tool says {got.get(k)}, SQL {v}"
+                for k, v in sorted(reference.items()) if got.get(k) != v]
+    problems += [f"range {k[1]!r} (thread {k[0]}): not in the SQL reference" for k in sorted(got.keys() - reference.keys())]
+    if not reference:
+        problems.append("the SQL reference found no kernel inside an NVTX range: nothing to check")
+    return problems

@@ -22,7 +22,7 @@ def _cells(m: dict[str, Any] | None) -> tuple[str, str]:
         return "not run", "-"
     if m["status"] != "ok":
         return m["status"], "-"
-    return f"{m['wall_s']:.2f}", f"{m['peak_rss_mb']:.0f}"
+    return f"{m['wall_s']:.2f}", "-" if m.get("peak_rss_mb") is None else f"{m['peak_rss_mb']:.0f}"
 
 
 def machine_line(result: Result) -> str:
@@ -65,4 +65,67 @@ def compare(results: list[Result], names: list[str]) -> str:
         first = next(iter(by_run.values()))
         cells = [c for i in range(len(results)) for c in _cells(by_run.get(i))]
         lines.append(f"| {step} | {_size(first)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+# issue 33's targets: (step, size in millions of kernels) -> (wall_s, peak_rss_mb); None: no target
+TARGETS = {
+    ("nsys import", 1): (10.0, None), ("nsys import", 10): (None, 2000.0),
+    **{(step, 1): (2.0, 300.0) for step in ("nsys summary --json", "nsys diff --json", "nsys ranges --json",
+                                            "nsys kernels --json --limit 1000")},
+}
+
+
+def _millions(m: dict[str, Any]) -> int | None:
+    return round(m["size"] / 1e6) if m.get("size_unit") == "kernels" and m.get("size", 0) >= 500_000 else None
+
+
+def _target_text(target: tuple[float | None, float | None] | None) -> str:
+    if target is None:
+        return "-"
+    wall, rss = target
+    return " and ".join(t for t in (wall and f"<= {wall:g} s", rss and f"<= {rss:g} MB") if t)
+
+
+def _meets(m: dict[str, Any] | None, target: tuple[float | None, float | None] | None) -> bool | None:
+    if target is None or m is None:
+        return None
+    if m["status"] != "ok":
+        return False
+    wall, rss = target
+    return (wall is None or m["wall_s"] <= wall) and (rss is None or m["peak_rss_mb"] <= rss)
+
+
+def _run_cell(m: dict[str, Any] | None) -> str:
+    """'wall s, peak MB (load a-b)'; a step that did not run says why."""
+    if m is None:
+        return "not run"
+    load = m.get("data", {}).get("load_avg_1m")
+    at = f" (load {min(load):.1f}-{max(load):.1f})" if load else ""
+    if m["status"] != "ok":
+        return f"{m['status']}: {m['note'][:60]}"
+    rss = "" if m.get("peak_rss_mb") is None else f", {m['peak_rss_mb']:.0f} MB"
+    cpu = m.get("data", {}).get("cpu_s_each")
+    cpu = f", cpu {sorted(cpu)[len(cpu) // 2]:.2f} s" if cpu else ""
+    return f"{m['wall_s']:.2f} s{rss}{cpu}{at}"
+
+
+def targets_table(results: list[Result], names: list[str]) -> str:
+    """Issue 33: per measure at 1M kernels and up, the target, the first run (before) and each
+    later run (after, measured twice), and whether every after run met the target."""
+    rows: dict[tuple[str, int], list[dict[str, Any] | None]] = {}
+    for i, r in enumerate(results):
+        for m in r["measures"]:
+            size = _millions(m)
+            if size is not None:
+                rows.setdefault((m["step"], size), [None] * len(results))[i] = m
+    head = ["measure", "kernels", "target"] + names + ["met"]
+    lines = [f"- {n}: {machine_line(r)}" for n, r in zip(names, results)]
+    lines += ["", "| " + " | ".join(head) + " |", "| --- | ---: | --- |" + " ---: |" * len(results) + " --- |"]
+    for (step, size), by_run in sorted(rows.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        target = TARGETS.get((step, size))
+        met = [_meets(m, target) for m in by_run[1:]]
+        verdict = "-" if target is None or None in met else ("yes" if all(met) else "no")
+        lines.append(f"| {step} | {size}M | {_target_text(target)} | "
+                     + " | ".join(_run_cell(m) for m in by_run) + f" | {verdict} |")
     return "\n".join(lines) + "\n"
