@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from repo_paths import ROOT
+from repo_paths import ROOT, every_sample_run
 from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from scale_check import check_launches, check_ranges  # noqa: E402
+from scale_check import check_against_sql, check_launches, check_ranges, sql_range_totals  # noqa: E402
 from scale_exports import check_nsys_rows, resolve_export, scale_ncu_csv, scale_nsys_export  # noqa: E402
 
 SAMPLE = ROOT / "profiles" / "samples" / "20261126T033949Z-ch09.sdpa_attention-d4ce"   # kernels, memcpy, memset
@@ -85,3 +85,40 @@ def test_scaled_nsys_export_keeps_names_and_offsets_ids(tmp_path, copies):
         (top,) = conn.execute("SELECT MAX(correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()
     assert names == (copies * base[0], base[1])          # same kernels by name, StringIds untouched
     assert ids[1] == top + (copies - 1) * scaling.id_strides["correlationId"]
+
+
+def _one_rank_exports() -> list[Path]:
+    return [d for d in every_sample_run() if json.loads((d / "run.json").read_text()).get("world_size", 1) in (1, None)
+            and ((d / "nsys.sqlite").exists() or (d / "nsys.sqlite.gz").exists())]
+
+
+@pytest.mark.slow
+def test_every_shipped_export_s_range_totals_are_sqlite_s_own(tmp_path, sample_dbs):
+    """The benchmark's independent check (issue 33): on every one-rank shipped run, each NVTX range's
+    kernel count and kernel time as aisp-prof stores them equal SQLite's own attribution of the export."""
+    from aisp_prof.analyze.records import frame_records
+    from aisp_prof.api import open_db
+
+    runs = _one_rank_exports()
+    db = open_db(sample_dbs.original(*every_sample_run()))
+    checked = 0
+    for run_dir in runs:
+        run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+        ranges = frame_records(db.range_levels(run_id))
+        reference = sql_range_totals(resolve_export(run_dir, "nsys.sqlite"))
+        assert check_against_sql(reference, ranges) == [], run_dir.name
+        checked += bool(reference)
+    assert checked > 30
+
+
+def test_the_sql_check_catches_a_wrong_total(tmp_path):
+    reference = sql_range_totals(NSYS)
+    ranges = _ranges(tmp_path / "a.db", NSYS)
+    assert check_against_sql(reference, ranges) == []
+    wrong = [dict(r) for r in ranges]
+    hit = next(r for r in wrong if r["kernel_count"])
+    hit["kernel_time_ns"] += 1
+    assert check_against_sql(reference, wrong) == [f"range {hit['nvtx_range']!r} (thread {hit['thread_id']}): the tool "
+                                                   f"says {(hit['kernel_count'], hit['kernel_time_ns'])}, SQL "
+                                                   f"{(hit['kernel_count'], hit['kernel_time_ns'] - 1)}"]
+    assert check_against_sql({}, [])[-1].startswith("the SQL reference found no kernel")
