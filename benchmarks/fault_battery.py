@@ -35,6 +35,8 @@ GRAPH = PROFILES / "samples_h100_ch14" / "20261126T144407Z-ch14.graph_break_cont
 QUANT = PROFILES / "samples_h100_ch14" / "20261126T151027Z-ch14.gpu_quantization-fdf0"
 FP8 = PROFILES / "samples" / "20261126T024238Z-ch09.cublaslt_gemm-a129"
 JOB = PROFILES / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
+# `python -c NO_TORCH args...`: the CLI with torch and triton unimportable (find_spec raises too), and
+# an error if either was imported anyway (tests/integration/test_without_torch.py and test_small_faults.py use it)
 NO_TORCH = """
 import sys
 class NoKernelsExtra:
@@ -43,7 +45,10 @@ class NoKernelsExtra:
             raise ModuleNotFoundError(f'No module named {name!r}', name=name)
 sys.meta_path.insert(0, NoKernelsExtra())
 from aisp_prof.cli import cli
-cli(sys.argv[1:], prog_name='aisp-prof')
+try:
+    cli(sys.argv[1:], prog_name='aisp-prof')
+finally:
+    assert not any(m.split('.')[0] in ('torch', 'triton') for m in sys.modules), 'torch was imported'
 """
 
 
@@ -157,20 +162,21 @@ def _killed_report(db: Path, out: Path, sig: int) -> subprocess.CompletedProcess
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if len(_group(proc.pid)) > 1 and list(out.parent.glob(f".{out.name}.partial-*")):
+        if len(process_group(proc.pid)) > 1 and list(out.parent.glob(f".{out.name}.partial-*")):
             break
         time.sleep(0.05)
     os.kill(proc.pid, sig)
     stdout, stderr = proc.communicate(timeout=120)
     for _ in range(100):
-        if not _group(proc.pid):
+        if not process_group(proc.pid):
             break
         time.sleep(0.1)
     return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr + "".join(
-        f"\nworker {pid} alive" for pid in _group(proc.pid)))
+        f"\nworker {pid} alive" for pid in process_group(proc.pid)))
 
 
-def _group(pgid: int) -> set[int]:
+def process_group(pgid: int) -> set[int]:
+    """The live (not zombie) processes of process group `pgid` (tests/integration/test_killed_report.py too)."""
     found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:

@@ -17,21 +17,11 @@ from repo_paths import ROOT
 
 from aisp_prof.cli import cli
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from fault_battery import process_group  # noqa: E402  (the live processes of a process group)
+
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")]
-
-
-def _group(pgid: int) -> set[int]:
-    """The live (not zombie) processes of process group `pgid`."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            found.add(int(stat.parent.name))
-    return found
 
 
 def _report_drawing(db: Path, out: Path) -> subprocess.Popen:
@@ -40,7 +30,7 @@ def _report_drawing(db: Path, out: Path) -> subprocess.Popen:
                             cwd=ROOT, env={**os.environ, "AISP_REPORT_WORKERS": "2"}, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
-    while not (_group(proc.pid) - {proc.pid} and list(out.parent.glob(f".{out.name}.partial-*"))):
+    while not (process_group(proc.pid) - {proc.pid} and list(out.parent.glob(f".{out.name}.partial-*"))):
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the report never started drawing"
         time.sleep(0.05)
@@ -49,7 +39,7 @@ def _report_drawing(db: Path, out: Path) -> subprocess.Popen:
 
 def _no_worker_left(pgid: int) -> set[int]:
     deadline = time.monotonic() + 10
-    while (left := _group(pgid)) and time.monotonic() < deadline:
+    while (left := process_group(pgid)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
 

@@ -17,18 +17,11 @@ from repo_paths import PROFILES, ROOT
 
 from aisp_prof.cli import cli
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from fault_battery import NO_TORCH  # noqa: E402  (the CLI with torch and triton unimportable)
+
 A = PROFILES / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 B = PROFILES / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"
-NO_TORCH = """
-import sys
-class NoKernelsExtra:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('torch', 'triton'):
-            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
-sys.meta_path.insert(0, NoKernelsExtra())
-from aisp_prof.cli import cli
-cli(sys.argv[1:], prog_name='aisp-prof')
-"""
 
 
 def _full_disk(monkeypatch, module) -> None:

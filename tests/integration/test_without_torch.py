@@ -18,21 +18,10 @@ from aisp_prof.cli import cli
 from aisp_prof.pairs.static import pair_infos, read_pair_info
 from aisp_prof.store.ingest import sample_run_dirs
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from fault_battery import NO_TORCH  # noqa: E402  (the CLI with torch and triton unimportable)
 
-# `python -c NO_TORCH args...`: the CLI with torch and triton unimportable (find_spec raises too)
-NO_TORCH = """
-import sys
-class NoKernelsExtra:
-    def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('torch', 'triton'):
-            raise ModuleNotFoundError(f'No module named {name!r}', name=name)
-sys.meta_path.insert(0, NoKernelsExtra())
-from aisp_prof.cli import cli
-try:
-    cli(sys.argv[1:], prog_name='aisp-prof')
-finally:
-    assert not any(m.split('.')[0] in ('torch', 'triton') for m in sys.modules), 'torch was imported'
-"""
+
 
 
 def without_torch(*args: str) -> subprocess.CompletedProcess:
