@@ -27,8 +27,9 @@ from ..pairs.source import source_mismatch
 from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import data_root, kernels_root
 from ..analyze.gate import expectations as exp
-from ..analyze.gate.rules import failing, gate_kind, one_machine, refusal, undecided, verdict_frame
-from ..analyze.gate.verdict import VariantVerdict, judge
+from ..analyze.gate.rules import (PAIR_BUDGET_S, failing, gate_kind, one_machine, refusal, undecided,
+                                   verdict_frame)
+from ..analyze.gate.verdict import AMBIGUOUS, VariantVerdict, judge
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
@@ -48,6 +49,7 @@ class BenchOptions:
     budget_s: float = 2.0              # sampling time per process
     processes: int = 1                 # timing processes per pair, at least (`undecided` asks for more)
     max_processes: int = 5             # ... and at most: a second confirms a change, more while AMBIGUOUS
+    pair_budget_s: float | None = PAIR_BUDGET_S   # ... and while another fits in the pair's time (None: no budget)
     record_processes: int = 4          # processes of a recording session (--update-expectations)
     update_expectations: bool = False
     force: bool = False                # record even a throttled session (or one of other code)
@@ -174,22 +176,28 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
     found: list[VariantVerdict] = []
     bandwidth: list[dict[str, Any]] = []
     said: list[str] = [recorded.get("outdated", "")]
+    chase = undecided(pair.name, entry, kind, opts.pair_budget_s, max(opts.processes, opts.max_processes))
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:
             verdicts = judge(pair.name, exp.of_kind(data.samples, kind), entry,
                              (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
             found.extend(one_machine(verdicts, kind, entry, link_bound=pair.distributed))
+            for v in found:
+                if chase.stopped and v.verdict == AMBIGUOUS and not v.is_reference:
+                    v.cause = "; ".join(c for c in (v.cause, chase.stopped) if c)
             data.verdicts = verdict_frame(found, str(path))
         bandwidth.extend(collective_bandwidth(data))
         source = data.info.get("source") or {}
         said.append(exp.other_code(entry, source.get("sha256"), source.get("code_sha256")))
     try:
-        result = runs.profile(opts.run_options(pair, undecided(pair.name, entry, kind)), progress, annotate)
+        result = runs.profile(opts.run_options(pair, chase), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
         return PairOutcome(pair.name, None, "error", str(e))
     if result.error is not None:
         return PairOutcome(pair.name, result.run["run_id"], "failed_check", str(result.error), found)
+    if chase.stopped:
+        progress(f"      {chase.stopped}")
     outcome = PairOutcome(pair.name, result.run["run_id"], "ok", "; ".join(m for m in said if m), found,
                           strict=opts.strict, hardware_key=key, bus_bandwidth=bandwidth)
     if opts.update_expectations:

@@ -88,6 +88,9 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               help="Timing processes per pair, at least; a second always confirms a FASTER or SLOWER.")
 @click.option("--max-processes", default=5, show_default=True,
               help="Processes at most: the confirming one, then more while a verdict is AMBIGUOUS.")
+@click.option("--pair-budget-s", type=click.FloatRange(min=0), default=40.0, show_default=True,
+              help="Seconds a pair may take before the chase of an AMBIGUOUS verdict stops (a confirming process "
+                   "always runs); the verdict's cause says why it stopped. 0: no chase.")
 @click.option("--update-expectations", is_flag=True, help="Record this run as a new session of each passing pair's "
               "evidence in expectations_<gpu>.json (refused for a throttled run).")
 @click.option("--record-processes", default=4, show_default=True, help="Timing processes of a recording session.")

@@ -1,6 +1,7 @@
 """The gate's stopping rule (analyze.gate.rules.undecided), on the real H200 evidence of
 ch10.stream_concurrency (kernels/ch10/expectations_h200.json, 2 recorded processes): one process
-of unchanged code decides; a change one process shows asks for a second before it counts."""
+of unchanged code decides; a change one process shows asks for a second before it counts; an
+AMBIGUOUS verdict is chased while another process fits in the pair's budget and could decide it."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,9 @@ import pytest
 from repo_paths import KERNELS
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.analyze.gate.rules import undecided
+from aisp_prof.analyze.gate.rules import PAIR_BUDGET_S, hopeless, undecided
+from aisp_prof.analyze.gate.verdict import MetricVerdict, VariantVerdict, decide
+from aisp_prof.analyze.timing.intervals import Interval
 
 PAIR = "ch10.stream_concurrency"
 
@@ -44,3 +47,79 @@ def test_a_slowdown_seen_by_one_process_asks_for_a_second(entry):
 @pytest.mark.slow
 def test_a_slowdown_seen_by_two_processes_stands(entry):
     assert undecided(PAIR, entry, "gpu")(_samples(entry, [0, 1], slower=1.10)) is False
+
+
+class Clock:
+    """A stand-in for time.monotonic: each timing process takes `process_s`."""
+
+    def __init__(self, process_s):
+        self.now, self.process_s = 0.0, process_s
+
+    def __call__(self):
+        return self.now
+
+    def process(self):
+        self.now += self.process_s
+
+
+def _chase(entry, process_s, budget_s=40.0):
+    clock = Clock(process_s)
+    chase = undecided(PAIR, entry, "gpu", budget_s)
+    chase.clock = clock
+    chase.started = chase.last = 0.0
+    clock.process()
+    return chase, clock
+
+
+@pytest.mark.slow
+def test_an_ambiguous_pair_of_cheap_processes_is_chased(entry):
+    chase, _ = _chase(entry, process_s=8.0)
+    assert chase(_samples(entry, [0], slower=1.017)) is True and chase.stopped == ""
+
+
+@pytest.mark.slow
+def test_a_dear_process_stops_the_chase_at_the_pair_budget(entry):
+    """ch09.structured_sparsity_ffn's processes took 28 s each: a second would pass 40 s."""
+    chase, _ = _chase(entry, process_s=28.0)
+    assert chase(_samples(entry, [0], slower=1.017)) is False
+    assert "28 s" in chase.stopped and "40 s budget" in chase.stopped
+
+
+@pytest.mark.slow
+def test_a_budget_never_cuts_the_confirming_process(entry):
+    chase, _ = _chase(entry, process_s=100.0, budget_s=0.0)
+    assert chase(_samples(entry, [0], slower=1.10)) is True
+
+
+@pytest.mark.slow
+def test_an_estimate_on_the_margin_edge_is_not_chased_past_two_processes(entry):
+    """+2.0% against a 2.0% margin: five processes would still straddle it, however cheap they are."""
+    chase, _ = _chase(entry, process_s=1.0, budget_s=None)
+    assert chase(_samples(entry, [0, 1], slower=1.02)) is False
+    assert "5 would not decide it" in chase.stopped
+
+
+def _verdict(value, low, high, margin=0.02):
+    change = Interval(value, low, high)
+    m = MetricVerdict("time", change, value, 1.0, margin, decide(change, margin))
+    return VariantVerdict(PAIR, "v", m.verdict, metrics=[m])
+
+
+@pytest.mark.parametrize("interval, processes, hopeless_", [
+    ((1.04, 1.01, 1.07), 2, False),     # beyond the edge: five processes (x0.63) would give [1.021, 1.059]: SLOWER
+    ((1.04, 1.01, 1.07), 4, True),      # four already: the fifth (x0.89) gives [1.013, 1.067], still across 1.02
+    ((1.03, 1.01, 1.05), 2, True),      # five would give [1.017, 1.043]: still across
+    ((1.02, 1.00, 1.04), 2, True),      # on the edge: no number of processes moves the estimate
+    ((1.00, 0.97, 1.03), 2, False),     # inside: five would give [0.981, 1.019]: SAME
+])
+def test_hopeless_projects_the_interval_to_the_most_processes(interval, processes, hopeless_):
+    v = _verdict(*interval)
+    assert v.verdict == "AMBIGUOUS"
+    assert hopeless(v, processes, 5) is hopeless_
+
+
+def test_the_cli_default_is_the_rules_budget():
+    from aisp_prof.cli.bench import bench_run
+
+    option = next(p for p in bench_run.params if p.name == "pair_budget_s")
+    assert option.default == PAIR_BUDGET_S

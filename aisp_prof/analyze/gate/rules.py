@@ -4,13 +4,16 @@ functions of verdicts, samples and the recorded evidence; `bench.runner` runs th
 """
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import pandas as pd
 
 from ..timing.speedup import headline_kind
 from . import expectations as exp
-from .verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, judge
+from ..timing.intervals import Interval
+from .verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, decide, judge
 
 if TYPE_CHECKING:
     from ...pairs import KernelPair
@@ -29,19 +32,85 @@ def gate_kind(pair: KernelPair) -> str:
     return headline_kind({"timer": pair.timer, "world_size": pair.world_size})
 
 
-def undecided(pair: str, entry: Any, kind: str) -> Callable[[list[dict[str, Any]]], bool]:
-    """Whether the gate needs another timing process: while a verdict is AMBIGUOUS, and until a
-    second process has confirmed any FASTER or SLOWER. One process is enough for a pair whose
-    every variant is SAME: the A/A margin it is judged by was learnt from the recorded processes'
-    spread, so the between-process noise is already inside it; a change one process shows must
-    show in the next too before it fails a build. This halves a passing gate's cost (one fresh
-    process per pair instead of two) without letting one odd process decide a failure."""
-    def more(samples: list[dict[str, Any]]) -> bool:
-        verdicts = [v for v in judge(pair, exp.of_kind(pd.DataFrame(samples), kind), entry) if not v.is_reference]
-        processes = len({s.get("process") for s in samples})
-        return any(v.verdict == AMBIGUOUS or (v.verdict in (FASTER, SLOWER) and processes < CONFIRMING_PROCESSES)
-                   for v in verdicts)
-    return more
+# A pair's chase of an AMBIGUOUS verdict (more timing processes) stops once another process would take
+# the pair past this (nvbench's --timeout, per pair). A pair's first process costs 6-10 s on an H200;
+# the whole book at most 10 minutes leaves ~40 s where a chase is cheap. Without it one pair cost
+# 160-170 s (ch09.structured_sparsity_ffn: five 28 s processes with cuSPARSELt's search in each;
+# ch14.graph_break_control_flow: a 64 s compile, then four of 22-25 s) and still ended AMBIGUOUS.
+PAIR_BUDGET_S = 40.0
+
+
+def undecided(pair: str, entry: Any, kind: str, budget_s: float | None = None,
+              max_processes: int = 5) -> "Chase":
+    """Whether the gate needs another timing process: while a verdict is AMBIGUOUS and another process
+    may decide it within the pair's budget, and until a second process has confirmed any FASTER or
+    SLOWER. One process is enough for a pair whose every variant is SAME: the A/A margin it is
+    judged by was learnt from the recorded processes' spread, so the between-process noise is already
+    inside it; a change one process shows must show in the next too before it fails a build. This
+    halves a passing gate's cost (one fresh process per pair instead of two) without letting one odd
+    process decide a failure. `budget_s` None: no budget (every process up to `max_processes`)."""
+    return Chase(pair, entry, kind, budget_s, max_processes)
+
+
+@dataclass
+class Chase:
+    """The gate's sequential stop for one pair (`undecided`), called with the samples so far after
+    each timing process. A confirming process is never cut: a failure needs it. A chase of an
+    AMBIGUOUS verdict stops (and `stopped` says why, for the verdict's cause) when another process
+    would pass `budget_s` since the pair started (the next process is estimated by the last, the
+    first by the check's process, which is dearer), or, from two processes on, when even the
+    interval `max_processes` would give (its width x sqrt(n / max), the usual 1/sqrt(n) of
+    independent processes) would still straddle the margin's edge for every AMBIGUOUS variant."""
+
+    pair: str
+    entry: Any
+    kind: str
+    budget_s: float | None = PAIR_BUDGET_S
+    max_processes: int = 5
+    clock: Callable[[], float] = time.monotonic
+    stopped: str = ""
+    started: float = field(default=-1.0)
+    last: float = field(default=-1.0)
+
+    def __post_init__(self) -> None:
+        self.started = self.last = self.clock()
+
+    def __call__(self, samples: list[dict[str, Any]]) -> bool:
+        now = self.clock()
+        process_s, self.last = now - self.last, now
+        verdicts = [v for v in judge(self.pair, exp.of_kind(pd.DataFrame(samples), self.kind), self.entry)
+                    if not v.is_reference]
+        n = len({s.get("process") for s in samples})
+        if any(v.verdict in (FASTER, SLOWER) for v in verdicts) and n < CONFIRMING_PROCESSES:
+            return True
+        unsure = [v for v in verdicts if v.verdict == AMBIGUOUS]
+        if not unsure:
+            return False
+        spent = now - self.started
+        if n >= self.max_processes:
+            self.stopped = f"still AMBIGUOUS after {n} timing processes, the most the gate takes (--max-processes)"
+        elif n >= 2 and all(hopeless(v, n, self.max_processes) for v in unsure):
+            self.stopped = (f"AMBIGUOUS after {n} timing processes, and {self.max_processes} would not decide it "
+                            "(its interval narrowed by sqrt(n / max) still straddles the margin)")
+        elif self.budget_s is not None and spent + process_s > self.budget_s:
+            self.stopped = (f"AMBIGUOUS after {n} timing process{'es' if n > 1 else ''} ({spent:.0f} s): another "
+                            f"(~{process_s:.0f} s) would pass the pair's {self.budget_s:.0f} s budget (--pair-budget-s)")
+        return not self.stopped
+
+
+def hopeless(v: VariantVerdict, processes: int, most: int) -> bool:
+    """Whether no AMBIGUOUS metric of `v` would be decided by `most` processes: each interval
+    shrunk about its estimate by sqrt(processes / most) still straddles an edge of its margin."""
+    shrink = (processes / most) ** 0.5
+    metrics = [m for m in v.metrics if m.verdict == AMBIGUOUS]
+    if not metrics:
+        return False
+    for m in metrics:
+        c = m.change.value
+        low, high = c - (c - m.change.low) * shrink, c + (m.change.high - c) * shrink
+        if decide(Interval(c, low, high), m.margin) != AMBIGUOUS:
+            return False
+    return True
 
 
 def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any, link_bound: bool = False) -> list[VariantVerdict]:
