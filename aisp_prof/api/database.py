@@ -268,17 +268,21 @@ class RunDatabase:
             listing = conn.list_runs()
         run_ids = select_runs(listing, runs, targets, str(self.path))
         rows = {r["run_id"]: r for r in listing}
+        first = {key: i for i, key in reversed(list(enumerate(rows[r].get("pair") or r for r in run_ids)))}
+        run_ids.sort(key=lambda r: first[rows[r].get("pair") or r])   # a pair's runs in a row: their rooflines share axes
         refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
         files = file_calibrations(self.calibration_dirs)
         pages = (self._page(rid, files) for rid in run_ids)
         return write_report(refs, pages, out=Path(out) if out else None, reports_dir=Path(reports_dir),
                             source=str(self.path), progress=progress)
 
-    def compare_cards(self, pair: str) -> dict[str, Any]:
-        """`compare PAIR --cards`: the pair's latest run on each card (`analyze.page.cards`); a pair
+    def compare_cards(self, pair: str, plot_dir: str | Path | None = None) -> dict[str, Any]:
+        """`compare PAIR --cards`: the pair's latest run on each card (`analyze.page.cards`), the axes
+        its rooflines share, and with `plot_dir` one roofline PNG per card on those axes there; a pair
         stored on fewer than two cards is UnknownTargetError naming the cards it has."""
         from ..analyze.page.cards import compare_cards
         from ..naming import card_name
+        from ..render.output.cards import axes_of, draw_cards
 
         with store_db.Reader(self.path) as conn:
             listing = [r for r in conn.list_runs() if r.get("pair") == pair]
@@ -287,7 +291,12 @@ class RunDatabase:
             raise UnknownTargetError(f"{pair} is stored on {len(latest)} card(s) ({', '.join(latest) or 'none'}); "
                                      "compare --cards needs runs of it on two (import them: aisp-prof import ...)")
         files = file_calibrations(self.calibration_dirs)
-        return compare_cards({card: self._page(rid, files).data for card, rid in sorted(latest.items())})
+        pages = {card: self._page(rid, files) for card, rid in sorted(latest.items())}
+        out, roofs = compare_cards({card: p.data for card, p in pages.items()}), {c: p.roofline for c, p in pages.items()}
+        roofs = {card: roof for card, roof in roofs.items() if roof is not None}
+        out["roofline_axes"] = axes_of(roofs) if roofs else None
+        out["charts"] = draw_cards(pair, roofs, Path(plot_dir)) if plot_dir is not None and roofs else {}
+        return out
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
         """One report page: the run and the calibrations in one open, then pure analysis (the

@@ -119,19 +119,23 @@ def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None
 @click.argument("pair")
 @click.option("--cards", is_flag=True, required=True,
               help="Side by side, the pair's latest run on each card it is stored on (the only comparison so far).")
+@click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also draw the pair's DRAM roofline on each card, all on the same axes, as DIR/<pair>.<card>.png.")
 @db_option
 @json_option
-def compare_cmd(pair: str, cards: bool, db: Path | None, as_json: bool) -> None:
+def compare_cmd(pair: str, cards: bool, plot_dir: Path | None, db: Path | None, as_json: bool) -> None:
     """The same pair on each card: its headline speedup beside the book's B200 ratio, and each
     machine difference beyond the noise that can explain a different ratio (ridge point, DRAM
-    bandwidth, peak compute, SM count, SM clock). No GPU needed.
+    bandwidth, peak compute, SM count, SM clock). With --plot, one roofline per card on shared
+    axes (the same x and y limits), so ridge points and roofs compare by eye. No GPU needed.
 
     \b
     Example:
       aisp-prof import profiles/samples/*/ profiles/samples_h100/*/
       aisp-prof compare ch09.fused_l2norm --cards
+      aisp-prof compare ch09.fused_l2norm --cards --plot cards/   # cards/ch09.fused_l2norm.H100.png, .H200.png
     """
-    result = database(db).compare_cards(pair)
+    result = database(db).compare_cards(pair, plot_dir)
     if as_json:
         echo_json(result)
         return
@@ -149,3 +153,9 @@ def compare_cmd(pair: str, cards: bool, db: Path | None, as_json: bool) -> None:
         click.echo(f"{r['card']} run: {r['run_id']} ({r['gpu_name']}; speedup by {r['speedup_timer'] or '-'})")
     for line in result["explanations"]:
         click.echo(line)
+    axes = result["roofline_axes"]
+    if axes:
+        (x0, x1), (y0, y1) = axes["x_flop_per_byte"], axes["y_flop_per_s"]
+        click.echo(f"roofline axes shared by the cards: {x0:.3g}-{x1:.3g} FLOP/B, {y0:.3g}-{y1:.3g} FLOP/s")
+    for card, path in result["charts"].items():
+        click.echo(f"roofline on the {card}: {path}")

@@ -278,5 +278,7 @@ def hover_svg(fig: Any, result: Any, path: Path, level: str = "dram") -> Path:
     svg = re.sub(r'<g id="pt-(\d+)">', point, buf.getvalue())
     svg = re.sub(r'<g id="roof-([A-Za-z0-9_]+)">', r'<g class="roof" data-roof="\1">', svg)
     svg = re.sub(r"<\?xml[^>]*>\s*(<!DOCTYPE[^>]*>\s*)?", "", svg)
+    (x0, x1), (y0, y1) = fig.axes[0].get_xlim(), fig.axes[0].get_ylim()     # what a cross-card view compares
+    svg = svg.replace("<svg ", f'<svg data-x-limits="{x0:.6g} {x1:.6g}" data-y-limits="{y0:.6g} {y1:.6g}" ', 1)
     path.write_text(svg, encoding="utf-8")
     return path

@@ -13,41 +13,30 @@ The folder is self-contained: CSS and the small sorting/filter script are inline
 from __future__ import annotations
 
 import base64
-import contextlib
-import errno
-import glob
 import concurrent.futures as cf
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
-import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from markupsafe import Markup
-
-try:
-    import fcntl
-except ImportError:                  # Windows: no flock; stale folders are then found by age alone
-    fcntl = None
 
 from ..errors import AispError, ChartError, OutputError, UnknownTargetError, os_error_message, shorten
 from ..naming import card_name, file_slug as _slug
 from ..units import duration, si
 from . import drawing
+from .output.folder import MARKER, move_into_place, prepare_out, unlock
 
 log = logging.getLogger(__name__)
 
 TEMPLATES = Path(__file__).parent / "templates"
 DEFAULT_REPORTS_DIR = Path("reports")
-MARKER = ".aisp-report"            # marks a folder this module wrote (safe to replace)
-STALE_REPORT_S = 600               # a killed report's partial folder without a lock is removed once this old
-WRITER_LOCK = ".writer.lock"       # in a partial folder: flock-ed by the report writing it, freed when it dies
 
 
 @dataclass(frozen=True)
@@ -146,9 +135,10 @@ def default_name(refs: Sequence[PageRef]) -> str:
     return "report-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, str]:
-    """The page's charts as files under img/; returns {chart: path relative to the page}. Runs in
-    a drawing process: a chart that fails becomes a ChartError naming it (one line in the CLI)."""
+def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = None) -> dict[str, str]:
+    """The page's charts as files under img/; returns {chart: path relative to the page}; `limits`:
+    the roofline's axes, shared with the pair's other pages. Runs in a drawing process: a chart
+    that fails becomes a ChartError naming it (one line in the CLI)."""
     from . import charts
 
     out: dict[str, str] = {}
@@ -158,8 +148,8 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str) -> dict[str, st
         except ImportError as exc:
             log.warning("no roofline plot: %s", exc)
         else:        # an SVG that answers on hover (`drawing.hover_svg`); `aisp-prof roofline` keeps the PNG
-            out["roofline"] = _chart("roofline", stem, img, lambda: drawing.hover_svg(figure(roof), roof,
-                                                                                      img / f"{stem}-roofline.svg"))
+            out["roofline"] = _chart("roofline", stem, img, lambda: drawing.hover_svg(
+                figure(roof, limits=limits), roof, img / f"{stem}-roofline.svg"))
     if data["roofline"]:
         thumb = _chart("roofline thumbnail", stem, img, charts.roofline_thumbnail, data["roofline"],
                        img / f"{stem}-roofline-thumb.png")
@@ -198,121 +188,6 @@ def _rel(path: Path, img: Path) -> str:
     return f"{img.name}/{Path(path).relative_to(img).as_posix()}"
 
 
-def _prepare_out(out_dir: Path) -> Path:
-    """A fresh partial folder beside `out_dir`; refuses to replace a folder we did not write."""
-    partial = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
-    try:
-        _remove_stale(out_dir)
-        if out_dir.exists() and (not out_dir.is_dir() or
-                                 (any(out_dir.iterdir()) and not (out_dir / MARKER).exists())):
-            raise OutputError(f"{shorten(out_dir)} exists and is not an aisp-prof report folder; choose another --out")
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        if partial.exists():
-            shutil.rmtree(partial)
-        (partial / "img").mkdir(parents=True)
-        (partial / "data").mkdir()
-        _lock(partial)
-    except OSError as exc:
-        _unlock(partial)
-        shutil.rmtree(partial, ignore_errors=True)
-        raise OutputError(os_error_message(exc, f"creating the report folder {shorten(out_dir)}", name_file=False)) from exc
-    return partial
-
-
-_held: dict[Path, Any] = {}        # partial folder -> the open lock file this process holds
-
-
-def _lock(partial: Path) -> None:
-    """Hold an flock on partial/WRITER_LOCK while the report is written: the kernel frees it when
-    the process dies however it dies (SIGKILL), so the next report knows at once that the folder
-    is nobody's (issue 31), on any host sharing the folder."""
-    f = open(partial / WRITER_LOCK, "w")
-    if fcntl is not None:
-        fcntl.flock(f, fcntl.LOCK_EX)
-    f.write(f"{os.getpid()} on {os.uname().nodename}\n")
-    f.flush()
-    _held[partial] = f
-
-
-def _unlock(partial: Path) -> None:
-    """Remove the lock file (it is not part of the report) and let the lock go."""
-    f = _held.pop(partial, None)
-    if f is not None:
-        with contextlib.suppress(OSError):
-            (partial / WRITER_LOCK).unlink()
-        f.close()
-
-
-def _writer_gone(path: Path) -> bool | None:
-    """True when `path`'s lock file is there and free (its report died), False when a live report
-    holds it, None when there is no lock to ask (an older aisp-prof, or a set-aside folder)."""
-    try:
-        with open(path / WRITER_LOCK, "r+") as f:
-            if fcntl is None:
-                return None
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
-            return bool(f.read().strip()) or None        # empty: its writer is about to lock it
-    except OSError:
-        return None
-
-
-def _remove_stale(out_dir: Path) -> None:
-    """Remove partial and set-aside folders of `out_dir` whose writing process is gone (killed
-    outright, so it could not clean up): at once when its lock is free, else once untouched for
-    STALE_REPORT_S and its process id names no live process (an id means nothing on another host
-    sharing the folder); a concurrent report's stay."""
-    if not out_dir.parent.is_dir():
-        return
-    for path in out_dir.parent.glob(f".{glob.escape(out_dir.name)}.*-*"):
-        match = re.fullmatch(rf"\.{re.escape(out_dir.name)}\.(?:partial-(\d+)|old-(\d+)-\d+)", path.name)
-        if not match:
-            continue
-        gone = _writer_gone(path)
-        if gone is None:
-            old = False
-            with contextlib.suppress(OSError):
-                old = time.time() - path.stat().st_mtime > STALE_REPORT_S
-            gone = old and not _alive(int(match.group(1) or match.group(2)))
-        if gone:
-            shutil.rmtree(path, ignore_errors=True)
-            log.warning("removed %s: left half-written by a report that was killed", path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:          # another user's live process
-        return True
-    return True
-
-
-def _move_into_place(partial: Path, out_dir: Path) -> None:
-    """Rename the finished partial folder to `out_dir`, replacing a previous report there. A
-    report written into the same folder at the same moment (two quickstarts) may move in between
-    our steps: then the old one is moved aside again, a few times; the last to finish stays."""
-    for attempt in range(10):
-        if out_dir.exists():
-            aside = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}-{attempt}"
-            try:
-                out_dir.rename(aside)
-            except FileNotFoundError:        # another report moved it first
-                pass
-            else:
-                shutil.rmtree(aside, ignore_errors=True)
-        try:
-            partial.rename(out_dir)
-            return
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or attempt == 9:
-                shutil.rmtree(partial, ignore_errors=True)
-                raise OutputError(os_error_message(exc, f"moving the report into {shorten(out_dir)}", name_file=False)) from exc
-
-
 def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | None = None,
                  reports_dir: Path = DEFAULT_REPORTS_DIR, source: str = "",
                  progress: Callable[[str], None] | None = None) -> Report:
@@ -326,7 +201,7 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     if not refs:
         raise UnknownTargetError("no runs to report on")
     out_dir = Path(out) if out else Path(reports_dir) / default_name(refs)
-    partial = _prepare_out(out_dir)
+    partial = prepare_out(out_dir)
     try:
         env, assets, names = _env(), _assets(), _page_names(refs)
         assets["switch"] = {ref.pair: sorted((card_name(r.gpu_name), n) for r, n in zip(refs, names) if r.pair == ref.pair)
@@ -340,11 +215,15 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
             # pages finish as their charts come back (a worker never waits on a slow page); a few queued each
             pending: dict[cf.Future, tuple[int, str, Page]] = {}
             queued = 3 * count if count > 1 else 1
-            for i, (name, page) in enumerate(zip(names, pages)):
-                stem = name[: -len(".html")]
-                pending[charts.submit(_draw, page.data, page.roofline, partial / "img", stem)] = (i, name, page)
-                while len(pending) >= queued:
-                    _finish_drawn(pending, done, env, assets, partial, generated, progress)
+            assets["cross"] = {}                        # page -> [(card, page, roofline SVG)]: same axes
+            for batch in _batches(refs, names, pages):
+                limits = _cross_cards(batch, refs, assets["cross"])
+                for i, name, page in batch:
+                    stem = name[: -len(".html")]
+                    pending[charts.submit(_draw, page.data, page.roofline, partial / "img", stem,
+                                          limits)] = (i, name, page)
+                    while len(pending) >= queued:
+                        _finish_drawn(pending, done, env, assets, partial, generated, progress)
             while pending:
                 _finish_drawn(pending, done, env, assets, partial, generated, progress)
         written = [out_dir / done[i]["page"] for i in sorted(done)]
@@ -354,14 +233,52 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         (partial / "index.html").write_text(html, encoding="utf-8")
         (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
     except BaseException as exc:             # Ctrl-C and a full disk included: no half report
-        _unlock(partial)
+        unlock(partial)
         shutil.rmtree(partial, ignore_errors=True)
         if isinstance(exc, OSError):
             raise OutputError(os_error_message(exc, f"writing the report to {shorten(out_dir)}", name_file=False)) from exc
         raise
-    _unlock(partial)
-    _move_into_place(partial, out_dir)
+    unlock(partial)
+    move_into_place(partial, out_dir)
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
+
+
+def _batches(refs: Sequence[PageRef], names: Sequence[str],
+             pages: Iterable[Page]) -> Iterator[list[tuple[int, str, Page]]]:
+    """The pages as (number, name, page), a pair's pages together once all are computed (their
+    rooflines share axes); a pair with one page goes alone, at once. The API hands a pair's runs
+    in a row, so few pages wait."""
+    wanted = Counter(r.pair for r in refs if r.pair)
+    held: dict[str, list[tuple[int, str, Page]]] = {}
+    for i, (ref, name, page) in enumerate(zip(refs, names, pages)):
+        if not ref.pair or wanted[ref.pair] == 1:
+            yield [(i, name, page)]
+            continue
+        held.setdefault(ref.pair, []).append((i, name, page))
+        if len(held[ref.pair]) == wanted[ref.pair]:
+            yield held.pop(ref.pair)
+
+
+def _cross_cards(batch: list[tuple[int, str, Page]], refs: Sequence[PageRef], cross: dict[str, Any]) -> Any:
+    """One pair's pages: the roofline axes they share (None for one roofline), and in `cross`, for
+    each page, the pair's roofline on each card (its own for its card, else the card's first)."""
+    roofs = [p.roofline for _, _, p in batch if p.roofline is not None]
+    if len(roofs) < 2:
+        return None
+    try:
+        from .roofline_plot import axes_limits
+    except ImportError:                 # no matplotlib: `_draw` says so
+        return None
+    cards: dict[str, str] = {}
+    for i, name, page in batch:
+        if page.roofline is not None:
+            cards.setdefault(card_name(refs[i].gpu_name), name)
+    if len(cards) > 1:
+        for i, name, page in batch:
+            own = card_name(refs[i].gpu_name)
+            shown = {**cards, own: name} if page.roofline is not None else cards
+            cross[name] = [(card, other, f"img/{other[: -len('.html')]}-roofline.svg") for card, other in sorted(shown.items())]
+    return axes_limits(roofs)
 
 
 def _finish_drawn(pending: dict[cf.Future, tuple[int, str, Page]], done: dict[int, dict[str, Any]],

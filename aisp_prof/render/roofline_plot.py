@@ -45,6 +45,7 @@ PANEL_IN = (9.5, 6.2)                     # one chart, inches
 # inches around a chart's axes: the y tick labels and label; the x ones; half an x tick label that
 # sits on the right edge; the title. What a constrained layout chose for every shipped sample.
 MARGINS_IN = (0.65, 0.5, 0.17, 0.25)
+Limits = tuple[tuple[float, float], tuple[float, float]]      # ((x low, x high), (y low, y high))
 
 
 def _plain(text: str) -> str:
@@ -216,13 +217,13 @@ def _panels(fig: Figure, count: int) -> list[Any]:
 
 
 def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare: bool = True,
-         precisions: Sequence[str] | None = None, kernels: bool = True) -> Path:
+         precisions: Sequence[str] | None = None, kernels: bool = True, limits: Limits | None = None) -> Path:
     """Write the roofline chart(s) of `result` to `path` (.png or .svg); return the path."""
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
         raise ValueError(f"{path}: the chart is written as .png or .svg")
-    fig = figure(result, level, compare, precisions, kernels)
+    fig = figure(result, level, compare, precisions, kernels, limits)
     if fmt == "png":
         return draw_png(fig, path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -230,13 +231,32 @@ def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare:
     return path
 
 
-def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
-           precisions: Sequence[str] | None = None, kernels: bool = True) -> Figure:
-    """The chart(s) of `result` as a Figure (what `draw` saves). Point names and speedups are
-    placed last, on the final layout, where they overlap no other label, marker or legend."""
+def _levels(level: str) -> tuple[str, ...]:
     if level not in ("dram", "l2", "l1", "all"):
         raise ValueError(f"level must be dram, l2, l1 or all, not {level!r}")
-    levels = ("l1", "l2", "dram") if level == "all" else (level,)
+    return ("l1", "l2", "dram") if level == "all" else (level,)
+
+
+def axes_limits(results: Sequence[RooflineResult], level: str = "dram",
+                precisions: Sequence[str] | None = None) -> Limits:
+    """One set of axes that holds every chart of `results` (each chart's points, roofs and ridge
+    points): the same pair drawn on several cards with these limits compares by eye."""
+    levels, found = _levels(level), []
+    for result in results:
+        for _title, points in _groups(result):
+            found.append(_limits(result, points, levels, _precisions(result, points, precisions)))
+    if not found:
+        raise ValueError("no roofline to take axes from")
+    return ((min(f[0][0] for f in found), max(f[0][1] for f in found)),
+            (min(f[1][0] for f in found), max(f[1][1] for f in found)))
+
+
+def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
+           precisions: Sequence[str] | None = None, kernels: bool = True, limits: Limits | None = None) -> Figure:
+    """The chart(s) of `result` as a Figure (what `draw` saves). Point names and speedups are
+    placed last, on the final layout, where they overlap no other label, marker or legend.
+    `limits` (from `axes_limits`) fixes every chart's axes; by default each fits its own points."""
+    levels = _levels(level)
     groups = _groups(result)
     fig = Figure(figsize=(PANEL_IN[0], PANEL_IN[1] * len(groups)), dpi=DPI)
     FigureCanvasAgg(fig)
@@ -244,7 +264,7 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
     to_place = []
     for ax, (title, points) in zip(axes, groups):
         precs = _precisions(result, points, precisions)
-        xlim, ylim = _limits(result, points, levels, precs)
+        xlim, ylim = limits or _limits(result, points, levels, precs)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(*xlim)

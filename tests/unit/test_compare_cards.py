@@ -4,6 +4,7 @@ B200 ratio from the pair, and each machine difference beyond the noise is explai
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -58,3 +59,46 @@ def test_compare_cards_table_fits_and_a_one_card_pair_is_one_line(db, tmp_path):
 def test_compare_help_has_an_example():
     res = CliRunner().invoke(cli, ["compare", "--help"])
     assert res.exit_code == 0 and "Example" in res.output and "--cards" in res.output
+
+
+def _limits(svg: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    m = re.search(r'<svg data-x-limits="([^"]+)" data-y-limits="([^"]+)"', svg)
+    return tuple(map(float, m.group(1).split())), tuple(map(float, m.group(2).split()))
+
+
+@pytest.mark.slow
+def test_each_cards_roofline_has_the_same_axes(db, tmp_path):
+    """Drawn alone, the H100's and H200's rooflines have different axes (their ridge points differ:
+    19.7 vs 13.6 FLOP/B); `compare --cards --plot` and the report draw both on one set of axes."""
+    from aisp_prof.render.roofline_plot import axes_limits, figure
+
+    from aisp_prof.store.calibrations import file_calibrations
+
+    store = open_db(db)
+    files = file_calibrations(store.calibration_dirs)        # what the command reads: the shipped calibrations
+    roofs = {r.name: store._page(r.name, files).roofline for r in (H200, H100)}
+    alone = [figure(roof).axes[0] for roof in roofs.values()]
+    assert alone[0].get_xlim() != alone[1].get_xlim()          # so the test below can fail
+    shared = axes_limits(list(roofs.values()))
+    for ax in alone:                                             # the shared axes hold each card's chart
+        assert shared[0][0] <= ax.get_xlim()[0] and shared[0][1] >= ax.get_xlim()[1]
+        assert shared[1][0] <= ax.get_ylim()[0] and shared[1][1] >= ax.get_ylim()[1]
+    res = CliRunner().invoke(cli, ["compare", "ch09.fused_l2norm", "--cards", "--db", str(db), "--json",
+                                   "--plot", str(tmp_path / "plots")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["roofline_axes"] == {"x_flop_per_byte": list(shared[0]), "y_flop_per_s": list(shared[1])}
+    assert sorted(out["charts"]) == ["H100", "H200"]
+    assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == ["ch09.fused_l2norm.H100.png",
+                                                                      "ch09.fused_l2norm.H200.png"]
+    # the report: each card's page draws its roofline on the shared axes and shows both cards' charts
+    rep = store.report([H200.name, H100.name], out=tmp_path / "rep")
+    svgs = {card: (rep.out_dir / "img" / f"ch09.fused_l2norm.{card}-roofline.svg").read_text() for card in ("H100", "H200")}
+    assert _limits(svgs["H100"]) == _limits(svgs["H200"])
+    assert _limits(svgs["H100"])[0] == pytest.approx(shared[0], rel=1e-5)
+    assert _limits(svgs["H100"])[1] == pytest.approx(shared[1], rel=1e-5)
+    page = (rep.out_dir / "ch09.fused_l2norm.H200.html").read_text()
+    grid = re.search(r'<div class="cross-grid">(.*?)</div>', page, re.S).group(1)
+    assert re.findall(r'<img src="([^"]+)"', grid) == ["img/ch09.fused_l2norm.H100-roofline.svg",
+                                                       "img/ch09.fused_l2norm.H200-roofline.svg"]
+    assert 'aria-current="page"><span>H200 (this page)</span>' in grid
