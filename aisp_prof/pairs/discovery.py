@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..errors import RequirementError, SizesError, UnknownTargetError
 from ..naming import chapter_key
-from ..paths import kernels_extra_install
+from ..paths import data_root, kernels_extra_install
 from .model import KernelPair
 from .static import PairInfo, pair_infos, pair_modules, read_pair_info
 
@@ -29,13 +29,22 @@ def _needs_torch(exc: ImportError) -> RequirementError:
     return RequirementError(f"running the kernel pairs needs the kernels extra ({exc}): {kernels_extra_install()}")
 
 
-def _load_module(path: Path) -> Any:
-    mod_name = f"aisp_pairs_{path.parent.name}_{path.stem}"
+def _load_module(path: Path, prefix: str = "aisp_pairs") -> Any:
+    mod_name = f"{prefix}_{path.parent.name}_{path.stem}"
     spec = importlib.util.spec_from_file_location(mod_name, path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def shipped_module(chapter: str, stem: str) -> Any:
+    """The shipped pair module kernels/<chapter>/<stem>.py (under `data_root`, never $AISP_KERNELS),
+    imported under a name of its own and left as written: for a module under $AISP_KERNELS that
+    wraps a shipped pair (the gate's planted slowdowns in tests/fixtures/gate_kernels). Unlike
+    `files.load_file` it sets no `source` on the PAIR: the wrapper's PAIR, found by `discover`,
+    must name the wrapper's file, not the real one."""
+    return _load_module(data_root() / "kernels" / chapter / f"{stem}.py", "aisp_shipped")
 
 
 def discover(root: Path | None = None) -> list[KernelPair]:

@@ -153,3 +153,25 @@ def test_a_planted_slowdown_module_is_judged_against_the_shipped_evidence(monkey
     assert evidence_path(BenchOptions(), "ch99", "h200").parent.name == "ch99"      # none shipped: its own
     mine = tmp_path / "mine.json"
     assert evidence_path(BenchOptions(expectations=mine), "ch09", "h200") == mine
+
+
+def test_every_planted_module_wraps_the_shipped_pair_and_names_its_own_file(monkeypatch):
+    """The three gate_kernels modules load the real pair through one helper (pairs.discovery.
+    shipped_module) that leaves its PAIR as written: discovered under $AISP_KERNELS, each PAIR is
+    the shipped pair's name and sizes with its own file as `source` (what a verdict's code digest
+    reads), never the real file's."""
+    pytest.importorskip("torch")
+    from aisp_prof import pairs
+    from aisp_prof.pairs.discovery import shipped_module
+    from aisp_prof.paths import data_root
+
+    fixtures = data_root() / "tests" / "fixtures" / "gate_kernels"
+    monkeypatch.setenv("AISP_KERNELS", str(fixtures))
+    planted = {p.name: p for p in pairs.discover()}
+    assert sorted(planted) == ["ch09.fused_l2norm", "ch14.attention_eager_sdpa", "ch14.quantized_allreduce"]
+    for name, pair in planted.items():
+        chapter, stem = name.split(".")
+        real = shipped_module(chapter, stem)
+        assert pair.source == str(fixtures / chapter / f"{stem}.py")
+        assert real.PAIR.source != pair.source and pair.sizes == real.PAIR.sizes
+        assert real.__file__ == str(data_root() / "kernels" / chapter / f"{stem}.py")
