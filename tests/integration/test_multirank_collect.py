@@ -3,7 +3,7 @@ torchrun starting them (for real, on the CPU), and the ranks' checks merged into
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +11,7 @@ import pytest
 
 from aisp_prof import pairs
 from aisp_prof.collect import commands
-from aisp_prof.collect.ranks import rank_exec
+from aisp_prof.collect.ranks import launch, rank_exec
 from aisp_prof.collect.process import runner, steps
 from aisp_prof.errors import RequirementError
 from aisp_prof.naming import rank_path
@@ -67,7 +67,8 @@ def test_launch_writes_each_ranks_line_and_starts_torchrun(tmp_path):
     ctx = steps.StepContext(tmp_path, info, world_size=2, ncu_rank=1)
     cmd = ctx.launch("ncu", lambda r: ["ncu", "child"] if r == ctx.ncu_rank else ["child"])
     assert cmd[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                       "-m", rank_exec.MODULE, str(tmp_path / "ncu.ranks.json")]
+                       "--log-dir", str(tmp_path / ".torchrun-ncu-node0"), "-m", rank_exec.MODULE,
+                       str(tmp_path / "ncu.ranks.json")]
     assert json.loads((tmp_path / "ncu.ranks.json").read_text()) == {"0": ["child"], "1": ["ncu", "child"]}
     assert info["rank_commands"]["ncu"]["1"] == ["ncu", "child"]
 
@@ -80,18 +81,24 @@ def test_rank_exec_refuses_a_rank_it_has_no_line_for():
 
 
 @pytest.mark.slow
-def test_torchrun_starts_each_rank_on_its_own_line(tmp_path):
-    """A real torchrun (CPU, two ranks): rank r runs its own command and sees its RANK."""
+def test_torchrun_starts_each_rank_on_its_own_line_and_leaves_no_folder_behind(tmp_path):
+    """A real torchrun (CPU, two ranks) as a step starts it (steps.run_agents): rank r runs its own
+    command and sees its RANK; torchrun's log folder stays in the run folder and goes with the step
+    (without --log-dir every launch left a torchelastic_* folder in the temp folder: TMPDIR here)."""
     pytest.importorskip("torch.distributed.run")
     script = "import os, sys; open(sys.argv[1], 'w').write(os.environ['RANK'] + ' ' + os.environ['WORLD_SIZE'])"
     lines = rank_exec.write_rank_commands(tmp_path / "x.ranks.json", 2,
                                           lambda r: [sys.executable, "-c", script, str(tmp_path / f"out{r}.txt")])
     assert len(lines) == 2
-    proc = subprocess.run(rank_exec.torchrun_command(2, tmp_path / "x.ranks.json"), capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    [agent] = launch.agents(launch.Launch(2), tmp_path / "x.ranks.json", tmp_path, "job")
+    assert agent.argv == rank_exec.torchrun_command(2, tmp_path / "x.ranks.json")
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    rc, text, _ = steps.run_agents([agent], tmp_path / "x.log", {**os.environ, "TMPDIR": str(temp)})
+    assert rc == 0, text[-2000:]
     assert (tmp_path / "out0.txt").read_text() == "0 2"
     assert (tmp_path / "out1.txt").read_text() == "1 2"
+    assert list(temp.iterdir()) == [] and not list(tmp_path.glob(".torchrun-*"))
 
 
 def _report(passed: bool, failed=()):

@@ -87,7 +87,7 @@ def test_a_slurm_task_without_the_groups_address_is_one_line(tmp_path):
 def test_the_timing_child_keeps_ranks_in_step_and_the_slowest_rank_decides(tmp_path):
     out = tmp_path / "timing.json"
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                           str(TESTS / "multirank_timing.py"), str(out)], capture_output=True, text=True,
+                           "--log-dir", str(tmp_path / "torchrun"), str(TESTS / "multirank_timing.py"), str(out)], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     reports = [json.loads(rank_path(out, r).read_text()) for r in range(2)]

@@ -19,9 +19,10 @@ OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHME
 
 def test_one_node_is_one_standalone_torchrun_with_multicast_off():
     [agent] = launch.agents(launch.Launch(4), FILE, RUN_DIR, "job")
+    log_dir = str(RUN_DIR / ".torchrun-check-node0")       # not /tmp/torchelastic_*, and removed after the step
     assert agent.argv[1:] == ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
-                              "-m", rank_exec.MODULE, str(FILE)]
-    assert agent.env == OFF and agent.folder == ""
+                              "--log-dir", log_dir, "-m", rank_exec.MODULE, str(FILE)]
+    assert agent.env == OFF and agent.folder == "" and agent.scratch == log_dir
     assert rank_exec.torchrun_command(4, FILE) == agent.argv
 
 
@@ -30,7 +31,9 @@ def test_two_nodes_on_one_host_are_two_agents_splitting_the_gpus():
     for i, agent in enumerate((a, b)):
         assert agent.argv[3:] == ["--nnodes", "2", "--nproc-per-node", "2", "--node-rank", str(i), "--rdzv-backend",
                                   "c10d", "--rdzv-endpoint", "127.0.0.1:29611", "--rdzv-id", "job42",
-                                  "--max-restarts", "0", "-m", rank_exec.MODULE, str(FILE)]
+                                  "--max-restarts", "0", "--log-dir", str(RUN_DIR / f".torchrun-check-node{i}"),
+                                  "-m", rank_exec.MODULE, str(FILE)]
+        assert agent.scratch == str(RUN_DIR / f".torchrun-check-node{i}")
         assert {k: agent.env[k] for k in OFF} == OFF
         assert agent.folder == f"node{i}" and agent.env["AISP_NODE_DIR"] == str(RUN_DIR / f"node{i}")
     assert (a.env["CUDA_VISIBLE_DEVICES"], b.env["CUDA_VISIBLE_DEVICES"]) == ("0,1", "2,3")

@@ -26,7 +26,7 @@ from ...paths import checkout_root, kernels_root
 from .. import commands
 from ..output.run_folder import gzip_file
 from ..ranks.follow import Board
-from ..ranks.launch import Agent, Launch, node_folder
+from ..ranks.launch import Agent, Launch, node_folder, removing_scratch
 
 Progress = Callable[[str], None]
 _PASSES = re.compile(r"- (\d+) passes?")
@@ -126,9 +126,15 @@ def run_logged(cmd: Sequence[str], log_path: Path, env: dict[str, str]) -> tuple
 def run_agents(started: list[Agent], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
     """Run the agents of one step side by side, each logged (the first into `log_path`, node n's
     into `<stem>.node<n><suffix>`); when one fails, the others are stopped (their ranks would wait
-    for the failed ones until the group's timeout). (first non-zero exit code, the logs, wall s)."""
-    if len(started) == 1:
-        return run_logged(started[0].argv, log_path, {**env, **started[0].env})
+    for the failed ones until the group's timeout); each agent's scratch folder (torchrun's log
+    folder) removed at the end. (first non-zero exit code, the logs, wall s)."""
+    with removing_scratch(started):
+        if len(started) == 1:
+            return run_logged(started[0].argv, log_path, {**env, **started[0].env})
+        return _side_by_side(started, log_path, env)
+
+
+def _side_by_side(started: list[Agent], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
     began, procs, logs = time.time(), [], []
     try:
         for agent in started:

@@ -14,13 +14,18 @@ environment each adds.
     SLURM_LOCALID (`group.from_env`), the process group's address from MASTER_ADDR/MASTER_PORT.
 
 Every agent's environment turns NVLink multicast off (MULTICAST_OFF), as the GPU machines ask.
+Every torchrun agent keeps its log folder (`--log-dir`, per-rank folders nobody reads) beside its
+rank commands, as `Agent.scratch`, which `steps.run_agents` removes when the step ends: without it
+torchrun made a /tmp/torchelastic_* folder per launch and left it there.
 """
 from __future__ import annotations
 
+import contextlib
+import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from ...errors import RequirementError
 from ..commands import python_module
@@ -89,6 +94,18 @@ class Agent:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     folder: str = ""
+    scratch: str = ""        # a folder the launcher writes and nobody reads (torchrun's --log-dir): removed after
+
+
+@contextlib.contextmanager
+def removing_scratch(started: Sequence[Agent]) -> Iterator[None]:
+    """Each agent's scratch folder (torchrun's log folder) removed when the step ends, however it ends."""
+    try:
+        yield
+    finally:
+        for agent in started:
+            if agent.scratch:
+                shutil.rmtree(agent.scratch, ignore_errors=True)
 
 
 def node_folder(node: int) -> str:
@@ -109,7 +126,8 @@ def agents(launch: Launch, rank_commands: Path, run_dir: Path, job_id: str,
     if launch.launcher == "slurm":
         return [slurm_agent(launch, rank_commands, port)]
     if launch.nnodes == 1:
-        return [Agent(0, torchrun_argv(launch, rank_commands), dict(MULTICAST_OFF))]
+        return [Agent(0, torchrun_argv(launch, rank_commands), dict(MULTICAST_OFF),
+                      scratch=str(torchrun_log_dir(rank_commands)))]
     rdzv = launch.rdzv_endpoint or f"127.0.0.1:{port or free_port()}"
     nodes = range(launch.nnodes) if launch.node_rank is None else [launch.node_rank]
     gpus = list(visible) if visible is not None else [str(i) for i in range(launch.gpus_here())]
@@ -119,7 +137,8 @@ def agents(launch: Launch, rank_commands: Path, run_dir: Path, job_id: str,
                NODE_DIR_ENV: str(run_dir / node_folder(node)), RUN_DIR_ENV: str(run_dir)}
         if launch.one_host:       # several agents on one host: each its own share of the GPUs
             env["CUDA_VISIBLE_DEVICES"] = ",".join(gpus[i * launch.nproc_per_node:(i + 1) * launch.nproc_per_node])
-        out.append(Agent(node, torchrun_argv(launch, rank_commands, node, rdzv, job_id), env, node_folder(node)))
+        out.append(Agent(node, torchrun_argv(launch, rank_commands, node, rdzv, job_id), env, node_folder(node),
+                         str(torchrun_log_dir(rank_commands, node))))
     return out
 
 
@@ -127,15 +146,24 @@ def torchrun_argv(launch: Launch, rank_commands: Path, node: int = 0, rdzv: str 
                   job_id: str = "") -> list[str]:
     """torchrun for one agent: `--standalone` on one node (a rendezvous on a free local port, so two
     runs on one host never collide); else c10d at `rdzv` with this agent's node rank, no restarts
-    (a failed rank fails the step). torchrun, "Single-node multi-worker" and "Multi-node":
-    https://pytorch.org/docs/stable/elastic/run.html"""
+    (a failed rank fails the step); its log folder `torchrun_log_dir`. torchrun, "Single-node
+    multi-worker" and "Multi-node": https://pytorch.org/docs/stable/elastic/run.html"""
     if launch.nnodes == 1:
         head = ["--standalone", "--nproc-per-node", str(launch.nproc_per_node)]
     else:
         head = ["--nnodes", str(launch.nnodes), "--nproc-per-node", str(launch.nproc_per_node),
                 "--node-rank", str(node), "--rdzv-backend", "c10d", "--rdzv-endpoint", str(rdzv),
                 "--rdzv-id", job_id, "--max-restarts", "0"]
+    head += ["--log-dir", str(torchrun_log_dir(rank_commands, node))]
     return python_module("torch.distributed.run", *head, "-m", MODULE, str(rank_commands))
+
+
+def torchrun_log_dir(rank_commands: Path, node: int = 0) -> Path:
+    """torchrun's log folder for one agent, beside the step's rank commands ('.torchrun-check-node0'
+    in the run folder): given, torchrun writes there instead of a /tmp/torchelastic_* folder it
+    never removes. One per node, so agents on shared storage never remove each other's."""
+    step = rank_commands.name.split(".")[0]
+    return rank_commands.with_name(f".torchrun-{step}-node{node}")
 
 
 def slurm_agent(launch: Launch, rank_commands: Path, port: int | None = None,

@@ -26,7 +26,7 @@ SMALL = "numel=65536"
 def _check_on_two_ranks(tmp_path: Path, extra: str | None = None) -> list[dict]:
     out = tmp_path / "check.json"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           str(HERE / "multirank_check.py"), NAME, SMALL, str(out), *([extra] if extra else [])]
+           "--log-dir", str(tmp_path / "torchrun"), str(HERE / "multirank_check.py"), NAME, SMALL, str(out), *([extra] if extra else [])]
     env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
