@@ -159,15 +159,14 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = N
         out["stalls"] = _chart("stall", stem, img, charts.stall_chart, data["stalls"], img / f"{stem}-stalls.png")
     if data["memory"]:
         out["memory"] = _chart("memory", stem, img, charts.memory_chart, data["memory"], img / f"{stem}-memory.png")
-    if data["timeline"]:
-        from .timeline import timeline_chart
+    # the timelines as SVG that zooms on the time axis (`output.zoom`); the PNGs are the terminal's
+    from .output.zoom import rank_timeline_svg, timeline_svg
 
-        out["timeline"] = _chart("timeline", stem, img, timeline_chart, data["timeline"], img / f"{stem}-timeline.png")
     if (data.get("ranks") or {}).get("lanes"):
-        from .rank_timeline import rank_timeline_chart
-
-        out["rank_timeline"] = _chart("rank timeline", stem, img, rank_timeline_chart, data["ranks"]["lanes"],
-                                      img / f"{stem}-rank-timeline.png")
+        out["rank_timeline"] = _chart("rank timeline", stem, img, rank_timeline_svg, data["ranks"]["lanes"],
+                                      img / f"{stem}-rank-timeline.svg")
+    elif data["timeline"]:
+        out["timeline"] = _chart("timeline", stem, img, timeline_svg, data["timeline"], img / f"{stem}-timeline.svg")
     return out
 
 
@@ -210,7 +209,8 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
         if count > 1:     # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
-            from . import charts as _charts, roofline_plot, timeline  # noqa: F401
+            from . import charts as _charts, roofline_plot  # noqa: F401
+            from .output import zoom  # noqa: F401
         with drawing.pool(count) as charts:
             # pages finish as their charts come back (a worker never waits on a slow page); a few queued each
             pending: dict[cf.Future, tuple[int, str, Page]] = {}
@@ -298,8 +298,11 @@ def _finish_page(env: Any, assets: dict[str, Any], partial: Path, name: str, pag
     data, stem = page.data, name[: -len(".html")]
     svg = re.sub(r'<metadata>.*?</metadata>\s*| xmlns(:\w+)?="[^"]*"', "", (partial / images["roofline"]).read_text(
         encoding="utf-8"), flags=re.S) if images.get("roofline") else ""       # inline: HTML knows svg's names
+    timeline = images.get("rank_timeline") or images.get("timeline")            # inline too: the zoom script moves it
+    timeline_svg = (partial / timeline).read_text(encoding="utf-8").replace(' xmlns="http://www.w3.org/2000/svg"', "", 1) \
+        if timeline else ""
     html = env.get_template("pair.html.j2").render(d=data, images=images, page=name, generated=generated,
-                                                   roofline_svg=Markup(svg), **assets)
+                                                   roofline_svg=Markup(svg), timeline_svg=Markup(timeline_svg), **assets)
     (partial / name).write_text(html, encoding="utf-8")
     (partial / "data" / f"{stem}.json").write_text(json.dumps(data, indent=1, default=str))
     if progress:

@@ -330,3 +330,65 @@ def test_roofline_tooltip_shows_on_hover_inside_the_window(tmp_path, width):
         found = re.search(r'data-hover="([^"]*)"', res.stdout)
         assert found, res.stderr[-2000:]
         assert found.group(1) == "shown,true,inside|shown,true,inside|dram off:true", (page.name, width)
+
+
+ZOOM_HARNESS = """<script>
+var out = [], W = window.innerWidth;
+document.querySelectorAll("figure.tlzoom").forEach(function (fig) {
+  var svg = fig.querySelector("svg.tl-svg"), r = svg.getBoundingClientRect(), box = svg.viewBox.baseVal;
+  var before = svg.getAttribute("data-view"), ticks = svg.querySelector("g.ticks").textContent;
+  for (var i = 0; i < 4; i++) {
+    svg.dispatchEvent(new WheelEvent("wheel", {deltaY: -100, clientX: r.left + r.width * 0.6, clientY: r.top + 30,
+                                               bubbles: true, cancelable: true}));
+  }
+  var wheel = svg.getAttribute("data-view"), ticksAfter = svg.querySelector("g.ticks").textContent;
+  fig.querySelector("button[data-zoom=in]").click();
+  var button = svg.getAttribute("data-view"), range = fig.querySelector(".tl-range").textContent;
+  var span = function (v) { v = v.split(" ").map(Number); return v[1] - v[0]; };
+  var outside = 0;                         // texts past the chart's own box (the SVG scales to its figure)
+  svg.querySelectorAll("text").forEach(function (t) {
+    if (t.getAttribute("display") === "none" || !t.textContent) return;
+    var b = t.getBBox();
+    if (b.x < -0.5 || b.x + b.width > box.width + 0.5) outside++;
+  });
+  var shown = 0, x0 = +svg.getAttribute("data-x0"), x1 = +svg.getAttribute("data-x1");
+  svg.querySelectorAll("rect.b").forEach(function (b) {
+    var x = +b.getAttribute("x"), w = +b.getAttribute("width");
+    if (x + w > x0 && x < x1) shown++;
+  });
+  fig.querySelector("button[data-zoom=reset]").click();
+  out.push([span(wheel) < span(before) * 0.5, span(button) < span(wheel) * 0.6, ticks !== ticksAfter,
+            range !== "all", shown > 0, outside, Math.round(fig.getBoundingClientRect().right) <= W,
+            document.documentElement.scrollWidth <= W, svg.getAttribute("data-view") === before].join(","));
+});
+document.body.setAttribute("data-zoom", out.join("|"));
+</script>
+</body>"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", (800, 1280, 1920))
+def test_timelines_zoom_on_the_time_axis_and_fit_the_window(tmp_path, width):
+    """Issue 32 item 2: the nsys timeline (ch09.fused_l2norm, H200) and the rank timeline (the 2-GPU
+    ch14.quantized_allreduce, H200) are inline SVG whose time axis zooms with the wheel and the
+    buttons, offline: the wheel narrows the time window shown, a button narrows it again, the reset
+    shows the whole span; no text leaves the chart and the figure fits the window at 800-1920 px."""
+    from aisp_prof.paths import data_root
+
+    db = tmp_path / "a.db"
+    runs = [d for d in sorted((data_root() / "profiles").glob("samples*/*-*-*"))
+            if d.name in (RUN_ID, "20261126T231409Z-ch14.quantized_allreduce-3c06")]
+    assert len(runs) == 2
+    for d in runs:
+        store_path(db, d)
+    rep = open_db(db).report(open_db(db).select(), out=tmp_path / "report")
+    for page in rep.pages:
+        html = page.read_text()
+        assert html.count('class="tl-svg"') == 1 and '<rect class="b" data-t0=' in html
+        harness = page.with_name("zoom-" + page.name)
+        harness.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+                           .replace("</body>", ZOOM_HARNESS, 1))
+        res = chromium(tmp_path, harness.resolve().as_uri(), "--dump-dom", f"--window-size={width},900")
+        found = re.search(r'data-zoom="([^"]*)"', res.stdout)
+        assert found, res.stderr[-2000:]
+        assert found.group(1) == "true,true,true,true,true,0,true,true,true", (page.name, width)

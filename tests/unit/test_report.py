@@ -111,8 +111,9 @@ def test_writes_index_and_one_page_per_run(built):
     for section in ("headline", "roofline", "stalls", "sol", "memory", "kernels", "timeline", "flops",
                     "warnings", "correctness", "provenance"):
         assert f'id="{section}"' in html, section
-    for chart in ("stalls", "memory", "timeline"):
+    for chart in ("stalls", "memory"):
         assert (result.out_dir / "img" / f"{RUN_ID}-{chart}.png").stat().st_size > 5000
+    assert (result.out_dir / "img" / f"{RUN_ID}-timeline.svg").stat().st_size > 3000     # zoomable, inline too
     index = result.index.read_text()
     assert index.count('<tr data-chapter="ch09" data-card="H200">') == 2 and 'id="chapter-filter"' in index
     assert 'id="card-filter"' in index and re.search(r'data-chapter="ch09" data-card="H200">2</button>', index)
@@ -489,7 +490,7 @@ def test_a_run_stored_without_memory_ops_still_renders(tmp_path):
     result = open_db(db).report([SPARSITY_RUN_ID], out=tmp_path / "out")
     html = result.pages[0].read_text()
     assert 'id="memory-ops"' not in html and 'id="timeline"' in html
-    assert (result.out_dir / "img" / "ch09.structured_sparsity-timeline.png").stat().st_size > 5000
+    assert (result.out_dir / "img" / "ch09.structured_sparsity-timeline.svg").stat().st_size > 3000
 
 
 @pytest.mark.slow

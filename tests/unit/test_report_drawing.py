@@ -115,8 +115,9 @@ def test_one_drawing_process_or_three_write_the_same_bytes(db, tmp_path, monkeyp
     for count in ("1", "3"):
         monkeypatch.setenv("AISP_REPORT_WORKERS", count)
         written[count] = _files(open_db(db).report(list(RUN_IDS), out=tmp_path / count).out_dir)
-    assert sum(name.endswith(".png") for name in written["1"]) == 4 * len(RUN_IDS)      # + the roofline's SVG
+    assert sum(name.endswith(".png") for name in written["1"]) == 3 * len(RUN_IDS)      # + two SVGs:
     assert sum(name.endswith("-roofline.svg") for name in written["1"]) == len(RUN_IDS)
+    assert sum(name.endswith("-timeline.svg") for name in written["1"]) == len(RUN_IDS)  # the zoomable timeline
     assert written["1"].keys() == written["3"].keys()
     assert [n for n in written["1"] if written["1"][n] != written["3"][n]] == []
 

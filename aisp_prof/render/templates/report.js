@@ -141,5 +141,94 @@
       });
     })(toggles[t2]);
   }
+  // the timelines' zoom on the time axis (render/output/zoom.py): the wheel zooms about the
+  // pointer, a drag pans, the buttons zoom about the middle; boxes, their labels and the ticks move
+  function niceTicks(lo, hi) {
+    var raw = (hi - lo) / 7, mag = Math.pow(10, Math.floor(Math.log10(raw))), steps = [1, 2, 5, 10], step = mag;
+    for (var i = 0; i < steps.length; i++) { if (steps[i] * mag >= raw) { step = steps[i] * mag; break; } }
+    var out = [], first = Math.ceil(lo / step) * step;
+    for (var t = first; t <= hi + step * 1e-9; t += step) { out.push(Math.round(t / step) * step); }
+    return {values: out, digits: Math.max(0, -Math.floor(Math.log10(step) + 1e-9))};
+  }
+  var zooms = document.querySelectorAll("figure.tlzoom");
+  for (var z = 0; z < zooms.length; z++) {
+    (function (fig) {
+      var svg = fig.querySelector("svg.tl-svg");
+      if (!svg) { return; }
+      var X0 = +svg.getAttribute("data-x0"), X1 = +svg.getAttribute("data-x1"), span = +svg.getAttribute("data-span");
+      var rects = svg.querySelectorAll("rect.b"), labels = svg.querySelectorAll("text.bl");
+      var tickGroup = svg.querySelector("g.ticks"), readout = fig.querySelector(".tl-range");
+      var base = +tickGroup.querySelector("line").getAttribute("y1"), view = [0, span], drag = null;
+      function px(t) { return X0 + (t - view[0]) / (view[1] - view[0]) * (X1 - X0); }
+      function draw() {
+        for (var i = 0; i < rects.length; i++) {
+          var a = px(+rects[i].getAttribute("data-t0")), b = px(+rects[i].getAttribute("data-t1"));
+          rects[i].setAttribute("x", a.toFixed(2));
+          rects[i].setAttribute("width", Math.max(b - a, 0.8).toFixed(2));
+        }
+        for (var j = 0; j < labels.length; j++) {
+          var l0 = px(+labels[j].getAttribute("data-t0")), l1 = px(+labels[j].getAttribute("data-t1"));
+          var full = labels[j].getAttribute("data-label"), lo = Math.max(l0, X0), hi = Math.min(l1, X1);
+          var fits = Math.floor((hi - lo - 4) / 6.1);     // the part of the box in view holds the label
+          labels[j].textContent = fits < 8 ? "" : full.length <= fits ? full : full.slice(0, fits - 1) + "\u2026";
+          labels[j].setAttribute("x", ((lo + hi) / 2).toFixed(2));
+          labels[j].setAttribute("display", fits < 8 ? "none" : "inline");
+        }
+        while (tickGroup.firstChild) { tickGroup.removeChild(tickGroup.firstChild); }
+        var ticks = niceTicks(view[0], view[1]);
+        for (var k = 0; k < ticks.values.length; k++) {
+          var x = px(ticks.values[k]).toFixed(2), line = document.createElementNS(svg.namespaceURI, "line");
+          var text = document.createElementNS(svg.namespaceURI, "text");
+          line.setAttribute("x1", x); line.setAttribute("x2", x); line.setAttribute("stroke", "#333");
+          line.setAttribute("y1", base); line.setAttribute("y2", base + 4);
+          text.setAttribute("x", x); text.setAttribute("y", base + 15); text.setAttribute("text-anchor", "middle");
+          text.textContent = ticks.values[k].toFixed(ticks.digits);
+          tickGroup.appendChild(line); tickGroup.appendChild(text);
+        }
+        var digits = ticks.digits + 1;
+        svg.setAttribute("data-view", view[0] + " " + view[1]);
+        readout.textContent = view[0] <= 0 && view[1] >= span ? "all" :
+          view[0].toFixed(digits) + "\u2013" + view[1].toFixed(digits) + " of " + span.toPrecision(3);
+      }
+      function zoom(factor, at) {
+        var width = Math.min(span, Math.max(span / 5000, (view[1] - view[0]) * factor));
+        var lo = at - (at - view[0]) * width / (view[1] - view[0]);
+        lo = Math.min(Math.max(lo, 0), span - width);
+        view = [lo, lo + width];
+        draw();
+      }
+      function timeAt(clientX) {
+        var r = svg.getBoundingClientRect(), x = (clientX - r.left) / r.width * svg.viewBox.baseVal.width;
+        return x < X0 || x > X1 ? null : view[0] + (x - X0) / (X1 - X0) * (view[1] - view[0]);
+      }
+      svg.addEventListener("wheel", function (e) {
+        var t = timeAt(e.clientX);
+        if (t === null) { return; }
+        e.preventDefault();
+        zoom(e.deltaY < 0 ? 0.8 : 1.25, t);
+      }, {passive: false});
+      svg.addEventListener("mousedown", function (e) {
+        if (timeAt(e.clientX) !== null) { drag = {x: e.clientX, view: view.slice()}; e.preventDefault(); }
+      });
+      window.addEventListener("mousemove", function (e) {
+        if (!drag) { return; }
+        var r = svg.getBoundingClientRect(), width = drag.view[1] - drag.view[0];
+        var dt = -(e.clientX - drag.x) / r.width * svg.viewBox.baseVal.width / (X1 - X0) * width;
+        var lo = Math.min(Math.max(drag.view[0] + dt, 0), span - width);
+        view = [lo, lo + width];
+        draw();
+      });
+      window.addEventListener("mouseup", function () { drag = null; });
+      var buttons = fig.querySelectorAll("button[data-zoom]");
+      for (var b = 0; b < buttons.length; b++) {
+        (function (button) {
+          button.addEventListener("click", function () {
+            var how = button.getAttribute("data-zoom"), mid = (view[0] + view[1]) / 2;
+            if (how === "reset") { view = [0, span]; draw(); } else { zoom(how === "in" ? 0.5 : 2, mid); }
+          });
+        })(buttons[b]);
+      }
+    })(zooms[z]);
+  }
   document.documentElement.setAttribute("data-js", "ready");
 })();
