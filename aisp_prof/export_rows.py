@@ -10,7 +10,7 @@ facts stay in the parser); the store only attaches files and runs it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -82,3 +82,33 @@ class ExportRows:
     def stored_frame_columns(self) -> list[str]:
         """The frame's columns that are stored (all but the key)."""
         return [c for c in self.frame.columns if c != self.source.key]
+
+
+@dataclass(frozen=True, eq=False)
+class StreamedRows:
+    """`ExportRows` that come a window at a time (`parse.nsys.stream`: a long trace's timeline,
+    never whole in memory): `windows()` yields each window's frame, `count` rows in all."""
+
+    source: ExportColumns
+    windows: Callable[[], Iterator[pd.DataFrame]]
+    count: int
+    changes: tuple[Callable[[pd.DataFrame], pd.DataFrame], ...] = ()
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def empty(self) -> bool:
+        return self.count == 0
+
+    def with_frame(self, change: Callable[[pd.DataFrame], pd.DataFrame]) -> StreamedRows:
+        """`ExportRows.with_frame`, done to each window's rows."""
+        return replace(self, changes=(*self.changes, change))
+
+    def parts(self) -> Iterator[ExportRows]:
+        """Each window's rows, changed as asked (one read of the export: call once)."""
+        for frame in self.windows():
+            rows = ExportRows(frame, self.source)
+            for change in self.changes:
+                rows = rows.with_frame(change)
+            yield rows

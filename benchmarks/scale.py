@@ -115,6 +115,7 @@ class Bench:
     def __init__(self, work: Path, max_seconds: float, max_rss_mb: float, repeat: int = 1):
         self.work, self.max_seconds, self.max_rss_mb, self.repeat = work, max_seconds, max_rss_mb, repeat
         self.measures: list[Measure] = []
+        self.import_only = False       # --import-only: nsys import, ranges and the checks; no other query
         self.logs = work / "logs"
         self._last_ok: dict[str, Measure] = {}
 
@@ -256,7 +257,8 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
     problems = sql_reference(bench, source, per_copy, original)
     if problems:
         return bench.refuse(steps, sizes, unit, f"refused: the shipped export's ranges differ from SQL: {problems[:3]}")
-    bench.time("nsys kernels --json", per_copy, unit, ["kernels", run, "--json"], db, floor=True)
+    if not bench.import_only:
+        bench.time("nsys kernels --json", per_copy, unit, ["kernels", run, "--json"], db, floor=True)
     bench.time("nsys ranges --json", per_copy, unit, ["ranges", run, "--json"], db, floor=True)
     problems = _precheck(bench, lambda p, k: scale_nsys_export(source, p.with_suffix(".sqlite"), k), "nsys", "ranges",
                          lambda o, s, sc: check_ranges(o, s, sc.copies, sc.shift_ns), original)
@@ -275,10 +277,12 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
         imp = bench.time("nsys import", scaling.kernels, unit, ["import", str(scaling.path)], db, bench.work / "id.txt")
         imp.add_note(note + (f"; database {_mb(db)} MB" if imp.status == "ok" else ""))
         run = _run_id(bench.work / "id.txt") if imp.status == "ok" else ""
-        kern = bench.time("nsys kernels --json", scaling.kernels, unit, ["kernels", run, "--json"], db, needs=imp)
+        kern = None if bench.import_only else bench.time("nsys kernels --json", scaling.kernels, unit,
+                                                         ["kernels", run, "--json"], db, needs=imp)
         out = bench.work / f"nsys-ranges-{n}.json"
         rng = bench.time("nsys ranges --json", scaling.kernels, unit, ["ranges", run, "--json"], db, out, needs=imp)
-        timed = [imp, kern, rng, *query_steps(bench, scaling.kernels, run, db, imp)]
+        queries = [] if bench.import_only else [kern, *query_steps(bench, scaling.kernels, run, db, imp)]
+        timed = [imp, rng, *queries]
         if rng.status == "ok":
             bad = check_ranges(original, _json(out), copies, scaling.shift_ns)
             bad += sql_reference(bench, scaling.path, scaling.kernels, _json(out))
@@ -402,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", action="store_true", help="with --from-json BEFORE AFTER [AFTER2]: issue 33's "
                         "table (measure, target, before, after, each run's load average)")
     parser.add_argument("--nsys-kernels", type=int, nargs="+", help="nsys sizes instead of --sizes' (e.g. 10000000)")
+    parser.add_argument("--import-only", action="store_true", help="nsys: time the import and `ranges --json` "
+                        "(the checks need it) only, no other query (e.g. --only nsys --import-only "
+                        "--nsys-kernels 1000000 3000000 10000000)")
     args = parser.parse_args(argv)
     if args.from_json:
         saved = [json.loads(p.read_text()) for p in args.from_json]
@@ -417,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
     max_rss = args.max_rss_mb or 0.9 * (machine["ram_gb"] or 8) * 1000
     work = Path(tempfile.mkdtemp(prefix="aisp-scale-", dir=args.work_dir))
     bench = Bench(work, args.max_seconds, max_rss, args.repeat)
+    bench.import_only = args.import_only
     chosen, phases = dict(SIZES[args.sizes]), args.only or ["nsys", "ncu", "report"]
     if args.nsys_kernels:
         chosen["nsys_kernels"] = args.nsys_kernels

@@ -37,7 +37,7 @@ import pandas as pd
 import sqlite_utils
 
 from ..errors import ExportParseError, RunExistsError
-from ..export_rows import ExportRows
+from ..export_rows import ExportRows, StreamedRows
 from ..sqlite_frames import frame_of_rows
 from . import connection, identity
 from .aggregates import call_spread, write_aggregates
@@ -128,23 +128,26 @@ def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame | ExportRows 
     number of rows."""
     if df is None or df.empty:
         return 0
-    _ensure_table(db, name, _column_types(df))
-    if not isinstance(df, ExportRows):
-        insert_frame(db.conn, name, df, run_id, INSERT_CHUNK_ROWS)
-        return len(df)
-    try:
-        insert_export_rows(db.conn, name, df, _attached(db, df.source.path), run_id, INSERT_CHUNK_ROWS)
-    except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError):    # the run database's file: full, read-only, ...
-            raise
-        raise ExportParseError(f"{df.source.path}: unreadable SQLite export ({exc})") from exc
+    parts = df.parts() if isinstance(df, StreamedRows) else [df]      # a long timeline: window by window
+    for i, part in enumerate(parts):
+        if i == 0:
+            _ensure_table(db, name, _column_types(part))
+        if not isinstance(part, ExportRows):
+            insert_frame(db.conn, name, part, run_id, INSERT_CHUNK_ROWS)
+            continue
+        try:
+            insert_export_rows(db.conn, name, part, _attached(db, part.source.path), run_id, INSERT_CHUNK_ROWS)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):    # the run database's file: full, read-only, ...
+                raise
+            raise ExportParseError(f"{part.source.path}: unreadable SQLite export ({exc})") from exc
     return len(df)
 
 
 def _attach_exports(db: sqlite_utils.Database, data: RunData) -> None:
     """Attach, read-only, every export that rows of `data` are copied from."""
     paths = {rows.source.path for name in TABLES if name != "metrics"
-             for rows in [getattr(data, name)] if isinstance(rows, ExportRows)}
+             for rows in [getattr(data, name)] if isinstance(rows, (ExportRows, StreamedRows))}
     for i, p in enumerate(sorted(paths)):
         try:
             connection.attach_read_only(db.conn, p, f"aisp_export{i}")

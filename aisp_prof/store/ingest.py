@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import pandas as pd
 
 from ..errors import ExportParseError, RunExistsError, os_error_message, shorten
-from ..export_rows import ExportRows
+from ..export_rows import ExportRows, StreamedRows
 from ..naming import (CHECK_JSON, NCU_CSV, NCU_CSV_GZ, NCU_REP, NSYS_SQLITE, RUN_JSON, TIMING_JSON, new_run_id,
                       stored, utc_now, variant_of)
 from ..model.launch_metrics import LaunchMetrics
@@ -29,7 +29,7 @@ from ..model.run_data import RunData
 
 
 def _with_variant(df: pd.DataFrame | ExportRows, pair: str | None, column: str = "nvtx_range") -> pd.DataFrame:
-    if isinstance(df, ExportRows):
+    if isinstance(df, (ExportRows, StreamedRows)):
         return df.with_frame(lambda frame: _with_variant(frame, pair, column))
     if df.empty or column not in df:
         return df
@@ -50,9 +50,24 @@ def _ncu(path: Path, pair: str | None, data: RunData) -> None:
 def _nsys(path: Path, pair: str | None, data: RunData, in_export: bool = False) -> dict[str, Any]:
     """Fill data's timeline, memory_ops, ranges (innermost), range_levels (every
     level of every thread) and graph_launches from an nsys export; return the GPU it describes.
-    `in_export`: the timeline may be an ExportRows (for `store_path`, which stores it at once)."""
-    from ..parse.nsys.sqlite_export import parse_nsys_sqlite
+    `in_export`: the timeline may be an ExportRows (for `store_path`, which stores it at once),
+    or StreamedRows where the export can be read in windows (`parse.nsys.stream`): then the
+    other tables are filled once the store has read the last window."""
+    from ..parse.nsys.sqlite_export import KERNEL_COLUMNS, parse_nsys_sqlite
+    from ..parse.nsys.stream import stream_nsys_sqlite
 
+    streamed = stream_nsys_sqlite(path, KERNEL_COLUMNS) if in_export else None
+    if streamed is not None:
+        def windows() -> Iterator[pd.DataFrame]:
+            yield from streamed.windows()
+            rest = streamed.rest
+            data.memory_ops = _with_variant(rest["memory_ops"], pair)
+            data.ranges = _with_variant(rest["ranges"], pair)
+            data.range_levels = _with_variant(rest["range_levels"], pair)
+            data.graph_launches = rest["graph_launches"]
+
+        data.timeline = _with_variant(StreamedRows(streamed.copy, windows, streamed.kernel_count), pair)
+        return streamed.gpu
     parsed = parse_nsys_sqlite(path, kernels_in_export=in_export)
     data.timeline = _with_variant(parsed.kernels, pair)
     data.memory_ops = _with_variant(parsed.memory_ops, pair)

@@ -42,14 +42,27 @@ def read_gpu(conn: sqlite3.Connection, tables: set[str], kernels: pd.DataFrame) 
     """Describe the GPU that ran most kernels, mapping CUDA device ordinals through the process."""
     if "TARGET_INFO_GPU" not in tables:
         return {}
+    counts = kernels.groupby(["process_id", "device_id"]).size()
+    if counts.empty:                                  # no process ids in this export
+        return read_gpu_of(conn, tables, counts, int(kernels["device_id"].mode().iloc[0]))
+    return read_gpu_of(conn, tables, counts)
+
+
+def read_gpu_of(conn: sqlite3.Connection, tables: set[str], counts: pd.Series,
+                device_id: int | None = None) -> dict[str, object]:
+    """`read_gpu` of the kernels' counts per (process id, device id) in that order (the
+    groupby's), or of the commonest `device_id` where no kernel has a process id."""
+    if "TARGET_INFO_GPU" not in tables:
+        return {}
     gpus = query_frame(conn, "SELECT * FROM TARGET_INFO_GPU")
     if gpus.empty:
         return {}
-    counts = kernels.groupby(["process_id", "device_id"]).size().sort_values(ascending=False)
-    if kernels["device_id"].nunique() > 1:
-        log.info("kernels ran on %d devices; describing the busiest", kernels["device_id"].nunique())
-    if counts.empty:                                  # no process ids in this export
-        process_id, cuda_id = None, int(kernels["device_id"].mode().iloc[0])
+    devices = counts.index.get_level_values(1).nunique() if len(counts) else 1
+    if devices > 1:
+        log.info("kernels ran on %d devices; describing the busiest", devices)
+    counts = counts.sort_values(ascending=False)
+    if counts.empty:
+        process_id, cuda_id = None, device_id
     else:
         process_id, cuda_id = (int(v) for v in counts.index[0])
     row = gpus.iloc[0]

@@ -175,7 +175,8 @@ def _call_ids(work: pd.DataFrame, call: list[str]) -> np.ndarray:
     return np.cumsum(change)
 
 
-def _call_totals(work: pd.DataFrame, call: np.ndarray) -> pd.DataFrame:
+def _call_totals(work: pd.DataFrame, call: np.ndarray,
+                 carried: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Per call (push) of a range: counts, times and bytes of each kind of operation, GPU busy
     time, first start, last end, idle gaps (total, longest); indexed by the call's first row
     position. `work`'s rows of a call are contiguous, by start then end; `call` is each row's
@@ -184,13 +185,19 @@ def _call_totals(work: pd.DataFrame, call: np.ndarray) -> pd.DataFrame:
     Within a call an operation's busy time is its part not covered by an earlier one (so their
     sum is the union of the intervals) and its gap the idle time since the latest earlier end;
     both as pandas took them (the latest earlier end a float, NaN for a call's first), value
-    for value."""
+    for value.
+
+    `carried` (a trace read in windows, `range_fold`): per row, the latest end of its call's
+    operations in earlier windows and whether it had any; the call then goes on from there as
+    if those operations came first here, and `busy_until_ns` (the latest end so far) is added."""
     first = np.flatnonzero(np.r_[True, call[1:] != call[:-1]])
     start, end, duration, size = (work[c].to_numpy(dtype=np.int64) for c in ("start_ns", "end_ns", "duration_ns",
                                                                              "size_bytes"))
-    before = pd.Series(end).groupby(call).cummax().to_numpy(dtype=np.float64)    # busy until, after each operation
-    before = np.r_[np.nan, before[:-1]]
-    before[first] = np.nan                                                          # nothing before a call's first
+    until = pd.Series(end).groupby(call).cummax().to_numpy(dtype=np.int64)      # busy until, after each operation
+    if carried is not None:
+        until = np.where(carried[1], np.maximum(until, carried[0]), until)
+    before = np.r_[np.nan, until[:-1].astype(np.float64)]
+    before[first] = np.nan if carried is None else np.where(carried[1][first], carried[0][first], np.nan)
     unknown = np.isnan(before)
     gap = start.astype(np.float64) - before
     gap = np.where(unknown, 0, np.maximum(gap, 0)).astype(np.int64)
@@ -207,6 +214,8 @@ def _call_totals(work: pd.DataFrame, call: np.ndarray) -> pd.DataFrame:
     totals.update(gpu_time_ns=np.add.reduceat(busy, first), first_start_ns=np.minimum.reduceat(start, first),
                   last_end_ns=np.maximum.reduceat(end, first), gap_total_ns=np.add.reduceat(gap, first),
                   gap_max_ns=np.maximum.reduceat(gap, first))
+    if carried is not None:
+        totals["busy_until_ns"] = np.maximum.reduceat(until, first)
     return pd.DataFrame(totals, index=first)
 
 

@@ -18,7 +18,9 @@ The NVTX range path is the column `nvtx_range` in every frame, as in the ncu par
 For an import (`store.ingest.store_path`) the kernels need not come out as a frame: with
 `kernels_in_export` they are an `export_rows.ExportRows`, the few columns the parse works out
 per kernel, and the store copies the rest from the export with SQL. The runtime calls are read
-on a second connection in a second thread meanwhile (`_beside`).
+on a second connection in a second thread meanwhile (`_beside`). An import of a trace longer
+than one window (50k kernels) is not parsed here but in windows, in flat memory (`stream`),
+with the same stages and the same results.
 """
 from __future__ import annotations
 

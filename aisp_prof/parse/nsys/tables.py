@@ -250,19 +250,38 @@ def read_push_pop_ranges(conn: sqlite3.Connection, tables: set[str]) -> pd.DataF
         return pd.DataFrame({**ints, "name": pd.Series(dtype=str), "domain": pd.Series(dtype=str)})
     types = _event_type_ids(conn, tables)
     df = _push_pop_rows(conn, types[_PUSH_POP_RANGE])
-    domains = _query(conn, f"""
-        SELECT n.globalTid AS global_tid, n.domainId AS domain_id, COALESCE(n.text, s.value) AS domain
-        FROM NVTX_EVENTS AS n
-        LEFT JOIN StringIds AS s ON s.id = n.textId
-        WHERE n.eventType = {types[_DOMAIN_CREATE]}
-    """)
     df["range_id"] = np.arange(len(df), dtype=np.int64)
     df["end"] = df["end"].astype("Int64").fillna(OPEN_END).astype(np.int64)
     df["start"] = df["start"].astype(np.int64)
-    registered = df["text_id"].map(_string_ids(conn, df["text_id"].dropna().unique()))
+    return named_ranges(conn, df, read_domains(conn, tables)).loc[:, columns]
+
+
+def push_pop_type(conn: sqlite3.Connection, tables: set[str]) -> int:
+    """The eventType of push/pop ranges in this export's NVTX_EVENTS."""
+    return _event_type_ids(conn, tables)[_PUSH_POP_RANGE]
+
+
+def read_domains(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
+    """The NVTX domains created (thread, domain id, name), for `named_ranges`."""
+    return _query(conn, f"""
+        SELECT n.globalTid AS global_tid, n.domainId AS domain_id, COALESCE(n.text, s.value) AS domain
+        FROM NVTX_EVENTS AS n
+        LEFT JOIN StringIds AS s ON s.id = n.textId
+        WHERE n.eventType = {_event_type_ids(conn, tables)[_DOMAIN_CREATE]}
+    """)
+
+
+def named_ranges(conn: sqlite3.Connection, df: pd.DataFrame, domains: pd.DataFrame,
+                 strings: dict[int, str] | None = None) -> pd.DataFrame:
+    """Push/pop rows (global_tid, domain_id, text, text_id) with their name and domain name
+    (`strings`: registered strings already read, added to as more are read)."""
+    strings = {} if strings is None else strings
+    wanted = [i for i in df["text_id"].dropna().unique() if i not in strings]
+    strings.update(_string_ids(conn, wanted))
+    registered = df["text_id"].map(strings)
     df["name"] = df["text"].where(df["text"].notna(), registered).fillna(_UNNAMED_RANGE).astype(str)
     df["domain"] = _domain_names(df, domains)
-    return df.loc[:, columns]
+    return df
 
 
 def _push_pop_rows(conn: sqlite3.Connection, event_type: int) -> pd.DataFrame:

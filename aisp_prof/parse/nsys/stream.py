@@ -1,0 +1,391 @@
+"""An nsys export parsed in windows of GPU start time, so that an import's memory stays flat as
+the trace grows (issue 33: ten million kernels in at most 2 GB).
+
+`stream_nsys_sqlite(path)` checks the export and reads what is small (the GPU, per process and
+device kernel counts by SQL); its `windows()` then reads the kernels in (start, end) order, a
+window of about `chunk_rows` at a time (never splitting kernels of one start time), with the
+memory operations and whole-graph launches that start in the same span, and yields each
+window's timeline frame as `parse_nsys_sqlite(path, kernels_in_export=True)` gives the whole
+one, row for row. What the parse needs of the rest of the export is first put into SQLite temp
+tables of the reading connection (on disk, gone with it):
+
+* `aisp_launch`: the runtime call behind each GPU operation, keyed by (process, correlationId),
+  the first where several share one (as `tables.read_launches` keeps them);
+* `aisp_nvtx`: the push/pop ranges in `tables.read_push_pop_ranges`' order, so that a range's id
+  is the same as in a one-shot parse, with an index on start.
+
+Each window is attributed by `attribution.attribute_all` against the ranges that can hold its
+calls: every range that started by its last call and had not ended before its first (or before
+the ranges first read in it), which includes every enclosing range's parents, so paths, depths
+and range ids are the one-shot parse's. Ranges that ended before a window are let go; a window
+whose calls reach back further reads them again. The per-range tables are folded window by
+window (`range_fold`); memory operations and graph launches are held whole (they are few next
+to kernels), the kernels never.
+
+Only a plain SQLite export whose kernel table nsys declared as `kernels.kernel_copy` needs, and
+whose kernels, memory operations, graph launches and ranges have integer times, process and
+thread ids, streams; anything else is parsed in one piece (`sqlite_export`) as before.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aisp_prof.errors import ExportParseError
+from aisp_prof.export_rows import ExportColumns
+from aisp_prof.parse.gunzip import is_gzipped
+from aisp_prof.parse.nsys import kernels as nsys_kernels
+from aisp_prof.parse.nsys import tables as export
+from aisp_prof.parse.nsys.attribution import _attribute_launches, attribute_all
+from aisp_prof.parse.nsys.gpu import read_gpu_of
+from aisp_prof.parse.nsys.range_fold import RangeFold
+from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, _check_file, _connect
+from aisp_prof.parse.nsys.tables import _ID_BITS, KERNEL_TABLE, OPEN_END
+from aisp_prof.sqlite_frames import integer_frame, query_frame
+
+log = logging.getLogger(__name__)
+CHUNK_ROWS = 50_000                       # kernels per window (~100 MB of the parse's frames)
+CHUNK_ROWS_ENV = "AISP_PROF_NSYS_CHUNK_ROWS"  # tests only: a few rows a window, to prove the windows' seams
+_RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+_PID = f"(({{}} >> {_ID_BITS}) & {(1 << _ID_BITS) - 1})"
+
+
+@dataclass(eq=False)
+class StreamedParse:
+    """An export to parse in windows: the GPU now, the timeline window by window (`windows`),
+    and, once those are all read, what the one-shot parse gives beside it (`rest`)."""
+
+    source: Path
+    copy: ExportColumns
+    kept: list[str]                       # the timeline frame's columns, the key first
+    gpu: dict[str, object]
+    kernel_count: int
+    chunk_rows: int
+    rest: dict[str, pd.DataFrame] = field(default_factory=dict)    # memory_ops, ranges, range_levels, graph_launches
+
+    def windows(self) -> Iterator[pd.DataFrame]:
+        """Each window's timeline frame, in the one-shot frame's row order; fills `rest` at the end."""
+        conn = _connect(self.source)
+        try:
+            conn.execute("PRAGMA temp_store = FILE")    # the temp tables on disk whatever SQLite's build says
+            yield from _Windows(conn, self).run()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):     # its temp tables' disk, an interrupt: not the export
+                raise
+            raise ExportParseError(f"{self.source}: unreadable SQLite export ({exc}); "
+                                   "re-run `nsys export --type sqlite` on the .nsys-rep") from exc
+        finally:
+            conn.close()
+
+
+def chunk_rows() -> int:
+    value = os.environ.get(CHUNK_ROWS_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else CHUNK_ROWS
+
+
+def stream_nsys_sqlite(path: Path, kept_columns: tuple[str, ...]) -> StreamedParse | None:
+    """The export to parse in windows, or None where it must be parsed in one piece (see the
+    module's doc). `kept_columns`: every timeline column (`sqlite_export.KERNEL_COLUMNS`)."""
+    path = Path(path)
+    if is_gzipped(path):
+        return None
+    _check_file(path)
+    conn = _connect(path)
+    try:
+        tables = export.table_names(conn)
+        if "StringIds" not in tables or KERNEL_TABLE not in tables:
+            return None
+        copy = nsys_kernels.kernel_copy(conn, path, kept_columns)
+        if copy is None or "globalPid" not in copy.columns.get("process_id", ""):
+            return None
+        counts, rows = _kernel_counts(conn), chunk_rows()
+        if counts is None or counts.sum() <= rows or not _integers(conn, tables):   # one window: in one piece
+            return None
+        kept = [copy.key] + [c for c in kept_columns if c not in copy.columns]
+        return StreamedParse(path, copy, kept, read_gpu_of(conn, tables, counts), int(counts.sum()), rows)
+    except sqlite3.DatabaseError:
+        return None                      # the one-shot parse says what is wrong, as it always has
+    finally:
+        conn.close()
+
+
+def _integers(conn: sqlite3.Connection, tables: set[str]) -> bool:
+    """Whether the columns the windows sort, compare and join on are integers in every row."""
+    checks = {}                                     # the kernels': `_kernel_counts`
+    for table in (*export._MEMORY_TABLES.values(), export.GRAPH_TABLE):
+        if table in tables:
+            checks[table] = ("start", "end")
+    if "NVTX_EVENTS" in tables:
+        checks["NVTX_EVENTS"] = ("start", "globalTid")
+    for table, columns in checks.items():
+        have = export._columns(conn, table)
+        if any(c not in have for c in columns):
+            return False
+        where = " OR ".join(f'typeof(t."{c}") != \'integer\'' for c in columns)
+        extra = f" AND t.eventType = {export.push_pop_type(conn, tables)}" if table == "NVTX_EVENTS" else ""
+        if conn.execute(f"SELECT 1 FROM {table} AS t WHERE ({where}){extra} LIMIT 1").fetchone():
+            return False
+    return True
+
+
+def _kernel_counts(conn: sqlite3.Connection) -> pd.Series | None:
+    """Kernels per (process id, device id), as `read_gpu`'s groupby counts them; None when there
+    are none, or a kernel's times, process, correlation id or names are not integers."""
+    odd = " OR ".join(f'typeof(k."{c}") != \'integer\'' for c in _KERNEL_INTEGERS)
+    rows = conn.execute(f"SELECT {_PID.format('k.globalPid')} AS p, k.deviceId AS d, count(*), max({odd}) "
+                        f"FROM {KERNEL_TABLE} AS k GROUP BY p, d ORDER BY p, d").fetchall()
+    if not rows or any(bad for *_, bad in rows):
+        return None
+    index = pd.MultiIndex.from_tuples([(p, d) for p, d, *_ in rows], names=["process_id", "device_id"])
+    return pd.Series([n for _, _, n, _ in rows], index=index, dtype=np.int64)
+
+
+_KERNEL_INTEGERS = ("start", "end", "globalPid", "correlationId", "demangledName", "shortName", "deviceId")
+
+
+_KERNEL_COPY = f"""
+    INSERT INTO temp.aisp_kernel
+    SELECT NULL, k.rowid, k.correlationId, k.demangledName, k.shortName, k.start, k."end", k.deviceId, k.globalPid,
+           l.process_key IS NOT NULL, COALESCE(l.api, -1), COALESCE(l.launch_start_ns, 0),
+           l.launch_start_ns IS NOT NULL, COALESCE(l.global_tid, 0), l.global_tid IS NOT NULL
+    FROM {KERNEL_TABLE} AS k
+    LEFT JOIN temp.aisp_launch AS l
+      ON l.process_key = (k.globalPid >> {_ID_BITS}) AND l.correlation_id = k.correlationId
+    ORDER BY k.start, k."end", k.rowid
+"""
+_KERNEL_FIELDS = ("kernel_rowid", "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "device_id",
+                  "global_pid", "matched", "api", "launch_start_ns", "has_start", "global_tid", "has_tid")
+
+
+class _Windows:
+    """One pass over the export (`StreamedParse.windows`)."""
+
+    def __init__(self, conn: sqlite3.Connection, parse: StreamedParse):
+        self.conn, self.parse = conn, parse
+        self.tables = export.table_names(conn)
+        self.strings: dict[int, str] = {}
+        self.apis: dict[int, str] = {}
+
+    def run(self) -> Iterator[pd.DataFrame]:
+        self._load_launches()
+        n_ranges = self._load_ranges()
+        memory_ops, graphs = self._with_launches(export.read_memory_ops(self.conn, self.tables), False), \
+            self._with_launches(export.read_graph_launches(self.conn, self.tables), True)
+        active = _Active(self.conn, export.read_domains(self.conn, self.tables) if "NVTX_EVENTS" in self.tables
+                         else None, self.strings)
+        fold, done_m, done_g, m_at, g_at = RangeFold(n_ranges), [], [], 0, 0
+        m_start, g_start = (f["start_ns"].to_numpy(dtype=np.int64) for f in (memory_ops, graphs))
+        for kernels, next_start in self._kernel_windows():
+            m_to, g_to = ((len(s) if next_start is None else int(np.searchsorted(s, next_start))) for s in (m_start, g_start))
+            m, g = memory_ops.iloc[m_at:m_to], graphs.iloc[g_at:g_to]
+            m_at, g_at = m_to, g_to
+            nvtx, new = active.window(*_call_span([kernels, m, g]))
+            done = attribute_all(kernels, m, nvtx, g)
+            fold.add_pushes(done.nvtx.loc[new])
+            fold.add_work(done.kernels, done.memory_ops, done.graphs, done.nvtx, done.open_ranges)
+            done_m.append(done.memory_ops)
+            done_g.append(done.graphs)
+            yield done.kernels.loc[:, self.parse.kept].reset_index(drop=True)
+        for nvtx, new in active.rest(self.parse.chunk_rows):
+            fold.add_pushes(_attribute_launches(_NO_CALLS, nvtx, False)[1].loc[new])
+        whole = graphs if len(graphs) else None
+        self.parse.rest.update(memory_ops=_joined(done_m, MEMORY_OP_COLUMNS), graph_launches=_joined(done_g, GRAPH_LAUNCH_COLUMNS),
+                               ranges=fold.ranges(whole), range_levels=fold.levels(whole))
+
+    def _load_launches(self) -> None:
+        """temp.aisp_launch: each GPU operation's runtime call, the first of a (process, correlationId)
+        (process -1: calls without a thread id, which no kernel of a streamed export matches)."""
+        self.conn.execute("CREATE TEMP TABLE aisp_launch (process_key INTEGER, correlation_id INTEGER, "
+                          "global_tid INTEGER, launch_start_ns INTEGER, api INTEGER, "
+                          "PRIMARY KEY (process_key, correlation_id)) WITHOUT ROWID")
+        if _RUNTIME not in self.tables:
+            log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
+            return
+        work = [KERNEL_TABLE] + [t for t in (*export._MEMORY_TABLES.values(), export.GRAPH_TABLE) if t in self.tables]
+        correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in work)
+        self.conn.execute(f"""
+            INSERT OR IGNORE INTO temp.aisp_launch
+            SELECT COALESCE(r.globalTid >> {_ID_BITS}, -1), r.correlationId, r.globalTid, r.start, r.nameId
+            FROM {_RUNTIME} AS r WHERE r.correlationId IN ({correlated})""")
+
+    def _load_ranges(self) -> int:
+        """temp.aisp_nvtx: the push/pop ranges in `read_push_pop_ranges`' order (range_id - 1 is
+        its range id); how many."""
+        self.conn.execute('CREATE TEMP TABLE aisp_nvtx (range_id INTEGER PRIMARY KEY, global_tid INTEGER, '
+                          'domain_id INTEGER, start INTEGER, "end" INTEGER, text TEXT, text_id INTEGER)')
+        if "NVTX_EVENTS" not in self.tables:
+            return 0
+        self.conn.execute(f"""
+            INSERT INTO temp.aisp_nvtx (global_tid, domain_id, start, "end", text, text_id)
+            SELECT n.globalTid, COALESCE(n.domainId, 0), n.start, COALESCE(n."end", {OPEN_END}), n.text, n.textId
+            FROM NVTX_EVENTS AS n WHERE n.eventType = {export.push_pop_type(self.conn, self.tables)}
+            ORDER BY n.globalTid, n.start, n."end" DESC, n.rowid""")
+        self.conn.execute('CREATE INDEX temp.aisp_nvtx_start ON aisp_nvtx (start, range_id, global_tid, domain_id, '
+                          '"end", text_id)')       # windows read ranges by start from the index alone
+        return int(self.conn.execute("SELECT count(*) FROM temp.aisp_nvtx").fetchone()[0])
+
+    def _with_launches(self, frame: pd.DataFrame, graphs: bool) -> pd.DataFrame:
+        """Memory operations or graph launches joined to their runtime calls as `_parse` joins them."""
+        on = ["process_key", "correlation_id"]
+        table = export.GRAPH_TABLE if graphs else None
+        sources = [table] if graphs else [t for t in export._MEMORY_TABLES.values() if t in self.tables]
+        sources = [t for t in sources if t in self.tables and "correlationId" in export._columns(self.conn, t)]
+        launches = _launch_frame(self.conn, sources, self._api_names)
+        frame = frame.astype({c: "Int64" for c in on}) if graphs else frame
+        return frame.merge(launches, on=on, how="left")
+
+    def _api_names(self, ids: pd.Series) -> pd.Series:
+        """Runtime API names without their version suffix, read once per id."""
+        wanted = [int(i) for i in ids.dropna().unique() if int(i) not in self.apis]
+        self.apis.update({i: export._API_VERSION_SUFFIX.sub("", n or "")
+                          for i, n in export._string_ids(self.conn, wanted).items()})
+        return ids.map(self.apis).fillna("")
+
+    def _kernel_windows(self) -> Iterator[tuple[pd.DataFrame, int | None]]:
+        """Kernel frames of about chunk_rows rows in (start, end, rowid) order, each with the next
+        window's first start (None after the last); kernels of one start stay in one window.
+        The kernels' keys and launch joins are first copied to temp.aisp_kernel in that order."""
+        self.conn.execute(f"CREATE TEMP TABLE aisp_kernel (seq INTEGER PRIMARY KEY, {', '.join(_KERNEL_FIELDS)})")
+        self.conn.execute(_KERNEL_COPY)
+        total, first, n = self.parse.kernel_count, 1, self.parse.chunk_rows
+        while first <= total:
+            stop = first + n                            # seq of the next window's first kernel
+            if stop <= total:
+                last = self.conn.execute("SELECT start_ns FROM temp.aisp_kernel WHERE seq = ?", (stop - 1,)).fetchone()[0]
+                row = self.conn.execute("SELECT seq, start_ns FROM temp.aisp_kernel WHERE seq >= ? AND start_ns > ? "
+                                        "LIMIT 1", (stop, last)).fetchone()
+                stop, next_start = (row[0], row[1]) if row else (total + 1, None)
+            else:
+                stop, next_start = total + 1, None
+            sql = f"SELECT {', '.join(_KERNEL_FIELDS)} FROM temp.aisp_kernel WHERE seq >= {first} AND seq < {stop}"
+            rows = integer_frame(self.conn, sql)
+            yield self._kernel_frame(rows if rows is not None else query_frame(self.conn, sql)), next_start
+            first = stop
+
+    def _kernel_frame(self, raw: pd.DataFrame) -> pd.DataFrame:
+        """Kernel rows of temp.aisp_kernel as `_parse` has them after its launch join (the
+        columns the timeline, the attribution and the range tables read)."""
+        names = pd.concat([raw["kernel"], raw["short_name"]]).unique()
+        self.strings.update(export._string_ids(self.conn, [int(i) for i in names if int(i) not in self.strings]))
+        df = raw.loc[:, ["kernel_rowid", "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "device_id"]]
+        df = df.astype({"kernel_rowid": np.int64, "start_ns": np.int64, "end_ns": np.int64, "device_id": np.int64})
+        df["kernel"], df["short_name"] = df["kernel"].map(self.strings), df["short_name"].map(self.strings)
+        df["correlation_id"] = df["correlation_id"].astype("Int64")
+        df["duration_ns"] = df["end_ns"] - df["start_ns"]
+        df["process_key"] = raw["global_pid"].astype("Int64") // (1 << _ID_BITS)
+        df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+        matched = raw["matched"].to_numpy() != 0
+        api = raw["api"].astype("Int64")
+        df["launch_api"] = self._api_names(api.where(raw["api"].to_numpy() >= 0)).where(matched)
+        for column, has in (("launch_start_ns", "has_start"), ("global_tid", "has_tid")):
+            df[column] = raw[column].astype("Int64").where(raw[has].to_numpy() != 0)
+        df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
+        return df
+
+
+_NO_CALLS = pd.DataFrame({"global_tid": np.array([], np.int64), "launch_start_ns": np.array([], np.int64)})
+_LAUNCH_COLUMNS = ["process_key", "correlation_id", "launch_api", "launch_start_ns", "global_tid", "thread_id"]
+_FIRST, _LAST = -(2 ** 63), 2 ** 63 - 1
+
+
+def _launch_frame(conn: sqlite3.Connection, sources: list[str], api_names) -> pd.DataFrame:
+    """`tables.read_launches`' frame, of the calls behind the rows of `sources` only."""
+    if not sources:
+        return pd.DataFrame({c: pd.Series(dtype="Int64") for c in _LAUNCH_COLUMNS})
+    union = " UNION ".join(f"SELECT correlationId FROM {t}" for t in sources)
+    rows = conn.execute("SELECT correlation_id, global_tid, launch_start_ns, api FROM temp.aisp_launch "
+                        f"WHERE correlation_id IN ({union})").fetchall()
+    cols = list(zip(*rows)) or [[]] * 4
+    df = pd.DataFrame({c: pd.array(list(v), dtype="Int64") for c, v in
+                       zip(("correlation_id", "global_tid", "launch_start_ns", "api"), cols)})
+    df["process_key"] = df["global_tid"] // (1 << _ID_BITS)
+    df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
+    df["launch_api"] = api_names(df["api"])
+    return df.loc[:, _LAUNCH_COLUMNS]
+
+
+def _call_span(frames: list[pd.DataFrame]) -> tuple[int | None, int | None]:
+    """The first and last start of the calls behind these rows (None, None: none has one)."""
+    times = []
+    for f in frames:
+        ok = (f["launch_start_ns"].notna() & f["global_tid"].notna()).to_numpy() if len(f) else np.zeros(0, bool)
+        if ok.any():
+            times.append(f["launch_start_ns"].to_numpy()[ok].astype(np.int64))
+    if not times:
+        return None, None
+    return min(int(t.min()) for t in times), max(int(t.max()) for t in times)
+
+
+def _joined(frames: list[pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFrame:
+    """The windows' frames as one, these columns, as `_parse` gives the whole trace's."""
+    full = [f for f in frames if len(f)]
+    one = pd.concat(full, ignore_index=True) if len(full) > 1 else (full[0] if full else frames[0])
+    return one.loc[:, list(columns)].reset_index(drop=True)
+
+
+class _Active:
+    """The ranges a window's calls can be in (see the module's doc), as `read_push_pop_ranges`
+    has them, in range id order."""
+
+    def __init__(self, conn: sqlite3.Connection, domains: pd.DataFrame | None, strings: dict[int, str]):
+        self.conn, self.strings = conn, strings
+        self.domains = domains if domains is not None else pd.DataFrame(
+            {"global_tid": pd.Series(dtype=np.int64), "domain_id": pd.Series(dtype=np.int64),
+             "domain": pd.Series(dtype=object)})
+        self.fetched, self.floor = _FIRST, _FIRST     # ranges read start by `fetched`; none ending before `floor` is held
+        self.has_text: bool | None = None             # whether any range has its own text (not a registered string)
+        self.frame = self._read("0", ())
+
+    def window(self, first: int | None, last: int | None) -> tuple[pd.DataFrame, np.ndarray]:
+        """The ranges that can hold calls from `first` to `last` (None: no call) and those
+        pushed since the last window, and which of them are read for the first time."""
+        horizon = min(_LAST if first is None else first, self.fetched + 1)
+        if horizon < self.floor:                     # calls reach back before what was let go: read again
+            self.frame = self._read('start <= ? AND "end" >= ?', (self.fetched, horizon))
+        elif horizon > self.floor:
+            self.frame = self.frame.loc[self.frame["end"].to_numpy() >= horizon]
+        self.floor = horizon
+        new = np.array([], np.int64)
+        if last is not None and last > self.fetched:
+            read = self._read("start > ? AND start <= ?", (self.fetched, last))
+            self.fetched, new = last, read["range_id"].to_numpy()
+            self.frame = pd.concat([self.frame, read], ignore_index=True).sort_values("range_id", kind="stable")
+        self.frame = self.frame.reset_index(drop=True)
+        return self.frame, np.isin(self.frame["range_id"].to_numpy(), new)
+
+    def rest(self, chunk: int) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+        """After the last window: the ranges not read yet, about `chunk` at a time."""
+        while True:
+            row = self.conn.execute("SELECT start FROM temp.aisp_nvtx WHERE start > ? ORDER BY start LIMIT 1 OFFSET ?",
+                                    (self.fetched, chunk - 1)).fetchone()
+            frame, new = self.window(None, _LAST if row is None else int(row[0]))
+            if new.any():
+                yield frame, new
+            if row is None:
+                return
+
+    def _read(self, where: str, params: tuple[int, ...]) -> pd.DataFrame:
+        """The ranges `where` says, in range id order, as `read_push_pop_ranges` has them."""
+        if self.has_text is None:
+            self.has_text = self.conn.execute("SELECT count(text) FROM temp.aisp_nvtx").fetchone()[0] > 0
+        text = ", text" if self.has_text else ""
+        sql = (f'SELECT range_id - 1 AS range_id, global_tid, domain_id, start, "end", text_id{text} '
+               f"FROM temp.aisp_nvtx WHERE {where}")
+        ints = None if self.has_text else integer_frame(self.conn, sql.replace("text_id", "COALESCE(text_id, -1) AS text_id"), params)
+        rows = [] if ints is not None else self.conn.execute(sql, params).fetchall()
+        cols = list(zip(*rows)) or [[]] * 7
+        df = ints if ints is not None else pd.DataFrame(
+            {c: np.array(cols[i], dtype=np.int64) for i, c in enumerate(("range_id", "global_tid", "domain_id", "start", "end"))})
+        df["text"] = pd.Series([None] * len(df) if ints is not None or not self.has_text else list(cols[6]), dtype=object)
+        if ints is None:
+            df["text_id"] = pd.Series(list(cols[5]), dtype=object)
+        df = df.sort_values("range_id", kind="stable").reset_index(drop=True)
+        df = export.named_ranges(self.conn, df, self.domains, self.strings)
+        return df.loc[:, ["range_id", "global_tid", "domain_id", "start", "end", "name", "domain"]]

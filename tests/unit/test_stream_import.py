@@ -1,0 +1,95 @@
+"""An import read in windows (`parse.nsys.stream`, issue 33: a long trace in flat memory) stores
+exactly what the one-piece parse stores: every table of the run, row for row, value for value,
+each value of the same SQLite type, and the same GPU. The windows are forced down to a few
+kernels (AISP_PROF_NSYS_CHUNK_ROWS) so that a real shipped export crosses dozens of window seams:
+a kernel lost or counted twice at a seam, a busy time or gap not carried across one, a range
+read twice or never, would change a row here."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from repo_paths import ROOT
+
+from aisp_prof.export_rows import ExportRows, StreamedRows
+from aisp_prof.parse.nsys import stream
+from aisp_prof.parse.nsys.sqlite_export import KERNEL_COLUMNS
+from aisp_prof.store.ingest import load_export, store_path
+from sample_files import plain_path
+
+FIXTURES = ROOT / "tests" / "fixtures"
+# graph launches and memory operations on 5 streams; two NVTX domains (merged paths); ranges
+# named by their own text; 256 memory operations; two domains on two threads
+CHOSEN = [FIXTURES / "foreign_h100" / "nested_graph_default.sqlite", FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite",
+          FIXTURES / "h200" / "l2norm_pair_nsys.sqlite",
+          FIXTURES / "time_kinds" / "20261127T171610Z-ch14.gpu_quantization-5c82" / "nsys.sqlite.gz",
+          FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite"]
+EVERY = sorted([*FIXTURES.glob("*/*.sqlite"), *(ROOT / "profiles").glob("*/*/nsys.sqlite.gz")])
+_RUN_SAME = ("gpu_name", "compute_capability", "sm_count", "driver_version", "nsys_version", "source", "status")
+
+
+def _stored(db: Path, run_id: str) -> dict[str, object]:
+    """Every table's rows of the run (values and their SQLite types, in stored order), and the
+    runs row less what differs between two imports (id, time)."""
+    con = sqlite3.connect(db)
+    try:
+        out: dict[str, object] = {}
+        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'runs'"):
+            schema = con.execute(f"PRAGMA table_info([{table}])").fetchall()
+            names = [r[1] for r in schema if r[1] != "run_id"]
+            if len(names) == len(schema):
+                continue
+            typed = ", ".join(f"[{c}], typeof([{c}])" for c in names)
+            out[table] = (schema, con.execute(f"SELECT {typed} FROM [{table}] WHERE run_id = ? ORDER BY rowid",
+                                              (run_id,)).fetchall())
+        run = dict(zip([d[0] for d in con.execute("SELECT * FROM runs").description],
+                       con.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()))
+        info = json.loads(run["info_json"])
+        out["runs"] = ({k: run[k] for k in _RUN_SAME}, info["gpu"])
+        return out
+    finally:
+        con.close()
+
+
+def _both(tmp_path: Path, export: Path, monkeypatch: pytest.MonkeyPatch, rows: int) -> tuple[dict, dict]:
+    """The run stored in one piece, and read `rows` kernels a window."""
+    with monkeypatch.context() as m:
+        m.setattr(stream, "stream_nsys_sqlite", lambda *a: None)
+        whole = store_path(tmp_path / "whole.db", export)
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, str(rows))
+    windows = store_path(tmp_path / "windows.db", export)
+    return _stored(tmp_path / "whole.db", whole), _stored(tmp_path / "windows.db", windows)
+
+
+@pytest.mark.parametrize("export", CHOSEN, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_windows_of_three_kernels_store_what_one_piece_stores(tmp_path, monkeypatch, export):
+    export = plain_path(export.with_name(export.name.removesuffix(".gz")))
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
+    streamed = stream.stream_nsys_sqlite(export, KERNEL_COLUMNS)
+    assert streamed is not None                                       # the windows are really taken
+    sizes = [len(w) for w in streamed.windows()]
+    assert len(sizes) > 3 and sum(sizes) == streamed.kernel_count
+    whole, windows = _both(tmp_path, export, monkeypatch, 3)
+    assert set(windows) == set(whole)
+    for table in whole:
+        assert windows[table] == whole[table], table
+    assert len(whole["timeline"][1]) == streamed.kernel_count and whole["ranges"][1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("export", EVERY, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_export_stores_the_same_in_windows(tmp_path, monkeypatch, export):
+    export = plain_path(export.with_name(export.name.removesuffix(".gz")))
+    whole, windows = _both(tmp_path, export, monkeypatch, 7)
+    assert windows == whole
+
+
+def test_one_window_is_the_one_piece_parse(tmp_path, monkeypatch):
+    """A trace that fits one window is parsed in one piece, as before (the export rows of
+    `export_rows`); a longer one comes in windows."""
+    export = FIXTURES / "h200" / "l2norm_pair_nsys.sqlite"
+    assert isinstance(load_export(export, in_export=True).timeline, ExportRows)
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "10")
+    assert isinstance(load_export(export, in_export=True).timeline, StreamedRows)
