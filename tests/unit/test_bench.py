@@ -91,6 +91,23 @@ def test_bench_without_gpu_exits_3(tmp_path):
     assert res.exit_code == 3, res.output
 
 
+@pytest.mark.parametrize("target, code", [("ch09.fused_l2norm", 3), ("ch14", 3), ("ch09.fused_l2nrm", 2)])
+def test_a_planted_module_is_a_target_of_bench_run(monkeypatch, tmp_path, target, code):
+    """The plants build their PAIR from the shipped pair (no literal PAIR to read without importing):
+    `bench run --targets ch09.fused_l2norm` under their $AISP_KERNELS was an unknown target (exit 2) on
+    an H200 visit; it gets as far as the GPU (exit 3 here), and a typo is still exit 2."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    from aisp_prof.paths import data_root
+
+    monkeypatch.setenv("AISP_KERNELS", str(data_root() / "tests" / "fixtures" / "gate_kernels"))
+    res = CliRunner().invoke(cli, ["bench", "run", "--targets", target, "--db", str(tmp_path / "a.db"),
+                                   "--profiles-dir", str(tmp_path / "p")])
+    assert res.exit_code == code, res.output
+
+
 def test_bench_list_targets():
     res = CliRunner().invoke(cli, ["bench", "list-targets", "--chapter", "ch09", "--json"])
     assert res.exit_code == 0
