@@ -139,8 +139,6 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = N
     """The page's charts as files under img/; returns {chart: path relative to the page}; `limits`:
     the roofline's axes, shared with the pair's other pages. Runs in a drawing process: a chart
     that fails becomes a ChartError naming it (one line in the CLI)."""
-    from . import charts
-
     out: dict[str, str] = {}
     if roof is not None:
         try:
@@ -150,18 +148,19 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = N
         else:        # an SVG that answers on hover (`drawing.hover_svg`); `aisp-prof roofline` keeps the PNG
             out["roofline"] = _chart("roofline", stem, img, lambda: drawing.hover_svg(
                 figure(roof, limits=limits), roof, img / f"{stem}-roofline.svg"))
+    # the small charts and the timelines as SVG written directly (`output.bars`, `output.zoom`: ~1 ms
+    # each against 40-100 ms through matplotlib); the PNG functions in `charts` are the terminal's
+    from .output.bars import memory_svg, stall_svg, thumbnail_svg
+    from .output.zoom import rank_timeline_svg, timeline_svg
+
     if data["roofline"]:
-        thumb = _chart("roofline thumbnail", stem, img, charts.roofline_thumbnail, data["roofline"],
-                       img / f"{stem}-roofline-thumb.png")
+        thumb = _chart("roofline thumbnail", stem, img, thumbnail_svg, data["roofline"], img / f"{stem}-roofline-thumb.svg")
         if thumb is not None:
             out["roofline_thumb"] = thumb
     if data["stalls"]:
-        out["stalls"] = _chart("stall", stem, img, charts.stall_chart, data["stalls"], img / f"{stem}-stalls.png")
+        out["stalls"] = _chart("stall", stem, img, stall_svg, data["stalls"], img / f"{stem}-stalls.svg")
     if data["memory"]:
-        out["memory"] = _chart("memory", stem, img, charts.memory_chart, data["memory"], img / f"{stem}-memory.png")
-    # the timelines as SVG that zooms on the time axis (`output.zoom`); the PNGs are the terminal's
-    from .output.zoom import rank_timeline_svg, timeline_svg
-
+        out["memory"] = _chart("memory", stem, img, memory_svg, data["memory"], img / f"{stem}-memory.svg")
     if (data.get("ranks") or {}).get("lanes"):
         out["rank_timeline"] = _chart("rank timeline", stem, img, rank_timeline_svg, data["ranks"]["lanes"],
                                       img / f"{stem}-rank-timeline.svg")
@@ -209,8 +208,8 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
         if count > 1:     # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
-            from . import charts as _charts, roofline_plot  # noqa: F401
-            from .output import zoom  # noqa: F401
+            from . import roofline_plot  # noqa: F401
+            from .output import bars, zoom  # noqa: F401
         with drawing.pool(count) as charts:
             # pages finish as their charts come back (a worker never waits on a slow page); a few queued each
             pending: dict[cf.Future, tuple[int, str, Page]] = {}

@@ -26,7 +26,7 @@ from ..analyze.roofline.ceilings import SPARSE_PRECISIONS, dense_precision
 from ..analyze.roofline.build import RooflineResult
 from ..analyze.roofline.points import Point
 from .charts import variant_colors
-from .drawing import draw_png, minor_ticks_as_markers, share_mathtext
+from .drawing import decades, draw_png, minor_ticks_as_markers, share_mathtext
 from .labels import Label, place_labels
 from ..units import si
 
@@ -270,6 +270,7 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
         ax.set_xlim(*xlim)
         ax.set_ylim(*ylim)
         minor_ticks_as_markers(ax)
+        decades(ax)
         roofs = _draw_ceilings(ax, result, levels, precs, xlim)
         handles, names = _draw_points(ax, result, points, levels, kernels)
         speedups = _draw_arrows(ax, result, points, "dram" if level == "all" else level) if compare else []

@@ -115,9 +115,9 @@ def test_one_drawing_process_or_three_write_the_same_bytes(db, tmp_path, monkeyp
     for count in ("1", "3"):
         monkeypatch.setenv("AISP_REPORT_WORKERS", count)
         written[count] = _files(open_db(db).report(list(RUN_IDS), out=tmp_path / count).out_dir)
-    assert sum(name.endswith(".png") for name in written["1"]) == 3 * len(RUN_IDS)      # + two SVGs:
-    assert sum(name.endswith("-roofline.svg") for name in written["1"]) == len(RUN_IDS)
-    assert sum(name.endswith("-timeline.svg") for name in written["1"]) == len(RUN_IDS)  # the zoomable timeline
+    for chart in ("roofline", "roofline-thumb", "stalls", "memory", "timeline"):      # all SVG since issue 33
+        assert sum(name.endswith(f"-{chart}.svg") for name in written["1"]) == len(RUN_IDS), chart
+    assert not any(name.endswith(".png") for name in written["1"])
     assert written["1"].keys() == written["3"].keys()
     assert [n for n in written["1"] if written["1"][n] != written["3"][n]] == []
 
@@ -127,14 +127,16 @@ def test_one_drawing_process_or_three_write_the_same_bytes(db, tmp_path, monkeyp
 def test_a_chart_that_fails_is_one_line_and_leaves_nothing(db, tmp_path, monkeypatch, count):
     from aisp_prof.cli import cli
 
-    real = charts.stall_chart
+    from aisp_prof.render.output import bars
+
+    real = bars.stall_svg
 
     def broken(stalls, path, *args, **kwargs):
         if "structured_sparsity" in str(path):
             raise ValueError("no room for the bars")
         return real(stalls, path, *args, **kwargs)
 
-    monkeypatch.setattr(charts, "stall_chart", broken)          # forked workers inherit it
+    monkeypatch.setattr(bars, "stall_svg", broken)              # forked workers inherit it
     monkeypatch.setenv("AISP_REPORT_WORKERS", count)
     out = tmp_path / "rep"
     res = CliRunner().invoke(cli, ["report", *RUN_IDS, "--db", str(db), "--out", str(out)])
@@ -174,3 +176,31 @@ def test_a_forked_worker_does_not_reuse_the_parents_fonts(tmp_path):
     assert drawing._PARSERS
     with drawing.pool(2) as ex:
         assert [ex.submit(_parsers_in_a_worker).result() for _ in range(4)] == [0] * 4
+
+
+@pytest.mark.slow
+def test_the_svg_bars_show_the_pages_numbers(db, tmp_path):
+    """The report's stall and memory bars and the index thumbnail, written as SVG (issue 33): every
+    bar's hover title carries the number the page's table has, the stacked bars add up to each
+    variant's total, and the thumbnail has a dot per variant."""
+    import xml.etree.ElementTree as ET
+
+    from aisp_prof.render.output.bars import memory_svg, stall_svg, thumbnail_svg
+
+    data = open_db(db).page(RUN_IDS[0])
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    tree = ET.parse(stall_svg(data["stalls"], tmp_path / "s.svg"))
+    titles = [t.text for t in tree.iterfind(".//s:rect/s:title", ns)]
+    for variant, per in data["stalls"].items():
+        shown = [float(t.rsplit(" ", 1)[1]) for t in titles if t.startswith(f"{variant}: ")]
+        assert sum(shown) == pytest.approx(sum(per.values()), abs=0.01 * len(shown))
+        assert f"{variant}: long_scoreboard {per['long_scoreboard']:.2f}" in titles
+    tree = ET.parse(memory_svg(data["memory"], tmp_path / "m.svg"))
+    titles = [t.text for t in tree.iterfind(".//s:rect/s:title", ns)]
+    from aisp_prof.units import si
+    for row in data["memory"]:
+        assert f"{row['variant']}: DRAM read {si(row['dram_read_bytes'], 'B')}" in titles
+    tree = ET.parse(thumbnail_svg(data["roofline"], tmp_path / "t.svg"))
+    dots = [t.text for t in tree.iterfind(".//s:circle/s:title", ns)]
+    assert dots == [p["variant"] for p in data["roofline"]["points"] if p.get("kernel") is None]
+    assert thumbnail_svg({"points": [], "ceilings": {}}, tmp_path / "none.svg") is None
