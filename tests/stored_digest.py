@@ -84,15 +84,21 @@ def digest(db: Path, run_ids: list[str]) -> dict[str, Any]:
         conn.close()
 
 
+def shipped_folders() -> list[Path]:
+    """The sample runs the golden was made of (profiles/samples and samples_h100), in the order they
+    are imported (a column's place, and so a table's hash, follows the order the runs arrived in)."""
+    from aisp_prof.paths import data_root
+
+    return sorted(p for d in ("samples", "samples_h100") for p in (data_root() / "profiles" / d).iterdir()
+                  if (p / "run.json").exists())
+
+
 def shipped_digest(tmp: Path) -> dict[str, Any]:
     """Import every shipped sample (H200 and H100) into a fresh database and digest it."""
-    from aisp_prof.paths import data_root
     from aisp_prof.store.ingest import store_path
 
     db = tmp / "digest.db"
-    folders = sorted(p for d in ("samples", "samples_h100") for p in (data_root() / "profiles" / d).iterdir()
-                     if (p / "run.json").exists())
-    run_ids = [store_path(db, p) for p in folders]
+    run_ids = [store_path(db, p) for p in shipped_folders()]
     return digest(db, run_ids)
 
 

@@ -9,16 +9,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from stored_digest import shipped_digest
+from stored_digest import digest, shipped_folders
 from repo_paths import FIXTURES
 
 GOLDEN = FIXTURES / "stored_tables_digest.json"
 
 
 @pytest.mark.slow
-def test_shipped_samples_store_the_same_values(tmp_path):
+def test_shipped_samples_store_the_same_values(sample_dbs):
+    """The samples imported once per session in the golden's order (sample_dbs stores them one by
+    one with store_path, as stored_digest.shipped_digest does); the roofline test reads the same."""
     golden = json.loads(GOLDEN.read_text())
-    now = shipped_digest(tmp_path)
+    folders = shipped_folders()
+    now = digest(sample_dbs.original(*folders), [f.name for f in folders])
     assert sorted(now) == sorted(golden)
     differ = {(run, table): (golden[run][table], now[run][table]) for run in golden for table in golden[run]
               if golden[run][table] != now[run][table]}
@@ -52,20 +55,15 @@ def roofline_digest(result: dict) -> str:
 
 
 @pytest.mark.slow
-def test_shipped_samples_give_the_same_rooflines(tmp_path):
+def test_shipped_samples_give_the_same_rooflines(tmp_path, sample_dbs):
     """Every sample's roofline (points, ceilings, checks, warnings), number for number, as
     before issue 17 took the per-launch points off one-row frames (golden made at 945910d). The
     golden was made again at 8027d6e for one change of text alone: the L1 ceiling's note gained
     its unit and source ('~87' -> '~87 B/cycle/SM (22.8 TB/s ...)', issue 31 item 9); all 24
     rooflines were compared key by key with those of 93884f7 and differed in nothing else."""
     from aisp_prof.api import open_db
-    from aisp_prof.paths import data_root
 
     golden = json.loads(ROOFLINE_GOLDEN.read_text())
-    db = open_db(tmp_path / "a.db")
-    for d in ("samples", "samples_h100"):
-        for p in sorted((data_root() / "profiles" / d).iterdir()):
-            if (p / "run.json").exists():
-                db.import_path(p)
+    db = open_db(sample_dbs.copy(tmp_path / "a.db", *shipped_folders()))
     now = {rid: roofline_digest(db.roofline(rid).to_dict()) for rid in db.runs()["run_id"]}
     assert now == golden
