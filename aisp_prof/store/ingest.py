@@ -279,7 +279,7 @@ def store_job(db: Path, paths: list[Path], job: str, label: str | None = None, r
         if not p.exists():
             raise ExportParseError(f"{p}: no such file or folder")
         files += sorted([*p.glob("*.sqlite"), *p.glob("*.sqlite.gz")], key=_natural) if p.is_dir() else [p]
-    return store_keyed(db, files, lambda: load_job_exports(files, job, label, _with_variant, _run_row), replace)
+    return store_keyed(db, files, lambda _: load_job_exports(files, job, label, _with_variant, _run_row), replace)
 
 
 def _natural(path: Path) -> list[Any]:
@@ -296,15 +296,16 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
     shipped samples twice is harmless. `replace`: the stored run of that content or run id is
     replaced (its id appended to `replaced`). `via(path)`: a context giving the SQLite export
     of a .nsys-rep and the command that made it (`collect.output.rep_export`, run only when the
-    report's content is not stored yet; the store runs no tool).
+    report's content is not stored yet; the store runs no tool), kept until the run is written,
+    so that its timeline is copied from it, or read in windows, as a .sqlite's is.
     """
     if not path.exists():
         raise ExportParseError(f"{path}: no such file or folder")
 
-    def load() -> RunData:
+    def load(keep: contextlib.ExitStack) -> RunData:
         if via is not None:
-            with via(path) as (sqlite, command):
-                return load_export(sqlite, label, report=path, export_command=command)
+            sqlite, command = keep.enter_context(via(path))
+            return load_export(sqlite, label, in_export=True, report=path, export_command=command)
         # the timeline may stay in the export until write_run copies it (`export_rows`)
         data = load_run_dir(path, True, complete=True) if path.is_dir() else load_export(path, label, in_export=True)
         if path.is_dir() and label:
@@ -319,12 +320,13 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
         return exc.run_id
 
 
-def store_keyed(db: Path, read: list[Path], load: Callable[[], RunData], replace: bool = False,
+def store_keyed(db: Path, read: list[Path], load: Callable[[contextlib.ExitStack], RunData], replace: bool = False,
                 replaced: list[str] | None = None) -> str:
     """Store the run `load` parses, keyed by the content of the files it `read`
     (`identity.content_key`). Content already stored is a RunExistsError before anything is
     parsed (and again under the write lock); with `replace` the stored runs of that content or
-    run id give way, their ids appended to `replaced`."""
+    run id give way, their ids appended to `replaced`. What `load` enters on the stack it is
+    given (a temporary export) stays until the run is written."""
     try:
         key = identity.content_key(read)
     except OSError as exc:
@@ -332,11 +334,12 @@ def store_keyed(db: Path, read: list[Path], load: Callable[[], RunData], replace
     found = stored_as(db, None, key)
     if found and not replace:
         raise RunExistsError(found[0]["run_id"], db, True, found[0]["label"])
-    data = load()
-    data.run[identity.CONTENT_COLUMN] = key
-    if replace and replaced is not None:
-        replaced += [f["run_id"] for f in stored_as(db, data.run_id, key)]
-    return write_run(db, data, replace)
+    with contextlib.ExitStack() as keep:
+        data = load(keep)
+        data.run[identity.CONTENT_COLUMN] = key
+        if replace and replaced is not None:
+            replaced += [f["run_id"] for f in stored_as(db, data.run_id, key)]
+        return write_run(db, data, replace)
 
 
 def stored_as(db: Path, run_id: str | None, key: str | None) -> list[dict[str, Any]]:

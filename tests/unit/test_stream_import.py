@@ -6,15 +6,20 @@ a kernel lost or counted twice at a seam, a busy time or gap not carried across 
 read twice or never, would change a row here."""
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from repo_paths import ROOT
 
 from aisp_prof.export_rows import ExportRows, StreamedRows
 from aisp_prof.parse.nsys import stream
+from aisp_prof.parse.nsys import tables as export_tables
 from aisp_prof.parse.nsys.sqlite_export import KERNEL_COLUMNS
 from aisp_prof.store.ingest import load_export, store_path
 from sample_files import plain_path
@@ -93,3 +98,54 @@ def test_one_window_is_the_one_piece_parse(tmp_path, monkeypatch):
     assert isinstance(load_export(export, in_export=True).timeline, ExportRows)
     monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "10")
     assert isinstance(load_export(export, in_export=True).timeline, StreamedRows)
+
+
+def test_calls_reaching_back_read_the_ranges_let_go_again():
+    """Kernels come in GPU start order, so a window's calls can start before the last window's
+    (a kernel queued long on another stream): the ranges let go as ended must be read again,
+    exactly those a one-piece read holds there. The real ranges of a 2-domain export."""
+    export = FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite"
+    conn = stream._connect(export)
+    try:
+        tables = export_tables.table_names(conn)
+        whole = export_tables.read_push_pop_ranges(conn, tables)
+        stream._Windows(conn, None)._load_ranges()
+        active = stream._Active(conn, export_tables.read_domains(conn, tables), {})
+        starts = np.sort(whole["start"].to_numpy())
+        early, late, last = (int(starts[i]) for i in (10, len(starts) // 2, len(starts) - 5))
+        active.window(late, last)                                 # reads every range up to `last`
+        held, _ = active.window(late, last)                       # lets go of those ended before `late`
+        let_go = whole.loc[(whole["end"] >= early) & (whole["end"] < late) & (whole["start"] <= last)]
+        assert len(let_go) and not held["range_id"].isin(let_go["range_id"]).any()
+        again, new = active.window(early, last)
+        want = whole.loc[(whole["start"] <= last) & (whole["end"] >= early)].reset_index(drop=True)
+        assert not new.any()
+        pd.testing.assert_frame_equal(again.reset_index(drop=True), want, check_dtype=False)
+    finally:
+        conn.close()
+
+
+def test_a_report_exported_on_the_fly_is_read_in_windows_until_stored(tmp_path, monkeypatch):
+    """A .nsys-rep's temporary SQLite export stays until the run is written (the windows read it
+    while the store writes), then goes; the run stores what importing that export stores."""
+    export = FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite"
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
+    folder, streamed = tmp_path / "exported", []
+    real = stream.stream_nsys_sqlite
+    monkeypatch.setattr(stream, "stream_nsys_sqlite", lambda *a: streamed.append(real(*a)) or streamed[-1])
+
+    @contextlib.contextmanager
+    def via(report: Path):
+        folder.mkdir()
+        shutil.copyfile(export, folder / "export.sqlite")
+        try:
+            yield folder / "export.sqlite", ["nsys", "export", "--type", "sqlite"]
+        finally:
+            shutil.rmtree(folder)
+
+    rep = tmp_path / "trace.nsys-rep"
+    rep.write_bytes(b"read by the stand-in exporter only")
+    run = store_path(tmp_path / "rep.db", rep, via=via)
+    assert streamed and streamed[0] is not None and not folder.exists()
+    direct = store_path(tmp_path / "direct.db", export)
+    assert _stored(tmp_path / "rep.db", run) == _stored(tmp_path / "direct.db", direct)
