@@ -142,34 +142,29 @@ def test_template_fills_every_field():
 
 @pytest.mark.slow
 @torch_missing
-def test_generated_template_imports_and_passes_its_own_test(tmp_path):
-    result = CliRunner().invoke(cli, ["new", "mine.fused_relu", "--dir", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    env = {**_env(), "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_fused_relu.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert " passed" in proc.stdout
-    # the module imports on its own, with no side effects required of it
-    proc = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path('fused_relu.py')['PAIR'].name)"], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout.strip() == "mine.fused_relu", proc.stderr
-
-
-@pytest.mark.slow
-@torch_missing
 def test_readme_loop_runs_on_a_cpu(tmp_path):
-    """The README's 'Your own pairs' loop, up to the step that needs a GPU: new, test, list."""
+    """The README's 'Your own pairs' loop, up to the step that needs a GPU: new, test, list. The
+    generated template passes its own test (the loop's pytest line) and imports on its own, with no
+    side effects required of it (what test_generated_template_imports_and_passes_its_own_test ran
+    in a second pytest of the same template)."""
     text = (ROOT / "README.md").read_text().split("## Your own pairs", 1)[1].split("```bash", 1)[1]
     lines = [line.split("  #", 1)[0].strip() for line in text.split("```", 1)[0].splitlines()]
     cpu = [line for line in lines if line.startswith(("aisp-prof new", "TRITON_INTERPRET=1", "aisp-prof list"))]
     assert len(cpu) == 3, lines
     env = {**_env(), "TRITON_INTERPRET": "1"}
+    outputs = []
     for line in cpu:
         cmd = line.replace("TRITON_INTERPRET=1 python", f"{sys.executable}").replace(
             "aisp-prof", f"{sys.executable} -m aisp_prof")
         proc = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
-    assert "mine.fused_relu" in proc.stdout
+        outputs.append(proc.stdout)
+    assert "mine.fused_relu" in outputs[2]
+    assert " passed" in outputs[1] and " failed" not in outputs[1], outputs[1]
+    generated = next(tmp_path.glob("*/fused_relu.py"))
+    proc = subprocess.run([sys.executable, "-c", "import runpy; print(runpy.run_path('fused_relu.py')['PAIR'].name)"],
+                          cwd=generated.parent, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "mine.fused_relu", proc.stderr
 
 
 RECORDING_CHILD = """
