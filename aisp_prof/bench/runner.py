@@ -176,7 +176,8 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
     found: list[VariantVerdict] = []
     bandwidth: list[dict[str, Any]] = []
     said: list[str] = [recorded.get("outdated", "")]
-    chase = undecided(pair.name, entry, kind, opts.pair_budget_s, max(opts.processes, opts.max_processes))
+    chase = undecided(pair.name, entry, kind, opts.pair_budget_s, max(opts.processes, opts.max_processes),
+                      link_bound=pair.distributed)
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:

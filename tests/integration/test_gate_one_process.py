@@ -123,3 +123,18 @@ def test_the_cli_default_is_the_rules_budget():
 
     option = next(p for p in bench_run.params if p.name == "pair_budget_s")
     assert option.default == PAIR_BUDGET_S
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("slower", [1.0, 1.3])
+def test_a_host_time_against_one_machine_asks_for_no_second_process(slower):
+    """ch14.gpu_quantization's latency, recorded on one H200 lease: whatever a process shows, `one_machine`
+    makes a change AMBIGUOUS, so a confirming or chasing process (22 s there) could not change the verdict."""
+    pair = "ch14.gpu_quantization"
+    entry = json.loads((KERNELS / "ch14" / "expectations_h200.json").read_text())["pairs"][pair]
+    rows = [{**r, "kind": "latency", "throttled": False,
+             "time_ns": r["time_ns"] * (slower if r["variant"] == "gpu_compiled" else 1.0)}
+            for r in exp.session_samples(entry).to_dict("records") if r["process"] == 0]
+    chase = undecided(pair, entry, "latency", budget_s=None)
+    assert chase(rows) is False and "one machine" in chase.stopped   # its own process 0 is AMBIGUOUS already
+    assert undecided(pair, entry, "latency", budget_s=None, link_bound=True)(rows) is True   # a collective's is chased

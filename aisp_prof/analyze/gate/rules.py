@@ -41,15 +41,16 @@ PAIR_BUDGET_S = 40.0
 
 
 def undecided(pair: str, entry: Any, kind: str, budget_s: float | None = None,
-              max_processes: int = 5) -> "Chase":
+              max_processes: int = 5, link_bound: bool = False) -> "Chase":
     """Whether the gate needs another timing process: while a verdict is AMBIGUOUS and another process
     may decide it within the pair's budget, and until a second process has confirmed any FASTER or
     SLOWER. One process is enough for a pair whose every variant is SAME: the A/A margin it is
     judged by was learnt from the recorded processes' spread, so the between-process noise is already
     inside it; a change one process shows must show in the next too before it fails a build. This
     halves a passing gate's cost (one fresh process per pair instead of two) without letting one odd
-    process decide a failure. `budget_s` None: no budget (every process up to `max_processes`)."""
-    return Chase(pair, entry, kind, budget_s, max_processes)
+    process decide a failure. `budget_s` None: no budget (every process up to `max_processes`).
+    `link_bound`: a multi-rank pair (`one_machine`)."""
+    return Chase(pair, entry, kind, budget_s, max_processes, link_bound=link_bound)
 
 
 @dataclass
@@ -60,13 +61,17 @@ class Chase:
     would pass `budget_s` since the pair started (the next process is estimated by the last, the
     first by the check's process, which is dearer), or, from two processes on, when even the
     interval `max_processes` would give (its width x sqrt(n / max), the usual 1/sqrt(n) of
-    independent processes) would still straddle the margin's edge for every AMBIGUOUS variant."""
+    independent processes) would still straddle the margin's edge for every AMBIGUOUS variant.
+    No process is asked for whose answer `one_machine` would overrule: a host-side time judged
+    against evidence from one machine ends AMBIGUOUS whatever it shows (on an H200 the confirming
+    processes of ch14.graph_break_control_flow and gpu_quantization cost 22-24 s each for that)."""
 
     pair: str
     entry: Any
     kind: str
     budget_s: float | None = PAIR_BUDGET_S
     max_processes: int = 5
+    link_bound: bool = False
     clock: Callable[[], float] = time.monotonic
     stopped: str = ""
     started: float = field(default=-1.0)
@@ -81,6 +86,11 @@ class Chase:
         verdicts = [v for v in judge(self.pair, exp.of_kind(pd.DataFrame(samples), self.kind), self.entry)
                     if not v.is_reference]
         n = len({s.get("process") for s in samples})
+        if self.kind in exp.HOST_KINDS and not self.link_bound and exp.machines(self.entry) == 1 and \
+                any(v.verdict in (FASTER, SLOWER, AMBIGUOUS) for v in verdicts):
+            self.stopped = ("a host-side time against evidence from one machine stays AMBIGUOUS however many "
+                            "processes run: one is enough")
+            return False
         if any(v.verdict in (FASTER, SLOWER) for v in verdicts) and n < CONFIRMING_PROCESSES:
             return True
         unsure = [v for v in verdicts if v.verdict == AMBIGUOUS]
