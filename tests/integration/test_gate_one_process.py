@@ -138,3 +138,40 @@ def test_a_host_time_against_one_machine_asks_for_no_second_process(slower):
     chase = undecided(pair, entry, "latency", budget_s=None)
     assert chase(rows) is False and "one machine" in chase.stopped   # its own process 0 is AMBIGUOUS already
     assert undecided(pair, entry, "latency", budget_s=None, link_bound=True)(rows) is True   # a collective's is chased
+
+
+@pytest.mark.slow
+def test_bench_one_says_in_the_verdict_why_its_chase_stopped(monkeypatch, tmp_path):
+    """The runner's side of the rule: a pair whose first process (28 s by the fake clock) is AMBIGUOUS
+    gets no second one at a 40 s budget, and the stored verdict's cause and the log say why."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from aisp_prof.analyze.gate import rules
+    from aisp_prof.bench import runner
+    from aisp_prof.pairs import find
+    from aisp_prof.pairs.capabilities import Runnable
+
+    entry = json.loads((KERNELS / "ch10" / "expectations_h200.json").read_text())["pairs"][PAIR]
+    clock = iter([0.0, 28.0])
+    monkeypatch.setattr(runner, "undecided", lambda *a, **k: rules.Chase(*a, **k, clock=lambda: next(clock)))
+    monkeypatch.setattr(runner, "runnable", lambda *a: Runnable(True, ""))
+    rows = _samples(entry, [0], slower=1.017)
+    asked = []
+
+    class Runs:
+        def profile(self, options, progress, annotate):
+            asked.append(options.timing.more(rows))
+            data = SimpleNamespace(samples=pd.DataFrame(rows), info={"sensor": {"sm_clock_max_mhz": 1980}},
+                                   timeline=pd.DataFrame(), ranks=pd.DataFrame(), verdicts=None)
+            annotate(data)
+            return SimpleNamespace(error=None, run={"run_id": "r1"}, data=data)
+
+    said = []
+    outcome = runner.bench_one(find(PAIR), Runs(), "h200", runner.BenchOptions(expectations=KERNELS / "ch10" /
+                               "expectations_h200.json"), said.append, machine=SimpleNamespace(gpu_name="NVIDIA H200"))
+    assert asked == [False]
+    v = next(v for v in outcome.verdicts if v.variant == "streams32")
+    assert v.verdict == "AMBIGUOUS" and "40 s budget" in v.cause, v.cause
+    assert any("40 s budget" in line for line in said), said
