@@ -102,7 +102,8 @@ GPU_ONLY = frozenset({"gpu", "nvcc", "cutlass"})
 class CheckRequest:
     """What `check` runs: the targets, the variants asked for (empty: all that run here), one size
     over each pair's default (None: the default, or none with `fuzz`), `fuzz` shapes more per pair
-    drawn with `seed` inside the budgets, `trials` fresh inputs per shape, on `device`."""
+    drawn with `seed` inside the budgets, `trials` fresh inputs per shape, on `device`; with
+    `time_limit_s`, no new shape once that many seconds have passed (the one in progress finishes)."""
 
     targets: Sequence[str]
     variants: Sequence[str] = ()
@@ -113,13 +114,18 @@ class CheckRequest:
     budget_tflop: float = 2.0
     trials: int = 1
     device: str = "cuda"
+    time_limit_s: float | None = None
 
 
 @dataclass
 class CheckOutcome:
-    """One result per pair and shape (a pair that cannot run here: one skipped result)."""
+    """One result per pair and shape (a pair that cannot run here: one skipped result). A check
+    stopped part way (`stopped`: "interrupted" or "time limit") holds the shapes finished before
+    it stopped; `not_checked` counts the rest."""
 
     results: list[ShapeResult]
+    not_checked: int = 0
+    stopped: str | None = None
 
     @property
     def failed(self) -> list[ShapeResult]:
@@ -129,53 +135,100 @@ class CheckOutcome:
 
     @property
     def error(self) -> CorrectnessError | None:
-        """The CorrectnessError (exit 7) naming the first failed shapes; None when none failed."""
+        """The CorrectnessError (exit 7) naming the first failed shapes (and, when the check was
+        stopped, how many were not checked); None when none failed."""
         failed = self.failed
         if not failed:
             return None
         return CorrectnessError(f"{len(failed)} of {len(self.results)} shapes failed the check: "
                                 + "; ".join(f"{r.pair} at {r.to_dict()['shape']}" for r in failed[:5])
-                                + (" ..." if len(failed) > 5 else ""))
+                                + (" ..." if len(failed) > 5 else "")
+                                + (f" ({self.stopped}: {self.not_checked} shape(s) not checked)" if self.stopped else ""))
+
+    def stop_line(self) -> str:
+        """What a stopped check says: "interrupted: 3 shape(s) checked, 17 not checked"."""
+        return f"{self.stopped}: {len(self.results)} shape(s) checked, {self.not_checked} not checked"
 
     def as_list(self) -> list[dict[str, Any]]:
-        """What `aisp-prof check --json` prints."""
+        """One dict per finished shape."""
         return [r.to_dict() for r in self.results]
 
+    def as_dict(self) -> dict[str, Any]:
+        """What `aisp-prof check --json` prints: the finished shapes, and why and how many not."""
+        return {"results": self.as_list(), "stopped": self.stopped, "not_checked": self.not_checked}
 
-def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: None) -> CheckOutcome:
+
+class _TimeUp(Exception):
+    """The time limit passed after a shape finished: the check stops there."""
+
+
+def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: None,
+          tick: Callable[[], None] = lambda: None) -> CheckOutcome:
     """Every selected pair's shapes checked against the float64 reference (`collect.correctness.shape_check`):
-    in child processes on the GPU, or here on CPU tensors. --sizes is validated for every pair
-    before anything runs (exit 12); without a GPU (device cuda) NoGpuError (exit 3). On the GPU,
-    the pending CUDA libraries of the pairs that run are first built in parallel (`collect.code.prebuild`)."""
-    from ..collect.code.builds import pending_line
+    in child processes on the GPU, or here on CPU tensors, a progress line per shape as it finishes.
+    --sizes is validated for every pair before anything runs (exit 12); without a GPU (device cuda)
+    NoGpuError (exit 3). On the GPU, the pending CUDA libraries of the pairs that run are first
+    built in parallel (`collect.code.prebuild`). KeyboardInterrupt (Ctrl-C, or raised by `tick`,
+    called wherever the check can stop) or `time_limit_s` passed stops it: it returns the shapes
+    finished so far, `stopped` and `not_checked` set, and no check process is left running."""
+    import time
+
     from ..collect.code.prebuild import prebuild
-    from ..collect.correctness.shape_check import ShapeResult, check_here, check_in_children
     from ..pairs import pair_sizes, select
     from ..pairs.capabilities import detect_machine
 
+    began = time.monotonic()
     pairs, machine = select(list(request.targets)), detect_machine()
     given = {p.name: pair_sizes(p, request.sizes) for p in pairs} if request.sizes else {}
     plans = {p.name: _check_variants(p, machine, tuple(request.variants), request.device) for p in pairs}
+    work = [(p, *plans[p.name], [] if plans[p.name][1] else _check_shapes(p, given.get(p.name), request))
+            for p in pairs]
     if request.device == "cuda":
         prebuild([p for p in pairs if not plans[p.name][1]], progress,
                  variants={p.name: plans[p.name][0] for p in pairs})
-    results: list[ShapeResult] = []
-    for i, pair in enumerate(pairs, 1):
-        variants, why = plans[pair.name]
+    outcome = CheckOutcome([])
+    deadline = began + request.time_limit_s if request.time_limit_s else None
+    try:
+        _check_all(work, request, outcome, progress, tick, deadline)
+    except KeyboardInterrupt:
+        outcome.stopped = "interrupted"
+    except _TimeUp:
+        outcome.stopped = "time limit"
+    outcome.not_checked = sum(len(shapes) or 1 for *_, shapes in work) - len(outcome.results)
+    return outcome
+
+
+def _check_all(work: list[tuple[KernelPair, list[str], str, list[dict[str, int]]]], request: CheckRequest,
+               outcome: CheckOutcome, progress: Callable[[str], None], tick: Callable[[], None],
+               deadline: float | None) -> None:
+    """Each pair's shapes checked in turn, each result added to `outcome` as it finishes."""
+    import time
+
+    from ..collect.code.builds import pending_line
+    from ..collect.correctness.shape_check import ShapeResult, check_here, check_in_children
+
+    for i, (pair, variants, why, shapes) in enumerate(work, 1):
         if why:
-            progress(f"== {pair.name} ({i}/{len(pairs)}): skipped: {why}")
-            results.append(ShapeResult(pair.name, {}, "skip", why))
+            progress(f"== {pair.name} ({i}/{len(work)}): skipped: {why}")
+            outcome.results.append(ShapeResult(pair.name, {}, "skip", why))
             continue
-        shapes = _check_shapes(pair, given.get(pair.name), request)
-        progress(f"== {pair.name} ({i}/{len(pairs)}): {len(shapes)} shape(s), {', '.join(variants)}")
+        progress(f"== {pair.name} ({i}/{len(work)}): {len(shapes)} shape(s), {', '.join(variants)}")
         building = pending_line(pair) if request.device == "cuda" else None
         if building:
             progress(building)
+        first = len(outcome.results)
+
+        def done(result: ShapeResult) -> None:
+            outcome.results.append(result)
+            progress(result.progress_line(len(outcome.results) - first, len(shapes)))
+            tick()
+            left = len(outcome.results) - first < len(shapes) or pair is not work[-1][0]
+            if deadline is not None and time.monotonic() > deadline and left:
+                raise _TimeUp
         if request.device == "cpu":
-            results += check_here(pair, shapes, variants, "cpu", request.trials)
+            check_here(pair, shapes, variants, "cpu", request.trials, done)
         else:
-            results += check_in_children(pair, shapes, variants, request.trials, progress)
-    return CheckOutcome(results)
+            check_in_children(pair, shapes, variants, request.trials, progress, done, tick)
 
 
 def _check_shapes(pair: KernelPair, given: dict[str, int] | None, request: CheckRequest) -> list[dict[str, int]]:

@@ -5,7 +5,8 @@ from typing import Any
 
 import click
 
-from .common import echo_json, json_option, table_width, wide_option
+from ..errors import INTERRUPTED_EXIT_CODE
+from .common import echo_json, json_option, table_width, terminate_as_interrupt, wide_option
 
 
 @click.command("check")
@@ -25,34 +26,51 @@ from .common import echo_json, json_option, table_width, wide_option
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
               help="cpu: check in this process on CPU tensors, the variants that need no GPU (Triton's under "
                    "TRITON_INTERPRET=1).")
+@click.option("--time-limit-s", type=click.FloatRange(0.0, min_open=True), default=None, metavar="S",
+              help="Start no new shape once S seconds have passed (the one in progress finishes); the rest "
+                   "are reported not checked, and the exit code is an interrupt's (130, or 7 if a shape failed).")
 @json_option
 @wide_option
 def check_cmd(targets: tuple[str, ...], as_json: bool, **options: Any) -> None:
     """Check pairs' variants against their float64 reference, with no profiler: at the default size
     (or --sizes), and with --fuzz N at N more shapes per pair. A variant whose backend has no kernel
     for a shape is skipped at that shape with the reason; a pair that cannot run here is skipped.
+    Each shape's result is a line on stderr as it finishes ("[3/20] s=1,h=7,d=64: pass (16.8 s)").
+
+    Stopped part way (Ctrl-C, SIGTERM as `timeout` sends, or --time-limit-s passed), it still
+    prints the shapes finished so far (--json: "stopped" says why, "not_checked" how many are left),
+    stops its check processes, and exits 130, or 7 if a finished shape failed (a wrong result is
+    never hidden behind an interrupt).
 
     Exit codes: 0 every shape passed or was skipped, 2 unknown target, 3 no GPU (without --device
     cpu), 7 a variant was wrong, raised, or its process died at some shape (the table says which),
-    12 --sizes off a pair's size rules (before anything runs).
+    12 --sizes off a pair's size rules (before anything runs), 130 stopped part way with no failed
+    shape.
 
     \b
     Example:
       aisp-prof check ch10.double_buffered_pipeline --sizes m=1000,n=77,k=129
       aisp-prof check ch10 ch14 --fuzz 20 --seed 1 --json
+      aisp-prof check ch14.regional_triton --fuzz 20 --time-limit-s 300 --json
       TRITON_INTERPRET=1 aisp-prof check ch09.triton --fuzz 5 --device cpu --budget-gb 0.01
     """
     from ..api.pairs import CheckRequest, check
 
     variants = options.pop("variants")
     request = CheckRequest(targets, tuple(variants.split(",")) if variants else (), **options)
-    outcome = check(request, lambda m: click.echo(m, err=True))
+    with terminate_as_interrupt() as stop:
+        outcome = check(request, lambda m: click.echo(m, err=True), stop.check)
+        stop.seen = False        # check() stopped at the SIGTERM (or had finished): its shapes are printed below
     if as_json:
-        echo_json(outcome.as_list())
+        echo_json(outcome.as_dict())
     else:
-        click.echo(results_table(outcome.results, table_width()))
+        click.echo(results_table(outcome.results, table_width())
+                   + (f"; {outcome.not_checked} not checked ({outcome.stopped})" if outcome.stopped else ""))
     if outcome.error is not None:
         raise outcome.error
+    if outcome.stopped:
+        click.echo(f"aisp-prof: {outcome.stop_line()}", err=True)
+        raise click.exceptions.Exit(INTERRUPTED_EXIT_CODE)
 
 
 def results_table(results: list[Any], width: int | None) -> str:

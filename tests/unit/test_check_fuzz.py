@@ -83,7 +83,9 @@ def test_check_fuzz_on_the_cpu_passes_a_right_pair_and_names_the_skips(tmp_path)
     res = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), "--fuzz", "6", "--device", "cpu",
                                    "--json"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.stdout)
+    out = json.loads(res.stdout)
+    assert out["stopped"] is None and out["not_checked"] == 0
+    rows = out["results"]
     assert len(rows) == 6 and {r["status"] for r in rows} == {"pass"}
     assert all(r["sizes"]["cols"] % 4 == 0 for r in rows)
     wide = [r for r in rows if r["sizes"]["cols"] > 64]
@@ -109,11 +111,11 @@ def test_a_dead_check_process_costs_only_its_shape(monkeypatch, tmp_path):
 
     pair, calls = load_file(_pair_file(tmp_path, False)), []
 
-    def fake_child(pair, shapes, variants, trials, tmp):
+    def fake_child(pair, shapes, variants, trials, tmp, seen, tick):
         calls.append(len(shapes))
-        done = shapes[:1] if len(calls) == 1 else shapes
-        lines = [shape_check.check_line(pair, s, "cpu", variants, trials) for s in done]
-        return lines, None, 1 if len(calls) == 1 else 0, "Segmentation fault"
+        for s in shapes[:1] if len(calls) == 1 else shapes:
+            seen(shape_check.check_line(pair, s, "cpu", variants, trials))
+        return None, 1 if len(calls) == 1 else 0, "Segmentation fault"
 
     monkeypatch.setattr(shape_check, "_child", fake_child)
     shapes = [{"rows": r, "cols": 8} for r in (2, 4, 6, 8)]
@@ -140,3 +142,151 @@ def test_the_real_child_without_a_gpu_skips_every_shape_with_the_reason(tmp_path
     pair = load_file(_pair_file(tmp_path, False))
     results = shape_check.check_in_children(pair, [{"rows": 2, "cols": 8}, {"rows": 3, "cols": 4}], ["baseline"])
     assert [r.status for r in results] == ["skip", "skip"] and all("no CUDA GPU" in r.detail for r in results)
+
+
+# ---------------------------------------------------------------------------- stopped part way
+
+SLOW_PAIR = PAIR_FILE.replace("def make_inputs(sizes, device, seed):\n",
+                              "def make_inputs(sizes, device, seed):\n    import time; time.sleep(0.5)\n")
+LOST_SIGINT_S = 20.0        # the shape in progress (~0.5 s) and the table; generous on 2 shared cores
+
+
+def _gone(pid: int, wait_s: float = 5.0) -> bool:
+    """Whether `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
+    import time
+
+    end = time.monotonic() + wait_s
+    while time.monotonic() < end:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return True
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wrong", [False, True], ids=["all_pass_exits_130", "a_failed_shape_exits_7"])
+def test_sigint_to_a_real_fuzz_keeps_the_shapes_finished(tmp_path, wrong):
+    """SIGINT to a real `aisp-prof check --fuzz` after its first shape's progress line: the shapes
+    finished are printed (the table, or --json with "stopped" and "not_checked"), then exit 130,
+    or 7 when a finished shape failed (the smallest shape, rows=1, is odd: wrong there); nothing
+    of it is left running (it leads its own session: every descendant would still be in it)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    (tmp_path / "slow.py").write_text(f"WRONG = {wrong}\n" + SLOW_PAIR)
+    args = ["check", str(tmp_path / "slow.py"), "--fuzz", "20", "--device", "cpu", *(["--json"] if wrong else [])]
+    proc = subprocess.Popen([sys.executable, "-m", "aisp_prof", *args], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # see test_faults
+    said = [proc.stderr.readline() for _ in range(2)]
+    assert said[0].startswith("== mine.doubles (1/1): 20 shape(s)"), said
+    assert said[1].startswith("   [1/20] rows=1,cols=4: " + ("fail" if wrong else "pass")), said
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=LOST_SIGINT_S)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(proc.pid, 0)
+    assert "Traceback" not in err
+    if wrong:
+        assert proc.returncode == 7, err
+        got = json.loads(out)
+        rows = got["results"]
+        assert got["stopped"] == "interrupted" and got["not_checked"] == 20 - len(rows) > 0
+        assert rows[0]["status"] == "fail" and rows[0]["wall_s"] >= 0.5
+        assert err.strip().splitlines()[-1].endswith(f"(interrupted: {20 - len(rows)} shape(s) not checked)")
+    else:
+        assert proc.returncode == 130, err
+        assert "rows=1,cols=4  pass" in out and out.rstrip().endswith("not checked (interrupted)")
+        checked = int(out.rstrip().splitlines()[-1].split()[0])
+        assert 1 <= checked < 20 and f"{20 - checked} not checked" in out
+        assert err.strip().splitlines()[-1] == f"aisp-prof: interrupted: {checked} shape(s) checked, " \
+                                               f"{20 - checked} not checked"
+    progress = [ln for ln in "".join(said + [err]).splitlines() if ln.startswith("   [")]
+    assert progress and all(len(ln) <= 120 for ln in progress)
+
+
+def test_the_time_limit_stops_after_the_shape_in_progress(tmp_path):
+    path = tmp_path / "slow.py"
+    path.write_text("WRONG = False\n" + SLOW_PAIR)
+    res = CliRunner().invoke(cli, ["check", str(path), "--fuzz", "6", "--device", "cpu", "--time-limit-s", "0.1",
+                                   "--json"])
+    assert res.exit_code == 130, res.output
+    got = json.loads(res.stdout)
+    assert [r["status"] for r in got["results"]] == ["pass"] and got == {**got, "stopped": "time limit",
+                                                                         "not_checked": 5}
+    assert "[1/6] rows=1,cols=4: pass (" in res.stderr
+    assert res.stderr.strip().splitlines()[-1] == "aisp-prof: time limit: 1 shape(s) checked, 5 not checked"
+
+
+_FAKE_CHILD = """
+import argparse, json, os, subprocess, sys, time
+ap = argparse.ArgumentParser()
+for a in ("--pair", "--pair-file", "--variants", "--shapes", "--out", "--trials"):
+    ap.add_argument(a)
+args = ap.parse_args()
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])   # as Inductor's compile workers
+open(args.out + ".pids", "w").write(f"{os.getpid()} {worker.pid}")
+with open(args.out, "a") as out:
+    for sizes in json.load(open(args.shapes)):
+        time.sleep(0.2)
+        out.write(json.dumps({"sizes": sizes, "check": {"passed": True}, "wall_s": 0.2}) + "\\n")
+        out.flush()
+time.sleep(60)
+"""
+
+
+def test_an_interrupt_kills_the_check_process_and_its_children(monkeypatch, tmp_path):
+    """The GPU path, with a stand-in child that starts a worker of its own: a real SIGINT in this
+    process after the first shape's line keeps that shape, and leaves neither process running."""
+    import os
+    import signal
+    import sys
+
+    from aisp_prof.pairs.files import load_file
+
+    (tmp_path / "child.py").write_text(_FAKE_CHILD)
+    monkeypatch.setattr(shape_check, "python_module", lambda module, *a: [sys.executable, str(tmp_path / "child.py"), *a])
+    monkeypatch.setattr(shape_check, "POLL_S", 0.05)
+    monkeypatch.setattr(shape_check.tempfile, "tempdir", str(tmp_path))   # the child's out file, kept below
+    pair, results, pids = load_file(_pair_file(tmp_path, False)), [], []
+
+    def done(result):
+        results.append(result)
+        pids.extend(map(int, next(tmp_path.glob("aisp-check-*/results.jsonl.pids")).read_text().split()))
+        os.kill(os.getpid(), signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt):
+        shape_check.check_in_children(pair, [{"rows": r, "cols": 8} for r in (1, 2, 3)], ["baseline"], done=done)
+    assert [r.status for r in results] == ["pass"] and results[0].wall_s == 0.2
+    assert len(pids) == 2 and all(_gone(pid) for pid in pids)
+
+
+_ORPHAN = """
+import os, subprocess, sys, threading, time
+from aisp_prof.collect.process.shape_child import _orphaned
+worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+threading.Thread(target=_orphaned, args=(os.getppid(), 0.05), daemon=True).start()
+print(os.getpid(), worker.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_check_process_whose_parent_was_killed_outright_kills_its_group(tmp_path):
+    """SIGKILL leaves the parent no chance to stop its check process: the child sees it is orphaned
+    and kills its own process group (itself and its workers) within a poll."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', "
+                               f"{_ORPHAN!r}], start_new_session=True)"], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    pids = [int(p) for p in parent.stdout.readline().split()]
+    parent.kill()
+    parent.wait()
+    assert len(pids) == 2 and all(_gone(pid) for pid in pids)

@@ -7,13 +7,19 @@ It writes one JSON line per shape as soon as the shape is checked (`shape_check.
 the parent knows where a process that died stopped; a line {"fatal": ...} when the pair could not
 be loaded at all. After a shape whose kernels left CUDA unusable (an illegal address is sticky:
 every later call fails), it exits 1 and the parent starts a new process for the shapes left.
+It runs in its own process group, which the parent kills when it stops; a parent killed outright
+(SIGKILL: no chance to) is noticed within a second, and the child kills its own group.
 """
 from __future__ import annotations
 
 import argparse
 import gc
 import json
+import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -44,6 +50,16 @@ def _fresh() -> None:
     torch.cuda.empty_cache()
 
 
+def _orphaned(parent: int, poll_s: float = 1.0) -> None:
+    """Once the parent is gone (the child is then re-parented): kill this process group where this
+    child leads it (as `shape_check` starts it), else this process alone."""
+    while os.getppid() == parent:
+        time.sleep(poll_s)
+    if os.getpgid(0) == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    os._exit(1)
+
+
 def _write(out: TextIO, line: dict[str, Any]) -> None:
     out.write(json.dumps(line, default=str) + "\n")
     out.flush()
@@ -60,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--trials", type=int, default=1)
     args = ap.parse_args(argv)
+    threading.Thread(target=_orphaned, args=(os.getppid(),), daemon=True, name="aisp-orphan-watch").start()
     with open(args.out, "a") as out:
         try:
             import torch
