@@ -149,3 +149,25 @@ def test_a_report_exported_on_the_fly_is_read_in_windows_until_stored(tmp_path, 
     assert streamed and streamed[0] is not None and not folder.exists()
     direct = store_path(tmp_path / "direct.db", export)
     assert _stored(tmp_path / "rep.db", run) == _stored(tmp_path / "direct.db", direct)
+
+
+def test_a_full_disk_under_the_windows_temp_tables_is_one_line_and_stores_nothing(tmp_path, monkeypatch):
+    """The windows' temp tables filling their disk (SQLite's own SQLITE_FULL: a page limit on the
+    reading connection's temp database) is the storage error (exit 13) naming that folder, and
+    the run database is left as it was: none."""
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
+    real = stream._Windows.__init__
+
+    def small(self, conn: sqlite3.Connection, parse: stream.StreamedParse) -> None:
+        conn.execute("PRAGMA temp.max_page_count = 3")         # after temp_store, which resets it
+        real(self, conn, parse)
+
+    monkeypatch.setattr(stream._Windows, "__init__", small)
+    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+    assert res.exit_code == 13, res.output
+    assert "SQLite's temporary files" in res.output and len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "a.db").exists()

@@ -22,10 +22,8 @@ whose calls reach back further reads them again. The per-range tables are folded
 window (`range_fold`); memory operations and graph launches are held whole (they are few next
 to kernels), the kernels never.
 
-Only a plain SQLite export whose kernel table nsys declared as `kernels.kernel_copy` needs, and
-whose kernels, memory operations, graph launches and ranges have integer times, process and
-thread ids, streams; anything else is parsed in one piece (`sqlite_export`) as before.
-"""
+Only a plain SQLite export whose kernel table is declared as `kernels.kernel_copy` needs, with
+integer times, process and thread ids; anything else is parsed in one piece, as before."""
 from __future__ import annotations
 
 import logging
@@ -38,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from aisp_prof.errors import ExportParseError
+from aisp_prof.errors import ExportParseError, StorageError
 from aisp_prof.export_rows import ExportColumns
 from aisp_prof.parse.gunzip import is_gzipped
 from aisp_prof.parse.nsys import kernels as nsys_kernels
@@ -77,12 +75,23 @@ class StreamedParse:
             conn.execute("PRAGMA temp_store = FILE")    # the temp tables on disk whatever SQLite's build says
             yield from _Windows(conn, self).run()
         except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):     # its temp tables' disk, an interrupt: not the export
+            if _full(exc):
+                raise StorageError(
+                    f"the disk holding SQLite's temporary files ({os.environ.get('SQLITE_TMPDIR') or '/var/tmp or /tmp'}) "
+                    f"filled while {self.source.name} was read in windows (~165 MB per million kernels set aside); "
+                    "nothing was stored: free space there, or point SQLITE_TMPDIR at a larger disk") from exc
+            if isinstance(exc, sqlite3.OperationalError):     # an interrupt, a lock: not the export
                 raise
             raise ExportParseError(f"{self.source}: unreadable SQLite export ({exc}); "
                                    "re-run `nsys export --type sqlite` on the .nsys-rep") from exc
         finally:
             conn.close()
+
+
+def _full(exc: sqlite3.Error) -> bool:
+    """SQLite's temp tables ran out of disk (SQLITE_FULL, or an I/O error writing them)."""
+    return (getattr(exc, "sqlite_errorname", "") or "").startswith(("SQLITE_FULL", "SQLITE_IOERR")) or \
+        "full" in str(exc).lower()
 
 
 def chunk_rows() -> int:
