@@ -99,10 +99,10 @@ def quickstart(db: RunDatabase, profiles_dir: Path, progress: Callable[[str], No
     2-GPU runs). `each` is handed the summary (summary_result's dict) of each profiled run, or
     without a GPU of QUICKSTART_PAIR's sample (the others are one line each in the report's
     index); the HTML report goes to QUICKSTART_REPORT."""
-    from ..pairs.capabilities import detect_machine
+    from ..pairs.capabilities import detect_machine, surely_no_gpu
     from ..store.ingest import every_sample_run_dir
 
-    if detect_machine().gpu:
+    if not surely_no_gpu() and detect_machine().gpu:
         profile_targets(db, (QUICKSTART_PAIR,), RunRequest(label="quickstart", profiles_dir=profiles_dir), progress,
                         lambda r: each(r.summary_dict()))
         return db.report(targets=[QUICKSTART_PAIR], out=QUICKSTART_REPORT)

@@ -56,6 +56,18 @@ class Machine:
         return cls(frozenset(have) | ({"gpu"} if cc else set()), cc, gpu_name, True, count)
 
 
+GPU_DEVICE_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/dxg")     # the driver's, and WSL's
+
+
+def surely_no_gpu() -> bool:
+    """True on Linux when no NVIDIA device node (nor WSL's /dev/dxg) exists: CUDA cannot see a GPU
+    there, so `quickstart` need not import torch (1-2 s) to find out. Elsewhere False: ask torch."""
+    import os
+    import sys
+
+    return sys.platform.startswith("linux") and not any(os.path.exists(p) for p in GPU_DEVICE_NODES)
+
+
 def detect_machine() -> Machine:
     """This machine: torch's view of GPU 0, and whether triton, nvcc and CUTLASS are found."""
     from ..tools import find_nvcc, have_cutlass

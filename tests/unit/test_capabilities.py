@@ -107,3 +107,22 @@ def test_several_targets_skip_what_cannot_run(monkeypatch, tmp_path):
                                    "--profiles-dir", str(tmp_path / "p"), "--db", str(tmp_path / "a.db")])
     assert "skipped: the baseline needs nvcc" in res.stderr
     assert res.exit_code == 4 and "ncu (Nsight Compute) not found" in res.stderr
+
+
+def test_no_gpu_device_node_on_linux_is_surely_no_gpu(monkeypatch):
+    """`quickstart` skips importing torch (1-2 s of its minute) only where CUDA could not see a GPU:
+    Linux without /dev/nvidiactl, /dev/nvidia0 or WSL's /dev/dxg; elsewhere torch is asked."""
+    import os
+    import sys
+
+    present: set[str] = set()
+    monkeypatch.setattr(os.path, "exists", lambda p: p in present)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert capabilities.surely_no_gpu()
+    for node in ("/dev/nvidia0", "/dev/dxg"):
+        present.clear()
+        present.add(node)
+        assert not capabilities.surely_no_gpu(), node
+    present.clear()
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert not capabilities.surely_no_gpu()
