@@ -115,6 +115,7 @@ def test_a_report_page_opens_the_database_once(tmp_path, monkeypatch):
     opened = []
     real = sqlite3.connect
     monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: opened.append(a) or real(*a, **k))
+    monkeypatch.setenv("AISP_REPORT_WORKERS", "1")       # pages computed here: the drawing workers' opens are theirs
     report = db.report(out=tmp_path / "report")
     assert len(report.pages) == 3
     assert len(opened) == 1 + 3, opened

@@ -2,6 +2,7 @@
 `Run` whose analyses are computed from that one read."""
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -271,9 +272,8 @@ class RunDatabase:
         first = {key: i for i, key in reversed(list(enumerate(rows[r].get("pair") or r for r in run_ids)))}
         run_ids.sort(key=lambda r: first[rows[r].get("pair") or r])   # a pair's runs in a row: their rooflines share axes
         refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
-        files = file_calibrations(self.calibration_dirs)
-        pages = (self._page(rid, files) for rid in run_ids)
-        return write_report(refs, pages, out=Path(out) if out else None, reports_dir=Path(reports_dir),
+        page_of = functools.partial(self._page, files=file_calibrations(self.calibration_dirs))   # in the workers
+        return write_report(refs, page_of, out=Path(out) if out else None, reports_dir=Path(reports_dir),
                             source=str(self.path), progress=progress)
 
     def compare_cards(self, pair: str, plot_dir: str | Path | None = None) -> dict[str, Any]:

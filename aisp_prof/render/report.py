@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from markupsafe import Markup
 
@@ -141,13 +141,7 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = N
     that fails becomes a ChartError naming it (one line in the CLI)."""
     out: dict[str, str] = {}
     if roof is not None:
-        try:
-            from .roofline_plot import figure
-        except ImportError as exc:
-            log.warning("no roofline plot: %s", exc)
-        else:        # an SVG that answers on hover (`drawing.hover_svg`); `aisp-prof roofline` keeps the PNG
-            out["roofline"] = _chart("roofline", stem, img, lambda: drawing.hover_svg(
-                figure(roof, limits=limits), roof, img / f"{stem}-roofline.svg"))
+        out.update(_roofline_chart(roof, img, stem, limits))
     # the small charts and the timelines as SVG written directly (`output.bars`, `output.zoom`: ~1 ms
     # each against 40-100 ms through matplotlib); the PNG functions in `charts` are the terminal's
     from .output.bars import memory_svg, stall_svg, thumbnail_svg
@@ -169,6 +163,27 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = N
     return out
 
 
+def _roofline_chart(roof: Any, img: Path, stem: str, limits: Any = None) -> dict[str, str]:
+    """{"roofline": the SVG that answers on hover (`drawing.hover_svg`)}; `aisp-prof roofline` keeps the PNG."""
+    try:
+        from .roofline_plot import figure
+    except ImportError as exc:
+        log.warning("no roofline plot: %s", exc)
+        return {}
+    return {"roofline": _chart("roofline", stem, img, lambda: drawing.hover_svg(
+        figure(roof, limits=limits), roof, img / f"{stem}-roofline.svg"))}
+
+
+def _computed_and_drawn(page_of: Callable[[str], Page], run_id: str, img: Path, stem: str,
+                        roofline_here: bool) -> tuple[Page, dict[str, str]]:
+    """In a drawing process: the page's numbers (`page_of`, the API's: it reads the database), then
+    its charts, the roofline too unless it waits for the axes of the pair's other pages (then the
+    roofline comes back with the page, else it is not sent back)."""
+    page = page_of(run_id)
+    images = _draw(page.data, page.roofline if roofline_here else None, img, stem)
+    return Page(page.data, None if roofline_here else page.roofline), images
+
+
 def _chart(what: str, stem: str, img: Path, draw: Callable[..., Path | None], *args: Any, **kwargs: Any) -> str | None:
     """`draw(*args, **kwargs)`'s file relative to the page (None if it drew nothing)."""
     try:
@@ -186,12 +201,13 @@ def _rel(path: Path, img: Path) -> str:
     return f"{img.name}/{Path(path).relative_to(img).as_posix()}"
 
 
-def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | None = None,
+def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: Path | None = None,
                  reports_dir: Path = DEFAULT_REPORTS_DIR, source: str = "",
                  progress: Callable[[str], None] | None = None) -> Report:
-    """Write index.html and one page per run into `out` (default reports/<name>). `pages` yields
-    the refs' pages in order (so they can be computed one at a time); `source` is what the index
-    says the runs came from.
+    """Write index.html and one page per run into `out` (default reports/<name>). `page_of(run_id)`
+    computes a ref's page; it is called in the drawing processes (so pages are computed in parallel
+    too) and must survive pickling (a module function or a method of a picklable object); `source`
+    is what the index says the runs came from.
 
     The folder is built under a hidden partial name and renamed when complete; a previous
     report in the same place is replaced. `progress(title)` is called after each page.
@@ -205,26 +221,24 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
         assets["switch"] = {ref.pair: sorted((card_name(r.gpu_name), n) for r, n in zip(refs, names) if r.pair == ref.pair)
                             for ref in refs}        # pair -> [(card, page)]: the same pair on other cards
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        done: dict[int, dict[str, Any]] = {}             # page number -> its row of the index
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
         if count > 1:     # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
             from . import roofline_plot  # noqa: F401
             from .output import bars, zoom  # noqa: F401
+        assets["cross"] = {}                            # page -> [(card, page, roofline SVG)]: same axes
+        finish = lambda name, page, images: _finish_page(env, assets, partial, name, page, images,  # noqa: E731
+                                                         generated, progress)
         with drawing.pool(count) as charts:
-            # pages finish as their charts come back (a worker never waits on a slow page); a few queued each
-            pending: dict[cf.Future, tuple[int, str, Page]] = {}
+            # each page computed and drawn in a worker; pages finish as they come back, a few queued each
+            flight = _InFlight(charts, refs, names, partial / "img", finish)
             queued = 3 * count if count > 1 else 1
-            assets["cross"] = {}                        # page -> [(card, page, roofline SVG)]: same axes
-            for batch in _batches(refs, names, pages):
-                limits = _cross_cards(batch, refs, assets["cross"])
-                for i, name, page in batch:
-                    stem = name[: -len(".html")]
-                    pending[charts.submit(_draw, page.data, page.roofline, partial / "img", stem,
-                                          limits)] = (i, name, page)
-                    while len(pending) >= queued:
-                        _finish_drawn(pending, done, env, assets, partial, generated, progress)
-            while pending:
-                _finish_drawn(pending, done, env, assets, partial, generated, progress)
+            for i in range(len(refs)):
+                flight.submit(i, page_of)
+                while len(flight.pending) >= queued:
+                    flight.step(assets["cross"])
+            while flight.pending:
+                flight.step(assets["cross"])
+        done = flight.done
         written = [out_dir / done[i]["page"] for i in sorted(done)]
         rows = sorted(done.values(), key=lambda r: (r["chapter"], r["card"], r["title"], r["run_id"]))
         html = env.get_template("index.html.j2").render(rows=rows, groups=_groups(rows), generated=generated,
@@ -240,22 +254,6 @@ def write_report(refs: Sequence[PageRef], pages: Iterable[Page], out: Path | Non
     unlock(partial)
     move_into_place(partial, out_dir)
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
-
-
-def _batches(refs: Sequence[PageRef], names: Sequence[str],
-             pages: Iterable[Page]) -> Iterator[list[tuple[int, str, Page]]]:
-    """The pages as (number, name, page), a pair's pages together once all are computed (their
-    rooflines share axes); a pair with one page goes alone, at once. The API hands a pair's runs
-    in a row, so few pages wait."""
-    wanted = Counter(r.pair for r in refs if r.pair)
-    held: dict[str, list[tuple[int, str, Page]]] = {}
-    for i, (ref, name, page) in enumerate(zip(refs, names, pages)):
-        if not ref.pair or wanted[ref.pair] == 1:
-            yield [(i, name, page)]
-            continue
-        held.setdefault(ref.pair, []).append((i, name, page))
-        if len(held[ref.pair]) == wanted[ref.pair]:
-            yield held.pop(ref.pair)
 
 
 def _cross_cards(batch: list[tuple[int, str, Page]], refs: Sequence[PageRef], cross: dict[str, Any]) -> Any:
@@ -280,15 +278,51 @@ def _cross_cards(batch: list[tuple[int, str, Page]], refs: Sequence[PageRef], cr
     return axes_limits(roofs)
 
 
-def _finish_drawn(pending: dict[cf.Future, tuple[int, str, Page]], done: dict[int, dict[str, Any]],
-                  env: Any, assets: dict[str, Any], partial: Path, generated: str,
-                  progress: Callable[[str], None] | None) -> None:
-    """Wait for a page's charts, then finish every page whose charts are drawn (in page order);
-    a chart that failed raises here."""
-    finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-    for future in sorted(finished, key=lambda f: pending[f][0]):
-        i, name, page = pending.pop(future)
-        done[i] = _finish_page(env, assets, partial, name, page, future.result(), generated, progress)
+class _InFlight:
+    """A report's pages in the drawing pool: each computed and drawn by a worker; the pages of a pair
+    on several cards are held until all are back, then their rooflines drawn on shared axes."""
+
+    def __init__(self, charts: cf.Executor, refs: Sequence[PageRef], names: Sequence[str], img: Path,
+                 finish: Callable[[str, Page, dict[str, str]], dict[str, Any]]) -> None:
+        self.charts, self.refs, self.names, self.img, self.finish = charts, refs, names, img, finish
+        self.wanted = Counter(r.pair for r in refs if r.pair)
+        self.pending: dict[cf.Future, tuple[int, Any]] = {}       # future -> (page number, what waits on it)
+        self.held: dict[str, list[tuple[int, Page, dict[str, str]]]] = {}
+        self.done: dict[int, dict[str, Any]] = {}                  # page number -> its row of the index
+
+    def submit(self, i: int, page_of: Callable[[str], Page]) -> None:
+        pair = self.refs[i].pair
+        alone = not pair or self.wanted[pair] == 1
+        future = self.charts.submit(_computed_and_drawn, page_of, self.refs[i].run_id, self.img,
+                                    self.names[i][: -len(".html")], alone)
+        self.pending[future] = (i, None)
+
+    def step(self, cross: dict[str, Any]) -> None:
+        """Wait for a worker; finish what came back (in page order); a chart that failed raises here."""
+        finished, _ = cf.wait(self.pending, return_when=cf.FIRST_COMPLETED)
+        for future in sorted(finished, key=lambda f: self.pending[f][0]):
+            i, waiting = self.pending.pop(future)
+            if waiting is not None:                      # a held page's roofline, drawn on shared axes
+                page, images = waiting
+                self.done[i] = self.finish(self.names[i], page, {**images, **future.result()})
+                continue
+            page, images = future.result()
+            pair = self.refs[i].pair
+            if not pair or self.wanted[pair] == 1:
+                self.done[i] = self.finish(self.names[i], page, images)
+                continue
+            self.held.setdefault(pair, []).append((i, page, images))
+            if len(self.held[pair]) == self.wanted[pair]:
+                self._draw_rooflines(sorted(self.held.pop(pair), key=lambda h: h[0]), cross)
+
+    def _draw_rooflines(self, batch: list[tuple[int, Page, dict[str, str]]], cross: dict[str, Any]) -> None:
+        limits = _cross_cards([(i, self.names[i], page) for i, page, _ in batch], self.refs, cross)
+        for i, page, images in batch:
+            if page.roofline is None:
+                self.done[i] = self.finish(self.names[i], page, images)
+                continue
+            future = self.charts.submit(_roofline_chart, page.roofline, self.img, self.names[i][: -len(".html")], limits)
+            self.pending[future] = (i, (Page(page.data, None), images))
 
 
 def _finish_page(env: Any, assets: dict[str, Any], partial: Path, name: str, page: Page, images: dict[str, str],
