@@ -60,11 +60,14 @@ class BenchOptions:
                                        # is keyed by the rank count too: expectations_<W>x_<gpu>.json
 
     def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
-        """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost."""
+        """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost. A
+        recording's processes compile anew each (`fresh_compile_cache`), so its margin holds the
+        compiler's choices as a fresh machine draws them."""
         count = self.record_processes if self.update_expectations else self.processes
         top = count if self.update_expectations else max(count, self.max_processes)
         return TimingOptions(min_rounds=self.repeats, budget_s=self.budget_s, processes=count, max_processes=top,
-                             references=True, more=None if self.update_expectations else more, kinds=(kind,))
+                             references=True, more=None if self.update_expectations else more, kinds=(kind,),
+                             fresh_compile_cache=self.update_expectations)
 
     def run_options(self, pair: KernelPair, more: Callable[[list[dict[str, Any]]], bool] | None) -> RunOptions:
         with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]
@@ -251,7 +254,8 @@ def provenance(data: Any) -> dict[str, Any]:
             "torch_version": env.get("torch_version"), "cuda_version": env.get("torch_cuda_version"),
             "triton_version": env.get("triton_version"), "host": info.get("host"), "boot_id": info.get("boot_id"),
             "source_sha256": (info.get("source") or {}).get("sha256"),
-            "code_sha256": (info.get("source") or {}).get("code_sha256")}
+            "code_sha256": (info.get("source") or {}).get("code_sha256"),
+            "compile_cache": info.get("compile_cache", "shared")}
 
 
 def current_hardware_key(machine: Machine | None = None) -> str:

@@ -21,7 +21,6 @@ output there.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import gc
 import json
@@ -36,8 +35,9 @@ from ...errors import AispError, NoGpuError, ProfilerFailedError
 from ...naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from ..ranks import group as ranks
 from ..code.builds import builds_so_far
+from ..code.compile_cache import fresh_compile_cache
+from .child_args import parser
 from ..code.dynamo import stop_compile_workers
-from ..timing.samplers import KINDS
 from ..timing.timer import SamplingPlan
 
 
@@ -238,38 +238,11 @@ def capture_for_nsys(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants
     return {**report, "sizes": sizes, "capture_started_at": began}
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The child's command line (runner.child_command writes it)."""
-    ap = argparse.ArgumentParser(prog="python -m aisp_prof.collect.process.child")
-    ap.add_argument("--pair", required=True)
-    ap.add_argument("--pair-file", type=Path, help="the module of a pair outside the kernels folder (pairs.files)")
-    ap.add_argument("--variants", required=True, help="comma-separated, baseline first")
-    ap.add_argument("--sizes", default="")
-    ap.add_argument("--mode", choices=("check", "profile", "bench", "sanitize"), required=True)
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--iterations", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=20, help="timing: rounds at least")
-    ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
-    ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
-    ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
-    ap.add_argument("--kinds", default=",".join(KINDS), help="timing: which kinds of time (collect.timing.samplers)")
-    ap.add_argument("--nsys-iterations", type=int, default=0,
-                    help="check: then run this many iterations per variant inside a cudaProfilerStart/Stop "
-                         "capture range, for nsys --capture-range=cudaProfilerApi (0: none)")
-    ap.add_argument("--nsys-out", type=Path, help="check: where the capture's report goes "
-                                                  "(default: nsys_child.json beside --out)")
-    ap.add_argument("--release", type=Path, help="check: touch this file when done with the GPU (a passed check "
-                                                 "and capture only): an ncu child started beside it may begin")
-    ap.add_argument("--wait-for", type=Path, help="profile: import and load the pair, then wait for this file "
-                                                  "before any CUDA call (the check process's --release)")
-    ap.add_argument("--wait-parent", type=int, default=0, help="with --wait-for: give up if this process ends")
-    return ap
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     started = time.time()
+    if args.fresh_compile_cache:
+        fresh_compile_cache()
     rank = ranks.from_env()
     if rank is not None:          # one rank of a torchrun job: its own reports
         args.out = rank_path(args.out, rank.rank)

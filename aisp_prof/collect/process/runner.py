@@ -63,6 +63,8 @@ class TimingOptions:
     references: bool = False
     more: Callable[[list[dict[str, Any]]], bool] | None = None
     kinds: tuple[str, ...] = KINDS      # collect.timing.samplers; the gate takes its own only
+    fresh_compile_cache: bool = False   # each process compiles (and autotunes) anew: a recording's A/A spread
+                                        # then holds the compiler's choices too, as fresh machines draw them
 
 
 @dataclass
@@ -124,7 +126,8 @@ def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, 
 def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
     """The child's timing flags: rounds, budget, which process, kinds of time, reference kernels."""
     return ["--repeats", str(timing.min_rounds), "--budget-s", str(timing.budget_s), "--process", str(process),
-            "--kinds", ",".join(timing.kinds), *(["--references"] if timing.references else [])]
+            "--kinds", ",".join(timing.kinds), *(["--references"] if timing.references else []),
+            *(["--fresh-compile-cache"] if timing.fresh_compile_cache else [])]
 
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
@@ -312,6 +315,7 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
     started beside the check)."""
     pair, folder = the_plan.pair, ctx.folder
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
+    ctx.info["compile_cache"] = "fresh per process" if opts.timing.fresh_compile_cache else "shared"
     if the_plan.ncu is None:
         return
     names = metric_names(opts.metric_groups)

@@ -1,0 +1,23 @@
+"""Where a timed process keeps what torch.compile and Triton compiled: by default the machine's
+caches, shared by every process; for a recording, an empty folder per process (`fresh_compile_cache`).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def fresh_compile_cache() -> Path:
+    """Point Inductor and Triton at an empty folder of this process, removed when it ends, before
+    torch is imported: a recording's processes then each compile and autotune anew, as a fresh
+    machine does. Sharing one cache, every process of a session reused the first one's choices:
+    ch14.regional_triton's max-autotune variants then ran 8-10% apart between H200 leases with no
+    code change, outside the A/A margin their one-cache sessions had learnt."""
+    folder = Path(tempfile.mkdtemp(prefix="aisp-compile-"))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
