@@ -13,9 +13,9 @@ from pathlib import Path
 def fresh_compile_cache() -> Path:
     """Point Inductor and Triton at an empty folder of this process, removed when it ends, before
     torch is imported: a recording's processes then each compile and autotune anew, as a fresh
-    machine does. Sharing one cache, every process of a session reused the first one's choices:
-    ch14.regional_triton's max-autotune variants then ran 8-10% apart between H200 leases with no
-    code change, outside the A/A margin their one-cache sessions had learnt."""
+    machine does. Sharing one cache, every process of a session reused the first one's choices, so its
+    A/A margin saw one draw of them; ch14.regional_triton's max-autotune variants ran 8-10% faster on a
+    fresh H200 lease with no code change, outside that margin."""
     folder = Path(tempfile.mkdtemp(prefix="aisp-compile-"))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor")
     os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
