@@ -1,7 +1,8 @@
 """An import read in windows (`parse.nsys.stream`, issue 33: a long trace in flat memory) stores
 exactly what the one-piece parse stores: every table of the run, row for row, value for value,
 each value of the same SQLite type, and the same GPU. The windows are forced down to a few
-kernels (AISP_PROF_NSYS_CHUNK_ROWS) so that a real shipped export crosses dozens of window seams:
+kernels (AISP_PROF_NSYS_CHUNK_ROWS: 3 on five chosen exports; on every export 7, or as many as keep
+it to 100 windows) so that a real shipped export crosses dozens of window seams:
 a kernel lost or counted twice at a seam, a busy time or gap not carried across one, a range
 read twice or never, would change a row here."""
 from __future__ import annotations
@@ -83,11 +84,24 @@ def test_windows_of_three_kernels_store_what_one_piece_stores(tmp_path, monkeypa
     assert len(whole["timeline"][1]) == streamed.kernel_count and whole["ranges"][1]
 
 
+MAX_WINDOWS = 100      # window seams per export in the sweep below
+
+
+def _window_rows(export: Path) -> int:
+    """7 kernels a window, or as many more as keep the export to MAX_WINDOWS windows: every export
+    still crosses dozens of seams, and the tiny windows (3 kernels, calls spanning several windows)
+    are the test above's. At 7 a window the two largest samples (ch10.batch's 6590 kernels,
+    model_compile_reduced_precision's 5767) took 941 and 824 windows, over a minute of the suite."""
+    with contextlib.closing(sqlite3.connect(export)) as con:
+        kernels = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+    return max(7, -(-kernels // MAX_WINDOWS))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("export", EVERY, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_export_stores_the_same_in_windows(tmp_path, monkeypatch, export):
     export = plain_path(export.with_name(export.name.removesuffix(".gz")))
-    whole, windows = _both(tmp_path, export, monkeypatch, 7)
+    whole, windows = _both(tmp_path, export, monkeypatch, _window_rows(export))
     assert windows == whole
 
 
