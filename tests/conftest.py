@@ -80,6 +80,19 @@ def sample_dbs(tmp_path_factory) -> SampleDatabases:
     return SampleDatabases(tmp_path_factory.mktemp("sample_dbs"))
 
 
+@pytest.fixture(scope="session")
+def every_sample_results(sample_dbs) -> dict[str, dict]:
+    """{run id: its summary result (`Run.result()`, what `summary_result` gives)} of every shipped
+    sample run, computed once per session from the session's database of them all; shared by
+    test_one_speedup and test_fast_queries: read them, never change them."""
+    from aisp_prof.api import open_db
+    from repo_paths import every_sample_run
+
+    db = open_db(sample_dbs.original(*every_sample_run()))
+    run_ids = [r["run_id"] for r in db.run_list()]
+    return {r.run_id: r.result() for r in db.open_runs(run_ids)}
+
+
 @pytest.fixture
 def samples_db(sample_dbs, tmp_path) -> Path:
     """A private database holding every shipped sample run (imported once per session)."""
