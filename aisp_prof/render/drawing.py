@@ -9,9 +9,9 @@ carries no date or software version, so the same chart gives the same bytes anyw
 savings change no pixel: `share_mathtext` (log tick labels parsed once per process, not per
 figure) and `minor_ticks_as_markers` (a log axis's minor ticks as one marker line, not ~60 Ticks).
 
-In parallel: a report's pages are independent and matplotlib is single-threaded, so charts are
-drawn by a pool of processes (fork: the drawing code is already loaded) while the next pages'
-data are read. `AISP_REPORT_WORKERS` sets the pool's size (default: the CPU count, at most 8);
+In parallel: a report's pages are independent and matplotlib is single-threaded, so each page is
+computed and drawn by one of a pool of processes (fork: the drawing code is already loaded) while
+the parent writes the finished pages' HTML. `AISP_REPORT_WORKERS` sets the pool's size (default: the CPU count, at most 8);
 1 draws in the calling process.
 """
 from __future__ import annotations

@@ -102,3 +102,11 @@ def test_each_cards_roofline_has_the_same_axes(db, tmp_path):
     assert re.findall(r'<img src="([^"]+)"', grid) == ["img/ch09.fused_l2norm.H100-roofline.svg",
                                                        "img/ch09.fused_l2norm.H200-roofline.svg"]
     assert 'aria-current="page"><span>H200 (this page)</span>' in grid
+
+
+@pytest.mark.slow
+def test_an_unwritable_plot_folder_is_one_line_and_exit_14(db, tmp_path):
+    res = CliRunner().invoke(cli, ["compare", "ch09.fused_l2norm", "--cards", "--db", str(db), "--plot", "/proc/aisp"])
+    assert res.exit_code == 14 and "Traceback" not in res.output
+    assert res.stderr.strip().startswith("aisp-prof: error: writing the charts to /proc/aisp failed")
+    assert len(res.stderr.strip().splitlines()) == 1
