@@ -119,7 +119,7 @@ def test_calls_reaching_back_read_the_ranges_let_go_again():
     (a kernel queued long on another stream): the ranges let go as ended must be read again,
     exactly those a one-piece read holds there. The real ranges of a 2-domain export."""
     export = FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite"
-    conn = stream._connect(export)
+    conn = stream.connect(export)
     try:
         tables = export_tables.table_names(conn)
         whole = export_tables.read_push_pop_ranges(conn, tables)

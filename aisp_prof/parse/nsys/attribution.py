@@ -45,7 +45,7 @@ def attribute_all(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.Data
     graphs = graphs if graphs is not None else pd.DataFrame({k: pd.Series(dtype="Int64") for k in keys})
     frames = [kernels, memory_ops.astype({k: "Int64" for k in keys}), graphs.astype({k: "Int64" for k in keys})]
     launches, launch_of = _distinct_launches([f.loc[:, keys] for f in frames])
-    found, nvtx, open_ranges = _attribute_launches(launches, nvtx, every_level=True)
+    found, nvtx, open_ranges = attribute_launches(launches, nvtx, every_level=True)
     done, first = [], 0
     for frame in frames:
         at = launch_of[first:first + len(frame)]
@@ -93,7 +93,7 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame, every_level: bool = False
         calls.loc[:, ["global_tid", "launch_start_ns"]].dropna().drop_duplicates()
         .astype(np.int64).reset_index(drop=True)
     )
-    found, nvtx, open_ranges = _attribute_launches(launches, nvtx, every_level)
+    found, nvtx, open_ranges = attribute_launches(launches, nvtx, every_level)
     calls = calls.merge(
         pd.concat([launches, found], axis=1).astype({"global_tid": "Int64", "launch_start_ns": "Int64"}),
         on=["global_tid", "launch_start_ns"], how="left",
@@ -102,7 +102,7 @@ def attribute(calls: pd.DataFrame, nvtx: pd.DataFrame, every_level: bool = False
     return (calls, nvtx, open_ranges) if every_level else (calls, nvtx)
 
 
-def _attribute_launches(launches: pd.DataFrame, nvtx: pd.DataFrame,
+def attribute_launches(launches: pd.DataFrame, nvtx: pd.DataFrame,
                         every_level: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """`attribute` of distinct calls (int64 keys): per call (row for row) its nvtx_range,
     nvtx_domain ("" outside every range) and range_instance (NaN there); the ranges with their

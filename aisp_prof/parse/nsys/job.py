@@ -32,7 +32,7 @@ from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.gunzip import gunzipped
 from aisp_prof.parse.nsys.tables import table_names
 from aisp_prof.parse.nsys.job_clock import FRAMES, TIME_COLUMNS, Job, refine_offsets, shift_times
-from aisp_prof.parse.nsys.sqlite_export import REEXPORT_HINT, _check_file, _connect, parse_nsys_sqlite
+from aisp_prof.parse.nsys.sqlite_export import REEXPORT_HINT, check_file, connect, parse_nsys_sqlite
 
 __all__ = ["FRAMES", "RANK_COLUMNS", "TIME_COLUMNS", "Job", "RankIdentity", "load_job", "parse_environment",
            "rank_identity", "refine_offsets"]
@@ -91,8 +91,8 @@ def rank_identity(path: str | Path) -> RankIdentity:
     `parse_nsys_sqlite` checks it, so a bad file fails with the same message)."""
     path = Path(path)
     with gunzipped(path, REEXPORT_HINT) as plain:
-        _check_file(plain)
-        conn = _connect(plain)
+        check_file(plain)
+        conn = connect(plain)
         try:
             props, start = _read_target(conn)
         except sqlite3.DatabaseError as exc:

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.export_rows import ExportColumns
-from aisp_prof.parse.nsys.tables import _ID_BITS, KERNEL_TABLE, _columns, _int_query, _query, _string_ids
+from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, _columns, _int_query, _query, _string_ids
 
 
 def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
@@ -61,8 +61,8 @@ def _named_and_keyed(conn: sqlite3.Connection, df: pd.DataFrame) -> pd.DataFrame
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
     df["correlation_id"] = df["correlation_id"].astype("Int64")
     pid = df["global_pid"].astype("Int64")
-    df["process_key"] = pid // (1 << _ID_BITS)
-    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    df["process_key"] = pid // (1 << ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << ID_BITS)
     return df.drop(columns=["global_pid"])
 
 
@@ -115,7 +115,7 @@ def kernel_copy(conn: sqlite3.Connection, path: Path, order: tuple[str, ...]) ->
         "grid": dim3["grid"], "block": dim3["block"], "registers_per_thread": "k.registersPerThread",
         "static_shared_bytes": "k.staticSharedMemory", "dynamic_shared_bytes": "k.dynamicSharedMemory",
         "graph_node_id": optional.get("graphNodeId", "NULL"),
-        "process_id": f"({optional['globalPid']} >> {_ID_BITS}) & {(1 << _ID_BITS) - 1}" if "globalPid" in optional
+        "process_id": f"({optional['globalPid']} >> {ID_BITS}) & {(1 << ID_BITS) - 1}" if "globalPid" in optional
         else "NULL",
     }
     types = {c: "TEXT" if c in ("grid", "block") else "INTEGER" for c in columns}

@@ -5,7 +5,7 @@ of a range), then over the calls of a range: each window's share folds into runn
 totals, and only two numbers per push are carried from window to window, the latest end of its
 operations so far and whether it had any (an array indexed by the push's range id, 9 bytes a
 push). A window holds every operation whose GPU start falls in it, so each call's operations
-arrive in the order `ranges._call_totals` takes them (by start, then end; kernels before memory
+arrive in the order `ranges.call_totals` takes them (by start, then end; kernels before memory
 operations before graph launches), and the busy time and gaps of the first one in a window
 continue from the carried end exactly as in one sweep over the whole trace.
 
@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aisp_prof.parse.nsys.ranges import (_KEYS, _LEVEL_KEYS, _SUMS, LEVEL_COLUMNS, RANGE_COLUMNS, _attributed_work,
-                                         _call_ids, _call_totals, _empty, _graph_columns, _level_keys, _work_items)
+from aisp_prof.parse.nsys.ranges import (LEVEL_COLUMNS, LEVEL_KEYS, RANGE_COLUMNS, RANGE_KEYS, SUM_COLUMNS,
+                                         attributed_work, call_ids, call_totals, empty_frame, level_keys,
+                                         with_graph_columns, work_items)
 from aisp_prof.parse.nsys.tables import OPEN_END
 
 
@@ -50,7 +51,7 @@ class RangeFold:
 
     def __init__(self, n_ranges: int):
         self.inner, self.level = _Carry(n_ranges), _Carry(n_ranges)
-        self.inner_sums, self.level_sums = _Sums(_KEYS), _Sums(_LEVEL_KEYS)
+        self.inner_sums, self.level_sums = _Sums(RANGE_KEYS), _Sums(LEVEL_KEYS)
 
     def add_work(self, kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd.DataFrame,
                  nvtx: pd.DataFrame, open_ranges: pd.DataFrame) -> None:
@@ -61,20 +62,20 @@ class RangeFold:
 
     def _add_inner(self, kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd.DataFrame,
                    nvtx: pd.DataFrame) -> None:
-        work = _attributed_work(kernels, memory_ops, graphs if len(graphs) else None)
+        work = attributed_work(kernels, memory_ops, graphs if len(graphs) else None)
         if work.empty:
             return
-        call = _call_ids(work, _KEYS + ["range_instance"])
+        call = call_ids(work, RANGE_KEYS + ["range_instance"])
         first = np.flatnonzero(np.r_[True, call[1:] != call[:-1]])
         sizes = np.diff(np.r_[first, len(work)])
-        path, domain = (work[c].to_numpy(dtype=object)[first] for c in _KEYS)
+        path, domain = (work[c].to_numpy(dtype=object)[first] for c in RANGE_KEYS)
         push = work["range_instance"].to_numpy()[first].astype(np.int64)
         own = pd.DataFrame({"path": nvtx["nvtx_range"].to_numpy(dtype=object),
                             "domain": nvtx["nvtx_domain"].to_numpy(dtype=object)},
                            index=nvtx["range_id"].to_numpy(dtype=np.int64)).reindex(push)
         by_push = (own["path"].to_numpy() == path) & (own["domain"].to_numpy() == domain)
         keys = list(zip(path, domain, push.tolist()))
-        totals = _call_totals(work, call, self.inner.rows(push, by_push, keys, sizes))
+        totals = call_totals(work, call, self.inner.rows(push, by_push, keys, sizes))
         self.inner.keep(push, by_push, keys, totals.pop("busy_until_ns").to_numpy())
         self.inner_sums.add_calls([path, domain], totals)
 
@@ -84,7 +85,7 @@ class RangeFold:
         frames = [f for f in (kernels, memory_ops, graphs) if f is not None and len(f)]
         if not frames or open_ranges is None or open_ranges.empty:
             return
-        items = pd.concat([_work_items(f) for f in frames], ignore_index=True).dropna(subset=keys)
+        items = pd.concat([work_items(f) for f in frames], ignore_index=True).dropna(subset=keys)
         items = items.astype({k: np.int64 for k in keys}).merge(open_ranges, on=keys)
         if items.empty:
             return
@@ -94,11 +95,11 @@ class RangeFold:
         push = nvtx["range_id"].to_numpy(dtype=np.int64)[pos[first]]
         every = np.ones(len(first), bool)
         carried = self.level.rows(push, every, [], np.diff(np.r_[first, len(items)]))
-        per_push = _call_totals(items, pos, carried)
+        per_push = call_totals(items, pos, carried)
         del items
         self.level.keep(push, every, [], per_push.pop("busy_until_ns").to_numpy())
-        level_keys = _level_keys(nvtx).iloc[pos[first]]
-        self.level_sums.add_calls([level_keys[k].to_numpy() for k in _LEVEL_KEYS], per_push)
+        levels = level_keys(nvtx).iloc[pos[first]]
+        self.level_sums.add_calls([levels[k].to_numpy() for k in LEVEL_KEYS], per_push)
 
     def add_pushes(self, nvtx: pd.DataFrame) -> None:
         """Pushes seen for the first time, with their own path and depth: their wall time and
@@ -106,35 +107,35 @@ class RangeFold:
         if nvtx.empty:
             return
         wall = np.where(nvtx["end"].to_numpy() != OPEN_END, (nvtx["end"] - nvtx["start"]).to_numpy(), 0)
-        self.inner_sums.add_pushes([nvtx[k].to_numpy(dtype=object) for k in _KEYS], wall)
-        level = _level_keys(nvtx)
-        self.level_sums.add_pushes([level[k].to_numpy() for k in _LEVEL_KEYS], wall)
+        self.inner_sums.add_pushes([nvtx[k].to_numpy(dtype=object) for k in RANGE_KEYS], wall)
+        level = level_keys(nvtx)
+        self.level_sums.add_pushes([level[k].to_numpy() for k in LEVEL_KEYS], wall)
 
     def ranges(self, graphs: pd.DataFrame | None) -> pd.DataFrame:
         """`range_table` of every window given (`graphs`: the trace's whole-graph launches)."""
         out = self.inner_sums.frame()
         if out is None:
-            return _empty(RANGE_COLUMNS, _KEYS)
-        return _graph_columns(out.reset_index(), graphs).loc[:, list(RANGE_COLUMNS)]
+            return empty_frame(RANGE_COLUMNS, RANGE_KEYS)
+        return with_graph_columns(out.reset_index(), graphs).loc[:, list(RANGE_COLUMNS)]
 
     def levels(self, graphs: pd.DataFrame | None) -> pd.DataFrame:
         """`level_table` of every window given."""
         out = self.level_sums.frame()
         if out is None:
-            return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
-        out = _graph_columns(out.reset_index(), graphs)
+            return empty_frame(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
+        out = with_graph_columns(out.reset_index(), graphs)
         return out.sort_values(["process_id", "thread_id", "nvtx_domain", "nvtx_range"], kind="stable").loc[
             :, list(LEVEL_COLUMNS)].reset_index(drop=True)
 
 
 class _Sums:
-    """Running totals per key (a tuple of `names`' values): of calls (`_SUMS` summed, the least
+    """Running totals per key (a tuple of `names`' values): of calls (`SUM_COLUMNS` summed, the least
     first start, the most last end, the longest gap) and of pushes (wall time, count); numpy
     arrays by key, in order of first appearance."""
 
     def __init__(self, names: list[str]):
         self.names, self.ids = names, {}
-        self.values = {c: np.zeros(0, np.int64) for c in (*_SUMS, *_EXTREMES, "range_wall_ns", "occurrences")}
+        self.values = {c: np.zeros(0, np.int64) for c in (*SUM_COLUMNS, *_EXTREMES, "range_wall_ns", "occurrences")}
         self.worked = np.zeros(0, bool)
 
     def _of(self, columns: list[np.ndarray]) -> np.ndarray:
@@ -159,7 +160,7 @@ class _Sums:
 
     def add_calls(self, columns: list[np.ndarray], totals: pd.DataFrame) -> None:
         ids = self._of(columns)
-        for c in _SUMS:
+        for c in SUM_COLUMNS:
             np.add.at(self.values[c], ids, totals[c].to_numpy(dtype=np.int64))
         np.minimum.at(self.values["first_start_ns"], ids, totals["first_start_ns"].to_numpy(dtype=np.int64))
         for c in ("last_end_ns", "gap_max_ns"):
@@ -179,7 +180,8 @@ class _Sums:
             return None
         at = np.array([i for _, i in rows], np.int64)
         index = pd.MultiIndex.from_tuples([k for k, _ in rows], names=self.names)
-        out = pd.DataFrame({c: self.values[c][at] for c in (*_SUMS, "first_start_ns", "last_end_ns", "gap_max_ns")},
+        out = pd.DataFrame({c: self.values[c][at]
+                            for c in (*SUM_COLUMNS, "first_start_ns", "last_end_ns", "gap_max_ns")},
                            index=index)
         out["span_ns"] = out["last_end_ns"] - out["first_start_ns"]
         out["range_wall_ns"], out["occurrences"] = self.values["range_wall_ns"][at], self.values["occurrences"][at]

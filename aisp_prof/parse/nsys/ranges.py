@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aisp_prof.parse.nsys.tables import OPEN_END
+from aisp_prof.parse.nsys.tables import ID_BITS, OPEN_END
 
 RANGE_COLUMNS = (
     "nvtx_range", "nvtx_domain", "kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes",
@@ -43,10 +43,9 @@ RANGE_COLUMNS = (
 )
 LEVEL_COLUMNS = ("process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth", "name") + tuple(
     c for c in RANGE_COLUMNS if c not in ("nvtx_range", "nvtx_domain"))
-_KEYS = ["nvtx_range", "nvtx_domain"]
-_LEVEL_KEYS = ["process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth", "name"]
+RANGE_KEYS = ["nvtx_range", "nvtx_domain"]           # a range_table row's identity (range_fold folds by it too)
+LEVEL_KEYS = ["process_id", "thread_id", "nvtx_domain", "nvtx_range", "depth", "name"]   # a level_table row's identity
 _GRAPH_COLUMNS = ("graph_launch_count", "graph_time_ns")
-_ID_BITS = 24
 
 
 def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame,
@@ -58,18 +57,18 @@ def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     range_instance (the push they were launched in) from `attribution`; `nvtx` is one row
     per push with its own path.
     """
-    work = _attributed_work(kernels, memory_ops, graphs)
+    work = attributed_work(kernels, memory_ops, graphs)
     if work.empty:
-        return _empty(RANGE_COLUMNS, _KEYS)
-    calls = _call_totals(work, _call_ids(work, _KEYS + ["range_instance"]))
-    keys = work[_KEYS].iloc[calls.index.to_numpy()].reset_index(drop=True)       # each call's range
-    out = _summed(pd.concat([keys, calls.reset_index(drop=True)], axis=1), _KEYS)
+        return empty_frame(RANGE_COLUMNS, RANGE_KEYS)
+    calls = call_totals(work, call_ids(work, RANGE_KEYS + ["range_instance"]))
+    keys = work[RANGE_KEYS].iloc[calls.index.to_numpy()].reset_index(drop=True)       # each call's range
+    out = _summed(pd.concat([keys, calls.reset_index(drop=True)], axis=1), RANGE_KEYS)
     wall = np.where(nvtx["end"].to_numpy() != OPEN_END, (nvtx["end"] - nvtx["start"]).to_numpy(), 0)   # popped ranges'
-    per_path = nvtx.assign(range_wall_ns=wall).groupby(_KEYS).agg(
+    per_path = nvtx.assign(range_wall_ns=wall).groupby(RANGE_KEYS).agg(
         range_wall_ns=("range_wall_ns", "sum"), occurrences=("range_wall_ns", "size"))
     out["range_wall_ns"] = per_path["range_wall_ns"].reindex(out.index).fillna(0).astype(np.int64)
     out["occurrences"] = per_path["occurrences"].reindex(out.index).fillna(0).astype(np.int64)
-    return _graph_columns(out.reset_index(), graphs).loc[:, list(RANGE_COLUMNS)]
+    return with_graph_columns(out.reset_index(), graphs).loc[:, list(RANGE_COLUMNS)]
 
 
 def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFrame, open_ranges: pd.DataFrame,
@@ -83,17 +82,17 @@ def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     keys = ["global_tid", "launch_start_ns"]
     frames = [f for f in (kernels, memory_ops, graphs) if f is not None and len(f)]
     if not frames or open_ranges.empty:
-        return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
-    items = pd.concat([_work_items(f) for f in frames], ignore_index=True).dropna(subset=keys)
+        return empty_frame(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
+    items = pd.concat([work_items(f) for f in frames], ignore_index=True).dropna(subset=keys)
     items = items.astype({k: np.int64 for k in keys}).merge(open_ranges, on=keys)
     if items.empty:
-        return _empty(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
+        return empty_frame(LEVEL_COLUMNS, ["nvtx_domain", "nvtx_range", "name"])
     items = items.sort_values(["range_pos", "start_ns", "end_ns"], kind="stable")
-    per_push = _call_totals(items, items["range_pos"].to_numpy())       # one row per push (call) with work
+    per_push = call_totals(items, items["range_pos"].to_numpy())       # one row per push (call) with work
     pushed = items["range_pos"].to_numpy()[per_push.index.to_numpy()]
     del items
-    ranges = _level_keys(nvtx)
-    level = ranges.groupby(_LEVEL_KEYS, sort=True).ngroup().to_numpy()    # each push's level row, in sorted order
+    ranges = level_keys(nvtx)
+    level = ranges.groupby(LEVEL_KEYS, sort=True).ngroup().to_numpy()    # each push's level row, in sorted order
     out = _summed(per_push.reset_index(drop=True).assign(level=level[pushed]), ["level"])
     wall = np.zeros(level.max() + 1, np.int64)
     closed = nvtx["end"].to_numpy() != OPEN_END
@@ -101,17 +100,17 @@ def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     out["range_wall_ns"] = wall[out.index.to_numpy()]
     out["occurrences"] = np.bincount(level)[out.index.to_numpy()]
     first = np.unique(level, return_index=True)[1]                       # a push of each level row, by row
-    keys = ranges.iloc[first[out.index.to_numpy()]][_LEVEL_KEYS].reset_index(drop=True)
-    out = _graph_columns(pd.concat([keys, out.reset_index(drop=True)], axis=1), graphs)
+    keys = ranges.iloc[first[out.index.to_numpy()]][LEVEL_KEYS].reset_index(drop=True)
+    out = with_graph_columns(pd.concat([keys, out.reset_index(drop=True)], axis=1), graphs)
     return out.sort_values(["process_id", "thread_id", "nvtx_domain", "nvtx_range"], kind="stable").loc[
         :, list(LEVEL_COLUMNS)].reset_index(drop=True)
 
 
-def _level_keys(nvtx: pd.DataFrame) -> pd.DataFrame:
+def level_keys(nvtx: pd.DataFrame) -> pd.DataFrame:
     """Per push: process id, thread id, domain, own path, depth, own name, start, end."""
     tid = nvtx["global_tid"].to_numpy(dtype=np.int64)
     return pd.DataFrame({
-        "process_id": (tid >> _ID_BITS) & ((1 << _ID_BITS) - 1), "thread_id": tid & ((1 << _ID_BITS) - 1),
+        "process_id": (tid >> ID_BITS) & ((1 << ID_BITS) - 1), "thread_id": tid & ((1 << ID_BITS) - 1),
         "nvtx_domain": nvtx["nvtx_domain"].to_numpy(dtype=object),
         "nvtx_range": nvtx["nvtx_range"].to_numpy(dtype=object),
         "depth": nvtx["depth"].to_numpy(dtype=np.int64), "name": nvtx["name"].to_numpy(dtype=object),
@@ -119,7 +118,7 @@ def _level_keys(nvtx: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _work_items(frame: pd.DataFrame) -> pd.DataFrame:
+def work_items(frame: pd.DataFrame) -> pd.DataFrame:
     """A kernel, memory-op or graph frame as operations: launch key, GPU interval, kind, bytes."""
     operation = frame["operation"] if "operation" in frame else ("graph" if "graph_exec_id" in frame else "kernel")
     size = frame["size_bytes"] if "size_bytes" in frame else 0
@@ -131,7 +130,7 @@ def _work_items(frame: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def _graph_columns(out: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
+def with_graph_columns(out: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
     """Null graph columns where the export has no whole-graph records (see the module's doc)."""
     if graphs is None or graphs.empty:
         for col in _GRAPH_COLUMNS:
@@ -139,14 +138,15 @@ def _graph_columns(out: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFra
     return out
 
 
-def _empty(columns: tuple[str, ...], text: list[str]) -> pd.DataFrame:
+def empty_frame(columns: tuple[str, ...], text: list[str]) -> pd.DataFrame:
+    """A table with no rows: `columns`, those in `text` of object dtype, the rest int64."""
     return pd.DataFrame({c: pd.Series(dtype=object if c in text else np.int64) for c in columns})
 
 
-def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
+def attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd.DataFrame | None) -> pd.DataFrame:
     """Kernels, memory ops and graph launches inside some range, as one frame sorted by range,
     push (range_instance), start and end."""
-    cols = _KEYS + ["range_instance", "start_ns", "end_ns", "duration_ns"]
+    cols = RANGE_KEYS + ["range_instance", "start_ns", "end_ns", "duration_ns"]
     k = kernels.loc[kernels["nvtx_range"] != "", cols].assign(operation="kernel", size_bytes=0)
     m = memory_ops.loc[memory_ops["nvtx_range"] != "", cols + ["operation", "size_bytes"]]
     g = (graphs.loc[graphs["nvtx_range"] != "", cols].assign(operation="graph", size_bytes=0)
@@ -157,10 +157,10 @@ def _attributed_work(kernels: pd.DataFrame, memory_ops: pd.DataFrame, graphs: pd
         return work
     work = work.astype({"start_ns": np.int64, "end_ns": np.int64, "duration_ns": np.int64})
     work["size_bytes"] = work["size_bytes"].fillna(0).astype(np.int64)
-    return work.sort_values(_KEYS + ["range_instance", "start_ns", "end_ns"], kind="stable")
+    return work.sort_values(RANGE_KEYS + ["range_instance", "start_ns", "end_ns"], kind="stable")
 
 
-def _call_ids(work: pd.DataFrame, call: list[str]) -> np.ndarray:
+def call_ids(work: pd.DataFrame, call: list[str]) -> np.ndarray:
     """Each row's call (push) of its range: equal for rows equal in the columns `call`, rows
     sorted by them. A row whose `call` holds a missing value is a call of its own, as the
     groupby that took calls before left such a row alone."""
@@ -175,7 +175,7 @@ def _call_ids(work: pd.DataFrame, call: list[str]) -> np.ndarray:
     return np.cumsum(change)
 
 
-def _call_totals(work: pd.DataFrame, call: np.ndarray,
+def call_totals(work: pd.DataFrame, call: np.ndarray,
                  carried: tuple[np.ndarray, np.ndarray] | None = None) -> pd.DataFrame:
     """Per call (push) of a range: counts, times and bytes of each kind of operation, GPU busy
     time, first start, last end, idle gaps (total, longest); indexed by the call's first row
@@ -228,11 +228,12 @@ _TOTALS = (("kernel", "kernel_count", "kernel_time_ns", None), ("memcpy", "memcp
 def _summed(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per `keys` (sorted), the calls' totals together: sums, first start, last end, longest gap, span."""
     out = calls.groupby(keys, sort=True).agg(
-        **{c: (c, "sum") for c in _SUMS}, first_start_ns=("first_start_ns", "min"),
+        **{c: (c, "sum") for c in SUM_COLUMNS}, first_start_ns=("first_start_ns", "min"),
         last_end_ns=("last_end_ns", "max"), gap_max_ns=("gap_max_ns", "max"))
     out["span_ns"] = out["last_end_ns"] - out["first_start_ns"]
     return out
 
 
-_SUMS = ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memcpy_time_ns", "memset_count",
-         "memset_bytes", "memset_time_ns", "graph_launch_count", "graph_time_ns", "gpu_time_ns", "gap_total_ns")
+# The statistics a range's calls add up (range_fold sums them over windows too)
+SUM_COLUMNS = ("kernel_count", "kernel_time_ns", "memcpy_count", "memcpy_bytes", "memcpy_time_ns", "memset_count",
+               "memset_bytes", "memset_time_ns", "graph_launch_count", "graph_time_ns", "gpu_time_ns", "gap_total_ns")

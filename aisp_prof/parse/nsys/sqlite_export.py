@@ -111,8 +111,8 @@ def parse_nsys_sqlite(path: str | Path, kernels_in_export: bool = False) -> Nsys
     if is_gzipped(path):
         with gunzipped(path, REEXPORT_HINT) as plain:
             return dataclasses.replace(parse_nsys_sqlite(plain), source=path)
-    _check_file(path)
-    conn = _connect(path)
+    check_file(path)
+    conn = connect(path)
     try:
         parsed = _parse(conn, path, kernels_in_export)
     except sqlite3.DatabaseError as exc:
@@ -129,7 +129,7 @@ def parse_nsys_sqlite(path: str | Path, kernels_in_export: bool = False) -> Nsys
 # --------------------------------------------------------------------------------------- opening
 
 
-def _check_file(path: Path) -> None:
+def check_file(path: Path) -> None:
     """Fail early with an actionable message: missing file, not SQLite, or cut short."""
     if not path.is_file():
         raise ExportParseError(f"{path}: no such nsys export; check the path or re-run the collect step")
@@ -162,7 +162,7 @@ def _header_size_bytes(header: bytes) -> int | None:
     return page_size * page_count
 
 
-def _connect(path: Path, any_thread: bool = False) -> sqlite3.Connection:
+def connect(path: Path, any_thread: bool = False) -> sqlite3.Connection:
     """Open read-only so that parsing can never modify (or journal next to) an export;
     `any_thread`: for a connection that a second thread reads on (`_beside`)."""
     uri = f"{path.resolve().as_uri()}?mode=ro"
@@ -217,7 +217,7 @@ def _beside(path: Path, read: Callable[[sqlite3.Connection], T]) -> Iterator[Cal
     kernels the runtime calls' 10M-row scan takes ~2 s, as long as the kernels and NVTX
     together). Yields the function that waits for what `read` returns (or raises what it
     raised); leaving early interrupts it."""
-    other = _connect(path, any_thread=True)
+    other = connect(path, any_thread=True)
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aisp-export-read")
     future = pool.submit(read, other)
     try:

@@ -41,18 +41,18 @@ from aisp_prof.export_rows import ExportColumns
 from aisp_prof.parse.gunzip import is_gzipped
 from aisp_prof.parse.nsys import kernels as nsys_kernels
 from aisp_prof.parse.nsys import tables as export
-from aisp_prof.parse.nsys.attribution import _attribute_launches, attribute_all
+from aisp_prof.parse.nsys.attribution import attribute_all, attribute_launches
 from aisp_prof.parse.nsys.gpu import read_gpu_of
 from aisp_prof.parse.nsys.range_fold import RangeFold
-from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, _check_file, _connect
-from aisp_prof.parse.nsys.tables import _ID_BITS, KERNEL_TABLE, OPEN_END
+from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, check_file, connect
+from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, OPEN_END
 from aisp_prof.sqlite_frames import integer_frame, query_frame
 
 log = logging.getLogger(__name__)
 CHUNK_ROWS = 50_000                       # kernels per window (~100 MB of the parse's frames)
 CHUNK_ROWS_ENV = "AISP_PROF_NSYS_CHUNK_ROWS"  # tests only: a few rows a window, to prove the windows' seams
 _RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
-_PID = f"(({{}} >> {_ID_BITS}) & {(1 << _ID_BITS) - 1})"
+_PID = f"(({{}} >> {ID_BITS}) & {(1 << ID_BITS) - 1})"
 
 
 @dataclass(eq=False)
@@ -70,7 +70,7 @@ class StreamedParse:
 
     def windows(self) -> Iterator[pd.DataFrame]:
         """Each window's timeline frame, in the one-shot frame's row order; fills `rest` at the end."""
-        conn = _connect(self.source)
+        conn = connect(self.source)
         try:
             conn.execute("PRAGMA temp_store = FILE")    # the temp tables on disk whatever SQLite's build says
             yield from _Windows(conn, self).run()
@@ -105,8 +105,8 @@ def stream_nsys_sqlite(path: Path, kept_columns: tuple[str, ...]) -> StreamedPar
     path = Path(path)
     if is_gzipped(path):
         return None
-    _check_file(path)
-    conn = _connect(path)
+    check_file(path)
+    conn = connect(path)
     try:
         tables = export.table_names(conn)
         if "StringIds" not in tables or KERNEL_TABLE not in tables:
@@ -166,7 +166,7 @@ _KERNEL_COPY = f"""
            l.launch_start_ns IS NOT NULL, COALESCE(l.global_tid, 0), l.global_tid IS NOT NULL
     FROM {KERNEL_TABLE} AS k
     LEFT JOIN temp.aisp_launch AS l
-      ON l.process_key = (k.globalPid >> {_ID_BITS}) AND l.correlation_id = k.correlationId
+      ON l.process_key = (k.globalPid >> {ID_BITS}) AND l.correlation_id = k.correlationId
     ORDER BY k.start, k."end", k.rowid
 """
 _KERNEL_FIELDS = ("kernel_rowid", "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "device_id",
@@ -203,7 +203,7 @@ class _Windows:
             done_g.append(done.graphs)
             yield done.kernels.loc[:, self.parse.kept].reset_index(drop=True)
         for nvtx, new in active.rest(self.parse.chunk_rows):
-            fold.add_pushes(_attribute_launches(_NO_CALLS, nvtx, False)[1].loc[new])
+            fold.add_pushes(attribute_launches(_NO_CALLS, nvtx, False)[1].loc[new])
         whole = graphs if len(graphs) else None
         self.parse.rest.update(memory_ops=_joined(done_m, MEMORY_OP_COLUMNS), graph_launches=_joined(done_g, GRAPH_LAUNCH_COLUMNS),
                                ranges=fold.ranges(whole), range_levels=fold.levels(whole))
@@ -221,7 +221,7 @@ class _Windows:
         correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in work)
         self.conn.execute(f"""
             INSERT OR IGNORE INTO temp.aisp_launch
-            SELECT COALESCE(r.globalTid >> {_ID_BITS}, -1), r.correlationId, r.globalTid, r.start, r.nameId
+            SELECT COALESCE(r.globalTid >> {ID_BITS}, -1), r.correlationId, r.globalTid, r.start, r.nameId
             FROM {_RUNTIME} AS r WHERE r.correlationId IN ({correlated})""")
 
     def _load_ranges(self) -> int:
@@ -288,14 +288,14 @@ class _Windows:
         df["kernel"], df["short_name"] = df["kernel"].map(self.strings), df["short_name"].map(self.strings)
         df["correlation_id"] = df["correlation_id"].astype("Int64")
         df["duration_ns"] = df["end_ns"] - df["start_ns"]
-        df["process_key"] = raw["global_pid"].astype("Int64") // (1 << _ID_BITS)
-        df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+        df["process_key"] = raw["global_pid"].astype("Int64") // (1 << ID_BITS)
+        df["process_id"] = df["process_key"] % (1 << ID_BITS)
         matched = raw["matched"].to_numpy() != 0
         api = raw["api"].astype("Int64")
         df["launch_api"] = self._api_names(api.where(raw["api"].to_numpy() >= 0)).where(matched)
         for column, has in (("launch_start_ns", "has_start"), ("global_tid", "has_tid")):
             df[column] = raw[column].astype("Int64").where(raw[has].to_numpy() != 0)
-        df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
+        df["thread_id"] = df["global_tid"] % (1 << ID_BITS)
         return df
 
 
@@ -314,8 +314,8 @@ def _launch_frame(conn: sqlite3.Connection, sources: list[str], api_names) -> pd
     cols = list(zip(*rows)) or [[]] * 4
     df = pd.DataFrame({c: pd.array(list(v), dtype="Int64") for c, v in
                        zip(("correlation_id", "global_tid", "launch_start_ns", "api"), cols)})
-    df["process_key"] = df["global_tid"] // (1 << _ID_BITS)
-    df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
+    df["process_key"] = df["global_tid"] // (1 << ID_BITS)
+    df["thread_id"] = df["global_tid"] % (1 << ID_BITS)
     df["launch_api"] = api_names(df["api"])
     return df.loc[:, _LAUNCH_COLUMNS]
 

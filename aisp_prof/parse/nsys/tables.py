@@ -42,7 +42,7 @@ from aisp_prof.sqlite_frames import integer_frame, query_frame
 log = logging.getLogger(__name__)
 
 OPEN_END = np.iinfo(np.int64).max           # end of a range that was never popped
-_ID_BITS = 24
+ID_BITS = 24                                 # width of the id fields nsys packs into globalPid/globalTid
 _PUSH_POP_RANGE = "NvtxPushPopRange"
 _DOMAIN_CREATE = "NvtxDomainCreate"
 _DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
@@ -145,8 +145,8 @@ def read_graph_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFr
                 "global_pid"):
         df[col] = df[col].astype("Int64")
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
-    df["process_key"] = df["global_pid"] // (1 << _ID_BITS)
-    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    df["process_key"] = df["global_pid"] // (1 << ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << ID_BITS)
     if len(df):
         log.warning("%d CUDA graph launches were traced as whole graphs (nsys's default --cuda-graph-trace=graph): "
                     "each is counted with its GPU time in the range of its cudaGraphLaunch; per-node kernel "
@@ -190,8 +190,8 @@ def read_memory_ops(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     df["src_kind"] = df["src_kind_id"].map(memory_kinds)
     df["dst_kind"] = df["dst_kind_id"].map(memory_kinds)
     pid = df["global_pid"].astype("Int64")
-    df["process_key"] = pid // (1 << _ID_BITS)
-    df["process_id"] = df["process_key"] % (1 << _ID_BITS)
+    df["process_key"] = pid // (1 << ID_BITS)
+    df["process_id"] = df["process_key"] % (1 << ID_BITS)
     return df.drop(columns=["copy_kind_id", "src_kind_id", "dst_kind_id", "global_pid"]).reset_index(drop=True)
 
 
@@ -227,8 +227,8 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     """)
     for col in ("correlation_id", "global_tid", "launch_start_ns"):
         df[col] = df[col].astype("Int64")
-    df["process_key"] = df["global_tid"] // (1 << _ID_BITS)
-    df["thread_id"] = df["global_tid"] % (1 << _ID_BITS)
+    df["process_key"] = df["global_tid"] // (1 << ID_BITS)
+    df["thread_id"] = df["global_tid"] % (1 << ID_BITS)
     # API names (a few distinct ones behind a million calls): resolved and unversioned once each
     names = {i: _API_VERSION_SUFFIX.sub("", n or "") for i, n in _string_ids(conn, df["launch_api"].dropna().unique()).items()}
     df["launch_api"] = df["launch_api"].map(names).fillna("")
@@ -318,11 +318,11 @@ def _domain_names(ranges: pd.DataFrame, domains: pd.DataFrame) -> pd.Series:
     """Domain name per range; "" for the default domain. Matched within the process first."""
     if ranges.empty:
         return pd.Series(dtype=str, index=ranges.index)
-    proc = ranges["global_tid"] // (1 << _ID_BITS)
+    proc = ranges["global_tid"] // (1 << ID_BITS)
     names = pd.Series("", index=ranges.index, dtype=object)
     if domains.empty:
         return names.astype(str)
-    domains = domains.assign(process_key=domains["global_tid"] // (1 << _ID_BITS), domain=domains["domain"].fillna(""))
+    domains = domains.assign(process_key=domains["global_tid"] // (1 << ID_BITS), domain=domains["domain"].fillna(""))
     by_proc = domains.drop_duplicates(["process_key", "domain_id"]).set_index(["process_key", "domain_id"])["domain"]
     by_id = domains.drop_duplicates("domain_id").set_index("domain_id")["domain"]
     keys = pd.MultiIndex.from_arrays([proc, ranges["domain_id"]])
