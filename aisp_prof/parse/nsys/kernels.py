@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.export_rows import ExportColumns
-from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, _columns, _int_query, _query, _string_ids
+from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, _int_query, _query, string_ids, table_columns
 
 
 def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
@@ -22,7 +22,7 @@ def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
     Names and launch configurations repeat across launches: they are read as string ids and
     resolved once per distinct value, every row pointing at the same string object (a million
     launches of one kernel hold its name once, not a million copies)."""
-    cols = _columns(conn, KERNEL_TABLE)
+    cols = table_columns(conn, KERNEL_TABLE)
     graph_node = "k.graphNodeId" if "graphNodeId" in cols else "NULL"
     df = _kernel_rows(conn, f"""
         k.correlationId AS correlation_id, k.demangledName AS kernel, k.shortName AS short_name,
@@ -55,7 +55,7 @@ def read_kernel_keys(conn: sqlite3.Connection) -> pd.DataFrame:
 
 def _named_and_keyed(conn: sqlite3.Connection, df: pd.DataFrame) -> pd.DataFrame:
     """Kernel names resolved, duration, and the process key (and id) of the launch join."""
-    names = _string_ids(conn, pd.concat([df["kernel"], df["short_name"]]).dropna().unique())
+    names = string_ids(conn, pd.concat([df["kernel"], df["short_name"]]).dropna().unique())
     df["kernel"] = df["kernel"].map(names)
     df["short_name"] = df["short_name"].map(names)
     df["duration_ns"] = df["end_ns"] - df["start_ns"]
@@ -71,7 +71,7 @@ def _kernel_rows(conn: sqlite3.Connection, columns: str, read: Callable[..., pd.
     (a stable sort: rows that tie keep the export's order) rather than by ORDER BY, which costs
     SQLite 0.8 s at 1M kernels; columns that are not plain integers throughout are left to
     SQLite's ORDER BY, as before."""
-    global_pid = "k.globalPid" if "globalPid" in _columns(conn, KERNEL_TABLE) else "NULL"
+    global_pid = "k.globalPid" if "globalPid" in table_columns(conn, KERNEL_TABLE) else "NULL"
     sql = f"SELECT {columns.strip()}, {global_pid} AS global_pid FROM {KERNEL_TABLE} AS k"
     df = read(conn, sql)
     if df.empty:

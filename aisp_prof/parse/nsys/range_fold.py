@@ -173,7 +173,7 @@ class _Sums:
         np.add.at(self.values["occurrences"], ids, 1)
 
     def frame(self) -> pd.DataFrame | None:
-        """The keys with calls, sorted, as `ranges._summed` gives them, with span, wall time and
+        """The keys with calls, sorted, as `ranges.sum_calls` gives them, with span, wall time and
         count of pushes; None when no key has any."""
         rows = sorted((k, i) for k, i in self.ids.items() if self.worked[i])
         if not rows:

@@ -62,7 +62,7 @@ def range_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
         return empty_frame(RANGE_COLUMNS, RANGE_KEYS)
     calls = call_totals(work, call_ids(work, RANGE_KEYS + ["range_instance"]))
     keys = work[RANGE_KEYS].iloc[calls.index.to_numpy()].reset_index(drop=True)       # each call's range
-    out = _summed(pd.concat([keys, calls.reset_index(drop=True)], axis=1), RANGE_KEYS)
+    out = sum_calls(pd.concat([keys, calls.reset_index(drop=True)], axis=1), RANGE_KEYS)
     wall = np.where(nvtx["end"].to_numpy() != OPEN_END, (nvtx["end"] - nvtx["start"]).to_numpy(), 0)   # popped ranges'
     per_path = nvtx.assign(range_wall_ns=wall).groupby(RANGE_KEYS).agg(
         range_wall_ns=("range_wall_ns", "sum"), occurrences=("range_wall_ns", "size"))
@@ -93,7 +93,7 @@ def level_table(kernels: pd.DataFrame, memory_ops: pd.DataFrame, nvtx: pd.DataFr
     del items
     ranges = level_keys(nvtx)
     level = ranges.groupby(LEVEL_KEYS, sort=True).ngroup().to_numpy()    # each push's level row, in sorted order
-    out = _summed(per_push.reset_index(drop=True).assign(level=level[pushed]), ["level"])
+    out = sum_calls(per_push.reset_index(drop=True).assign(level=level[pushed]), ["level"])
     wall = np.zeros(level.max() + 1, np.int64)
     closed = nvtx["end"].to_numpy() != OPEN_END
     np.add.at(wall, level[closed], (ranges["end"] - ranges["start"]).to_numpy()[closed])
@@ -225,7 +225,7 @@ _TOTALS = (("kernel", "kernel_count", "kernel_time_ns", None), ("memcpy", "memcp
            ("graph", "graph_launch_count", "graph_time_ns", None))
 
 
-def _summed(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def sum_calls(calls: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Per `keys` (sorted), the calls' totals together: sums, first start, last end, longest gap, span."""
     out = calls.groupby(keys, sort=True).agg(
         **{c: (c, "sum") for c in SUM_COLUMNS}, first_start_ns=("first_start_ns", "min"),

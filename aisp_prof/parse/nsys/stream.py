@@ -128,13 +128,13 @@ def stream_nsys_sqlite(path: Path, kept_columns: tuple[str, ...]) -> StreamedPar
 def _integers(conn: sqlite3.Connection, tables: set[str]) -> bool:
     """Whether the columns the windows sort, compare and join on are integers in every row."""
     checks = {}                                     # the kernels': `_kernel_counts`
-    for table in (*export._MEMORY_TABLES.values(), export.GRAPH_TABLE):
+    for table in (*export.MEMORY_TABLES.values(), export.GRAPH_TABLE):
         if table in tables:
             checks[table] = ("start", "end")
     if "NVTX_EVENTS" in tables:
         checks["NVTX_EVENTS"] = ("start", "globalTid")
     for table, columns in checks.items():
-        have = export._columns(conn, table)
+        have = export.table_columns(conn, table)
         if any(c not in have for c in columns):
             return False
         where = " OR ".join(f'typeof(t."{c}") != \'integer\'' for c in columns)
@@ -217,7 +217,7 @@ class _Windows:
         if _RUNTIME not in self.tables:
             log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
             return
-        work = [KERNEL_TABLE] + [t for t in (*export._MEMORY_TABLES.values(), export.GRAPH_TABLE) if t in self.tables]
+        work = [KERNEL_TABLE] + [t for t in (*export.MEMORY_TABLES.values(), export.GRAPH_TABLE) if t in self.tables]
         correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in work)
         self.conn.execute(f"""
             INSERT OR IGNORE INTO temp.aisp_launch
@@ -244,8 +244,8 @@ class _Windows:
         """Memory operations or graph launches joined to their runtime calls as `_parse` joins them."""
         on = ["process_key", "correlation_id"]
         table = export.GRAPH_TABLE if graphs else None
-        sources = [table] if graphs else [t for t in export._MEMORY_TABLES.values() if t in self.tables]
-        sources = [t for t in sources if t in self.tables and "correlationId" in export._columns(self.conn, t)]
+        sources = [table] if graphs else [t for t in export.MEMORY_TABLES.values() if t in self.tables]
+        sources = [t for t in sources if t in self.tables and "correlationId" in export.table_columns(self.conn, t)]
         launches = _launch_frame(self.conn, sources, self._api_names)
         frame = frame.astype({c: "Int64" for c in on}) if graphs else frame
         return frame.merge(launches, on=on, how="left")
@@ -253,8 +253,8 @@ class _Windows:
     def _api_names(self, ids: pd.Series) -> pd.Series:
         """Runtime API names without their version suffix, read once per id."""
         wanted = [int(i) for i in ids.dropna().unique() if int(i) not in self.apis]
-        self.apis.update({i: export._API_VERSION_SUFFIX.sub("", n or "")
-                          for i, n in export._string_ids(self.conn, wanted).items()})
+        self.apis.update({i: export.API_VERSION_SUFFIX.sub("", n or "")
+                          for i, n in export.string_ids(self.conn, wanted).items()})
         return ids.map(self.apis).fillna("")
 
     def _kernel_windows(self) -> Iterator[tuple[pd.DataFrame, int | None]]:
@@ -282,7 +282,7 @@ class _Windows:
         """Kernel rows of temp.aisp_kernel as `_parse` has them after its launch join (the
         columns the timeline, the attribution and the range tables read)."""
         names = pd.concat([raw["kernel"], raw["short_name"]]).unique()
-        self.strings.update(export._string_ids(self.conn, [int(i) for i in names if int(i) not in self.strings]))
+        self.strings.update(export.string_ids(self.conn, [int(i) for i in names if int(i) not in self.strings]))
         df = raw.loc[:, ["kernel_rowid", "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "device_id"]]
         df = df.astype({"kernel_rowid": np.int64, "start_ns": np.int64, "end_ns": np.int64, "device_id": np.int64})
         df["kernel"], df["short_name"] = df["kernel"].map(self.strings), df["short_name"].map(self.strings)

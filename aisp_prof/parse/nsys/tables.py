@@ -46,13 +46,13 @@ ID_BITS = 24                                 # width of the id fields nsys packs
 _PUSH_POP_RANGE = "NvtxPushPopRange"
 _DOMAIN_CREATE = "NvtxDomainCreate"
 _DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
-_API_VERSION_SUFFIX = re.compile(r"_v\d+$")
+API_VERSION_SUFFIX = re.compile(r"_v\d+$")         # cudaLaunchKernel_v7000 -> cudaLaunchKernel
 _UNNAMED_RANGE = "(unnamed)"
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 GRAPH_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"      # whole-graph launches (default --cuda-graph-trace)
 
 # CUPTI memory operation tables -> the memory_ops frame's `operation`
-_MEMORY_TABLES = {"memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY", "memset": "CUPTI_ACTIVITY_KIND_MEMSET"}
+MEMORY_TABLES = {"memcpy": "CUPTI_ACTIVITY_KIND_MEMCPY", "memset": "CUPTI_ACTIVITY_KIND_MEMSET"}
 # ENUM_CUDA_MEMCPY_OPER name -> copy_kind (the short form nsys itself prints, e.g. "DtoD")
 _COPY_KINDS = {
     "CUDA_MEMCPY_KIND_UNKNOWN": "unknown", "CUDA_MEMCPY_KIND_HTOD": "HtoD", "CUDA_MEMCPY_KIND_DTOH": "DtoH",
@@ -87,7 +87,8 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+def table_columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of an export's table."""
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
@@ -104,7 +105,7 @@ def _event_type_ids(conn: sqlite3.Connection, tables: set[str]) -> dict[str, int
 # -------------------------------------------------------------------------------------- strings
 
 
-def _string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
+def string_ids(conn: sqlite3.Connection, ids: Any) -> dict[int, str]:
     """StringIds values of the given ids (those the export has)."""
     wanted = [int(i) for i in ids]
     if not wanted:
@@ -133,7 +134,7 @@ def read_graph_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFr
                "stream_id", "process_key", "process_id"]
     if GRAPH_TABLE not in tables:
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
-    cols = _columns(conn, GRAPH_TABLE)
+    cols = table_columns(conn, GRAPH_TABLE)
     opt = {c: f"g.{c}" if c in cols else "NULL" for c in ("correlationId", "globalPid", "graphId", "graphExecId")}
     df = _query(conn, f"""
         SELECT {opt['correlationId']} AS correlation_id, {opt['graphId']} AS graph_id,
@@ -160,10 +161,10 @@ def read_graph_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFr
 def read_memory_ops(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     """GPU memcpy and memset executions with kind names and the process key the launch join needs."""
     parts = []
-    for operation, table in _MEMORY_TABLES.items():
+    for operation, table in MEMORY_TABLES.items():
         if table not in tables:
             continue
-        cols = _columns(conn, table)
+        cols = table_columns(conn, table)
         opt = {c: f"m.{c}" if c in cols else "NULL" for c in
                ("correlationId", "globalPid", "graphNodeId", "copyKind", "srcKind", "dstKind", "memKind")}
         if operation == "memset":            # a memset writes memory of one kind; no copy direction
@@ -217,7 +218,7 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     if "CUPTI_ACTIVITY_KIND_RUNTIME" not in tables:
         log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
-    gpu_work = [KERNEL_TABLE] + [t for t in (*_MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
+    gpu_work = [KERNEL_TABLE] + [t for t in (*MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
     correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
     df = _int_query(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,
@@ -230,7 +231,8 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     df["process_key"] = df["global_tid"] // (1 << ID_BITS)
     df["thread_id"] = df["global_tid"] % (1 << ID_BITS)
     # API names (a few distinct ones behind a million calls): resolved and unversioned once each
-    names = {i: _API_VERSION_SUFFIX.sub("", n or "") for i, n in _string_ids(conn, df["launch_api"].dropna().unique()).items()}
+    apis = string_ids(conn, df["launch_api"].dropna().unique())
+    names = {i: API_VERSION_SUFFIX.sub("", n or "") for i, n in apis.items()}
     df["launch_api"] = df["launch_api"].map(names).fillna("")
     dupes = df.duplicated(["process_key", "correlation_id"])
     if dupes.any():
@@ -277,7 +279,7 @@ def named_ranges(conn: sqlite3.Connection, df: pd.DataFrame, domains: pd.DataFra
     (`strings`: registered strings already read, added to as more are read)."""
     strings = {} if strings is None else strings
     wanted = [i for i in df["text_id"].dropna().unique() if i not in strings]
-    strings.update(_string_ids(conn, wanted))
+    strings.update(string_ids(conn, wanted))
     registered = df["text_id"].map(strings)
     df["name"] = df["text"].where(df["text"].notna(), registered).fillna(_UNNAMED_RANGE).astype(str)
     df["domain"] = _domain_names(df, domains)
