@@ -265,6 +265,41 @@ def test_an_interrupt_kills_the_check_process_and_its_children(monkeypatch, tmp_
     assert len(pids) == 2 and all(_gone(pid) for pid in pids)
 
 
+_BATCH_CHILD = """
+import argparse, json, time
+ap = argparse.ArgumentParser()
+for a in ("--pair", "--pair-file", "--variants", "--shapes", "--out", "--trials"):
+    ap.add_argument(a)
+args = ap.parse_args()
+wrong = {"passed": False, "checks": [{"variant": "baseline", "passed": False, "message": "max error 1.0"}]}
+with open(args.out, "a") as out:     # every shape at once: the parent reads them in one poll
+    out.write("".join(json.dumps({"sizes": s, "check": wrong if i == 1 else {"passed": True}}) + "\\n"
+                      for i, s in enumerate(json.load(open(args.shapes)))))
+time.sleep(60)
+"""
+
+
+def test_a_stop_at_one_shape_keeps_the_shapes_finished_beside_it(monkeypatch, tmp_path):
+    """Shapes that finished within one poll are all kept when the first of them stops the check
+    (an interrupt or the time limit raised from `done`): the failed one after it is not lost."""
+    import sys
+
+    from aisp_prof.pairs.files import load_file
+
+    (tmp_path / "child.py").write_text(_BATCH_CHILD)
+    monkeypatch.setattr(shape_check, "python_module", lambda module, *a: [sys.executable, str(tmp_path / "child.py"), *a])
+    monkeypatch.setattr(shape_check, "POLL_S", 0.05)
+    pair, results = load_file(_pair_file(tmp_path, False)), []
+
+    def done(result):
+        results.append(result)
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        shape_check.check_in_children(pair, [{"rows": r, "cols": 8} for r in (1, 2, 3)], ["baseline"], done=done)
+    assert [r.status for r in results] == ["pass", "fail", "pass"]
+    assert "max error 1.0" in results[1].detail
+
+
 _ORPHAN = """
 import os, subprocess, sys, threading, time
 from aisp_prof.collect.process.shape_child import _orphaned

@@ -155,8 +155,17 @@ def _child(pair: KernelPair, shapes: list[dict[str, int]], variants: list[str], 
     fatal: list[dict[str, Any]] = []
 
     def lines(texts: list[str]) -> None:
+        stop: BaseException | None = None      # every finished shape is handed over before a stop is raised
         for line in map(json.loads, texts):
-            fatal.append(line) if "fatal" in line else seen(line)
+            if "fatal" in line:
+                fatal.append(line)
+                continue
+            try:
+                seen(line)
+            except (Exception, KeyboardInterrupt) as exc:
+                stop = stop or exc
+        if stop is not None:
+            raise stop
     rc, tail = _run_watched(cmd, out, SHAPE_TIMEOUT_S, lines, tick)
     return (fatal[0] if fatal else None), rc, tail
 
