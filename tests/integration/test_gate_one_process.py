@@ -66,7 +66,7 @@ def _chase(entry, process_s, budget_s=40.0):
     clock = Clock(process_s)
     chase = undecided(PAIR, entry, "gpu", budget_s)
     chase.clock = clock
-    chase.started = chase.last = 0.0
+    chase.started_s = chase.last_s = 0.0
     clock.process()
     return chase, clock
 

@@ -74,15 +74,15 @@ class Chase:
     link_bound: bool = False
     clock: Callable[[], float] = time.monotonic
     stopped: str = ""
-    started: float = field(default=-1.0)
-    last: float = field(default=-1.0)
+    started_s: float = field(default=-1.0)     # clock() when the pair began
+    last_s: float = field(default=-1.0)        # clock() at the last call: the process before took since
 
     def __post_init__(self) -> None:
-        self.started = self.last = self.clock()
+        self.started_s = self.last_s = self.clock()
 
     def __call__(self, samples: list[dict[str, Any]]) -> bool:
         now = self.clock()
-        process_s, self.last = now - self.last, now
+        process_s, self.last_s = now - self.last_s, now
         verdicts = [v for v in judge(self.pair, exp.of_kind(pd.DataFrame(samples), self.kind), self.entry)
                     if not v.is_reference]
         n = len({s.get("process") for s in samples})
@@ -96,14 +96,14 @@ class Chase:
         unsure = [v for v in verdicts if v.verdict == AMBIGUOUS]
         if not unsure:
             return False
-        spent = now - self.started
+        spent_s = now - self.started_s
         if n >= self.max_processes:
             self.stopped = f"still AMBIGUOUS after {n} timing processes, the most the gate takes (--max-processes)"
         elif n >= 2 and all(hopeless(v, n, self.max_processes) for v in unsure):
             self.stopped = (f"AMBIGUOUS after {n} timing processes, and {self.max_processes} would not decide it "
                             "(its interval narrowed by sqrt(n / max) still straddles the margin)")
-        elif self.budget_s is not None and spent + process_s > self.budget_s:
-            self.stopped = (f"AMBIGUOUS after {n} timing process{'es' if n > 1 else ''} ({spent:.0f} s): another "
+        elif self.budget_s is not None and spent_s + process_s > self.budget_s:
+            self.stopped = (f"AMBIGUOUS after {n} timing process{'es' if n > 1 else ''} ({spent_s:.0f} s): another "
                             f"(~{process_s:.0f} s) would pass the pair's {self.budget_s:.0f} s budget (--pair-budget-s)")
         return not self.stopped
 
