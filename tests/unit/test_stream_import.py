@@ -2,7 +2,7 @@
 exactly what the one-piece parse stores: every table of the run, row for row, value for value,
 each value of the same SQLite type, and the same GPU. The windows are forced down to a few
 kernels (AISP_PROF_NSYS_CHUNK_ROWS: 3 on five chosen exports; on every export 7, or as many as keep
-it to 100 windows) so that a real shipped export crosses dozens of window seams:
+it to 30 windows) so that a real shipped export crosses dozens of window seams:
 a kernel lost or counted twice at a seam, a busy time or gap not carried across one, a range
 read twice or never, would change a row here."""
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_windows_of_three_kernels_store_what_one_piece_stores(tmp_path, monkeypa
     assert len(whole["timeline"][1]) == streamed.kernel_count and whole["ranges"][1]
 
 
-MAX_WINDOWS = 100      # window seams per export in the sweep below
+MAX_WINDOWS = 30      # window seams per export in the sweep below
 
 
 def _window_rows(export: Path) -> int:
