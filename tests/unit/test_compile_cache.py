@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from aisp_prof.bench.runner import BenchOptions
 from aisp_prof.collect.process.child_args import parser
 from aisp_prof.collect.process.runner import TimingOptions, timing_args
@@ -38,3 +40,36 @@ def test_the_fresh_cache_is_empty_its_own_and_gone_when_the_process_ends(tmp_pat
     folder, triton = out.stdout.split()
     assert Path(folder).parent == tmp_path and triton.startswith(folder)
     assert not Path(folder).exists()
+
+
+def test_the_child_makes_its_fresh_cache_in_the_run_folder(monkeypatch, tmp_path):
+    """The child's --fresh-compile-cache folder goes in its run folder (beside --out), so a process
+    killed outright (SIGKILL: a timeout, a stopped rank), whose exit handler never runs, leaves
+    it where the failed run's folder is removed whole, not in /tmp."""
+    from aisp_prof.collect.process import child
+
+    made = []
+
+    def fake(under=None):
+        made.append(under)
+        raise SystemExit(0)               # only where it is made: no pair loaded
+    monkeypatch.setattr(child, "fresh_compile_cache", fake)
+    run = tmp_path / ".partial-run"
+    with pytest.raises(SystemExit):
+        child.main(["--pair", "p", "--variants", "baseline", "--mode", "bench", "--out", str(run / "bench_0.json"),
+                    "--fresh-compile-cache"])
+    assert made == [run]
+
+
+def test_a_process_killed_outright_leaves_its_fresh_cache_under_the_folder_given(tmp_path):
+    code = ("import os, signal, sys\n"
+            "from pathlib import Path\n"
+            "from aisp_prof.collect.code.compile_cache import fresh_compile_cache\n"
+            "print(fresh_compile_cache(Path(sys.argv[1])), flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    for sub in ("tmp", "run"):
+        (tmp_path / sub).mkdir()
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], capture_output=True, text=True,
+                         env={**os.environ, "TMPDIR": str(tmp_path / "tmp")}, timeout=120)
+    assert out.returncode == -9
+    assert Path(out.stdout.strip()).parent == tmp_path / "run" and not any((tmp_path / "tmp").iterdir())

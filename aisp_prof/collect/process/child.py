@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     started = time.time()
     if args.fresh_compile_cache:
-        fresh_compile_cache()
+        fresh_compile_cache(args.out.parent)      # in the run folder: gone with a failed run, however it ends
     rank = ranks.from_env()
     if rank is not None:          # one rank of a torchrun job: its own reports
         args.out = rank_path(args.out, rank.rank)
