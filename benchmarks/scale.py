@@ -116,6 +116,7 @@ class Bench:
         self.work, self.max_seconds, self.max_rss_mb, self.repeat = work, max_seconds, max_rss_mb, repeat
         self.measures: list[Measure] = []
         self.import_only = False       # --import-only: nsys import, ranges and the checks; no other query
+        self.report_one = False        # --report-one: also `report RUN` of each size's one run (issue 33 item 3)
         self.logs = work / "logs"
         self._last_ok: dict[str, Measure] = {}
 
@@ -282,6 +283,9 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
         out = bench.work / f"nsys-ranges-{n}.json"
         rng = bench.time("nsys ranges --json", scaling.kernels, unit, ["ranges", run, "--json"], db, out, needs=imp)
         queries = [] if bench.import_only else [kern, *query_steps(bench, scaling.kernels, run, db, imp)]
+        if bench.report_one:        # the page of the run: one pair, its timeline strip, kernels table, roofline
+            queries.append(bench.time(REPORT_ONE_STEP, scaling.kernels, unit,
+                                      ["report", run, "--out", str(bench.work / f"report-{n}")], db, needs=imp))
         timed = [imp, rng, *queries]
         if rng.status == "ok":
             bad = check_ranges(original, _json(out), copies, scaling.shift_ns)
@@ -294,6 +298,7 @@ def nsys_phase(bench: Bench, sample: Path, sizes: list[int]) -> None:
         db.unlink(missing_ok=True)
 
 
+REPORT_ONE_STEP = "nsys report (one run)"
 QUERY_STEPS = (  # issue 33: what a user asks of a long trace after the import (the diff: the run against itself)
     ("nsys summary --json", ["summary", "{run}", "--json"]),
     ("nsys diff --json", ["diff", "{run}", "{run}", "--json"]),
@@ -409,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import-only", action="store_true", help="nsys: time the import and `ranges --json` "
                         "(the checks need it) only, no other query (e.g. --only nsys --import-only "
                         "--nsys-kernels 1000000 3000000 10000000)")
+    parser.add_argument("--report-one", action="store_true", help="nsys: also time `report RUN` of each size's "
+                        "run, one pair's page (e.g. --only nsys --import-only --report-one --nsys-kernels 1000000)")
     args = parser.parse_args(argv)
     if args.from_json:
         saved = [json.loads(p.read_text()) for p in args.from_json]
@@ -424,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     max_rss = args.max_rss_mb or 0.9 * (machine["ram_gb"] or 8) * 1000
     work = Path(tempfile.mkdtemp(prefix="aisp-scale-", dir=args.work_dir))
     bench = Bench(work, args.max_seconds, max_rss, args.repeat)
-    bench.import_only = args.import_only
+    bench.import_only, bench.report_one = args.import_only, args.report_one
     chosen, phases = dict(SIZES[args.sizes]), args.only or ["nsys", "ncu", "report"]
     if args.nsys_kernels:
         chosen["nsys_kernels"] = args.nsys_kernels

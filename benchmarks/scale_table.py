@@ -70,7 +70,7 @@ def compare(results: list[Result], names: list[str]) -> str:
 
 # issue 33's targets: (step, size in millions of kernels) -> (wall_s, peak_rss_mb); None: no target
 TARGETS = {
-    ("nsys import", 1): (10.0, None), ("nsys import", 10): (None, 2000.0),
+    ("nsys import", 1): (10.0, None), ("nsys import", 10): (None, 2000.0), ("nsys report (one run)", 1): (5.0, None),
     **{(step, 1): (2.0, 300.0) for step in ("nsys summary --json", "nsys diff --json", "nsys ranges --json",
                                             "nsys kernels --json --limit 1000")},
 }

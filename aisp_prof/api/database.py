@@ -21,6 +21,7 @@ from ..store.calibrations import db_calibrations, file_calibrations, merge_calib
 from ..store.history import pair_history
 from ..store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from ..model.run_data import RunData
+from .reads import read_for_page, read_to_open
 from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
 from ..store.select import resolve_run, select_runs
 from ..store.variants import check_variant
@@ -44,17 +45,6 @@ def open_db(path: str | Path | None = None) -> RunDatabase:
 def sample_runs() -> list[Path]:
     """The real run folders shipped with aisp-prof (chapter 9 on an H200), one per pair."""
     return sample_run_dirs()
-
-
-def _read_to_open(conn: store_db.Reader, run_id: str, tables: Sequence[str]) -> RunData:
-    """`read_run` for a `Run`, except a one-rank run's timeline: its call spread instead (all that
-    a Run reads of it, as the store keeps it), so a summary or diff of a 1M-kernel run reads a
-    row per variant. A multi-rank run's rank report needs the whole timeline."""
-    if "timeline" not in tables or conn.count("ranks", run_id):
-        return conn.read_run(run_id, False, tables)
-    data = conn.read_run(run_id, False, [t for t in tables if t != "timeline"])
-    data.call_spread = conn.call_spread(run_id)
-    return data
 
 
 @dataclass
@@ -98,7 +88,7 @@ class RunDatabase:
         """`open` of several runs in one open of the database."""
         with store_db.Reader(self.path) as conn:
             listing = conn.list_runs()
-            data = [declared(_read_to_open(conn, resolve_run(listing, r, str(self.path)), tables)) for r in runs]
+            data = [declared(read_to_open(conn, resolve_run(listing, r, str(self.path)), tables)) for r in runs]
             in_db = db_calibrations(conn)
         calibrations = merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
         return [Run(d, calibrations) for d in data]
@@ -306,7 +296,8 @@ class RunDatabase:
         from ..render.report import Page
 
         with store_db.Reader(self.path) as conn:
-            run, calibrations = declared(conn.read_run(run_id)), merge_calibrations(db_calibrations(conn), files)
+            run, timeline = read_for_page(conn, run_id)
+            calibrations = merge_calibrations(db_calibrations(conn), files)
         run_dir = run.run.get("run_dir")
         try:
             roof, error = roofline_of([run], calibrations), None
@@ -314,7 +305,8 @@ class RunDatabase:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        return Page(page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations), roof)
+        return Page(page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations,
+                              timeline), roof)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
         with store_db.Reader(self.path) as conn:

@@ -12,6 +12,7 @@ kernels instead of ~0 s). The per-range sums were already written at import (`ra
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import pandas as pd
 
@@ -60,3 +61,40 @@ def call_spread(conn: sqlite3.Connection, run_id: str) -> pd.DataFrame:
         rows = conn.execute(_PER_VARIANT, [run_id]).fetchall() if _has_calls(conn) else []
     rows = [r for r in rows if r[0] is not None]
     return pd.DataFrame(rows, columns=list(CALLS_COLUMNS)).drop(columns="kernels")
+
+
+# what a report page reads of a one-rank timeline (`analyze.page.contents.PageTimeline`): the kernels grouped by
+# launch shape (kernel_rows re-groups these; short_name rides along for the generated-code match), and the
+# rows of each variant's first call (the strip), instead of every row
+_SHAPE = ("variant", "kernel", "short_name", "grid", "block", "registers_per_thread", "static_shared_bytes",
+          "dynamic_shared_bytes")
+_NEEDS = {"variant", "kernel", "duration_ns", "start_ns", "end_ns", "range_instance"}
+
+
+def page_timeline(conn: sqlite3.Connection, run_id: str, memory_first: dict[str, Any]
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, int] | None:
+    """(the timeline grouped by launch shape with `_launches`, `_durations` and `_first` (rowid),
+    the rows of every call that can be a variant's first, the row count); None where the timeline
+    lacks the columns (read it whole). `memory_first`: per variant, the range instance of its first
+    memory op, a candidate too (a call's memcpy can start before its first kernel)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(timeline)")}
+    if not _NEEDS <= have:
+        return None
+    shape = ", ".join(f"[{c}]" for c in _SHAPE if c in have)
+    groups = pd.read_sql_query(
+        f"SELECT {shape}, COUNT(*) AS _launches, COUNT(duration_ns) AS _durations, MIN(rowid) AS _first, "
+        "SUM(duration_ns) AS duration_ns, MIN(CASE WHEN range_instance IS NOT NULL THEN start_ns END) AS _call_start "
+        f"FROM timeline WHERE run_id = ? GROUP BY {shape}", conn, params=[run_id])
+    starts = groups.dropna(subset=["variant", "_call_start"]).groupby("variant")["_call_start"].min()
+    first = conn.execute(      # the calls of the first call start (several where two start at once)
+        "SELECT variant, range_instance FROM timeline WHERE run_id = ? AND range_instance IS NOT NULL AND ("
+        + (" OR ".join(["(variant = ? AND start_ns = ?)"] * len(starts)) or "0") + ")",
+        [run_id, *[x for v, st in starts.items() for x in (v, int(st))]]).fetchall()
+    pick = {(v, i) for v, i in first} | {(v, float(i)) for v, i in memory_first.items() if i is not None}
+    with_call = {v for v, _ in pick}
+    bare = [v for v in groups["variant"].dropna().unique() if v and v not in with_call]   # no call told: all its rows
+    where = " OR ".join(["(variant = ? AND range_instance = ?)"] * len(pick) + ["variant = ?"] * len(bare)) or "0"
+    params = [x for p in sorted(pick, key=str) for x in p] + bare
+    calls = pd.read_sql_query(f"SELECT * FROM timeline WHERE run_id = ? AND ({where}) ORDER BY rowid", conn,
+                              params=[run_id, *params]).drop(columns="run_id")
+    return groups.drop(columns="_call_start"), calls, int(groups["_launches"].sum()) if not groups.empty else 0

@@ -40,7 +40,7 @@ from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows, StreamedRows
 from ..sqlite_frames import frame_of_rows
 from . import connection, identity
-from .aggregates import call_spread, write_aggregates
+from .aggregates import call_spread, page_timeline, write_aggregates
 from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
@@ -310,6 +310,10 @@ class Reader:
     def call_spread(self, run_id: str) -> pd.DataFrame:
         """Per variant, the run's nsys calls and least/most kernel time per call (`aggregates`)."""
         return call_spread(self._db.conn, run_id)
+
+    def page_timeline(self, run_id: str, memory_first: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, int] | None:
+        """What a report page reads of the run's timeline, grouped in SQL (`aggregates.page_timeline`)."""
+        return page_timeline(self._db.conn, run_id, memory_first) if self.has("timeline") else None
 
     def long_metrics(self, run_id: str) -> pd.DataFrame:
         """Every raw ncu metric of a run in long form, whichever way it is stored."""

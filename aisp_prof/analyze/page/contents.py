@@ -8,6 +8,7 @@ nothing and writes nothing; `render.report` draws and writes what it returns.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -82,16 +83,32 @@ def _provenance(run: dict[str, Any], info: dict[str, Any], kernels: pd.DataFrame
     }
 
 
+@dataclass
+class PageTimeline:
+    """What a page reads of a run's nsys timeline: `kernels` for the kernels table and the generated-code
+    match (the timeline itself, or its rows grouped by launch shape with `_launches`/`_durations`/`_first`),
+    `calls` holding every variant's first call (the strip), and whether the run has a timeline. The
+    store groups a one-rank run's in SQL (`store.aggregates.page_timeline`): a 1M-kernel page reads
+    a few hundred rows, not a million."""
+
+    kernels: pd.DataFrame
+    calls: pd.DataFrame
+    empty: bool
+
+    @classmethod
+    def of(cls, timeline: pd.DataFrame) -> "PageTimeline":
+        return cls(timeline, timeline, timeline.empty)
+
+
 def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
               generated: dict[str, Any] | None = None,
-              calibrations: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+              calibrations: Sequence[Mapping[str, Any]] = (), timeline: PageTimeline | None = None) -> dict[str, Any]:
     """Everything a pair's page shows, as JSON-ready plain data, from the run and its roofline
     analysis (a RooflineResult, or None with `roof_error` saying why there is none), and the
     run folder's generated-code index where it has one. A multi-rank run adds `ranks`
     (`analyze.ranks.page`, its link judged against `calibrations`) and draws its timeline as lanes per
     rank there instead of the one-call strip, which cannot pick one call out of several ranks."""
-    row = {k: v for k, v in run.run.items() if k != "info_json"}
-    info = run.info
+    row, info, tl = {k: v for k, v in run.run.items() if k != "info_json"}, run.info, timeline or PageTimeline.of(run.timeline)
     summary = [{**dict.fromkeys(_SUMMARY_KEYS), **{k: clean_value(v) for k, v in s.items()}}
                for s in summarize(info, run.kernels, variant_ranges(run.ranges, run.range_levels, row.get("pair")),
                                   run.checks, run.timings, run.compiles)]
@@ -102,7 +119,8 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     headline = _headline(summary, _bounds(roof_dict))
     _add_intervals(headline, run)
     stalls, selected = stall_rows(kernels_f, variants)
-    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles))
+    found = findings(RuleInput(info, summary, run.timings, run.timeline, run.kernels, run.samples, run.compiles,
+                               call_spread=run.call_spread))
     the_answer = withhold(answer(summary, bool(info.get("comparison")), info.get("book")), found, summary)
     matches = match_launches(run.kernels, generated) if generated else None     # ncu launch -> the build that ran
     ranks = rank_page(run, variants, calibrations)
@@ -125,16 +143,16 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         "sol": sol_rows(kernels_f, variants),
         "memory": memory_rows(kernels_f, variants),
         "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
-        "kernels": link_kernel_rows(kernel_rows(run.kernels, run.timeline, variants), matches),
+        "kernels": link_kernel_rows(kernel_rows(run.kernels, tl.kernels, variants), matches),
         "memory_ops": memory_op_rows(run.memory_ops, run.ranges, variants),
-        "timeline": {} if ranks else _strips(run, variants),
+        "timeline": {} if ranks else _strips(tl, run, variants),
         "compiled_any": any(s.get("compiled") for s in summary),
-        "generated_code": code_rows(generated, variants, matches, run.kernels, run.timeline),
+        "generated_code": code_rows(generated, variants, matches, run.kernels, tl.kernels),
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
         "calibrated": any(c.get("measured") for c in ceilings),
         "flop_check": list((roof_dict or {}).get("flop_check") or []),
-        "warnings": _warnings(row, summary, run.kernels, run.timeline, roof_dict, roof_error,
+        "warnings": _warnings(row, summary, run.kernels, tl.empty, roof_dict, roof_error,
                               (ranks or {}).get("warnings", [])),
         "provenance": _provenance(row, info, run.kernels), **({"ranks": ranks} if ranks else {}),
     }
@@ -205,13 +223,13 @@ def _add_intervals(headline: list[dict[str, Any]], run: RunData) -> None:
         h["verdict"] = {"verdict": v["verdict"], "cause": v.get("cause") or ""} if v else None
 
 
-def _strips(run: RunData, variants: list[str]) -> dict[str, dict[str, Any]]:
+def _strips(tl: PageTimeline, run: RunData, variants: list[str]) -> dict[str, dict[str, Any]]:
     """One representative nsys call per variant: its kernels, memory ops and gaps."""
     strips: dict[str, dict[str, Any]] = {}
-    if run.timeline.empty and run.memory_ops.empty:
+    if tl.empty and run.memory_ops.empty:
         return strips
     for v in variants:
-        strip = strip_rows(representative_call(run.timeline, run.ranges, v, run.memory_ops))
+        strip = strip_rows(representative_call(tl.calls, run.ranges, v, run.memory_ops))
         if strip["kernels"] or strip["memory_ops"]:
             strips[v] = strip
     return strips
@@ -263,7 +281,7 @@ def _ceiling_rows(roof: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.DataFrame,
-              timeline: pd.DataFrame, roof: dict[str, Any] | None, roof_error: str | None,
+              no_timeline: bool, roof: dict[str, Any] | None, roof_error: str | None,
               rank_warnings: Sequence[str] = ()) -> list[dict[str, str]]:
     """What could make this page's numbers mislead: the report's own checks, a multi-rank run's
     (collectives left unmatched), then the roofline's."""
@@ -275,7 +293,7 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
             out.append(f"{s['variant']}: FAILED its correctness check; its speedup claims nothing")
     if kernels.empty:
         out.append("no Nsight Compute counters in this run: stalls, speed of light, bytes and FLOPs are missing")
-    if timeline.empty:
+    if no_timeline:
         out.append("no Nsight Systems timeline in this run: GPU time is ncu's replayed kernel duration")
     if not kernels.empty and "variant" in kernels:
         for s in summary:

@@ -120,10 +120,15 @@ def kernel_rows(kernels: pd.DataFrame, timeline: pd.DataFrame, variants: list[st
             df[c] = None
     df = df[df["variant"].isin(variants)].copy()        # kernels outside the pair's ranges: inputs, warm-up
     df["variant"] = df["variant"].astype(str)
-    df["_order"] = range(len(df))
+    if "_launches" in df:      # grouped by launch shape in SQL (store.aggregates.page_timeline): weighted
+        how = {"launches": ("_launches", "sum"), "first": ("_first", "min"), "_durations": ("_durations", "sum")}
+    else:
+        df["_order"] = range(len(df))
+        how = {"launches": ("_order", "size"), "first": ("_order", "min"), "duration_mean_ns": ("duration_ns", "mean")}
     grouped = df.fillna({c: "" for c in keys}).groupby(keys, sort=False, dropna=False).agg(
-        launches=("_order", "size"), first=("_order", "min"), duration_total_ns=("duration_ns", "sum"),
-        duration_mean_ns=("duration_ns", "mean")).reset_index().sort_values("first")
+        duration_total_ns=("duration_ns", "sum"), **how).reset_index().sort_values("first")
+    if "_durations" in grouped:
+        grouped["duration_mean_ns"] = grouped["duration_total_ns"] / grouped["_durations"].replace(0, float("nan"))
     rank = {v: i for i, v in enumerate(variants)}
     rows = []
     for _, r in grouped.iterrows():

@@ -1,0 +1,41 @@
+"""How the API reads a stored run for what it is about to compute: a `Run` (summary, diff) and a
+report page read a one-rank run's timeline as the store keeps it summed (issue 33), not row by row."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..model.run_data import RunData
+from ..pairs.declared import declared
+from ..store import db as store_db
+
+
+def read_to_open(conn: store_db.Reader, run_id: str, tables: Sequence[str]) -> RunData:
+    """`read_run` for a `Run`, except a one-rank run's timeline: its call spread instead (all that
+    a Run reads of it, as the store keeps it), so a summary or diff of a 1M-kernel run reads a
+    row per variant. A multi-rank run's rank report needs the whole timeline."""
+    if "timeline" not in tables or conn.count("ranks", run_id):
+        return conn.read_run(run_id, False, tables)
+    data = conn.read_run(run_id, False, [t for t in tables if t != "timeline"])
+    data.call_spread = conn.call_spread(run_id)
+    return data
+
+
+def read_for_page(conn: store_db.Reader, run_id: str) -> tuple[RunData, Any]:
+    """`read_run` for a report page, except a one-rank run's timeline: grouped by launch shape, its
+    first calls and its call spread, in SQL (`PageTimeline`); a multi-rank run's page reads it whole."""
+    from ..analyze.page.contents import PageTimeline
+
+    if conn.count("ranks", run_id):
+        return declared(conn.read_run(run_id)), None
+    run = declared(conn.read_run(run_id, False, [t for t in store_db.TABLES if t != "timeline"]))
+    mem = run.memory_ops
+    first_mem = {}
+    if not mem.empty and {"variant", "range_instance", "start_ns", "end_ns"} <= set(mem):
+        ordered = mem.dropna(subset=["range_instance"]).sort_values(["start_ns", "end_ns"], kind="stable")
+        first_mem = ordered.groupby("variant", sort=False)["range_instance"].first().to_dict()
+    got = conn.page_timeline(run_id, first_mem)
+    if got is None:
+        run.timeline = conn.table("timeline", run_id)
+        return run, None
+    run.call_spread = conn.call_spread(run_id)
+    return run, PageTimeline(got[0], got[1], got[2] == 0)
