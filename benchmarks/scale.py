@@ -13,6 +13,8 @@ temporary folder (`scale_child`):
 * nsys: the shipped export of one run (default ch09.fused_l2norm, 57 kernels) replicated to about
   10k / 100k / 1M kernels (`scale_exports`), then `import`, `kernels RUN --json > /dev/null`,
   `ranges RUN --json`. The shipped export itself is measured first: the floor every size pays.
+  With --report-one, also `report RUN --out DIR` of each size's run: one pair's page (issue 33
+  item 3: at most 5 s at 1M kernels).
 * ncu: the same run's `--page raw` CSV replicated to about 1k / 10k launches, then `import`,
   `roofline RUN --json > /dev/null`, `kernels RUN --json` (its output feeds the check).
 * report: N pages (12 or 50). The run folders are the 12 shipped H200 samples, then the 12 H100
