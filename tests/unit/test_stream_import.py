@@ -102,6 +102,7 @@ def _window_rows(export: Path) -> int:
 def test_every_export_stores_the_same_in_windows(tmp_path, monkeypatch, export):
     export = plain_path(export.with_name(export.name.removesuffix(".gz")))
     whole, windows = _both(tmp_path, export, monkeypatch, _window_rows(export))
+    assert stream.stream_nsys_sqlite(export, KERNEL_COLUMNS) is not None    # the windows were really taken
     assert windows == whole
 
 
