@@ -186,3 +186,26 @@ def test_a_full_disk_under_the_windows_temp_tables_is_one_line_and_stores_nothin
     assert res.exit_code == 13, res.output
     assert "SQLite's temporary files" in res.output and len(res.output.strip().splitlines()) == 1
     assert not (tmp_path / "a.db").exists()
+
+
+def test_an_export_the_windows_cannot_read_is_exit_6_naming_it_as_in_one_piece(tmp_path, monkeypatch):
+    """An export whose runtime table lacks a column the windows read (SQLite's 'no such column', an
+    OperationalError) is the export's fault, as the one-piece parse says (exit 6, naming it): not
+    'the run database failed' (exit 13) naming the database, which it said before."""
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    export = tmp_path / "odd.sqlite"
+    shutil.copy(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite", export)
+    with contextlib.closing(sqlite3.connect(export)) as con:
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME DROP COLUMN nameId")
+        con.commit()
+    outputs = []
+    for rows in ("", "3"):                      # one piece, then windows of 3 kernels
+        monkeypatch.setenv(stream.CHUNK_ROWS_ENV, rows)
+        res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / f"a{rows}.db"), str(export)])
+        assert res.exit_code == 6, res.output
+        assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
+        outputs.append(res.output)
+    assert outputs[0] == outputs[1] and str(export) in outputs[1]

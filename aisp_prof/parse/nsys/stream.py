@@ -80,8 +80,8 @@ class StreamedParse:
                     f"the disk holding SQLite's temporary files ({os.environ.get('SQLITE_TMPDIR') or '/var/tmp or /tmp'}) "
                     f"filled while {self.source.name} was read in windows (~165 MB per million kernels set aside); "
                     "nothing was stored: free space there, or point SQLITE_TMPDIR at a larger disk") from exc
-            if isinstance(exc, sqlite3.OperationalError):     # an interrupt, a lock: not the export
-                raise
+            if (getattr(exc, "sqlite_errorname", "") or "").startswith(("SQLITE_INTERRUPT", "SQLITE_BUSY", "SQLITE_LOCKED")):
+                raise                                        # an interrupt, a lock: not the export
             raise ExportParseError(f"{self.source}: unreadable SQLite export ({exc}); "
                                    "re-run `nsys export --type sqlite` on the .nsys-rep") from exc
         finally:
