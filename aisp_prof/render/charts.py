@@ -122,11 +122,11 @@ def memory_chart(traffic: list[dict[str, Any]], path: Path) -> Path:
     return _save(fig, path)
 
 
-def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
-    """A small DRAM roofline for the index: the DRAM slope and the compute roof of the precision
-    most variants use (on a tie, the first variant's), each variant's call as a dot, arrows
-    baseline -> optimized. No legend: the pair's page has the full chart. None when no variant
-    has a plottable point."""
+def thumbnail_frame(roof: dict[str, Any]) -> tuple[list[dict[str, Any]], float, float | None, float, float, float] | None:
+    """What an index thumbnail draws (PNG here, SVG in output.bars): each variant's call with a DRAM
+    intensity and FLOP/s, the DRAM bandwidth, the compute roof of the precision most variants use (on a
+    tie the first variant's; None without one), the ridge point and the x range; None when nothing is
+    plottable."""
     ceilings = roof.get("ceilings") or {}
     aggs = [p for p in roof.get("points") or [] if p.get("kernel") is None
             and (p.get("ai_dram_flop_per_byte") or 0) > 0 and (p.get("flops_per_s") or 0) > 0]
@@ -139,6 +139,18 @@ def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     xs = [p["ai_dram_flop_per_byte"] for p in aggs]
     ridge = peak / bw if peak else max(xs) * 10
     x0, x1 = min(min(xs), ridge) / 10, max(max(xs), ridge) * 10
+    return aggs, bw, peak, ridge, x0, x1
+
+
+def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
+    """A small DRAM roofline for the index: the DRAM slope and the compute roof of the precision
+    most variants use (on a tie, the first variant's), each variant's call as a dot, arrows
+    baseline -> optimized. No legend: the pair's page has the full chart. None when no variant
+    has a plottable point."""
+    frame = thumbnail_frame(roof)
+    if frame is None:
+        return None
+    aggs, bw, peak, ridge, x0, x1 = frame
     fig = Figure(figsize=(2.6, 1.9))
     ax = fig.add_subplot()
     ax.set_xscale("log")

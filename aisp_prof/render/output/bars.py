@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ...units import si
-from ..charts import MEMORY_LEVELS, OTHER_COLOR, STALL_COLORS, variant_colors
+from ..charts import MEMORY_LEVELS, OTHER_COLOR, STALL_COLORS, thumbnail_frame, variant_colors
 from .zoom import ticks
 
 CHAR_W = 6.3                      # an 11 px character's width, about
@@ -121,18 +121,10 @@ def _sup(n: int) -> str:
 def thumbnail_svg(roof: dict[str, Any], path: Path) -> Path | None:
     """`charts.roofline_thumbnail` (the DRAM slope, the most used precision's roof, a dot per
     variant, arrows from the baseline) as a 286 x 209 SVG; None when nothing is plottable."""
-    ceilings = roof.get("ceilings") or {}
-    aggs = [p for p in roof.get("points") or [] if p.get("kernel") is None
-            and (p.get("ai_dram_flop_per_byte") or 0) > 0 and (p.get("flops_per_s") or 0) > 0]
-    bw = (ceilings.get("dram_bytes_per_s") or {}).get("theoretical_per_s")
-    if not aggs or not bw:
+    frame = thumbnail_frame(roof)
+    if frame is None:
         return None
-    precs = [p.get("precision") for p in aggs if p.get("precision")] or ["fp32"]
-    most_used = max(dict.fromkeys(precs), key=precs.count)
-    peak = ((ceilings.get("flops_per_s") or {}).get(most_used) or {}).get("theoretical_per_s")
-    xs = [p["ai_dram_flop_per_byte"] for p in aggs]
-    ridge = peak / bw if peak else max(xs) * 10
-    x0, x1 = min(min(xs), ridge) / 10, max(max(xs), ridge) * 10
+    aggs, bw, peak, ridge, x0, x1 = frame
     y0, y1 = min(p["flops_per_s"] for p in aggs) / 10, (peak or bw * x1) * 3
     L, R, T, B, W, H = 50, 8, 8, 34, 286, 209
     px = lambda v: L + (math.log10(v) - math.log10(x0)) / (math.log10(x1) - math.log10(x0)) * (W - L - R)  # noqa: E731
