@@ -103,7 +103,9 @@ class CheckRequest:
     """What `check` runs: the targets, the variants asked for (empty: all that run here), one size
     over each pair's default (None: the default, or none with `fuzz`), `fuzz` shapes more per pair
     drawn with `seed` inside the budgets, `trials` fresh inputs per shape, on `device`; with
-    `time_limit_s`, no new shape once that many seconds have passed (the one in progress finishes)."""
+    `time_limit_s`, no new shape once that many seconds have passed (the one in progress finishes);
+    with `shard` (k, n), only the k-th of every n of each pair's shapes (1-based), so that n
+    processes or machines split one seeded fuzz and together check exactly its shapes."""
 
     targets: Sequence[str]
     variants: Sequence[str] = ()
@@ -115,6 +117,7 @@ class CheckRequest:
     trials: int = 1
     device: str = "cuda"
     time_limit_s: float | None = None
+    shard: tuple[int, int] | None = None
 
 
 @dataclass
@@ -238,6 +241,9 @@ def _check_shapes(pair: KernelPair, given: dict[str, int] | None, request: Check
     shapes = [given] if given else ([] if request.fuzz else [dict(pair.sizes)])
     budget = Budget(int(request.budget_gb * 2**30), request.budget_tflop * 1e12)
     shapes += [s for s in draw_shapes(pair, request.fuzz, request.seed, budget) if s not in shapes]
+    if request.shard:
+        k, n = request.shard
+        shapes = shapes[k - 1::n]
     return shapes
 
 

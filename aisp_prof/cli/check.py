@@ -29,6 +29,9 @@ from .common import echo_json, json_option, table_width, terminate_as_interrupt,
 @click.option("--time-limit-s", type=click.FloatRange(0.0, min_open=True), default=None, metavar="S",
               help="Start no new shape once S seconds have passed (the one in progress finishes); the rest "
                    "are reported not checked, and the exit code is an interrupt's (130, or 7 if a shape failed).")
+@click.option("--shard", callback=lambda ctx, param, value: parse_shard(value), metavar="K/N",
+              help="Check only the K-th of every N shapes of each pair (1-based, after drawing all of them): "
+                   "N processes or machines with the same --seed split one fuzz, e.g. --shard 1/2 and 2/2.")
 @json_option
 @wide_option
 def check_cmd(targets: tuple[str, ...], as_json: bool, **options: Any) -> None:
@@ -52,6 +55,7 @@ def check_cmd(targets: tuple[str, ...], as_json: bool, **options: Any) -> None:
       aisp-prof check ch10.double_buffered_pipeline --sizes m=1000,n=77,k=129
       aisp-prof check ch10 ch14 --fuzz 20 --seed 1 --json
       aisp-prof check ch14.regional_triton --fuzz 20 --time-limit-s 300 --json
+      aisp-prof check ch14.regional_triton --fuzz 20 --seed 1 --shard 2/2   # shapes 2, 4, ... 20
       TRITON_INTERPRET=1 aisp-prof check ch09.triton --fuzz 5 --device cpu --budget-gb 0.01
     """
     from ..api.pairs import CheckRequest, check
@@ -71,6 +75,20 @@ def check_cmd(targets: tuple[str, ...], as_json: bool, **options: Any) -> None:
     if outcome.stopped:
         click.echo(f"aisp-prof: {outcome.stop_line()}", err=True)
         raise click.exceptions.Exit(INTERRUPTED_EXIT_CODE)
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    """'K/N' -> (K, N) with 1 <= K <= N; a bad value is a usage error (exit 2) saying the form."""
+    if value is None:
+        return None
+    k, _, n = value.partition("/")
+    try:
+        shard = (int(k), int(n))
+    except ValueError:
+        shard = (0, 0)
+    if not 1 <= shard[0] <= shard[1]:
+        raise click.BadParameter(f"{value!r}: give K/N with 1 <= K <= N, e.g. 1/2", param_hint="--shard")
+    return shard
 
 
 def results_table(results: list[Any], width: int | None) -> str:

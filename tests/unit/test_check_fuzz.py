@@ -100,6 +100,18 @@ def test_a_wrong_shape_fails_with_exit_7_and_the_table_says_where(tmp_path):
     assert "shape(s):" in res.stdout and res.output.count("aisp-prof: error") == 1
 
 
+def test_shards_split_one_seeded_fuzz_exactly(tmp_path):
+    def shapes(*extra):
+        res = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), "--fuzz", "7", "--seed", "4",
+                                       "--device", "cpu", "--json", *extra])
+        assert res.exit_code == 0, res.output
+        return [r["shape"] for r in json.loads(res.stdout)["results"]]
+    whole, first, second = shapes(), shapes("--shard", "1/2"), shapes("--shard", "2/2")
+    assert len(whole) == 7 and first == whole[0::2] and second == whole[1::2]
+    bad = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), "--fuzz", "2", "--shard", "3/2"])
+    assert bad.exit_code == 2 and "1 <= K <= N" in bad.output
+
+
 def test_sizes_off_the_rules_are_refused_before_anything_runs(tmp_path):
     res = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), "--sizes", "cols=30", "--device", "cpu"])
     assert res.exit_code == 12 and "nearest valid: cols=28 or cols=32" in res.output
