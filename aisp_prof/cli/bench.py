@@ -20,6 +20,7 @@ def bench_group() -> None:
       aisp-prof bench run --targets ch09                       # fails (exit 11) on a regression
       aisp-prof bench run --targets ch09.fused_l2norm --update-expectations
       aisp-prof bench ab --targets ch14.attention_eager_sdpa --base HEAD   # your change, side by side
+      aisp-prof bench agree --targets ch10          # stored runs against the gate's evidence
     """
 
 
@@ -153,6 +154,48 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, junit: P
                 click.echo(f"  {o.pair} {b['variant']} {b['op']}: {_gb(b.get('busbw_gb_per_s'))} bus bandwidth "
                            f"(nccl-tests), transfer {_us(b.get('collective_ns'))} after the last rank arrived")
     error = gate_error(outcomes, options["update_expectations"])
+    if error is not None:
+        raise error
+
+
+@bench_group.command("agree")
+@click.option("--targets", multiple=True, help="Chapters (ch10) or pairs; repeatable (default: every stored pair).")
+@click.option("--card", default=None, help="Only runs on this card: its expectations key, e.g. h200, h100_80gb_hbm3 "
+              "or 2x_h200 (default: every card with a stored run).")
+@db_option
+@json_option
+@wide_option
+def bench_agree(targets: tuple[str, ...], card: str | None, db: Path | None, as_json: bool) -> None:
+    """Does a stored `aisp-prof run` say what the gate's evidence says? For the newest stored run of
+    every pair and card, each optimized variant's headline speedup (its timer, its samples' 95%
+    interval) beside the gate's recorded one in kernels/chNN/expectations_<card>.json (its A/A margin):
+    AGREE when the run's interval reaches into the gate's margin, DIFFER when it lies wholly beyond
+    it, NO-EVIDENCE without a recorded ratio. A DIFFER names the likely reasons the data shows:
+    other code (source digests), other timers (and what the run says by the gate's), other sizes,
+    validity warnings on the run, evidence of the legacy format-2 timer.
+
+    Exit 0 when every variant agrees or is explained, 11 when one differs with no reason the data
+    shows, 2 when a target or card has no stored run.
+
+    \b
+    Example:
+      aisp-prof import profiles/samples*/2026*       # the shipped runs, once
+      aisp-prof bench agree --targets ch10 --card h100_80gb_hbm3
+      aisp-prof bench agree --json
+    """
+    from ..bench.agree import agree, agree_error
+
+    found = agree(database(db), targets, card)
+    if as_json:
+        echo_json([a.to_dict() for a in found])
+    else:
+        from ..render.table import agree_table
+
+        click.echo(agree_table(found, table_width()))
+        counts = {v: sum(a.verdict == v for a in found) for v in dict.fromkeys(a.verdict for a in found)}
+        click.echo(", ".join(f"{n} {v}" for v, n in counts.items()) +
+                   f" ({sum(not a.explained for a in found)} unexplained)")
+    error = agree_error(found)
     if error is not None:
         raise error
 

@@ -262,3 +262,32 @@ def ab_table(outcomes: Sequence[Any], width: int | None = None) -> str:
             rows.append([v.pair, v.variant, v.verdict, _change(v.metric("cand_vs_base")), duration(t.get("base_ns")),
                          duration(t.get("cand_ns")), v.cause or "-"])
     return render(["pair", "variant", "verdict", "cand vs base", "base", "cand", "why"], rows, width, **AB_FIT)
+
+
+AGREE_TIMERS = {"gpu_events": "gpu", "nsys_gpu_time": "nsys", "cuda_events": "ev", "ncu_duration": "ncu",
+                "steady": "steady", "latency": "lat"}
+AGREE_FIT = dict(drop=("gate dates", "run date"), wrap=("why",), clip=("pair", "variant"))
+
+
+def agree_table(found: Sequence[Any], width: int | None = None) -> str:
+    """`aisp-prof bench agree`: per variant the run's headline speedup (timer, 95% interval where
+    sampled), the gate's recorded one with its A/A margin, the verdict and why (tags:
+    analyze.gate.agree.TAGS). Timers: gpu (CUDA events, GPU time), nsys (nsys GPU time), ev (the
+    legacy one CUDA-event timer), ncu, steady, lat (latency)."""
+    rows = []
+    for a in found:
+        iv = a.run_interval
+        run = f"{a.run_speedup:.3g}x {AGREE_TIMERS.get(a.run_timer, '-')}" if a.run_speedup else "-"
+        gate = (f"{a.gate_speedup:.3g}x ±{a.gate_margin:.0%} {AGREE_TIMERS.get(a.gate_timer, '-')}"
+                if a.gate_speedup else "-")
+        why = ", ".join(a.tags) + (" (same timer: differs too)" if a.notes else "")
+        rows.append([_card(a.card), a.pair, a.variant, run, f"{iv.low:.3g}-{iv.high:.3g}" if iv else "-", a.run_date,
+                     gate, ",".join(sorted(set(a.gate_dates))) or "-", a.verdict, why])
+    return render(["card", "pair", "variant", "run", "run 95%", "run date", "gate", "gate dates", "verdict", "why"],
+                  rows, width, **AGREE_FIT)
+
+
+def _card(key: str) -> str:
+    """A hardware key's card: 'h100_80gb_hbm3' -> 'H100', '2x_h200' -> '2x H200'."""
+    count, _, rest = key.partition("x_")
+    return f"{count}x {_card(rest)}" if count.isdigit() and rest else key.split("_")[0].upper()

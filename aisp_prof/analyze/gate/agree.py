@@ -1,0 +1,235 @@
+"""Gate = run (issue 28, item 3): does a stored `aisp-prof run` say what the gate's evidence says?
+
+For each optimized variant of a run, two ratios of variant time / baseline time are set side by side:
+  - the run's headline: its speedup by its timer (analyze.timing.speedup), with the 95% interval of
+    its own samples where the run sampled that timer (`samples`; a timer it did not sample, nsys
+    GPU time or ncu duration, states no noise and is taken as a point);
+  - the gate's: `time_vs_baseline` of the pair's recorded sessions (expectations.summarize), of the
+    kind of time the gate judges (`gate_kind`), with its A/A margin `margin.ratio`: how far the
+    same code moved between recorded processes.
+The verdict is the gate's own rule (verdict.decide) applied to the run's ratio interval:
+AGREE when it reaches into expected x [1 - margin, 1 + margin] (the gate would say SAME or
+AMBIGUOUS); DIFFER when the whole interval lies beyond it (the gate would say FASTER or SLOWER);
+NO-EVIDENCE when the card's expectations hold no ratio for the variant.
+
+A DIFFER carries the likely reasons the data shows (`reasons`): the run measured other code than
+the recorded sessions (source digests), another timer than the gate's (and what the run says by
+the gate's timer, where it has it), other problem sizes, validity warnings on the run's variant or
+baseline, or evidence of the legacy format-2 timer, whose times depended on a variant's position.
+A timer difference explains nothing where the run, by the gate's own timer, differs as well: that
+is said as a note, not a reason. A DIFFER without any reason is unexplained: `bench agree` fails on it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from ...naming import TIMER_KINDS, TIMER_LABELS
+from ..timing.intervals import Interval, paired_groups, ratio_interval
+from . import expectations as exp
+from .verdict import FASTER, SLOWER, decide
+
+AGREE, DIFFER, NO_EVIDENCE = "AGREE", "DIFFER", "NO-EVIDENCE"
+# the timer whose ratio the gate's evidence of each kind holds ("legacy": format 2's one CUDA-event timer)
+GATE_TIMERS = {"gpu": "gpu_events", "latency": "latency", "steady": "steady", "legacy": "cuda_events"}
+# run findings that say a variant's time may not be what the headline takes it for
+DOUBT_RULES = ("bimodal", "drifted", "below_floor", "timers_disagree", "host_bound")
+
+
+@dataclass
+class Evidence:
+    """One pair's recorded entry on one card, as `agreements` reads it."""
+
+    path: str                                  # the expectations file
+    entry: Mapping[str, Any] | None            # its entry of the pair (None: not recorded)
+    format: int | None = None
+
+    @property
+    def kind(self) -> str:
+        sessions = (self.entry or {}).get("sessions") or [{}]
+        return sessions[-1].get("kind") or "legacy"
+
+    @property
+    def dates(self) -> list[str]:
+        return [str(s.get("date") or "")[:10] for s in (self.entry or {}).get("sessions") or []]
+
+
+@dataclass
+class Agreement:
+    """A variant's run ratio against the gate's: both as speedups (baseline / variant)."""
+
+    pair: str
+    variant: str
+    card: str
+    run_id: str
+    run_date: str
+    run_speedup: float | None
+    run_timer: str | None
+    run_interval: Interval | None = None       # speedup interval (None: the timer was not sampled)
+    gate_speedup: float | None = None
+    gate_timer: str | None = None
+    gate_margin: float | None = None           # relative A/A margin of the ratio
+    gate_dates: list[str] = field(default_factory=list)
+    evidence: str = ""
+    verdict: str = NO_EVIDENCE
+    reasons: list[str] = field(default_factory=list)       # likely causes of a DIFFER (or why NO-EVIDENCE)
+    notes: list[str] = field(default_factory=list)         # facts that do not explain it (same timer, differs too)
+    tags: list[str] = field(default_factory=list)          # the reasons' short names (TAGS)
+
+    @property
+    def explained(self) -> bool:
+        return self.verdict != DIFFER or bool(self.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        iv = self.run_interval
+        return {"pair": self.pair, "variant": self.variant, "card": self.card, "run_id": self.run_id,
+                "run_date": self.run_date, "run_speedup": self.run_speedup, "run_timer": self.run_timer,
+                "run_speedup_low": iv.low if iv else None, "run_speedup_high": iv.high if iv else None,
+                "gate_speedup": self.gate_speedup, "gate_timer": self.gate_timer, "gate_margin": self.gate_margin,
+                "gate_speedup_low": _scaled(self.gate_speedup, self.gate_margin, 1),
+                "gate_speedup_high": _scaled(self.gate_speedup, self.gate_margin, -1),
+                "gate_dates": self.gate_dates, "evidence": self.evidence, "verdict": self.verdict,
+                "explained": self.explained, "reasons": list(self.reasons), "tags": list(self.tags),
+                "notes": list(self.notes)}
+
+
+def _scaled(speedup: float | None, margin: float | None, sign: int) -> float | None:
+    """The gate's speedup band edge: its time ratio x (1 +- margin), as a speedup."""
+    if speedup is None or margin is None or sign * margin >= 1:
+        return None
+    return speedup / (1 + sign * margin)
+
+
+def sampled_ratio(samples: pd.DataFrame, variant: str, timer: str | None) -> Interval | None:
+    """variant time / baseline time by `timer` from the run's samples, with its 95% interval (the
+    gate's bootstrap); None where the run did not sample that timer."""
+    if samples is None or samples.empty or timer is None:
+        return None
+    if "kind" in samples and samples["kind"].notna().any():
+        if timer not in TIMER_KINDS:
+            return None
+        rows = exp.of_kind(samples, TIMER_KINDS[timer])
+    elif timer == "cuda_events":               # a run before issue 28: every sample is the one event timer
+        rows = exp.of_kind(samples, "legacy")
+    else:
+        return None
+    num, den = paired_groups(rows, variant, "baseline")
+    return ratio_interval(num, den) if num and den else None
+
+
+def _as_speedup(ratio: Interval) -> Interval:
+    return Interval(1 / ratio.value, 1 / ratio.high, 1 / ratio.low)
+
+
+def _judge(ratio: Interval, expected: float, margin: float) -> str:
+    return DIFFER if decide(ratio.scaled(expected), margin) in (FASTER, SLOWER) else AGREE
+
+
+def run_ratio(row: Mapping[str, Any], samples: pd.DataFrame, timer: str | None) -> Interval | None:
+    """The run's time ratio by `timer`: its samples' interval, else the summary's point value."""
+    sampled = sampled_ratio(samples, str(row["variant"]), timer)
+    if sampled is not None:
+        return sampled
+    speedup = (row.get("speedup_by_timer") or {}).get(timer) if timer else None
+    return Interval(1 / speedup, 1 / speedup, 1 / speedup) if speedup else None
+
+
+@dataclass
+class RunView:
+    """What `agreements` needs of a stored run (api.run.Run gives it: `bench.agree.run_view`)."""
+
+    run_id: str
+    pair: str
+    card: str
+    date: str
+    info: Mapping[str, Any]
+    summary: Sequence[Mapping[str, Any]]       # per variant: speedup_vs_baseline, speedup_timer, speedup_by_timer
+    samples: pd.DataFrame
+    findings: Sequence[Mapping[str, Any]] = ()
+
+
+def agreements(run: RunView, evidence: Evidence) -> list[Agreement]:
+    """Every optimized variant of `run` against the pair's recorded evidence on its card."""
+    variants = (evidence.entry or {}).get("summary", {}).get("variants", {})
+    out = []
+    for row in run.summary:
+        v = str(row["variant"])
+        if v == "baseline" or v.startswith("ref:"):
+            continue
+        a = Agreement(run.pair, v, run.card, run.run_id, run.date[:10], row.get("speedup_vs_baseline"),
+                      row.get("speedup_timer"), evidence=evidence.path, gate_dates=evidence.dates)
+        ratio = run_ratio(row, run.samples, a.run_timer)
+        a.run_interval = _as_speedup(ratio) if ratio is not None and ratio.low != ratio.high else None
+        recorded = variants.get(v) or {}
+        expected, margin = recorded.get("time_vs_baseline"), (recorded.get("margin") or {}).get("ratio")
+        if not expected or margin is None or ratio is None:
+            a.tags, a.reasons = ["none"], [_no_evidence(evidence, v, ratio is None)]
+        else:
+            a.gate_speedup, a.gate_margin, a.gate_timer = 1 / expected, margin, GATE_TIMERS.get(evidence.kind)
+            a.verdict = _judge(ratio, expected, margin)
+            found = reasons(a, run, evidence, row) if a.verdict == DIFFER else []
+            a.tags, a.reasons = [t for t, _ in found], [r for _, r in found]
+        out.append(a)
+    return out
+
+
+def _no_evidence(evidence: Evidence, variant: str, no_run_ratio: bool) -> str:
+    if no_run_ratio:
+        return "the run has no speedup of this variant"
+    if evidence.entry is None:
+        return f"{evidence.path} holds no evidence of this pair" if evidence.format else f"no {evidence.path}"
+    return f"{evidence.path} holds no ratio of {variant} (not recorded, or a comparison's baseline only)"
+
+
+def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Why the run's ratio and the gate's may differ, as far as the data shows (the module
+    docstring): (tag, sentence) pairs, the tag for a table's cell (`TAGS`)."""
+    out = []
+    source = run.info.get("source") or {}
+    if not (source.get("sha256") or source.get("code_sha256")):
+        out.append(("code?", "other code, maybe: the run names no source digest"))
+    elif other := exp.other_code(evidence.entry, source.get("sha256"), source.get("code_sha256")):
+        out.append(("code", other.split(": record it again")[0].replace("the evidence was recorded from ", "")))
+    if a.run_timer != a.gate_timer:
+        said, same = _timer_reason(a, run, evidence, row)
+        if same == DIFFER:
+            a.notes.append(said)
+        else:
+            out.append(("timer" if same else "timer?", said))
+    if (evidence.entry or {}).get("sizes") and run.info.get("sizes") and \
+            dict(evidence.entry["sizes"]) != dict(run.info["sizes"]):
+        out.append(("sizes", f"other sizes: run {_sizes(run.info['sizes'])}, evidence {_sizes(evidence.entry['sizes'])}"))
+    flagged = [f for f in run.findings if f.get("severity") == "warning" and f.get("rule") in DOUBT_RULES
+               and f.get("variant") in (a.variant, "baseline")]
+    if flagged:
+        out.append(("warn:" + "+".join(sorted({str(f["rule"]) for f in flagged})), "validity warnings on the run: "
+                    + ", ".join(sorted({f"{f['rule']} ({f['variant']})" for f in flagged}))))
+    if evidence.kind == "legacy":
+        out.append(("fmt2", "format-2 evidence: one CUDA-event timer whose times depended on a variant's position"))
+    return out
+
+
+# what a table's tags stand for (`reasons`)
+TAGS = {"code": "the run and the evidence measured other code (source digests differ)",
+        "code?": "the run names no source digest", "timer": "other timers; by the gate's timer the run agrees",
+        "timer?": "other timers; the run lacks the gate's", "sizes": "other problem sizes",
+        "warn": "validity warnings on the run (rules)", "fmt2": "format-2 evidence (legacy position-dependent timer)"}
+
+
+def _timer_reason(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The timers differ: what the run says by the gate's timer, and that comparison's verdict
+    (None where the run has no such time). A DIFFER there too means the timer does not explain it."""
+    said = f"other timers: run {TIMER_LABELS.get(a.run_timer or '', 'none')}, gate {TIMER_LABELS.get(a.gate_timer or '')}"
+    same = run_ratio(row, run.samples, a.gate_timer)
+    recorded = (evidence.entry or {})["summary"]["variants"][a.variant]
+    if same is None:
+        return said + " (the run has no such time)", None
+    verdict = _judge(same, recorded["time_vs_baseline"], recorded["margin"]["ratio"])
+    outcome = "it differs too" if verdict == DIFFER else "it agrees"
+    return said + f"; by the gate's timer the run says {1 / same.value:.3g}x: {outcome}", verdict
+
+
+def _sizes(sizes: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(sizes.items()))
