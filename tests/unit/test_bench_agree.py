@@ -147,3 +147,13 @@ def test_cli_unknown_target_or_card_is_exit_2(sample_dbs, args):
     r = CliRunner().invoke(cli, ["bench", "agree", "--db", str(_db(sample_dbs, STREAMS)), *args])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.output.startswith("aisp-prof: error: no stored run")
+
+
+def test_legacy_samples_read_the_same_beside_runs_with_kinds(sample_dbs):
+    """In a database that also holds runs with kinds of time, a legacy run's samples carry an empty
+    `kind` column: they are still the one event timer's (0.864x for streams32, as the note says)."""
+    data = open_db(_db(sample_dbs, STREAMS)).run(STREAMS)
+    plain = agree_mod.sampled_ratio(data.samples, "streams32", "cuda_events")
+    mixed = agree_mod.sampled_ratio(data.samples.assign(kind=None), "streams32", "cuda_events")
+    assert plain == mixed and 1 / plain.value == pytest.approx(0.864, abs=5e-4)
+    assert agree_mod.sampled_ratio(data.samples, "streams32", "nsys_gpu_time") is None

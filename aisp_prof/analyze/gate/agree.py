@@ -112,7 +112,7 @@ def sampled_ratio(samples: pd.DataFrame, variant: str, timer: str | None) -> Int
             return None
         rows = exp.of_kind(samples, TIMER_KINDS[timer])
     elif timer == "cuda_events":               # a run before issue 28: every sample is the one event timer
-        rows = exp.of_kind(samples, "legacy")
+        rows = exp.of_kind(samples.drop(columns="kind", errors="ignore"), "legacy")   # a kind column all empty
     else:
         return None
     num, den = paired_groups(rows, variant, "baseline")
@@ -200,7 +200,8 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
             out.append(("timer" if same else "timer?", said))
     if (evidence.entry or {}).get("sizes") and run.info.get("sizes") and \
             dict(evidence.entry["sizes"]) != dict(run.info["sizes"]):
-        out.append(("sizes", f"other sizes: run {_sizes(run.info['sizes'])}, evidence {_sizes(evidence.entry['sizes'])}"))
+        out.append(("sizes", f"other sizes: run {_sizes(run.info['sizes'])}, "
+                             f"evidence {_sizes(evidence.entry['sizes'])}"))
     flagged = [f for f in run.findings if f.get("severity") == "warning" and f.get("rule") in DOUBT_RULES
                and f.get("variant") in (a.variant, "baseline")]
     if flagged:
@@ -221,7 +222,8 @@ TAGS = {"code": "the run and the evidence measured other code (source digests di
 def _timer_reason(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> tuple[str, str | None]:
     """The timers differ: what the run says by the gate's timer, and that comparison's verdict
     (None where the run has no such time). A DIFFER there too means the timer does not explain it."""
-    said = f"other timers: run {TIMER_LABELS.get(a.run_timer or '', 'none')}, gate {TIMER_LABELS.get(a.gate_timer or '')}"
+    said = (f"other timers: run {TIMER_LABELS.get(a.run_timer or '', 'none')}, "
+            f"gate {TIMER_LABELS.get(a.gate_timer or '')}")
     same = run_ratio(row, run.samples, a.gate_timer)
     recorded = (evidence.entry or {})["summary"]["variants"][a.variant]
     if same is None:
