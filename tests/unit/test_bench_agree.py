@@ -91,7 +91,7 @@ def test_other_source_digests_are_said(found):
     """regional_triton's H100 evidence was recorded from source d1276bb9420b, the run from 099720725fd7."""
     a = found[("ch14.regional_triton", "regional", "h100_80gb_hbm3")]
     assert a.verdict == "DIFFER" and a.tags[0] == "code"
-    assert a.reasons[0] == "other code (source digest d1276bb9420b, now 099720725fd7)"
+    assert a.reasons[0] == "other code (source digest d1276bb9420b, the run 099720725fd7)"
 
 
 def test_a_timer_difference_explains_only_where_the_gate_s_timer_agrees(found):

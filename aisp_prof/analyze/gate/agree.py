@@ -191,7 +191,8 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
     if not (source.get("sha256") or source.get("code_sha256")):
         out.append(("code?", "other code, maybe: the run names no source digest"))
     elif other := exp.other_code(evidence.entry, source.get("sha256"), source.get("code_sha256")):
-        out.append(("code", other.split(": record it again")[0].replace("the evidence was recorded from ", "")))
+        said = other.split(": record it again")[0].replace("the evidence was recorded from ", "")
+        out.append(("code", said.replace(", now ", ", the run ")))        # "now": the run's digest here
     if a.run_timer != a.gate_timer:
         said, same = _timer_reason(a, run, evidence, row)
         if same == DIFFER:
