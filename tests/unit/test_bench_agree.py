@@ -157,3 +157,14 @@ def test_legacy_samples_read_the_same_beside_runs_with_kinds(sample_dbs):
     mixed = agree_mod.sampled_ratio(data.samples.assign(kind=None), "streams32", "cuda_events")
     assert plain == mixed and 1 / plain.value == pytest.approx(0.864, abs=5e-4)
     assert agree_mod.sampled_ratio(data.samples, "streams32", "nsys_gpu_time") is None
+
+
+def test_an_unreadable_expectations_file_is_one_line(sample_dbs, tmp_path, monkeypatch):
+    """A cut-off expectations file: exit 1 naming it, no traceback."""
+    (tmp_path / "ch10").mkdir()
+    (tmp_path / "ch10" / "expectations_h100_80gb_hbm3.json").write_text('{"format": 2, "pairs": {')
+    monkeypatch.setenv("AISP_KERNELS", str(tmp_path))
+    r = CliRunner().invoke(cli, ["bench", "agree", "--db", str(_db(sample_dbs, STREAMS))])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output.startswith("aisp-prof: error: cannot read ") and "expectations_h100_80gb_hbm3.json" in r.output
+    assert len(r.output.strip().splitlines()) == 1
