@@ -19,7 +19,7 @@ import pytest
 from repo_paths import ROOT
 
 from aisp_prof.export_rows import ExportRows, StreamedRows
-from aisp_prof.parse.nsys import stream
+from aisp_prof.parse.nsys import stream, stream_ranges
 from aisp_prof.parse.nsys import tables as export_tables
 from aisp_prof.parse.nsys.sqlite_export import KERNEL_COLUMNS
 from aisp_prof.store.ingest import load_export, store_path
@@ -124,8 +124,8 @@ def test_calls_reaching_back_read_the_ranges_let_go_again():
     try:
         tables = export_tables.table_names(conn)
         whole = export_tables.read_push_pop_ranges(conn, tables)
-        stream._Windows(conn, None)._load_ranges()
-        active = stream._Active(conn, export_tables.read_domains(conn, tables), {})
+        count = stream_ranges.load_ranges(conn, tables)
+        active = stream_ranges.ActiveRanges(conn, export_tables.read_domains(conn, tables), count, {})
         starts = np.sort(whole["start"].to_numpy())
         early, late, last = (int(starts[i]) for i in (10, len(starts) // 2, len(starts) - 5))
         active.window(late, last)                                 # reads every range up to `last`
@@ -166,22 +166,31 @@ def test_a_report_exported_on_the_fly_is_read_in_windows_until_stored(tmp_path, 
     assert _stored(tmp_path / "rep.db", run) == _stored(tmp_path / "direct.db", direct)
 
 
-def test_a_full_disk_under_the_windows_temp_tables_is_one_line_and_stores_nothing(tmp_path, monkeypatch):
-    """The windows' temp tables filling their disk (SQLite's own SQLITE_FULL: a page limit on the
-    reading connection's temp database) is the storage error (exit 13) naming that folder, and
-    the run database is left as it was: none."""
+@pytest.mark.parametrize("which", ["calls and kernels", "ranges"])
+def test_a_full_disk_under_the_windows_temp_tables_is_one_line_and_stores_nothing(tmp_path, monkeypatch, which):
+    """The windows' temp tables filling their disk (SQLite's own SQLITE_FULL: a page limit on a
+    reading connection's temp database: the one of the runtime calls and kernels, or the one of
+    the NVTX ranges, filled in a second thread) is the storage error (exit 13) naming that
+    folder, and the run database is left as it was: none."""
     from click.testing import CliRunner
 
     from aisp_prof.cli import cli
 
     monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
-    real = stream._Windows.__init__
+    if which == "ranges":
+        real_load = stream_ranges.load_ranges
 
-    def small(self, conn: sqlite3.Connection, parse: stream.StreamedParse) -> None:
-        conn.execute("PRAGMA temp.max_page_count = 3")         # after temp_store, which resets it
-        real(self, conn, parse)
+        def small_load(conn: sqlite3.Connection, tables: set[str]) -> int:
+            conn.execute("PRAGMA temp.max_page_count = 2")     # its table, not its index
+            return real_load(conn, tables)
+        monkeypatch.setattr(stream_ranges, "load_ranges", small_load)
+    else:
+        real = stream._Windows.__init__
 
-    monkeypatch.setattr(stream._Windows, "__init__", small)
+        def small(self, conn: sqlite3.Connection, parse: stream.StreamedParse) -> None:
+            conn.execute("PRAGMA temp.max_page_count = 2")     # after temp_store, which resets it
+            real(self, conn, parse)
+        monkeypatch.setattr(stream._Windows, "__init__", small)
     res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
     assert res.exit_code == 13, res.output
     assert "SQLite's temporary files" in res.output and len(res.output.strip().splitlines()) == 1

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,9 +43,11 @@ from aisp_prof.parse.nsys import kernels as nsys_kernels
 from aisp_prof.parse.nsys import tables as export
 from aisp_prof.parse.nsys.attribution import attribute_all, attribute_launches
 from aisp_prof.parse.nsys.gpu import read_gpu_of
+from aisp_prof.parse.nsys.prefetch import ahead
+from aisp_prof.parse.nsys.stream_ranges import ActiveRanges, ranges_beside
 from aisp_prof.parse.nsys.range_fold import RangeFold
 from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, check_file, connect
-from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, OPEN_END
+from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE
 from aisp_prof.sqlite_frames import integer_frame, query_frame
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,11 @@ class StreamedParse:
     rest: dict[str, pd.DataFrame] = field(default_factory=dict)    # memory_ops, ranges, range_levels, graph_launches
 
     def windows(self) -> Iterator[pd.DataFrame]:
-        """Each window's timeline frame, in the one-shot frame's row order; fills `rest` at the end."""
+        """Each window's timeline frame, in the one-shot frame's row order, parsed a window ahead
+        in a thread of its own while the caller stores the last (`prefetch`); fills `rest` at the end."""
+        return ahead(self._windows, name="aisp-nsys-windows")
+
+    def _windows(self) -> Iterator[pd.DataFrame]:
         conn = connect(self.source)
         try:
             conn.execute("PRAGMA temp_store = FILE")    # the temp tables on disk whatever SQLite's build says
@@ -183,15 +189,20 @@ class _Windows:
         self.apis: dict[int, str] = {}
 
     def run(self) -> Iterator[pd.DataFrame]:
-        self._load_launches()
-        n_ranges = self._load_ranges()
-        memory_ops, graphs = self._with_launches(export.read_memory_ops(self.conn, self.tables), False), \
-            self._with_launches(export.read_graph_launches(self.conn, self.tables), True)
-        active = _Active(self.conn, export.read_domains(self.conn, self.tables) if "NVTX_EVENTS" in self.tables
-                         else None, self.strings)
-        fold, done_m, done_g, m_at, g_at = RangeFold(n_ranges), [], [], 0, 0
+        with ranges_beside(self.parse.source, self.tables) as loaded:       # the ranges meanwhile
+            self._load_launches()
+            memory_ops, graphs = self._with_launches(export.read_memory_ops(self.conn, self.tables), False), \
+                self._with_launches(export.read_graph_launches(self.conn, self.tables), True)
+            yield from self._windows(memory_ops, graphs, self._kernel_windows(), loaded)
+
+    def _windows(self, memory_ops: pd.DataFrame, graphs: pd.DataFrame, windows: Iterator[tuple[pd.DataFrame, int | None]],
+                 loaded: Callable[[dict[int, str]], ActiveRanges]) -> Iterator[pd.DataFrame]:
+        active, done_m, done_g, m_at, g_at = None, [], [], 0, 0
         m_start, g_start = (f["start_ns"].to_numpy(dtype=np.int64) for f in (memory_ops, graphs))
-        for kernels, next_start in self._kernel_windows():
+        for kernels, next_start in windows:
+            if active is None:                   # the kernels are set aside (read first): the ranges now
+                active = loaded(self.strings)
+                fold = RangeFold(active.count)
             m_to, g_to = ((len(s) if next_start is None else int(np.searchsorted(s, next_start))) for s in (m_start, g_start))
             m, g = memory_ops.iloc[m_at:m_to], graphs.iloc[g_at:g_to]
             m_at, g_at = m_to, g_to
@@ -202,6 +213,9 @@ class _Windows:
             done_m.append(done.memory_ops)
             done_g.append(done.graphs)
             yield done.kernels.loc[:, self.parse.kept].reset_index(drop=True)
+        if active is None:
+            active = loaded(self.strings)
+            fold = RangeFold(active.count)
         for nvtx, new in active.rest(self.parse.chunk_rows):
             fold.add_pushes(attribute_launches(_NO_CALLS, nvtx, False)[1].loc[new])
         whole = graphs if len(graphs) else None
@@ -223,22 +237,6 @@ class _Windows:
             INSERT OR IGNORE INTO temp.aisp_launch
             SELECT COALESCE(r.globalTid >> {ID_BITS}, -1), r.correlationId, r.globalTid, r.start, r.nameId
             FROM {_RUNTIME} AS r WHERE r.correlationId IN ({correlated})""")
-
-    def _load_ranges(self) -> int:
-        """temp.aisp_nvtx: the push/pop ranges in `read_push_pop_ranges`' order (range_id - 1 is
-        its range id); how many."""
-        self.conn.execute('CREATE TEMP TABLE aisp_nvtx (range_id INTEGER PRIMARY KEY, global_tid INTEGER, '
-                          'domain_id INTEGER, start INTEGER, "end" INTEGER, text TEXT, text_id INTEGER)')
-        if "NVTX_EVENTS" not in self.tables:
-            return 0
-        self.conn.execute(f"""
-            INSERT INTO temp.aisp_nvtx (global_tid, domain_id, start, "end", text, text_id)
-            SELECT n.globalTid, COALESCE(n.domainId, 0), n.start, COALESCE(n."end", {OPEN_END}), n.text, n.textId
-            FROM NVTX_EVENTS AS n WHERE n.eventType = {export.push_pop_type(self.conn, self.tables)}
-            ORDER BY n.globalTid, n.start, n."end" DESC, n.rowid""")
-        self.conn.execute('CREATE INDEX temp.aisp_nvtx_start ON aisp_nvtx (start, range_id, global_tid, domain_id, '
-                          '"end", text_id)')       # windows read ranges by start from the index alone
-        return int(self.conn.execute("SELECT count(*) FROM temp.aisp_nvtx").fetchone()[0])
 
     def _with_launches(self, frame: pd.DataFrame, graphs: bool) -> pd.DataFrame:
         """Memory operations or graph launches joined to their runtime calls as `_parse` joins them."""
@@ -301,7 +299,6 @@ class _Windows:
 
 _NO_CALLS = pd.DataFrame({"global_tid": np.array([], np.int64), "launch_start_ns": np.array([], np.int64)})
 _LAUNCH_COLUMNS = ["process_key", "correlation_id", "launch_api", "launch_start_ns", "global_tid", "thread_id"]
-_FIRST, _LAST = -(2 ** 63), 2 ** 63 - 1
 
 
 def _launch_frame(conn: sqlite3.Connection, sources: list[str], api_names) -> pd.DataFrame:
@@ -337,64 +334,3 @@ def _joined(frames: list[pd.DataFrame], columns: tuple[str, ...]) -> pd.DataFram
     full = [f for f in frames if len(f)]
     one = pd.concat(full, ignore_index=True) if len(full) > 1 else (full[0] if full else frames[0])
     return one.loc[:, list(columns)].reset_index(drop=True)
-
-
-class _Active:
-    """The ranges a window's calls can be in (see the module's doc), as `read_push_pop_ranges`
-    has them, in range id order."""
-
-    def __init__(self, conn: sqlite3.Connection, domains: pd.DataFrame | None, strings: dict[int, str]):
-        self.conn, self.strings = conn, strings
-        self.domains = domains if domains is not None else pd.DataFrame(
-            {"global_tid": pd.Series(dtype=np.int64), "domain_id": pd.Series(dtype=np.int64),
-             "domain": pd.Series(dtype=object)})
-        self.fetched, self.floor = _FIRST, _FIRST     # ranges read start by `fetched`; none ending before `floor` is held
-        self.has_text: bool | None = None             # whether any range has its own text (not a registered string)
-        self.frame = self._read("0", ())
-
-    def window(self, first: int | None, last: int | None) -> tuple[pd.DataFrame, np.ndarray]:
-        """The ranges that can hold calls from `first` to `last` (None: no call) and those
-        pushed since the last window, and which of them are read for the first time."""
-        horizon = min(_LAST if first is None else first, self.fetched + 1)
-        if horizon < self.floor:                     # calls reach back before what was let go: read again
-            self.frame = self._read('start <= ? AND "end" >= ?', (self.fetched, horizon))
-        elif horizon > self.floor:
-            self.frame = self.frame.loc[self.frame["end"].to_numpy() >= horizon]
-        self.floor = horizon
-        new = np.array([], np.int64)
-        if last is not None and last > self.fetched:
-            read = self._read("start > ? AND start <= ?", (self.fetched, last))
-            self.fetched, new = last, read["range_id"].to_numpy()
-            self.frame = pd.concat([self.frame, read], ignore_index=True).sort_values("range_id", kind="stable")
-        self.frame = self.frame.reset_index(drop=True)
-        return self.frame, np.isin(self.frame["range_id"].to_numpy(), new)
-
-    def rest(self, chunk: int) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
-        """After the last window: the ranges not read yet, about `chunk` at a time."""
-        while True:
-            row = self.conn.execute("SELECT start FROM temp.aisp_nvtx WHERE start > ? ORDER BY start LIMIT 1 OFFSET ?",
-                                    (self.fetched, chunk - 1)).fetchone()
-            frame, new = self.window(None, _LAST if row is None else int(row[0]))
-            if new.any():
-                yield frame, new
-            if row is None:
-                return
-
-    def _read(self, where: str, params: tuple[int, ...]) -> pd.DataFrame:
-        """The ranges `where` says, in range id order, as `read_push_pop_ranges` has them."""
-        if self.has_text is None:
-            self.has_text = self.conn.execute("SELECT count(text) FROM temp.aisp_nvtx").fetchone()[0] > 0
-        text = ", text" if self.has_text else ""
-        sql = (f'SELECT range_id - 1 AS range_id, global_tid, domain_id, start, "end", text_id{text} '
-               f"FROM temp.aisp_nvtx WHERE {where}")
-        ints = None if self.has_text else integer_frame(self.conn, sql.replace("text_id", "COALESCE(text_id, -1) AS text_id"), params)
-        rows = [] if ints is not None else self.conn.execute(sql, params).fetchall()
-        cols = list(zip(*rows)) or [[]] * 7
-        df = ints if ints is not None else pd.DataFrame(
-            {c: np.array(cols[i], dtype=np.int64) for i, c in enumerate(("range_id", "global_tid", "domain_id", "start", "end"))})
-        df["text"] = pd.Series([None] * len(df) if ints is not None or not self.has_text else list(cols[6]), dtype=object)
-        if ints is None:
-            df["text_id"] = pd.Series(list(cols[5]), dtype=object)
-        df = df.sort_values("range_id", kind="stable").reset_index(drop=True)
-        df = export.named_ranges(self.conn, df, self.domains, self.strings)
-        return df.loc[:, ["range_id", "global_tid", "domain_id", "start", "end", "name", "domain"]]

@@ -1,0 +1,125 @@
+"""The NVTX push/pop ranges of an export read in windows (`stream`): set aside in a temp table of
+a connection of their own, filled in a second thread while the first sets the runtime calls and
+the kernels aside (SQLite runs a statement without holding Python's GIL: at 1M kernels the
+ranges' copy and index, ~0.7 s, cost no wall time beside the runtime calls' ~2 s scan), then
+read window by window (`ActiveRanges`)."""
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from aisp_prof.parse.nsys import tables as export
+from aisp_prof.parse.nsys.sqlite_export import connect
+from aisp_prof.parse.nsys.tables import OPEN_END
+from aisp_prof.sqlite_frames import integer_frame
+
+_FIRST, _LAST = -(2 ** 63), 2 ** 63 - 1
+
+
+@contextlib.contextmanager
+def ranges_beside(source: Path, tables: set[str]) -> Iterator[Callable[[dict[int, str]], "ActiveRanges"]]:
+    """`load_ranges` on a connection of its own, in a second thread from now; yields the function
+    that waits for it and gives the ranges to read windows from (on that connection, which the
+    caller's thread then reads; names resolved through the caller's string cache). Leaving early interrupts the load; leaving closes the connection."""
+    conn = connect(source, any_thread=True)
+    pool, future = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aisp-nvtx-ranges"), None
+    try:
+        conn.execute("PRAGMA temp_store = FILE")       # as the windows' own temp tables
+        future = pool.submit(_load, conn, tables)
+        yield lambda strings: ActiveRanges(conn, *future.result(), strings)
+    finally:
+        while future is not None and not future.done():       # SQLite interrupts the statement running now: each in turn
+            conn.interrupt()
+            wait([future], timeout=0.05)
+        pool.shutdown()
+        conn.close()
+
+
+def _load(conn: sqlite3.Connection, tables: set[str]) -> tuple[pd.DataFrame | None, int]:
+    count = load_ranges(conn, tables)
+    return (export.read_domains(conn, tables) if "NVTX_EVENTS" in tables else None), count
+
+
+def load_ranges(conn: sqlite3.Connection, tables: set[str]) -> int:
+    """temp.aisp_nvtx: the push/pop ranges in `read_push_pop_ranges`' order (range_id - 1 is
+    its range id); how many."""
+    conn.execute('CREATE TEMP TABLE aisp_nvtx (range_id INTEGER PRIMARY KEY, global_tid INTEGER, '
+                 'domain_id INTEGER, start INTEGER, "end" INTEGER, text TEXT, text_id INTEGER)')
+    if "NVTX_EVENTS" not in tables:
+        return 0
+    conn.execute(f"""
+        INSERT INTO temp.aisp_nvtx (global_tid, domain_id, start, "end", text, text_id)
+        SELECT n.globalTid, COALESCE(n.domainId, 0), n.start, COALESCE(n."end", {OPEN_END}), n.text, n.textId
+        FROM NVTX_EVENTS AS n WHERE n.eventType = {export.push_pop_type(conn, tables)}
+        ORDER BY n.globalTid, n.start, n."end" DESC, n.rowid""")
+    conn.execute('CREATE INDEX temp.aisp_nvtx_start ON aisp_nvtx (start, range_id, global_tid, domain_id, '
+                 '"end", text_id)')       # windows read ranges by start from the index alone
+    return int(conn.execute("SELECT count(*) FROM temp.aisp_nvtx").fetchone()[0])
+
+
+class ActiveRanges:
+    """The ranges a window's calls can be in (see `stream`'s doc), as `read_push_pop_ranges`
+    has them, in range id order."""
+
+    def __init__(self, conn: sqlite3.Connection, domains: pd.DataFrame | None, count: int,
+                 strings: dict[int, str] | None = None):
+        self.conn, self.count, self.strings = conn, count, strings if strings is not None else {}
+        self.domains = domains if domains is not None else pd.DataFrame(
+            {"global_tid": pd.Series(dtype=np.int64), "domain_id": pd.Series(dtype=np.int64),
+             "domain": pd.Series(dtype=object)})
+        self.fetched, self.floor = _FIRST, _FIRST     # ranges read start by `fetched`; none ending before `floor` is held
+        self.has_text: bool | None = None             # whether any range has its own text (not a registered string)
+        self.frame = self._read("0", ())
+
+    def window(self, first: int | None, last: int | None) -> tuple[pd.DataFrame, np.ndarray]:
+        """The ranges that can hold calls from `first` to `last` (None: no call) and those
+        pushed since the last window, and which of them are read for the first time."""
+        horizon = min(_LAST if first is None else first, self.fetched + 1)
+        if horizon < self.floor:                     # calls reach back before what was let go: read again
+            self.frame = self._read('start <= ? AND "end" >= ?', (self.fetched, horizon))
+        elif horizon > self.floor:
+            self.frame = self.frame.loc[self.frame["end"].to_numpy() >= horizon]
+        self.floor = horizon
+        new = np.array([], np.int64)
+        if last is not None and last > self.fetched:
+            read = self._read("start > ? AND start <= ?", (self.fetched, last))
+            self.fetched, new = last, read["range_id"].to_numpy()
+            self.frame = pd.concat([self.frame, read], ignore_index=True).sort_values("range_id", kind="stable")
+        self.frame = self.frame.reset_index(drop=True)
+        return self.frame, np.isin(self.frame["range_id"].to_numpy(), new)
+
+    def rest(self, chunk: int) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+        """After the last window: the ranges not read yet, about `chunk` at a time."""
+        while True:
+            row = self.conn.execute("SELECT start FROM temp.aisp_nvtx WHERE start > ? ORDER BY start LIMIT 1 OFFSET ?",
+                                    (self.fetched, chunk - 1)).fetchone()
+            frame, new = self.window(None, _LAST if row is None else int(row[0]))
+            if new.any():
+                yield frame, new
+            if row is None:
+                return
+
+    def _read(self, where: str, params: tuple[int, ...]) -> pd.DataFrame:
+        """The ranges `where` says, in range id order, as `read_push_pop_ranges` has them."""
+        if self.has_text is None:
+            self.has_text = self.conn.execute("SELECT count(text) FROM temp.aisp_nvtx").fetchone()[0] > 0
+        text = ", text" if self.has_text else ""
+        sql = (f'SELECT range_id - 1 AS range_id, global_tid, domain_id, start, "end", text_id{text} '
+               f"FROM temp.aisp_nvtx WHERE {where}")
+        ints = None if self.has_text else integer_frame(self.conn, sql.replace("text_id", "COALESCE(text_id, -1) AS text_id"), params)
+        rows = [] if ints is not None else self.conn.execute(sql, params).fetchall()
+        cols = list(zip(*rows)) or [[]] * 7
+        df = ints if ints is not None else pd.DataFrame(
+            {c: np.array(cols[i], dtype=np.int64) for i, c in enumerate(("range_id", "global_tid", "domain_id", "start", "end"))})
+        df["text"] = pd.Series([None] * len(df) if ints is not None or not self.has_text else list(cols[6]), dtype=object)
+        if ints is None:
+            df["text_id"] = pd.Series(list(cols[5]), dtype=object)
+        df = df.sort_values("range_id", kind="stable").reset_index(drop=True)
+        df = export.named_ranges(self.conn, df, self.domains, self.strings)
+        return df.loc[:, ["range_id", "global_tid", "domain_id", "start", "end", "name", "domain"]]
