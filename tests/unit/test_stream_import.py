@@ -218,3 +218,21 @@ def test_an_export_the_windows_cannot_read_is_exit_6_naming_it_as_in_one_piece(t
         assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
         outputs.append(res.output)
     assert outputs[0] == outputs[1] and str(export) in outputs[1]
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_kernel_counts_per_process_and_device_in_one_pass_or_grouped(tmp_path, devices):
+    """`_kernel_counts` reads one process on one device in one pass, without GROUP BY's sort, and
+    more in groups: both equal SQLite's own GROUP BY. The real l2norm export, and a copy of it
+    whose odd kernels are moved to device 1 (no shipped export has two devices in a process)."""
+    export = tmp_path / "two.sqlite"
+    shutil.copy(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite", export)
+    with contextlib.closing(sqlite3.connect(export)) as conn:
+        conn.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid % 2 = 1 AND {devices} = 2")
+        conn.commit()
+        want = conn.execute("SELECT (globalPid >> 24) & 16777215 AS p, deviceId AS d, count(*) "
+                            "FROM CUPTI_ACTIVITY_KIND_KERNEL GROUP BY p, d ORDER BY p, d").fetchall()
+    with contextlib.closing(stream.connect(export)) as conn:
+        counts = stream._kernel_counts(conn)
+    assert len(want) == devices
+    assert [(*k, int(n)) for k, n in counts.items()] == want

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.export_rows import ExportColumns
-from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, _int_query, _query, string_ids, table_columns
+from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, _int_query, _query, packed_id_sql, string_ids, table_columns
 
 
 def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
@@ -115,8 +115,7 @@ def kernel_copy(conn: sqlite3.Connection, path: Path, order: tuple[str, ...]) ->
         "grid": dim3["grid"], "block": dim3["block"], "registers_per_thread": "k.registersPerThread",
         "static_shared_bytes": "k.staticSharedMemory", "dynamic_shared_bytes": "k.dynamicSharedMemory",
         "graph_node_id": optional.get("graphNodeId", "NULL"),
-        "process_id": f"({optional['globalPid']} >> {ID_BITS}) & {(1 << ID_BITS) - 1}" if "globalPid" in optional
-        else "NULL",
+        "process_id": packed_id_sql(optional["globalPid"], "process_id") if "globalPid" in optional else "NULL",
     }
     types = {c: "TEXT" if c in ("grid", "block") else "INTEGER" for c in columns}
     return ExportColumns(path=path, table=KERNEL_TABLE, key="kernel_rowid", columns=columns, types=types,

@@ -47,14 +47,13 @@ from aisp_prof.parse.nsys.prefetch import ahead
 from aisp_prof.parse.nsys.stream_ranges import ActiveRanges, ranges_beside
 from aisp_prof.parse.nsys.range_fold import RangeFold
 from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, check_file, connect
-from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE
+from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, packed_id_sql
 from aisp_prof.sqlite_frames import integer_frame, query_frame
 
 log = logging.getLogger(__name__)
 CHUNK_ROWS = 50_000                       # kernels per window (~100 MB of the parse's frames)
 CHUNK_ROWS_ENV = "AISP_PROF_NSYS_CHUNK_ROWS"  # tests only: a few rows a window, to prove the windows' seams
 _RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
-_PID = f"(({{}} >> {ID_BITS}) & {(1 << ID_BITS) - 1})"
 
 
 @dataclass(eq=False)
@@ -152,14 +151,19 @@ def _integers(conn: sqlite3.Connection, tables: set[str]) -> bool:
 
 def _kernel_counts(conn: sqlite3.Connection) -> pd.Series | None:
     """Kernels per (process id, device id), as `read_gpu`'s groupby counts them; None when there
-    are none, or a kernel's times, process, correlation id or names are not integers."""
+    are none, or a kernel's times, process, correlation id or names are not integers. One pass
+    without a sort where every kernel ran in one process on one device (GROUP BY sorts: 0.7 s
+    at 1M kernels, 0.4 s without)."""
     odd = " OR ".join(f'typeof(k."{c}") != \'integer\'' for c in _KERNEL_INTEGERS)
-    rows = conn.execute(f"SELECT {_PID.format('k.globalPid')} AS p, k.deviceId AS d, count(*), max({odd}) "
-                        f"FROM {KERNEL_TABLE} AS k GROUP BY p, d ORDER BY p, d").fetchall()
-    if not rows or any(bad for *_, bad in rows):
+    pid = packed_id_sql("k.globalPid", "process_id")
+    p0, p1, d0, d1, n, bad = conn.execute(f"SELECT min({pid}), max({pid}), min(k.deviceId), max(k.deviceId), "
+                                          f"count(*), max({odd}) FROM {KERNEL_TABLE} AS k").fetchone()
+    if not n or bad:
         return None
-    index = pd.MultiIndex.from_tuples([(p, d) for p, d, *_ in rows], names=["process_id", "device_id"])
-    return pd.Series([n for _, _, n, _ in rows], index=index, dtype=np.int64)
+    rows = [(p0, d0, n)] if (p0, d0) == (p1, d1) else conn.execute(
+        f"SELECT {pid} AS p, k.deviceId AS d, count(*) FROM {KERNEL_TABLE} AS k GROUP BY p, d ORDER BY p, d").fetchall()
+    index = pd.MultiIndex.from_tuples([(p, d) for p, d, _ in rows], names=["process_id", "device_id"])
+    return pd.Series([c for _, _, c in rows], index=index, dtype=np.int64)
 
 
 _KERNEL_INTEGERS = ("start", "end", "globalPid", "correlationId", "demangledName", "shortName", "deviceId")
@@ -172,7 +176,7 @@ _KERNEL_COPY = f"""
            l.launch_start_ns IS NOT NULL, COALESCE(l.global_tid, 0), l.global_tid IS NOT NULL
     FROM {KERNEL_TABLE} AS k
     LEFT JOIN temp.aisp_launch AS l
-      ON l.process_key = (k.globalPid >> {ID_BITS}) AND l.correlation_id = k.correlationId
+      ON l.process_key = {packed_id_sql('k.globalPid', 'process_key')} AND l.correlation_id = k.correlationId
     ORDER BY k.start, k."end", k.rowid
 """
 _KERNEL_FIELDS = ("kernel_rowid", "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "device_id",
@@ -235,7 +239,7 @@ class _Windows:
         correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in work)
         self.conn.execute(f"""
             INSERT OR IGNORE INTO temp.aisp_launch
-            SELECT COALESCE(r.globalTid >> {ID_BITS}, -1), r.correlationId, r.globalTid, r.start, r.nameId
+            SELECT COALESCE({packed_id_sql('r.globalTid', 'process_key')}, -1), r.correlationId, r.globalTid, r.start, r.nameId
             FROM {_RUNTIME} AS r WHERE r.correlationId IN ({correlated})""")
 
     def _with_launches(self, frame: pd.DataFrame, graphs: bool) -> pd.DataFrame:

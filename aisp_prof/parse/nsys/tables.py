@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 OPEN_END = np.iinfo(np.int64).max           # end of a range that was never popped
 ID_BITS = 24                                 # width of the id fields nsys packs into globalPid/globalTid
+ID_MASK = (1 << ID_BITS) - 1
+_PACKED_SQL = {"process_key": f"({{}} >> {ID_BITS})", "process_id": f"(({{}} >> {ID_BITS}) & {ID_MASK})",
+               "thread_id": f"({{}} & {ID_MASK})"}
 _PUSH_POP_RANGE = "NvtxPushPopRange"
 _DOMAIN_CREATE = "NvtxDomainCreate"
 _DEFAULT_EVENT_TYPES = {_PUSH_POP_RANGE: 59, _DOMAIN_CREATE: 75}   # schema 3.20 values
@@ -80,6 +83,14 @@ def _int_query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
     as `_query` reads them."""
     frame = integer_frame(conn, sql)
     return frame if frame is not None else query_frame(conn, sql)
+
+
+def packed_id_sql(column: str, part: str) -> str:
+    """The SQL of one field of the nsys packed id in `column` (a globalPid or globalTid, see the
+    module's doc): "process_key" (id >> 24: the pid and the bits above it, what a GPU operation
+    and its runtime call are joined on), "process_id" ((id >> 24) & 0xFFFFFF) or "thread_id"
+    (id & 0xFFFFFF). One place for the arithmetic every query of the ids repeats."""
+    return _PACKED_SQL[part].format(column)
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:
