@@ -19,7 +19,7 @@ import pytest
 from repo_paths import ROOT
 
 from aisp_prof.export_rows import ExportRows, StreamedRows
-from aisp_prof.parse.nsys import stream, stream_ranges
+from aisp_prof.parse.nsys import stream, stream_aside
 from aisp_prof.parse.nsys import tables as export_tables
 from aisp_prof.parse.nsys.sqlite_export import KERNEL_COLUMNS
 from aisp_prof.store.ingest import load_export, store_path
@@ -124,8 +124,8 @@ def test_calls_reaching_back_read_the_ranges_let_go_again():
     try:
         tables = export_tables.table_names(conn)
         whole = export_tables.read_push_pop_ranges(conn, tables)
-        count = stream_ranges.load_ranges(conn, tables)
-        active = stream_ranges.ActiveRanges(conn, export_tables.read_domains(conn, tables), count, {})
+        count = stream_aside.load_ranges(conn, tables)
+        active = stream_aside.ActiveRanges(conn, export_tables.read_domains(conn, tables), count, {})
         starts = np.sort(whole["start"].to_numpy())
         early, late, last = (int(starts[i]) for i in (10, len(starts) // 2, len(starts) - 5))
         active.window(late, last)                                 # reads every range up to `last`
@@ -166,34 +166,44 @@ def test_a_report_exported_on_the_fly_is_read_in_windows_until_stored(tmp_path, 
     assert _stored(tmp_path / "rep.db", run) == _stored(tmp_path / "direct.db", direct)
 
 
-@pytest.mark.parametrize("which", ["calls and kernels", "ranges"])
+@pytest.mark.parametrize("which", ["kernels", "ranges", "calls"])
 def test_a_full_disk_under_the_windows_temp_tables_is_one_line_and_stores_nothing(tmp_path, monkeypatch, which):
-    """The windows' temp tables filling their disk (SQLite's own SQLITE_FULL: a page limit on a
-    reading connection's temp database: the one of the runtime calls and kernels, or the one of
-    the NVTX ranges, filled in a second thread) is the storage error (exit 13) naming that
-    folder, and the run database is left as it was: none."""
+    """The windows' temp tables filling their disk (SQLite's own SQLITE_FULL: a page limit on the
+    kernels' temp database, on the one of the NVTX ranges or on the scratch file of the runtime
+    calls, both filled in threads of their own) is the storage error (exit 13) naming that
+    folder, and the run database is left as it was: none; nor is the scratch file left."""
     from click.testing import CliRunner
 
     from aisp_prof.cli import cli
 
     monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
     if which == "ranges":
-        real_load = stream_ranges.load_ranges
+        real_load = stream_aside.load_ranges
 
         def small_load(conn: sqlite3.Connection, tables: set[str]) -> int:
             conn.execute("PRAGMA temp.max_page_count = 2")     # its table, not its index
             return real_load(conn, tables)
-        monkeypatch.setattr(stream_ranges, "load_ranges", small_load)
+        monkeypatch.setattr(stream_aside, "load_ranges", small_load)
+    elif which == "calls":
+        real_calls = stream_aside.load_calls
+
+        def small_calls(conn: sqlite3.Connection, tables: set[str]) -> None:
+            conn.execute(f"PRAGMA {stream_aside.CALLS_SCHEMA}.max_page_count = 1")     # not even its table
+            real_calls(conn, tables)
+        monkeypatch.setattr(stream_aside, "load_calls", small_calls)
+        monkeypatch.setenv("SQLITE_TMPDIR", str(tmp_path / "scratch"))
+        (tmp_path / "scratch").mkdir()
     else:
         real = stream._Windows.__init__
 
         def small(self, conn: sqlite3.Connection, parse: stream.StreamedParse) -> None:
-            conn.execute("PRAGMA temp.max_page_count = 2")     # after temp_store, which resets it
+            conn.execute("PRAGMA temp.max_page_count = 1")     # after temp_store, which resets it
             real(self, conn, parse)
         monkeypatch.setattr(stream._Windows, "__init__", small)
     res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
     assert res.exit_code == 13, res.output
     assert "SQLite's temporary files" in res.output and len(res.output.strip().splitlines()) == 1
+    assert which != "calls" or not any((tmp_path / "scratch").iterdir())
     assert not (tmp_path / "a.db").exists()
 
 

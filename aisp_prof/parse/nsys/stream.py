@@ -6,13 +6,18 @@ device kernel counts by SQL); its `windows()` then reads the kernels in (start, 
 window of about `chunk_rows` at a time (never splitting kernels of one start time), with the
 memory operations and whole-graph launches that start in the same span, and yields each
 window's timeline frame as `parse_nsys_sqlite(path, kernels_in_export=True)` gives the whole
-one, row for row. What the parse needs of the rest of the export is first put into SQLite temp
-tables of the reading connection (on disk, gone with it):
+one, row for row. What the parse needs of the rest of the export is first set aside in SQLite,
+on disk, gone with the parse; the first two in threads of their own (`stream_aside`) while the
+windows' connection sorts the kernels into `temp.aisp_kernel`:
 
 * `aisp_launch`: the runtime call behind each GPU operation, keyed by (process, correlationId),
-  the first where several share one (as `tables.read_launches` keeps them);
+  the first where several share one (as `tables.read_launches` keeps them), in a scratch file
+  attached read-only once filled; each window's kernels are joined to it as they are read;
 * `aisp_nvtx`: the push/pop ranges in `tables.read_push_pop_ranges`' order, so that a range's id
-  is the same as in a one-shot parse, with an index on start.
+  is the same as in a one-shot parse, with an index on start, on a connection of their own.
+
+The windows are parsed one ahead of the caller, in a thread of their own (`prefetch`): the store
+writes window i while window i+1 is parsed.
 
 Each window is attributed by `attribution.attribute_all` against the ranges that can hold its
 calls: every range that started by its last call and had not ended before its first (or before
@@ -26,7 +31,6 @@ Only a plain SQLite export whose kernel table is declared as `kernels.kernel_cop
 integer times, process and thread ids; anything else is parsed in one piece, as before."""
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -44,16 +48,14 @@ from aisp_prof.parse.nsys import tables as export
 from aisp_prof.parse.nsys.attribution import attribute_all, attribute_launches
 from aisp_prof.parse.nsys.gpu import read_gpu_of
 from aisp_prof.parse.nsys.prefetch import ahead
-from aisp_prof.parse.nsys.stream_ranges import ActiveRanges, ranges_beside
+from aisp_prof.parse.nsys.stream_aside import CALLS_SCHEMA, ActiveRanges, calls_beside, ranges_beside
 from aisp_prof.parse.nsys.range_fold import RangeFold
 from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, check_file, connect
 from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, packed_id_sql
 from aisp_prof.sqlite_frames import integer_frame, query_frame
 
-log = logging.getLogger(__name__)
 CHUNK_ROWS = 50_000                       # kernels per window (~100 MB of the parse's frames)
 CHUNK_ROWS_ENV = "AISP_PROF_NSYS_CHUNK_ROWS"  # tests only: a few rows a window, to prove the windows' seams
-_RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 
 
 @dataclass(eq=False)
@@ -169,18 +171,22 @@ def _kernel_counts(conn: sqlite3.Connection) -> pd.Series | None:
 _KERNEL_INTEGERS = ("start", "end", "globalPid", "correlationId", "demangledName", "shortName", "deviceId")
 
 
-_KERNEL_COPY = f"""
+_KERNEL_SORT = f"""
     INSERT INTO temp.aisp_kernel
-    SELECT NULL, k.rowid, k.correlationId, k.demangledName, k.shortName, k.start, k."end", k.deviceId, k.globalPid,
-           l.process_key IS NOT NULL, COALESCE(l.api, -1), COALESCE(l.launch_start_ns, 0),
-           l.launch_start_ns IS NOT NULL, COALESCE(l.global_tid, 0), l.global_tid IS NOT NULL
-    FROM {KERNEL_TABLE} AS k
-    LEFT JOIN temp.aisp_launch AS l
-      ON l.process_key = {packed_id_sql('k.globalPid', 'process_key')} AND l.correlation_id = k.correlationId
-    ORDER BY k.start, k."end", k.rowid
+    SELECT NULL, k.rowid, k.correlationId, k.demangledName, k.shortName, k.start, k."end", k.deviceId, k.globalPid
+    FROM {KERNEL_TABLE} AS k ORDER BY k.start, k."end", k.rowid
+"""
+_KERNEL_READ = f"""
+    SELECT k.kernel_rowid, k.correlation_id, k.kernel, k.short_name, k.start_ns, k.end_ns, k.device_id, k.global_pid,
+           l.process_key IS NOT NULL AS matched, COALESCE(l.api, -1) AS api,
+           COALESCE(l.launch_start_ns, 0) AS launch_start_ns, l.launch_start_ns IS NOT NULL AS has_start,
+           COALESCE(l.global_tid, 0) AS global_tid, l.global_tid IS NOT NULL AS has_tid
+    FROM temp.aisp_kernel AS k LEFT JOIN {CALLS_SCHEMA}.aisp_launch AS l
+      ON l.process_key = {packed_id_sql('k.global_pid', 'process_key')} AND l.correlation_id = k.correlation_id
+    WHERE k.seq >= {{}} AND k.seq < {{}}
 """
 _KERNEL_FIELDS = ("kernel_rowid", "correlation_id", "kernel", "short_name", "start_ns", "end_ns", "device_id",
-                  "global_pid", "matched", "api", "launch_start_ns", "has_start", "global_tid", "has_tid")
+                  "global_pid")
 
 
 class _Windows:
@@ -193,8 +199,12 @@ class _Windows:
         self.apis: dict[int, str] = {}
 
     def run(self) -> Iterator[pd.DataFrame]:
-        with ranges_beside(self.parse.source, self.tables) as loaded:       # the ranges meanwhile
-            self._load_launches()
+        with ranges_beside(self.parse.source, self.tables) as loaded, \
+                calls_beside(self.parse.source, self.tables, self.conn) as attach_calls:   # both meanwhile
+            self.conn.execute(f"CREATE TEMP TABLE aisp_kernel (seq INTEGER PRIMARY KEY, {', '.join(_KERNEL_FIELDS)})")
+            self.conn.execute(_KERNEL_SORT)
+            self.conn.commit()                   # ATTACH is refused inside a transaction
+            attach_calls()
             memory_ops, graphs = self._with_launches(export.read_memory_ops(self.conn, self.tables), False), \
                 self._with_launches(export.read_graph_launches(self.conn, self.tables), True)
             yield from self._windows(memory_ops, graphs, self._kernel_windows(), loaded)
@@ -226,22 +236,6 @@ class _Windows:
         self.parse.rest.update(memory_ops=_joined(done_m, MEMORY_OP_COLUMNS), graph_launches=_joined(done_g, GRAPH_LAUNCH_COLUMNS),
                                ranges=fold.ranges(whole), range_levels=fold.levels(whole))
 
-    def _load_launches(self) -> None:
-        """temp.aisp_launch: each GPU operation's runtime call, the first of a (process, correlationId)
-        (process -1: calls without a thread id, which no kernel of a streamed export matches)."""
-        self.conn.execute("CREATE TEMP TABLE aisp_launch (process_key INTEGER, correlation_id INTEGER, "
-                          "global_tid INTEGER, launch_start_ns INTEGER, api INTEGER, "
-                          "PRIMARY KEY (process_key, correlation_id)) WITHOUT ROWID")
-        if _RUNTIME not in self.tables:
-            log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
-            return
-        work = [KERNEL_TABLE] + [t for t in (*export.MEMORY_TABLES.values(), export.GRAPH_TABLE) if t in self.tables]
-        correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in work)
-        self.conn.execute(f"""
-            INSERT OR IGNORE INTO temp.aisp_launch
-            SELECT COALESCE({packed_id_sql('r.globalTid', 'process_key')}, -1), r.correlationId, r.globalTid, r.start, r.nameId
-            FROM {_RUNTIME} AS r WHERE r.correlationId IN ({correlated})""")
-
     def _with_launches(self, frame: pd.DataFrame, graphs: bool) -> pd.DataFrame:
         """Memory operations or graph launches joined to their runtime calls as `_parse` joins them."""
         on = ["process_key", "correlation_id"]
@@ -262,9 +256,8 @@ class _Windows:
     def _kernel_windows(self) -> Iterator[tuple[pd.DataFrame, int | None]]:
         """Kernel frames of about chunk_rows rows in (start, end, rowid) order, each with the next
         window's first start (None after the last); kernels of one start stay in one window.
-        The kernels' keys and launch joins are first copied to temp.aisp_kernel in that order."""
-        self.conn.execute(f"CREATE TEMP TABLE aisp_kernel (seq INTEGER PRIMARY KEY, {', '.join(_KERNEL_FIELDS)})")
-        self.conn.execute(_KERNEL_COPY)
+        The kernels' keys are in temp.aisp_kernel in that order (`run`), each window's joined to
+        its runtime calls as it is read."""
         total, first, n = self.parse.kernel_count, 1, self.parse.chunk_rows
         while first <= total:
             stop = first + n                            # seq of the next window's first kernel
@@ -275,7 +268,7 @@ class _Windows:
                 stop, next_start = (row[0], row[1]) if row else (total + 1, None)
             else:
                 stop, next_start = total + 1, None
-            sql = f"SELECT {', '.join(_KERNEL_FIELDS)} FROM temp.aisp_kernel WHERE seq >= {first} AND seq < {stop}"
+            sql = _KERNEL_READ.format(first, stop)
             rows = integer_frame(self.conn, sql)
             yield self._kernel_frame(rows if rows is not None else query_frame(self.conn, sql)), next_start
             first = stop
@@ -310,7 +303,7 @@ def _launch_frame(conn: sqlite3.Connection, sources: list[str], api_names) -> pd
     if not sources:
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in _LAUNCH_COLUMNS})
     union = " UNION ".join(f"SELECT correlationId FROM {t}" for t in sources)
-    rows = conn.execute("SELECT correlation_id, global_tid, launch_start_ns, api FROM temp.aisp_launch "
+    rows = conn.execute(f"SELECT correlation_id, global_tid, launch_start_ns, api FROM {CALLS_SCHEMA}.aisp_launch "
                         f"WHERE correlation_id IN ({union})").fetchall()
     cols = list(zip(*rows)) or [[]] * 4
     df = pd.DataFrame({c: pd.array(list(v), dtype="Int64") for c, v in

@@ -1,14 +1,25 @@
-"""The NVTX push/pop ranges of an export read in windows (`stream`): set aside in a temp table of
-a connection of their own, filled in a second thread while the first sets the runtime calls and
-the kernels aside (SQLite runs a statement without holding Python's GIL: at 1M kernels the
-ranges' copy and index, ~0.7 s, cost no wall time beside the runtime calls' ~2 s scan), then
-read window by window (`ActiveRanges`)."""
+"""What a parse in windows (`stream`) sets aside before its first window, in threads of their
+own beside it (SQLite runs a statement without holding Python's GIL, so on two cores they cost
+little wall time; at 1M kernels the setting aside took ~3.3 s in one thread, ~2 s now):
+
+* the runtime call behind each GPU operation (`load_calls`, ~2 s at 1M kernels: a scan of every
+  runtime call), into a scratch SQLite file beside SQLite's temporary files, which the windows'
+  connection attaches read-only once it is filled (a temp table is seen by its connection only);
+* the NVTX push/pop ranges (`load_ranges`, ~0.7 s), in a temp table of a connection of their own,
+  which the windows then read (`ActiveRanges`);
+
+while the windows' connection sorts the kernels. Each file and connection goes when the parse
+ends, however it ends; a thread still running then is interrupted first."""
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import secrets
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import numpy as np
@@ -16,29 +27,91 @@ import pandas as pd
 
 from aisp_prof.parse.nsys import tables as export
 from aisp_prof.parse.nsys.sqlite_export import connect
-from aisp_prof.parse.nsys.tables import OPEN_END
+from aisp_prof.parse.nsys.tables import KERNEL_TABLE, OPEN_END, packed_id_sql
 from aisp_prof.sqlite_frames import integer_frame
 
+log = logging.getLogger(__name__)
 _FIRST, _LAST = -(2 ** 63), 2 ** 63 - 1
+_RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
+CALLS_SCHEMA = "aisp_calls"          # the scratch file of runtime calls, as the windows' connection attaches it
+
+
+@contextlib.contextmanager
+def _beside(conn: sqlite3.Connection, work: Callable[[], object], name: str) -> Iterator[Future]:
+    """`work` in a thread of its own from now, on `conn` (opened for any thread); leaving waits
+    for it, interrupting SQLite's statement if it has not ended, then closes `conn`."""
+    pool, future = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name), None
+    try:
+        future = pool.submit(work)
+        yield future
+    finally:
+        while future is not None and not future.done():   # SQLite interrupts the statement running now: each in turn
+            conn.interrupt()
+            wait([future], timeout=0.05)
+        pool.shutdown()
+        conn.close()
 
 
 @contextlib.contextmanager
 def ranges_beside(source: Path, tables: set[str]) -> Iterator[Callable[[dict[int, str]], "ActiveRanges"]]:
     """`load_ranges` on a connection of its own, in a second thread from now; yields the function
     that waits for it and gives the ranges to read windows from (on that connection, which the
-    caller's thread then reads; names resolved through the caller's string cache). Leaving early interrupts the load; leaving closes the connection."""
+    caller's thread then reads; names resolved through the caller's string cache)."""
     conn = connect(source, any_thread=True)
-    pool, future = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aisp-nvtx-ranges"), None
-    try:
-        conn.execute("PRAGMA temp_store = FILE")       # as the windows' own temp tables
-        future = pool.submit(_load, conn, tables)
+    conn.execute("PRAGMA temp_store = FILE")            # as the windows' own temp tables
+    with _beside(conn, lambda: _load(conn, tables), "aisp-nvtx-ranges") as future:
         yield lambda strings: ActiveRanges(conn, *future.result(), strings)
+
+
+@contextlib.contextmanager
+def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> Iterator[Callable[[], str]]:
+    """`load_calls` into a scratch file, on a connection of its own, in a second thread from now;
+    yields the function that waits for it and attaches the file to `reader` (read-only), giving
+    the schema name the calls are in. Leaving detaches and removes the file."""
+    folder = os.environ.get("SQLITE_TMPDIR") or tempfile.gettempdir()
+    scratch = Path(folder) / f"aisp-calls-{os.getpid()}-{secrets.token_hex(4)}.sqlite"
+    conn = connect(source, any_thread=True)
+    attached = False
+
+    def attach() -> str:
+        nonlocal attached
+        future.result()
+        reader.execute(f"ATTACH DATABASE ? AS {CALLS_SCHEMA}", [f"{scratch.resolve().as_uri()}?mode=ro"])
+        attached = True
+        return CALLS_SCHEMA
+
+    try:
+        conn.execute(f"ATTACH DATABASE ? AS {CALLS_SCHEMA}", [f"{scratch.resolve().as_uri()}?mode=rwc"])
+        with _beside(conn, lambda: load_calls(conn, tables), "aisp-runtime-calls") as future:
+            yield attach
     finally:
-        while future is not None and not future.done():       # SQLite interrupts the statement running now: each in turn
-            conn.interrupt()
-            wait([future], timeout=0.05)
-        pool.shutdown()
-        conn.close()
+        if attached:
+            with contextlib.suppress(sqlite3.Error):      # a statement still open: the file goes all the same
+                reader.execute(f"DETACH DATABASE {CALLS_SCHEMA}")
+        for leftover in (scratch, Path(f"{scratch}-journal")):
+            leftover.unlink(missing_ok=True)
+
+
+def load_calls(conn: sqlite3.Connection, tables: set[str]) -> None:
+    """aisp_calls.aisp_launch: each GPU operation's runtime call, the first of a (process,
+    correlationId) (process -1: calls without a thread id, which no kernel of a streamed export
+    matches), as `tables.read_launches` keeps them. The file is scratch: no journal, no sync."""
+    conn.execute(f"PRAGMA {CALLS_SCHEMA}.journal_mode = OFF")
+    conn.execute(f"PRAGMA {CALLS_SCHEMA}.synchronous = OFF")
+    conn.execute(f"CREATE TABLE {CALLS_SCHEMA}.aisp_launch (process_key INTEGER, correlation_id INTEGER, "
+                 "global_tid INTEGER, launch_start_ns INTEGER, api INTEGER, "
+                 "PRIMARY KEY (process_key, correlation_id)) WITHOUT ROWID")
+    if _RUNTIME not in tables:
+        log.warning("export has no CUDA API trace; kernels cannot be attributed to NVTX ranges")
+    else:
+        work = [KERNEL_TABLE] + [t for t in (*export.MEMORY_TABLES.values(), export.GRAPH_TABLE) if t in tables]
+        correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in work)
+        conn.execute(f"""
+            INSERT OR IGNORE INTO {CALLS_SCHEMA}.aisp_launch
+            SELECT COALESCE({packed_id_sql('r.globalTid', 'process_key')}, -1), r.correlationId, r.globalTid, r.start,
+                   r.nameId
+            FROM {_RUNTIME} AS r WHERE r.correlationId IN ({correlated})""")
+    conn.commit()
 
 
 def _load(conn: sqlite3.Connection, tables: set[str]) -> tuple[pd.DataFrame | None, int]:
