@@ -36,18 +36,44 @@ def _has_calls(conn: sqlite3.Connection) -> bool:
     return {"variant", "range_instance", "duration_ns"} <= have
 
 
+_PARTS = "aisp_call_parts"            # temp: per (variant, call) sums of a timeline written in parts
+_PER_VARIANT_OF_PARTS = f"""
+    SELECT variant, COUNT(*), SUM(n), MIN(t), MAX(t) FROM (
+        SELECT variant, SUM(n) AS n, SUM(t) AS t FROM temp.{_PARTS} GROUP BY variant, range_instance)
+    GROUP BY variant ORDER BY variant"""
+
+
+def fold_calls(conn: sqlite3.Connection, run_id: str, after_rowid: int) -> None:
+    """Per (variant, call) the kernels and kernel time of the run's timeline rows after
+    `after_rowid` (a window of a long timeline, just written), set aside for `write_aggregates`,
+    which adds up a call's parts (its kernels can be in two windows): the same sums as over the
+    whole timeline at once, reckoned while the next window is parsed instead of after the last
+    (0.66 s at 1M kernels)."""
+    if not _has_calls(conn):
+        return
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_PARTS} (variant, range_instance, n, t)")
+    conn.execute(f"INSERT INTO temp.{_PARTS} SELECT variant, range_instance, COUNT(*), SUM(duration_ns) FROM timeline "
+                 "WHERE run_id = ? AND rowid > ? AND variant IS NOT NULL AND range_instance IS NOT NULL "
+                 "GROUP BY variant, range_instance", [run_id, after_rowid])
+
+
 def write_aggregates(conn: sqlite3.Connection, run_id: str) -> None:
-    """The run's `timeline_calls` rows, from its timeline rows just written (same transaction)."""
+    """The run's `timeline_calls` rows, from its timeline rows just written (same transaction),
+    or from their parts where `fold_calls` set them aside."""
     conn.execute(f"CREATE TABLE IF NOT EXISTS [{CALLS_TABLE}] (run_id TEXT, variant TEXT, calls INTEGER, "
                  "kernels INTEGER, call_kernel_min_ns INTEGER, call_kernel_max_ns INTEGER)")
     conn.execute(f"CREATE INDEX IF NOT EXISTS [idx_{CALLS_TABLE}_run_id] ON [{CALLS_TABLE}] (run_id)")
+    parts = conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", [_PARTS]).fetchone() is not None
     if _has(conn, "timeline"):
-        if _has_calls(conn):
+        if parts:
+            conn.execute(f"INSERT INTO [{CALLS_TABLE}] SELECT ?, * FROM ({_PER_VARIANT_OF_PARTS})", [run_id])
+        elif _has_calls(conn):
             conn.execute(f"INSERT INTO [{CALLS_TABLE}] SELECT ?, * FROM ({_PER_VARIANT})", [run_id, run_id])
         total = conn.execute("SELECT COUNT(*) FROM timeline WHERE run_id = ?", [run_id]).fetchone()[0]
     else:
         total = 0
     conn.execute(f"INSERT INTO [{CALLS_TABLE}] (run_id, kernels) VALUES (?, ?)", [run_id, total])
+    conn.execute(f"DROP TABLE IF EXISTS temp.{_PARTS}")
 
 
 def call_spread(conn: sqlite3.Connection, run_id: str) -> pd.DataFrame:

@@ -40,7 +40,7 @@ from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows, StreamedRows
 from ..sqlite_frames import frame_of_rows
 from . import connection, identity
-from .aggregates import call_spread, page_timeline, write_aggregates
+from .aggregates import call_spread, fold_calls, page_timeline, write_aggregates
 from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
@@ -99,10 +99,13 @@ def _sql_type(col: pd.Series) -> str:
 
 
 def _ensure_table(db: sqlite_utils.Database, name: str, types: dict[str, str]) -> None:
-    """Create `name` with these columns (and run_id), or add the columns it lacks."""
+    """Create `name` with these columns (and run_id) and its run_id index (kept as rows go in: a
+    run's rows share one run_id, so each lands at the index's end; built after the rows it
+    was a 0.4 s sort at 1M kernels, after the parse), or add the columns it lacks."""
     types = {"run_id": "TEXT", **types}
     if name not in db.table_names():
         db.execute(f"CREATE TABLE [{name}] ({', '.join(f'[{c}] {t}' for c, t in types.items())})")
+        db.execute(f"CREATE INDEX IF NOT EXISTS [idx_{name}_run_id] ON [{name}] (run_id)")   # sqlite-utils' name
         return
     have = set(db[name].columns_dict)
     for c, t in types.items():
@@ -128,19 +131,23 @@ def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame | ExportRows 
     number of rows."""
     if df is None or df.empty:
         return 0
-    parts = df.parts() if isinstance(df, StreamedRows) else [df]      # a long timeline: window by window
+    streamed = isinstance(df, StreamedRows)
+    parts = df.parts() if streamed else [df]      # a long timeline: window by window
     for i, part in enumerate(parts):
         if i == 0:
             _ensure_table(db, name, _column_types(part))
         if not isinstance(part, ExportRows):
             insert_frame(db.conn, name, part, run_id, INSERT_CHUNK_ROWS)
             continue
+        before = db.conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM [{name}]").fetchone()[0] if streamed else 0
         try:
             insert_export_rows(db.conn, name, part, _attached(db, part.source.path), run_id, INSERT_CHUNK_ROWS)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):    # the run database's file: full, read-only, ...
                 raise
             raise ExportParseError(f"{part.source.path}: unreadable SQLite export ({exc})") from exc
+        if streamed and name == "timeline":          # its calls' sums while the next window is parsed
+            fold_calls(db.conn, run_id, before)
     return len(df)
 
 
