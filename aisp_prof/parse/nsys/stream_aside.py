@@ -3,7 +3,7 @@ own beside it (SQLite runs a statement without holding Python's GIL, so on two c
 little wall time; at 1M kernels the setting aside took ~3.3 s in one thread, ~2 s now):
 
 * the runtime call behind each GPU operation (`load_calls`, ~2 s at 1M kernels: a scan of every
-  runtime call), into a scratch SQLite file beside SQLite's temporary files, which the windows'
+  runtime call), into a scratch SQLite file where SQLite puts its temporary files, which the windows'
   connection attaches read-only once it is filled (a temp table is seen by its connection only);
 * the NVTX push/pop ranges (`load_ranges`, ~0.7 s), in a temp table of a connection of their own,
   which the windows then read (`ActiveRanges`);
@@ -68,8 +68,7 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> 
     """`load_calls` into a scratch file, on a connection of its own, in a second thread from now;
     yields the function that waits for it and attaches the file to `reader` (read-only), giving
     the schema name the calls are in. Leaving detaches and removes the file."""
-    folder = os.environ.get("SQLITE_TMPDIR") or tempfile.gettempdir()
-    scratch = Path(folder) / f"aisp-calls-{os.getpid()}-{secrets.token_hex(4)}.sqlite"
+    scratch = _temp_folder() / f"aisp-calls-{os.getpid()}-{secrets.token_hex(4)}.sqlite"
     conn = connect(source, any_thread=True)
     attached = False
 
@@ -90,6 +89,15 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> 
                 reader.execute(f"DETACH DATABASE {CALLS_SCHEMA}")
         for leftover in (scratch, Path(f"{scratch}-journal")):
             leftover.unlink(missing_ok=True)
+
+
+def _temp_folder() -> Path:
+    """Where SQLite puts its own temporary files (its unix order): $SQLITE_TMPDIR, $TMPDIR,
+    /var/tmp, /usr/tmp, /tmp, the first that is a writable folder; else Python's."""
+    for folder in (os.environ.get("SQLITE_TMPDIR"), os.environ.get("TMPDIR"), "/var/tmp", "/usr/tmp", "/tmp"):
+        if folder and os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return Path(folder)
+    return Path(tempfile.gettempdir())
 
 
 def load_calls(conn: sqlite3.Connection, tables: set[str]) -> None:
