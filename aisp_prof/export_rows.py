@@ -106,9 +106,16 @@ class StreamedRows:
         return replace(self, changes=(*self.changes, change))
 
     def parts(self) -> Iterator[ExportRows]:
-        """Each window's rows, changed as asked (one read of the export: call once)."""
-        for frame in self.windows():
-            rows = ExportRows(frame, self.source)
-            for change in self.changes:
-                rows = rows.with_frame(change)
-            yield rows
+        """Each window's rows, changed as asked (one read of the export: call once). Closing it
+        closes the windows' reader at once (its threads, connections and scratch files)."""
+        windows = self.windows()
+        try:
+            for frame in windows:
+                rows = ExportRows(frame, self.source)
+                for change in self.changes:
+                    rows = rows.with_frame(change)
+                yield rows
+        finally:
+            close = getattr(windows, "close", None)
+            if close is not None:
+                close()

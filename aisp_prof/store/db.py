@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import contextlib
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -132,7 +133,16 @@ def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame | ExportRows 
     if df is None or df.empty:
         return 0
     streamed = isinstance(df, StreamedRows)
-    parts = df.parts() if streamed else [df]      # a long timeline: window by window
+    parts = df.parts() if streamed else iter([df])      # a long timeline: window by window
+    with contextlib.closing(parts) if streamed else contextlib.nullcontext():   # a failed write stops the parse now
+        _insert_parts(db, name, parts, run_id, streamed)
+    return len(df)
+
+
+def _insert_parts(db: sqlite_utils.Database, name: str, parts: Iterator[pd.DataFrame | ExportRows], run_id: str,
+                  streamed: bool) -> None:
+    """Each part's rows into `name`, the table made for the first; a streamed timeline's calls
+    summed as each window goes in (`aggregates.fold_calls`)."""
     for i, part in enumerate(parts):
         if i == 0:
             _ensure_table(db, name, _column_types(part))
@@ -148,7 +158,6 @@ def _insert(db: sqlite_utils.Database, name: str, df: pd.DataFrame | ExportRows 
             raise ExportParseError(f"{part.source.path}: unreadable SQLite export ({exc})") from exc
         if streamed and name == "timeline":          # its calls' sums while the next window is parsed
             fold_calls(db.conn, run_id, before)
-    return len(df)
 
 
 def _attach_exports(db: sqlite_utils.Database, data: RunData) -> None:

@@ -246,3 +246,32 @@ def test_kernel_counts_per_process_and_device_in_one_pass_or_grouped(tmp_path, d
         counts = stream._kernel_counts(conn)
     assert len(want) == devices
     assert [(*k, int(n)) for k, n in counts.items()] == want
+
+
+def test_ctrl_c_while_a_window_is_stored_stops_the_parse_threads_and_leaves_nothing(tmp_path, monkeypatch):
+    """Ctrl-C while the store writes a window (the parse is a window ahead in its thread): exit 130
+    with one line, no run database, no thread of the parse still running, no scratch file left."""
+    import threading
+
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+    from aisp_prof.store import db as store_db
+
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
+    monkeypatch.setenv("SQLITE_TMPDIR", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    real, calls = store_db.insert_export_rows, []
+
+    def interrupted(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(store_db, "insert_export_rows", interrupted)
+    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+    assert res.exit_code == 130 and "interrupted" in res.output, res.output
+    assert len(calls) == 2 and not (tmp_path / "a.db").exists()
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(("aisp-nsys", "aisp-nvtx", "aisp-runtime"))]
+    assert not any((tmp_path / "scratch").iterdir())

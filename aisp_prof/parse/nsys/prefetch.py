@@ -9,8 +9,9 @@ The generator is made and run wholly in the thread (an SQLite connection it open
 thread that opened it), at most `depth` items ahead: memory stays a few windows, whatever the
 trace's length. Whatever it raises is raised to the consumer, the same exception, at the item it
 failed on. A consumer that stops early (an error storing a window, Ctrl-C) stops the thread
-after the item it is making, and waits for it, so the generator's `finally` (closing its
-connection, removing its temp tables) has run when the consumer's generator is closed.
+after the item it is making (cut short by `on_stop`, where given), and waits for it, so the
+generator's `finally` (closing its connection, removing its temp tables) has run when the
+consumer's generator is closed.
 """
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ class _Failed:
         self.exc = exc
 
 
-def ahead(make: Callable[[], Iterator[T]], depth: int = 1, name: str = "aisp-prefetch") -> Iterator[T]:
-    """The items of `make()`, made in a thread up to `depth` ahead of the caller's reads."""
+def ahead(make: Callable[[], Iterator[T]], depth: int = 1, name: str = "aisp-prefetch",
+          on_stop: Callable[[], None] | None = None) -> Iterator[T]:
+    """The items of `make()`, made in a thread up to `depth` ahead of the caller's reads.
+    `on_stop`: called when the caller stops before the last item, to cut short the item being
+    made (e.g. interrupt its SQL), before waiting for the thread."""
     items: queue.Queue = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
 
@@ -71,4 +75,6 @@ def ahead(make: Callable[[], Iterator[T]], depth: int = 1, name: str = "aisp-pre
             yield item
     finally:
         stop.set()
+        if on_stop is not None and thread.is_alive():
+            on_stop()
         thread.join()

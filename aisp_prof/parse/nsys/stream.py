@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,14 +71,24 @@ class StreamedParse:
     kernel_count: int
     chunk_rows: int
     rest: dict[str, pd.DataFrame] = field(default_factory=dict)    # memory_ops, ranges, range_levels, graph_launches
+    _live: list[sqlite3.Connection] = field(default_factory=list, repr=False)   # the windows' connection, while open
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def windows(self) -> Iterator[pd.DataFrame]:
         """Each window's timeline frame, in the one-shot frame's row order, parsed a window ahead
-        in a thread of its own while the caller stores the last (`prefetch`); fills `rest` at the end."""
-        return ahead(self._windows, name="aisp-nsys-windows")
+        in a thread of its own while the caller stores the last (`prefetch`); fills `rest` at the end.
+        A caller that stops early (Ctrl-C, a failed write) interrupts the SQL the parse is running."""
+        return ahead(self._windows, name="aisp-nsys-windows", on_stop=self._interrupt)
+
+    def _interrupt(self) -> None:
+        with self._lock:                  # never a connection being closed (SQLite forbids that)
+            for conn in self._live:
+                conn.interrupt()
 
     def _windows(self) -> Iterator[pd.DataFrame]:
         conn = connect(self.source)
+        with self._lock:
+            self._live.append(conn)
         try:
             conn.execute("PRAGMA temp_store = FILE")    # the temp tables on disk whatever SQLite's build says
             yield from _Windows(conn, self).run()
@@ -92,7 +103,9 @@ class StreamedParse:
             raise ExportParseError(f"{self.source}: unreadable SQLite export ({exc}); "
                                    "re-run `nsys export --type sqlite` on the .nsys-rep") from exc
         finally:
-            conn.close()
+            with self._lock:
+                self._live.remove(conn)
+                conn.close()
 
 
 def _full(exc: sqlite3.Error) -> bool:
