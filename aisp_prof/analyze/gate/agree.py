@@ -15,7 +15,9 @@ NO-EVIDENCE when the card's expectations hold no ratio for the variant.
 A DIFFER carries the likely reasons the data shows (`reasons`): the run measured other code than
 the recorded sessions (source digests), another timer than the gate's (and what the run says by
 the gate's timer, where it has it), other problem sizes, validity warnings on the run's variant or
-baseline, or evidence of the legacy format-2 timer, whose times depended on a variant's position.
+baseline, evidence of the legacy format-2 timer, whose times depended on a variant's position, or
+evidence from one machine while the run is from another (the gate's own `rules.one_machine`: a
+host-side time moves with the host; a GPU time within MACHINE_SPREAD_GPU is what machines do).
 A timer difference explains nothing where the run, by the gate's own timer, differs as well: that
 is said as a note, not a reason. A DIFFER without any reason is unexplained: `bench agree` fails on it.
 """
@@ -29,6 +31,7 @@ import pandas as pd
 from ...naming import TIMER_KINDS, TIMER_LABELS
 from ..timing.intervals import Interval, paired_groups, ratio_interval
 from . import expectations as exp
+from .rules import MACHINE_SPREAD_GPU
 from .verdict import FASTER, SLOWER, decide
 
 AGREE, DIFFER, NO_EVIDENCE = "AGREE", "DIFFER", "NO-EVIDENCE"
@@ -210,14 +213,35 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
                     + ", ".join(sorted({f"{f['rule']} ({f['variant']})" for f in flagged}))))
     if evidence.kind == "legacy":
         out.append(("fmt2", "format-2 evidence: one CUDA-event timer whose times depended on a variant's position"))
+    out += _other_machine(a, run, evidence, row)
     return out
+
+
+def _other_machine(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The evidence is from one machine and the run from another: what the gate's `one_machine`
+    rule would make of the difference (AMBIGUOUS, not a regression), as a reason; [] otherwise."""
+    boot = run.info.get("boot_id")
+    sessions = (evidence.entry or {}).get("sessions") or []
+    if not boot or exp.machines(evidence.entry) != 1 or boot in {s.get("boot_id") for s in sessions}:
+        return []
+    if evidence.kind in exp.HOST_KINDS and run.info.get("world_size", 1) in (1, None):
+        return [("host", f"a host-side ({evidence.kind}) time, evidence from one machine and the run from another: "
+                         "host times move with the host (the gate says AMBIGUOUS)")]
+    ratio = run_ratio(row, run.samples, a.gate_timer)
+    expected = (1 / a.gate_speedup) if a.gate_speedup else None
+    if ratio is not None and expected and decide(ratio.scaled(expected), MACHINE_SPREAD_GPU) not in (FASTER, SLOWER):
+        return [("machine", f"within the {MACHINE_SPREAD_GPU:.0%} by which machines ran unchanged code apart; "
+                            "evidence from one machine, the run from another (the gate says AMBIGUOUS)")]
+    return []
 
 
 # what a table's tags stand for (`reasons`)
 TAGS = {"code": "the run and the evidence measured other code (source digests differ)",
         "code?": "the run names no source digest", "timer": "other timers; by the gate's timer the run agrees",
         "timer?": "other timers; the run lacks the gate's", "sizes": "other problem sizes",
-        "warn": "validity warnings on the run (rules)", "fmt2": "format-2 evidence (legacy position-dependent timer)"}
+        "warn": "validity warnings on the run (rules)", "fmt2": "format-2 evidence (legacy position-dependent timer)",
+        "host": "a host-side time; evidence from one machine, the run from another",
+        "machine": "within what machines do; evidence from one machine, the run from another"}
 
 
 def _timer_reason(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> tuple[str, str | None]:
