@@ -58,7 +58,6 @@ def ranges_beside(source: Path, tables: set[str]) -> Iterator[Callable[[dict[int
     that waits for it and gives the ranges to read windows from (on that connection, which the
     caller's thread then reads; names resolved through the caller's string cache)."""
     conn = connect(source, any_thread=True)
-    conn.execute("PRAGMA temp_store = FILE")            # as the windows' own temp tables
     with _beside(conn, lambda: _load(conn, tables), "aisp-nvtx-ranges") as future:
         yield lambda strings: ActiveRanges(conn, *future.result(), strings)
 
@@ -79,9 +78,12 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> 
         attached = True
         return CALLS_SCHEMA
 
-    try:
+    def fill() -> None:
         conn.execute(f"ATTACH DATABASE ? AS {CALLS_SCHEMA}", [f"{scratch.resolve().as_uri()}?mode=rwc"])
-        with _beside(conn, lambda: load_calls(conn, tables), "aisp-runtime-calls") as future:
+        load_calls(conn, tables)
+
+    try:
+        with _beside(conn, fill, "aisp-runtime-calls") as future:
             yield attach
     finally:
         if attached:
@@ -123,6 +125,7 @@ def load_calls(conn: sqlite3.Connection, tables: set[str]) -> None:
 
 
 def _load(conn: sqlite3.Connection, tables: set[str]) -> tuple[pd.DataFrame | None, int]:
+    conn.execute("PRAGMA temp_store = FILE")            # as the windows' own temp tables
     count = load_ranges(conn, tables)
     return (export.read_domains(conn, tables) if "NVTX_EVENTS" in tables else None), count
 
