@@ -275,3 +275,30 @@ def test_ctrl_c_while_a_window_is_stored_stops_the_parse_threads_and_leaves_noth
     assert len(calls) == 2 and not (tmp_path / "a.db").exists()
     assert not [t.name for t in threading.enumerate() if t.name.startswith(("aisp-nsys", "aisp-nvtx", "aisp-runtime"))]
     assert not any((tmp_path / "scratch").iterdir())
+
+
+def test_a_scratch_file_left_by_a_killed_import_is_swept_only_when_stale_and_its_process_gone(tmp_path):
+    """SIGKILL leaves the runtime calls' scratch file behind (no finally runs): the next import removes
+    it, but never a file of a live process, a fresh one (a live import in another PID namespace), or
+    a file that is not ours by name."""
+    import os
+    import subprocess
+    import time
+
+    from aisp_prof.parse.nsys.stream_aside import STALE_AFTER_S, sweep_stale_scratch
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    old = time.time() - STALE_AFTER_S - 60
+    names = {"dead_old": f"aisp-calls-{gone.pid}-0a1b2c3d.sqlite",
+             "dead_journal": f"aisp-calls-{gone.pid}-0a1b2c3d.sqlite-journal",
+             "live_old": f"aisp-calls-{os.getpid()}-0a1b2c3d.sqlite",
+             "dead_fresh": f"aisp-calls-{gone.pid}-ffff0000.sqlite",
+             "not_ours": "other-calls-1-0a1b2c3d.sqlite"}
+    for key, name in names.items():
+        (tmp_path / name).write_bytes(b"x")
+        if key != "dead_fresh":
+            os.utime(tmp_path / name, (old, old))
+    removed = {p.name for p in sweep_stale_scratch(tmp_path)}
+    assert removed == {names["dead_old"], names["dead_journal"]}
+    assert {p.name for p in tmp_path.iterdir()} == {names["live_old"], names["dead_fresh"], names["not_ours"]}

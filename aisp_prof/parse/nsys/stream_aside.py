@@ -67,7 +67,9 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> 
     """`load_calls` into a scratch file, on a connection of its own, in a second thread from now;
     yields the function that waits for it and attaches the file to `reader` (read-only), giving
     the schema name the calls are in. Leaving detaches and removes the file."""
-    scratch = _temp_folder() / f"aisp-calls-{os.getpid()}-{secrets.token_hex(4)}.sqlite"
+    folder = _temp_folder()
+    sweep_stale_scratch(folder)
+    scratch = folder / f"{SCRATCH_PREFIX}{os.getpid()}-{secrets.token_hex(4)}.sqlite"
     conn = connect(source, any_thread=True)
     attached = False
 
@@ -91,6 +93,41 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> 
                 reader.execute(f"DETACH DATABASE {CALLS_SCHEMA}")
         for leftover in (scratch, Path(f"{scratch}-journal")):
             leftover.unlink(missing_ok=True)
+
+
+SCRATCH_PREFIX = "aisp-calls-"     # + pid + "-" + 8 hex digits + ".sqlite"
+STALE_AFTER_S = 6 * 3600           # a scratch file this old whose process is gone was left by a SIGKILL
+
+
+def sweep_stale_scratch(folder: Path, now: float | None = None) -> list[Path]:
+    """Remove the scratch files (and journals) an import killed outright (SIGKILL, OOM) left in
+    `folder`: only ours by name, only where the process of the pid in the name is gone, and only
+    when untouched for STALE_AFTER_S (a live import in another PID namespace sharing the folder
+    writes or reads its file within minutes). Returns what it removed; never raises."""
+    import time
+
+    now = time.time() if now is None else now
+    removed = []
+    for path in folder.glob(f"{SCRATCH_PREFIX}*.sqlite*"):
+        pid = path.name[len(SCRATCH_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or _alive(int(pid)) or now - path.stat().st_mtime < STALE_AFTER_S:
+                continue
+            path.unlink()
+            removed.append(path)
+        except OSError:
+            continue
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:                  # EPERM: a process of another user holds the pid
+        return True
+    return True
 
 
 def _temp_folder() -> Path:
