@@ -154,7 +154,8 @@ def bench_ab(targets: Sequence[str], base: str, options: dict[str, Any],
 def follow_node(request: RunRequest, progress: Callable[[str], None] = lambda m: None) -> list[RunResult]:
     """`run --node-rank K` (K > 0): this node's agent for each step node 0 posts (collect.ranks.follow),
     until node 0's run is done; nothing stored here (node 0 stores the run). Returns no results."""
-    from ..collect.process.steps import child_env, run_agents
+    from ..collect.process.agents import run_agents
+    from ..collect.process.steps import child_env
     from ..collect.ranks.follow import follow
     from ..collect.ranks.launch import Launch
     from ..errors import RequirementError

@@ -26,7 +26,8 @@ from ..analyze.gate.ab import floor_of, judge_ab, times_of, undecided_ab
 from ..analyze.gate.rules import failing, gate_kind
 from ..analyze.gate.verdict import VariantVerdict
 from ..collect.commands import python_module
-from ..collect.process.steps import child_env, run_logged
+from ..collect.process.agents import run_logged
+from ..collect.process.steps import child_env
 from ..errors import AispError, ProfilerFailedError, RequirementError, UnknownTargetError
 from ..pairs import KernelPair, pair_sizes
 from ..pairs import capabilities

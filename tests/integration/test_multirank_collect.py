@@ -12,7 +12,7 @@ import pytest
 from aisp_prof import pairs
 from aisp_prof.collect import commands
 from aisp_prof.collect.ranks import launch, rank_exec
-from aisp_prof.collect.process import runner, steps
+from aisp_prof.collect.process import agents, runner, steps
 from aisp_prof.errors import RequirementError
 from aisp_prof.naming import rank_path
 from aisp_prof.pairs.capabilities import Machine, runnable
@@ -82,7 +82,7 @@ def test_rank_exec_refuses_a_rank_it_has_no_line_for():
 
 @pytest.mark.slow
 def test_torchrun_starts_each_rank_on_its_own_line_and_leaves_no_folder_behind(tmp_path):
-    """A real torchrun (CPU, two ranks) as a step starts it (steps.run_agents): rank r runs its own
+    """A real torchrun (CPU, two ranks) as a step starts it (agents.run_agents): rank r runs its own
     command and sees its RANK; torchrun's log folder stays in the run folder and goes with the step
     (without --log-dir every launch left a torchelastic_* folder in the temp folder: TMPDIR here)."""
     pytest.importorskip("torch.distributed.run")
@@ -94,7 +94,7 @@ def test_torchrun_starts_each_rank_on_its_own_line_and_leaves_no_folder_behind(t
     assert agent.argv == rank_exec.torchrun_command(2, tmp_path / "x.ranks.json")
     temp = tmp_path / "temp"
     temp.mkdir()
-    rc, text, _ = steps.run_agents([agent], tmp_path / "x.log", {**os.environ, "TMPDIR": str(temp)})
+    rc, text, _ = agents.run_agents([agent], tmp_path / "x.log", {**os.environ, "TMPDIR": str(temp)})
     assert rc == 0, text[-2000:]
     assert (tmp_path / "out0.txt").read_text() == "0 2"
     assert (tmp_path / "out1.txt").read_text() == "1 2"

@@ -15,7 +15,7 @@ import pytest
 from repo_paths import FIXTURES, ROOT, TESTS
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.collect.process import steps
+from aisp_prof.collect.process import agents, steps
 from aisp_prof.collect.ranks import launch, rank_exec
 from aisp_prof.naming import rank_path
 
@@ -40,10 +40,10 @@ def _lines(run: Path, world: int) -> Path:
 def test_two_agents_on_one_host_are_one_job_each_node_in_its_folder(tmp_path):
     run = tmp_path / ".partial-job"
     run.mkdir()
-    agents = launch.agents(launch.Launch(2, nnodes=2), _lines(run, 4), run, "job-x")
-    rc, text, _ = steps.run_agents(agents, run / "x.log", steps.child_env())
+    started = launch.agents(launch.Launch(2, nnodes=2), _lines(run, 4), run, "job-x")
+    rc, text, _ = agents.run_agents(started, run / "x.log", steps.child_env())
     assert rc == 0, text[-3000:]
-    steps.assemble(run, [a.folder for a in agents])
+    agents.assemble(run, [a.folder for a in started])
     seen = {}
     for node in ("node0", "node1"):
         for path in sorted((run / node).glob("seen*.txt")):
@@ -163,7 +163,7 @@ def test_node_one_follows_node_zeros_steps_through_the_board(tmp_path):
     def node_one() -> None:
         try:
             followed["steps"] = follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint=endpoint), profiles, env,
-                                       steps.run_agents, wait_s=120, poll_s=0.1)
+                                       agents.run_agents, wait_s=120, poll_s=0.1)
         except Exception as exc:         # noqa: BLE001 - reported by the assertion below
             followed["error"] = exc
 
@@ -190,11 +190,11 @@ def test_a_follower_stops_with_node_zeros_failure(tmp_path):
     board = Board.open(tmp_path, "head:29500")
     board.done("failed_check")
     with pytest.raises(ProfilerFailedError, match="node 0's run ended failed_check"):
-        follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint="head:29500"), tmp_path, {}, steps.run_agents,
+        follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint="head:29500"), tmp_path, {}, agents.run_agents,
                wait_s=5, poll_s=0.05)
     stale = tmp_path / "old"
     Board.open(stale, "head:29500")
     (stale / ".aisp-job-head_29500" / "job.json").write_text('{"nonce": "x", "posted_at": 0}')   # an old run's board
     with pytest.raises(ProfilerFailedError, match="posted no job"):
-        follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint="head:29500"), stale, {}, steps.run_agents,
+        follow(launch.Launch(1, nnodes=2, node_rank=1, rdzv_endpoint="head:29500"), stale, {}, agents.run_agents,
                wait_s=0.3, poll_s=0.05)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aisp_prof import pairs
-from aisp_prof.collect.process import runner, steps
+from aisp_prof.collect.process import agents, runner, steps
 from aisp_prof.collect.ranks import group, launch, rank_exec
 from aisp_prof.errors import RequirementError, ToolNotFoundError
 
@@ -125,10 +125,10 @@ def test_assemble_links_node_files_and_gives_each_node_its_exports(tmp_path):
     node1.mkdir()
     (node1 / "check.rank1.json").write_text("{}")
     (node1 / "nsys.rank1.nsys-rep").write_text("rep")
-    steps.assemble(tmp_path, ["node1"])
+    agents.assemble(tmp_path, ["node1"])
     assert (tmp_path / "check.rank1.json").read_text() == "{}"
     (tmp_path / "nsys.rank1.sqlite").write_text("export")      # nsys export writes into the run folder
-    steps.assemble(tmp_path, ["node1"])
+    agents.assemble(tmp_path, ["node1"])
     assert (node1 / "nsys.rank1.sqlite").read_text() == "export"
 
 

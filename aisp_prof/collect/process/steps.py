@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -26,7 +25,8 @@ from ...paths import checkout_root, kernels_root
 from .. import commands
 from ..output.run_folder import gzip_file
 from ..ranks.follow import Board
-from ..ranks.launch import Agent, Launch, node_folder, removing_scratch
+from ..ranks.launch import Agent, Launch, node_folder
+from .agents import assemble, run_agents
 
 Progress = Callable[[str], None]
 _PASSES = re.compile(r"- (\d+) passes?")
@@ -111,89 +111,6 @@ def child_env() -> dict[str, str]:
     if root is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)
     return env
-
-
-def run_logged(cmd: Sequence[str], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
-    """Run `cmd` with stdout+stderr into `log_path`; (exit code, log text, wall seconds)."""
-    started = time.time()
-    with open(log_path, "w") as fh:
-        fh.write("$ " + " ".join(map(str, cmd)) + "\n")
-        fh.flush()
-        proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=env)
-    return proc.returncode, log_path.read_text(errors="replace"), time.time() - started
-
-
-def run_agents(started: list[Agent], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
-    """Run the agents of one step side by side, each logged (the first into `log_path`, node n's
-    into `<stem>.node<n><suffix>`); when one fails, the others are stopped (their ranks would wait
-    for the failed ones until the group's timeout); each agent's scratch folder (torchrun's log
-    folder) removed at the end. (first non-zero exit code, the logs, wall s)."""
-    with removing_scratch(started):
-        if len(started) == 1:
-            return run_logged(started[0].argv, log_path, {**env, **started[0].env})
-        return _side_by_side(started, log_path, env)
-
-
-def _side_by_side(started: list[Agent], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
-    began, procs, logs = time.time(), [], []
-    try:
-        for agent in started:
-            path = log_path if agent is started[0] else log_path.with_name(f"{log_path.stem}.node{agent.node}{log_path.suffix}")
-            logs.append(path)
-            with open(path, "w") as fh:
-                fh.write("$ " + " ".join(map(str, agent.argv)) + "\n")
-                fh.flush()
-                procs.append(subprocess.Popen(agent.argv, stdout=fh, stderr=subprocess.STDOUT,
-                                              env={**env, **agent.env}, start_new_session=True))
-        codes = _wait_all(procs)
-    finally:
-        _stop(procs)
-    rc = next((c for c in codes if c != 0), 0)
-    return rc, "\n".join(p.read_text(errors="replace") for p in logs), time.time() - began
-
-
-def _wait_all(procs: list[subprocess.Popen], poll_s: float = 0.2) -> list[int]:
-    """Every process's exit code; the first failure stops the rest."""
-    while True:
-        codes = [p.poll() for p in procs]
-        if any(c not in (None, 0) for c in codes) or all(c is not None for c in codes):
-            _stop(procs)
-            return [p.wait() for p in procs]
-        time.sleep(poll_s)
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def assemble(folder: Path, node_folders: list[str]) -> None:
-    """What each node's agent wrote into its own folder, linked into the run folder (a rank's files
-    carry its rank, so no two nodes' names meet), and each node folder given the run folder's SQLite
-    export of every nsys report it holds: each node folder stays importable on its own
-    (`import --job` of the node folders), the run folder reads as one job."""
-    for name in node_folders:
-        node = folder / name
-        if not node.is_dir():
-            continue
-        for path in sorted(node.iterdir()):
-            top = folder / path.name
-            if path.is_file() and not top.exists() and not top.with_name(top.name + ".gz").exists():
-                _link(path, top)              # (a report the run folder keeps gzipped is not linked again)
-            if path.name.endswith(".nsys-rep"):
-                export = folder / path.name.replace(".nsys-rep", ".sqlite")
-                if export.exists() and not (node / export.name).exists():
-                    _link(export, node / export.name)
-
-
-def _link(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)
 
 
 def raise_for_profiler(tool: str, rc: int, text: str, log_path: Path) -> None:

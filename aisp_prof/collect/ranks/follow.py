@@ -88,7 +88,7 @@ RunAgents = Callable[[list[Agent], Path, dict[str, str]], tuple[int, str, float]
 def follow(launch: Launch, profiles_dir: Path, env: dict[str, str], run_agents: RunAgents,
            progress: Callable[[str], None] = lambda m: None, wait_s: float = WAIT_S, poll_s: float = 0.5) -> int:
     """Node `launch.node_rank`'s part of node 0's run: its agent for each step node 0 posts, run by
-    `run_agents` (collect.process.steps.run_agents). Returns how many steps it took part in;
+    `run_agents` (collect.process.agents.run_agents). Returns how many steps it took part in;
     ProfilerFailedError when a step of its own or node 0's run failed."""
     path, since = board_dir(profiles_dir, str(launch.rdzv_endpoint)), time.time() - STALE_S
     job = _wait(lambda: (j if (j := _read(path / "job.json")) and j.get("posted_at", 0) >= since else None),

@@ -15,7 +15,7 @@ environment each adds.
 
 Every agent's environment turns NVLink multicast off (MULTICAST_OFF), as the GPU machines ask.
 Every torchrun agent keeps its log folder (`--log-dir`, per-rank folders nobody reads) beside its
-rank commands, as `Agent.scratch`, which `steps.run_agents` removes when the step ends: without it
+rank commands, as `Agent.scratch`, which `agents.run_agents` removes when the step ends: without it
 torchrun made a /tmp/torchelastic_* folder per launch and left it there.
 """
 from __future__ import annotations
