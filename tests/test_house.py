@@ -47,6 +47,18 @@ def test_no_module_over_400_lines():
     assert not big, big
 
 
+def test_no_module_imports_another_modules_private_names():
+    """A leading underscore says "only this module relies on it": a name another module needs is
+    public, with a name that says what it is (child.load_pair, charts.save_figure)."""
+    private = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                private += [f"{path.relative_to(PACKAGE)}: {'.' * node.level}{node.module or ''} {a.name}"
+                            for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not private, private
+
+
 def test_every_error_raised_has_its_own_class():
     """A bare AispError exits 1 whatever failed: each failure raises the subclass whose exit code
     the README's table documents (issue 30: sanitize's unwritable --log-dir exited 1, not 14)."""

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..collect.process.child import _env, _nvtx
+from ..collect.process.child import software_env, nvtx_markers
 from ..collect.timing.timer import time_calls
 from ..errors import NoGpuError
 from ..naming import nvtx_path
@@ -45,10 +45,10 @@ def run(mode: str, names: list[str], warmup: int, repeats: int) -> dict[str, Any
 
     from .probes import build
 
-    report: dict[str, Any] = {"mode": mode, "env": _env(), "probes": {}}
+    report: dict[str, Any] = {"mode": mode, "env": software_env(), "probes": {}}
     if mode == "time":
         _spin_up()
-    push, pop = _nvtx()
+    push, pop = nvtx_markers()
     for name in names:
         entry: dict[str, Any] = {}
         probe = None

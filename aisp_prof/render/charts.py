@@ -52,7 +52,7 @@ def plain(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_figure(fig: Figure, path: Path) -> Path:
     """One draw, cropped to the drawing (what bbox_inches="tight" gave, without its second draw)."""
     return save_png(fig, path, DPI)
 
@@ -90,7 +90,7 @@ def stall_chart(stalls: dict[str, dict[str, float]], path: Path, min_share: floa
     ax.spines[["top", "right"]].set_visible(False)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False,
               title="stall reason", title_fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 MEMORY_LEVELS = (("dram_read_bytes", "DRAM read"), ("dram_write_bytes", "DRAM write"),
@@ -119,7 +119,7 @@ def memory_chart(traffic: list[dict[str, Any]], path: Path) -> Path:
     ax.set_xlabel("bytes moved per call (ncu, summed over the variant's kernels)")
     ax.spines[["top", "right"]].set_visible(False)
     ax.legend(fontsize=8, frameon=False, loc="lower right")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def thumbnail_frame(roof: dict[str, Any]) -> tuple[list[dict[str, Any]], float, float | None, float, float, float] | None:
@@ -177,5 +177,5 @@ def roofline_thumbnail(roof: dict[str, Any], path: Path) -> Path | None:
     ax.tick_params(labelsize=6)
     ax.set_xlabel("FLOP/byte (DRAM)", fontsize=6, labelpad=1)
     ax.set_ylabel("FLOP/s", fontsize=6, labelpad=1)
-    return _save(fig, path)
+    return save_figure(fig, path)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import OutputError, os_error_message
-from .report import _assets, _env
+from .report import page_assets, template_env
 
 
 def write_diff_page(diff: Mapping[str, Any], out: Path) -> Path:
@@ -16,9 +16,9 @@ def write_diff_page(diff: Mapping[str, Any], out: Path) -> Path:
 
     path = out / "diff.html" if out.suffix != ".html" else out
     header, rows = table_rows(diff)
-    html = _env().get_template("diff.html.j2").render(
+    html = template_env().get_template("diff.html.j2").render(
         d=diff, header=header, rows=rows, lines=headline(diff),
-        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **_assets())
+        generated=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), **page_assets())
     made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]     # folders this call makes
     tmp = path.with_name(path.name + ".tmp")
     try:

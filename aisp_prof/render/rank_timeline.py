@@ -20,8 +20,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .charts import _save, plain
-from .timeline import GAP_COLOR, KERNEL_COLORS, MEMORY_STYLE, _box_label
+from .charts import save_figure, plain
+from .timeline import GAP_COLOR, KERNEL_COLORS, MEMORY_STYLE, box_label
 
 # dark, one per operation: white cross-hatching on them marks "collective" in any color
 COLLECTIVE_COLORS = {"AllReduce": "#08306b", "ReduceScatter": "#54278f", "AllGather": "#00441b",
@@ -36,7 +36,7 @@ RANK_BANDS = ("#f2f2f2", "#ffffff")
 
 def rank_timeline_chart(lanes: dict[str, dict[str, Any]], path: Path) -> Path:
     """Write `rank_timeline_figure(lanes)` to `path` (PNG)."""
-    return _save(rank_timeline_figure(lanes), path)
+    return save_figure(rank_timeline_figure(lanes), path)
 
 
 Bands = dict[str, dict[int, tuple[float, float]]]       # variant -> rank -> (top, bottom) of its lane
@@ -108,15 +108,15 @@ def _draw_box(ax: Any, box: dict[str, Any], y: float, colors: dict[str, str], sp
             ax.broken_barh([(x0, wait)], (y0, BOX_H), facecolors=color, alpha=WAIT_ALPHA, linewidth=0, zorder=2)
         ax.broken_barh([(x0 + wait, max(w - wait, span_us * 0.001))], (y0, BOX_H), facecolors=color,
                        edgecolor="white", hatch=COLLECTIVE_HATCH, linewidth=0.6, zorder=3)
-        _box_label(ax, span_us, x0 + wait, w - wait, y, box.get("op") or box["name"], on_hatch=True)
+        box_label(ax, span_us, x0 + wait, w - wait, y, box.get("op") or box["name"], on_hatch=True)
     elif box["kind"] == "compute":
         ax.broken_barh([(x0, w)], (y0, BOX_H), facecolors=colors[box["name"]], edgecolor="white",
                        linewidth=0.8, zorder=3)
-        _box_label(ax, span_us, x0, w, y, box["name"])
+        box_label(ax, span_us, x0, w, y, box["name"])
     else:
         ax.broken_barh([(x0, w)], (y0, BOX_H), linewidth=0.6, zorder=3,
                        **MEMORY_STYLE.get(box["kind"], MEMORY_STYLE["memcpy"]))
-        _box_label(ax, span_us, x0, w, y, box["name"], on_hatch=True)
+        box_label(ax, span_us, x0, w, y, box["name"], on_hatch=True)
 
 
 def _draw_gaps(ax: Any, it: dict[str, Any], bands: dict[int, tuple[float, float]], span_us: float) -> None:

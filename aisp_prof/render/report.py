@@ -69,7 +69,7 @@ class Report:
 # ------------------------------------------------------------------------------ rendering
 
 
-def _env():
+def template_env():
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
@@ -107,7 +107,7 @@ def _f_sortkey(v: Any) -> str:
     return "" if v is None else repr(float(v)) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
-def _assets() -> dict[str, Any]:
+def page_assets() -> dict[str, Any]:
     """Inline CSS and script, and a Content-Security-Policy that lets only that script run."""
     css = (TEMPLATES / "report.css").read_text()
     js = (TEMPLATES / "report.js").read_text()
@@ -217,7 +217,7 @@ def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: P
     out_dir = Path(out) if out else Path(reports_dir) / default_name(refs)
     partial = prepare_out(out_dir)
     try:
-        env, assets, names = _env(), _assets(), _page_names(refs)
+        env, assets, names = template_env(), page_assets(), _page_names(refs)
         assets["switch"] = {ref.pair: sorted((card_name(r.gpu_name), n) for r, n in zip(refs, names) if r.pair == ref.pair)
                             for ref in refs}        # pair -> [(card, page)]: the same pair on other cards
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -18,7 +18,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from .charts import _save, plain
+from .charts import save_figure, plain
 from ..units import duration, si
 
 
@@ -62,7 +62,7 @@ def _memory_legend(strips: dict[str, dict[str, Any]], variants: list[str]) -> di
 
 def timeline_chart(strips: dict[str, dict[str, Any]], path: Path) -> Path:
     """Write `timeline_figure(strips)` to `path` (PNG)."""
-    return _save(timeline_figure(strips), path)
+    return save_figure(timeline_figure(strips), path)
 
 
 def timeline_figure(strips: dict[str, dict[str, Any]]) -> Figure:
@@ -91,7 +91,7 @@ def timeline_figure(strips: dict[str, dict[str, Any]]) -> Figure:
     return fig
 
 
-def _box_label(ax: Any, span_us: float, x0_us: float, width_us: float, y: float, text: str,
+def box_label(ax: Any, span_us: float, x0_us: float, width_us: float, y: float, text: str,
                on_hatch: bool = False) -> None:
     """`text` inside its box, cut to the characters that fit; nothing when fewer than 8 fit."""
     fits = int(width_us / span_us / _CHAR_SHARE)       # characters that fit inside the box
@@ -108,14 +108,14 @@ def _draw_strip(ax: Any, strip: dict[str, Any], y: float, colors: dict[str, str]
         x0, w = k["start_ns"] / 1e3, k["duration_ns"] / 1e3
         ax.broken_barh([(x0, w)], (y - 0.3, 0.6), facecolors=colors[k["name"]], edgecolor="white",
                        linewidth=0.8)
-        _box_label(ax, span_us, x0, w, y, k["name"])
+        box_label(ax, span_us, x0, w, y, k["name"])
     for m in strip.get("memory_ops") or []:
         x0 = m["start_ns"] / 1e3
         w = max(m["duration_ns"] / 1e3, span_us * 0.001)          # at least ~1 px: a 1 us memset shows
         ax.broken_barh([(x0, w)], (y - 0.3, 0.6), linewidth=0.6, zorder=3,
                        **MEMORY_STYLE.get(m["operation"], MEMORY_STYLE["memcpy"]))
         if int(w / span_us / _CHAR_SHARE) >= min(len(m["name"]), 8):
-            _box_label(ax, span_us, x0, w, y, m["name"], on_hatch=True)
+            box_label(ax, span_us, x0, w, y, m["name"], on_hatch=True)
             continue
         # too narrow for its name: write it above the box, in the space between the rows
         if m["duration_ns"] >= span_us * 1e3 * 0.005:               # name only what can be seen

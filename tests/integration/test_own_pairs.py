@@ -92,9 +92,9 @@ def test_child_command_carries_the_pair_file(own, tmp_path):
     i = cmd.index("--pair-file")
     assert cmd[cmd.index("--pair") + 1] == "mine.fused_relu" and cmd[i + 1] == pair.source
     # the child resolves it from there, and refuses a file that now defines another pair
-    assert child_mod._pair("mine.fused_relu", Path(pair.source)).name == "mine.fused_relu"
+    assert child_mod.load_pair("mine.fused_relu", Path(pair.source)).name == "mine.fused_relu"
     with pytest.raises(UnknownTargetError, match="defines pair 'mine.fused_relu', not 'x.y'"):
-        child_mod._pair("x.y", Path(pair.source))
+        child_mod.load_pair("x.y", Path(pair.source))
 
 
 @torch_missing

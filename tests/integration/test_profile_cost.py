@@ -57,7 +57,7 @@ def recorded(monkeypatch, tmp_path):
     for name in ("synchronize", "empty_cache"):
         monkeypatch.setattr(torch.cuda, name, lambda *a, **k: None)
     monkeypatch.setattr(timing, "l2_flush_bytes", lambda: 0)
-    monkeypatch.setattr(child, "_env", lambda: {})
+    monkeypatch.setattr(child, "software_env", lambda: {})
 
     def fake_check(pair, sizes, device, variants):
         calls.append("check")

@@ -10,7 +10,7 @@ import pytest
 
 from aisp_kernels import build
 from aisp_kernels.binding import CudaLibrary
-from aisp_prof.collect.code.builds import _libraries, pending_line
+from aisp_prof.collect.code.builds import pair_libraries, pending_line
 from aisp_prof.collect.code import prebuild as prebuild_module
 from aisp_prof.collect.code.prebuild import CICC_PEAK_BYTES, GB, build_all, build_workers, pending_libraries, prebuild
 from aisp_prof.errors import BuildError
@@ -112,9 +112,9 @@ def test_only_the_variants_asked_for_are_built(log):
                       variants={"baseline": eval("lambda inputs: None", {"LIB": base}),
                                 "fast": eval("lambda inputs: None", {"LIB": fast})},
                       reference=lambda i: None, flops=lambda s: 0, bytes=lambda s: 0)
-    assert {lib.source.name for lib in _libraries(pair)} == {"base.cu", "fast.cu"}
-    assert [lib.source.name for lib in _libraries(pair, ["baseline"])] == ["base.cu"]
-    assert [lib.source.name for lib in _libraries(pair, [])] == ["base.cu"]          # the baseline always runs
+    assert {lib.source.name for lib in pair_libraries(pair)} == {"base.cu", "fast.cu"}
+    assert [lib.source.name for lib in pair_libraries(pair, ["baseline"])] == ["base.cu"]
+    assert [lib.source.name for lib in pair_libraries(pair, [])] == ["base.cu"]          # the baseline always runs
     assert [lib.source.name for lib in pending_libraries([pair], {"t.v": ["baseline"]})] == ["base.cu"]
     assert len(pending_libraries([pair], {"other.pair": ["baseline"]})) == 2           # not named: all
     lines: list[str] = []
@@ -153,7 +153,7 @@ def test_two_ch10_pairs_are_prebuilt_with_real_nvcc(monkeypatch, tmp_path):
 
     monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path / "build"))
     pairs = select(["ch10.stream_concurrency", "ch10.warp_specialized_elementwise"])
-    libraries = [lib for pair in pairs for lib in _libraries(pair)]
+    libraries = [lib for pair in pairs for lib in pair_libraries(pair)]
     assert len(libraries) == 2 and all(lib.arch == "sm_90a" and lib.needs_build() for lib in libraries)
     lines: list[str] = []
     done = prebuild(pairs, lines.append, workers=2)

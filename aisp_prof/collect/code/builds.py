@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 from ...pairs import KernelPair
 
 
-def _libraries(pair: KernelPair, variants: Iterable[str] | None = None) -> list[Any]:
+def pair_libraries(pair: KernelPair, variants: Iterable[str] | None = None) -> list[Any]:
     """The CUDA library descriptions (aisp_kernels.binding.CudaLibrary) the pair's module holds:
     those its inputs and the given variants (default: all; the baseline always runs) can reach."""
     found: dict[int, Any] = {}
@@ -32,7 +32,7 @@ def _libraries(pair: KernelPair, variants: Iterable[str] | None = None) -> list[
 
 def pending_builds(pair: KernelPair) -> list[str]:
     """The pair's CUDA sources nvcc will build before its first call here (not in the build cache)."""
-    return sorted({Path(lib.source).name for lib in _libraries(pair) if lib.needs_build()})
+    return sorted({Path(lib.source).name for lib in pair_libraries(pair) if lib.needs_build()})
 
 
 def pending_line(pair: KernelPair) -> str | None:

@@ -4,7 +4,7 @@ Without this, each CUDA pair's library is built by nvcc on its first call, insid
 check child, one pair after another: on a fresh machine `bench run --targets ch09 --targets ch10
 --targets ch14` spends minutes in serial nvcc (a CUTLASS build alone takes 40-70 s) while the
 other cores idle. `prebuild` asks each selected pair's CudaLibrary values whether they are in the
-build cache (`builds._libraries`, `needs_build()`: nothing is built or loaded to ask) and builds
+build cache (`builds.pair_libraries`, `needs_build()`: nothing is built or loaded to ask) and builds
 those that are not on a pool of threads, each running its own nvcc through the library's own
 `build()` (aisp_kernels.build.build_shared_library: the flags, the arch, arch None resolved as
 the pair's first call would, and so the cache key, are exactly those of that call). It builds,
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ...pairs import KernelPair
-from .builds import _libraries
+from .builds import pair_libraries
 
 GB = 1 << 30
 CICC_PEAK_BYTES = 6 * GB        # a CUTLASS build's cicc at its peak (measured: ~5.9 GB)
@@ -97,7 +97,7 @@ def pending_libraries(pairs: Sequence[KernelPair], variants: Mapping[str, Sequen
     baseline` over a chapter builds the baselines' libraries only."""
     found: dict[tuple[Any, ...], Any] = {}
     for pair in pairs:
-        for lib in _libraries(pair, (variants or {}).get(pair.name)):
+        for lib in pair_libraries(pair, (variants or {}).get(pair.name)):
             key = (str(Path(lib.source).resolve()), lib.arch, tuple(str(f) for f in getattr(lib, "extra_flags", ())))
             if key not in found and lib.needs_build():
                 found[key] = lib

@@ -41,7 +41,7 @@ from ..code.dynamo import stop_compile_workers
 from ..timing.timer import SamplingPlan
 
 
-def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
+def nvtx_markers() -> tuple[Callable[[str], Any], Callable[[], Any]]:
     try:
         import nvtx  # the NVTX package: one push per call, no torch dependency
 
@@ -52,7 +52,7 @@ def _nvtx() -> tuple[Callable[[str], Any], Callable[[], Any]]:
         return torch.cuda.nvtx.range_push, torch.cuda.nvtx.range_pop
 
 
-def _env() -> dict[str, Any]:
+def software_env() -> dict[str, Any]:
     import torch
 
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
@@ -81,7 +81,7 @@ def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[
     from ..correctness.check import check_pair
 
     result = check_pair(pair, sizes, device="cuda", variants=variants)
-    report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": _env()}
+    report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": software_env()}
     ran = [v for v in variants if v not in result.skipped_variants]   # no kernel at these sizes: not timed
     if result.passed and "baseline" in ran:   # no timing of a variant that is wrong
         report.update(run_timing(pair, sizes, ran, plan, references=references, process=0))
@@ -110,7 +110,7 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
     stats = summarize_samples(samples)
     timing = {v: {**stats.get(v, {}), "input_sets": len(launches[v]), "l2_flushed": bool(plan.flush_bytes),
                   "interleaved": plan.interleaved} for v in launches}
-    return {"timing": timing, "samples": samples, "sensor": sensor.limits(), "env": _env(),
+    return {"timing": timing, "samples": samples, "sensor": sensor.limits(), "env": software_env(),
             "plan": dataclasses.asdict(plan), "compiles": compiles}
 
 
@@ -137,7 +137,7 @@ def run_profile(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: lis
                 warmup: int, iterations: int) -> dict[str, Any]:
     import torch
 
-    push, pop = _nvtx()
+    push, pop = nvtx_markers()
     inputs = pair.make_inputs(sizes, "cuda", 0)
     launches = _warm_launches(pair, inputs, variants, warmup)
     torch.cuda.synchronize()
@@ -252,13 +252,13 @@ def main(argv: list[str] | None = None) -> int:
 
         pair = None
         if args.wait_for is not None:      # started beside the check: load everything, then wait for the GPU
-            pair = _pair(args.pair, args.pair_file)
+            pair = load_pair(args.pair, args.pair_file)
             wait_for_release(args.wait_for, args.wait_parent)
         if not torch.cuda.is_available():
             raise NoGpuError("no CUDA GPU visible to torch in the profiled process")
         if rank is not None:
             ranks.join(rank)
-        pair = pair or _pair(args.pair, args.pair_file)
+        pair = pair or load_pair(args.pair, args.pair_file)
         sizes = pairs_mod.pair_sizes(pair, args.sizes)
         variants = args.variants.split(",")
         if args.mode == "profile":
@@ -337,7 +337,7 @@ def nvml_index(cuda_index: int, visible: str | None) -> int:
     return cuda_index
 
 
-def _pair(name: str, pair_file: Path | None) -> pairs_mod.KernelPair:
+def load_pair(name: str, pair_file: Path | None) -> pairs_mod.KernelPair:
     """The pair called `name`: from the kernels folder, or from `pair_file` when given."""
     if pair_file is None:
         return pairs_mod.find(name)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ...errors import AispError, NoGpuError
-from .child import _pair
+from .child import load_pair
 
 
 def _usable() -> bool:
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
 
             if not torch.cuda.is_available():
                 raise NoGpuError("no CUDA GPU visible to torch in the check process")
-            pair = _pair(args.pair, args.pair_file)
+            pair = load_pair(args.pair, args.pair_file)
         except AispError as exc:
             _write(out, {"fatal": True, "error": str(exc), "error_type": type(exc).__name__})
             return exc.exit_code

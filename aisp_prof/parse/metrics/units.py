@@ -68,10 +68,10 @@ def scale_value(number: str | int | float, exp: int) -> float:
     return float(Decimal(text).scaleb(exp))
 
 
-_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?")
+NUMBER_TEXT = re.compile(r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?(?:[eE][+-]?\d+)?")
 
 
 def number_text(cell: str) -> str | None:
     """The cell without thousands separators if it is a number ("3,197,443,659.60"), else None."""
     text = cell.strip()
-    return text.replace(",", "") if _NUMBER.fullmatch(text) else None
+    return text.replace(",", "") if NUMBER_TEXT.fullmatch(text) else None

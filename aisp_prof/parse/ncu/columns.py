@@ -22,10 +22,10 @@ import re
 
 import numpy as np
 
-from ..metrics.units import _NUMBER, number_text, scale_value
+from ..metrics.units import NUMBER_TEXT, number_text, scale_value
 
 _SHAPE = bytes.maketrans(b"123456789", b"000000000")
-_NUMBER_BYTES = re.compile(_NUMBER.pattern.encode("ascii"))      # ASCII digits only, as the text is ASCII
+_NUMBER_BYTES = re.compile(NUMBER_TEXT.pattern.encode("ascii"))      # ASCII digits only, as the text is ASCII
 DECIMAL_DIGITS = 28                    # decimal's default precision: scaleb is exact up to this many digits
 
 

@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from aisp_prof.export_rows import ExportColumns
-from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, _int_query, _query, packed_id_sql, string_ids, table_columns
+from aisp_prof.parse.nsys.tables import (ID_BITS, KERNEL_TABLE, packed_id_sql, read_frame, read_int_frame, string_ids,
+                                         table_columns)
 
 
 def read_kernels(conn: sqlite3.Connection) -> pd.DataFrame:
@@ -49,7 +50,7 @@ def read_kernel_keys(conn: sqlite3.Connection) -> pd.DataFrame:
     df = _kernel_rows(conn, """
         k.rowid AS kernel_rowid, k.correlationId AS correlation_id, k.demangledName AS kernel,
         k.shortName AS short_name, k.start AS start_ns, k."end" AS end_ns, k.deviceId AS device_id
-    """, read=_int_query)
+    """, read=read_int_frame)
     return df if df.empty else _named_and_keyed(conn, df)
 
 
@@ -66,7 +67,8 @@ def _named_and_keyed(conn: sqlite3.Connection, df: pd.DataFrame) -> pd.DataFrame
     return df.drop(columns=["global_pid"])
 
 
-def _kernel_rows(conn: sqlite3.Connection, columns: str, read: Callable[..., pd.DataFrame] = _query) -> pd.DataFrame:
+def _kernel_rows(conn: sqlite3.Connection, columns: str,
+                 read: Callable[..., pd.DataFrame] = read_frame) -> pd.DataFrame:
     """The kernel table's rows (these columns and global_pid) in (start, end) order. Sorted here
     (a stable sort: rows that tie keep the export's order) rather than by ORDER BY, which costs
     SQLite 0.8 s at 1M kernels; columns that are not plain integers throughout are left to
@@ -77,7 +79,7 @@ def _kernel_rows(conn: sqlite3.Connection, columns: str, read: Callable[..., pd.
     if df.empty:
         return df
     if not (df["start_ns"].dtype == np.int64 and df["end_ns"].dtype == np.int64):
-        return _query(conn, sql + ' ORDER BY k.start, k."end"')
+        return read_frame(conn, sql + ' ORDER BY k.start, k."end"')
     order = np.lexsort((df["end_ns"].to_numpy(), df["start_ns"].to_numpy()))
     if (order[1:] > order[:-1]).all():
         return df

@@ -71,16 +71,16 @@ _DEFAULT_MEMORY_KINDS = dict(enumerate(                         # ENUM_CUDA_MEM_
 # ---------------------------------------------------------------------------------------- schema
 
 
-def _query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+def read_frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
     """Run SQL into a DataFrame, a chunk of rows at a time, each column converted on its own
     (`sqlite_frames`); sqlite3 errors propagate (pd.read_sql would rewrap them)."""
     return query_frame(conn, sql)
 
 
-def _int_query(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
-    """`_query` of columns nsys declares INTEGER (or rowids), read as whole columns when they
+def read_int_frame(conn: sqlite3.Connection, sql: str) -> pd.DataFrame:
+    """`read_frame` of columns nsys declares INTEGER (or rowids), read as whole columns when they
     are integers throughout (`sqlite_frames.integer_frame`, the same frame 2-3x faster), else
-    as `_query` reads them."""
+    as `read_frame` reads them."""
     frame = integer_frame(conn, sql)
     return frame if frame is not None else query_frame(conn, sql)
 
@@ -147,7 +147,7 @@ def read_graph_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFr
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
     cols = table_columns(conn, GRAPH_TABLE)
     opt = {c: f"g.{c}" if c in cols else "NULL" for c in ("correlationId", "globalPid", "graphId", "graphExecId")}
-    df = _query(conn, f"""
+    df = read_frame(conn, f"""
         SELECT {opt['correlationId']} AS correlation_id, {opt['graphId']} AS graph_id,
                {opt['graphExecId']} AS graph_exec_id, g.start AS start_ns, g."end" AS end_ns,
                g.deviceId AS device_id, g.streamId AS stream_id, {opt['globalPid']} AS global_pid
@@ -180,7 +180,7 @@ def read_memory_ops(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
                ("correlationId", "globalPid", "graphNodeId", "copyKind", "srcKind", "dstKind", "memKind")}
         if operation == "memset":            # a memset writes memory of one kind; no copy direction
             opt["copyKind"], opt["srcKind"], opt["dstKind"] = "NULL", "NULL", opt["memKind"]
-        parts.append(_query(conn, f"""
+        parts.append(read_frame(conn, f"""
             SELECT '{operation}' AS operation, {opt['correlationId']} AS correlation_id,
                    {opt['copyKind']} AS copy_kind_id, {opt['srcKind']} AS src_kind_id,
                    {opt['dstKind']} AS dst_kind_id, m.bytes AS size_bytes, m.start AS start_ns,
@@ -231,7 +231,7 @@ def read_launches(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
         return pd.DataFrame({c: pd.Series(dtype="Int64") for c in columns})
     gpu_work = [KERNEL_TABLE] + [t for t in (*MEMORY_TABLES.values(), GRAPH_TABLE) if t in tables]
     correlated = " UNION ".join(f"SELECT correlationId FROM {t}" for t in gpu_work)
-    df = _int_query(conn, f"""
+    df = read_int_frame(conn, f"""
         SELECT r.correlationId AS correlation_id, r.globalTid AS global_tid,
                r.start AS launch_start_ns, r.nameId AS launch_api
         FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
@@ -276,7 +276,7 @@ def push_pop_type(conn: sqlite3.Connection, tables: set[str]) -> int:
 
 def read_domains(conn: sqlite3.Connection, tables: set[str]) -> pd.DataFrame:
     """The NVTX domains created (thread, domain id, name), for `named_ranges`."""
-    return _query(conn, f"""
+    return read_frame(conn, f"""
         SELECT n.globalTid AS global_tid, n.domainId AS domain_id, COALESCE(n.text, s.value) AS domain
         FROM NVTX_EVENTS AS n
         LEFT JOIN StringIds AS s ON s.id = n.textId
@@ -310,21 +310,21 @@ def _push_pop_rows(conn: sqlite3.Connection, event_type: int) -> pd.DataFrame:
         df = df.join(_push_pop_names(conn, rows))
     else:
         sql = f"SELECT {times}, n.text AS text, n.textId AS text_id {rows}"
-        df = _query(conn, sql)
+        df = read_frame(conn, sql)
         if df.empty or not all(df[c].dtype == np.int64 for c in ("global_tid", "start", "end")):
-            return _query(conn, sql + ' ORDER BY n.globalTid, n.start, n."end" DESC')
+            return read_frame(conn, sql + ' ORDER BY n.globalTid, n.start, n."end" DESC')
     order = np.lexsort((-df["end"].to_numpy(), df["start"].to_numpy(), df["global_tid"].to_numpy()))
     return df if (order[1:] > order[:-1]).all() else df.take(order).reset_index(drop=True)
 
 
 def _push_pop_names(conn: sqlite3.Connection, rows: str) -> pd.DataFrame:
-    """text and text_id of the push/pop rows (`rows`: their FROM ... WHERE), as `_query` reads
+    """text and text_id of the push/pop rows (`rows`: their FROM ... WHERE), as `read_frame` reads
     them; as whole columns where no range has its own text (registered strings only)."""
     if conn.execute(f"SELECT count(n.text) {rows}").fetchone()[0] == 0:
         ids = integer_frame(conn, f"SELECT n.textId AS text_id {rows}")
         if ids is not None:
             return pd.DataFrame({"text": np.full(len(ids), None, dtype=object), "text_id": ids["text_id"]})
-    return _query(conn, f"SELECT n.text AS text, n.textId AS text_id {rows}")
+    return read_frame(conn, f"SELECT n.text AS text, n.textId AS text_id {rows}")
 
 
 def _domain_names(ranges: pd.DataFrame, domains: pd.DataFrame) -> pd.Series:
