@@ -172,7 +172,9 @@ def bench_agree(targets: tuple[str, ...], card: str | None, db: Path | None, as_
     AGREE when the run's interval reaches into the gate's margin, DIFFER when it lies wholly beyond
     it, NO-EVIDENCE without a recorded ratio. A DIFFER names the likely reasons the data shows:
     other code (source digests), other timers (and what the run says by the gate's), other sizes,
-    validity warnings on the run, evidence of the legacy format-2 timer.
+    validity warnings on the run, evidence of the legacy format-2 timer, or the gate's one-machine
+    rule (evidence from one machine, the run from another: a host-side time, or a GPU time within
+    what machines do).
 
     Exit 0 when every variant agrees or is explained, 11 when one differs with no reason the data
     shows, 2 when a target or card has no stored run.
