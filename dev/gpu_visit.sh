@@ -37,6 +37,11 @@
 #                the run folders, without .nsys-rep, -> runs.tgz in visit.tgz (shrink them with
 #                dev/shrink_samples.py before committing any as a sample)
 #     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> *.json
+#     fuzz       aisp-prof check --fuzz NFUZZ (default 20) --seed SEED (default 1) of PAIRS, each pair split over
+#                SHARDS (default 1) processes with --shard k/SHARDS, every process at once, each with empty Inductor
+#                and Triton caches of its own, stopped by --time-limit-s FUZZ_LIMIT (default 470; the shape in progress
+#                finishes, the rest are "not checked", exit 130) -> fuzz_<pair>_<k>.json (torch.compile pairs compile
+#                every shape afresh, 20-110 s a shape on an H200: SHARDS=2 fits 20 shapes of most in one call)
 #     cost       benchmarks/profile_cost.py on COST_PAIRS (default ch09.fused_l2norm), COST_REPEATS times,
 #                and first on the checkout COST_BEFORE (a folder carried along) if set
 # DEADLINE (seconds since the start): no step, and no pair of record, starts after it.
@@ -161,6 +166,30 @@ PY
       if [ -n "${LINK:-}" ]; then
         $AISP calibrate --link "$LINK" --write-json "$W" > "$W/calibrate_link.txt" 2>&1; echo "link rc $? $(t)"
       fi ;;
+    fuzz)
+      pids=""
+      for p in $PAIRS; do for k in $(seq 1 "${SHARDS:-1}"); do
+        c=/tmp/visit_fuzz_cache/${p}_$k
+        TORCHINDUCTOR_CACHE_DIR=$c/inductor TRITON_CACHE_DIR=$c/triton $AISP check "$p" --fuzz "${NFUZZ:-20}" \
+          --seed "${SEED:-1}" --shard "$k/${SHARDS:-1}" --time-limit-s "${FUZZ_LIMIT:-470}" --json \
+          > "$W/fuzz_${p}_$k.json" 2> "$W/fuzz_${p}_$k.err" &
+        pids="$pids $!"
+      done; done
+      for pid in $pids; do wait "$pid"; echo "fuzz process $pid rc $? $(t)"; done
+      python3 - "$W" <<'PY2'
+import collections, glob, json, os, sys
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "fuzz_*.json"))):
+    try:
+        out = json.load(open(f))
+    except ValueError:
+        print(os.path.basename(f), "no JSON (see its .err)"); continue
+    counts = collections.Counter(r["status"] for r in out["results"])
+    print(os.path.basename(f), dict(counts), out["stopped"] or "", f"not checked {out['not_checked']}")
+    for r in out["results"]:
+        if r["status"] == "fail":
+            print("   FAIL", r["pair"], r["shape"], (r.get("detail") or "")[:150])
+PY2
+      ;;
     cost)
       if [ -n "${COST_BEFORE:-}" ]; then
         python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
@@ -168,7 +197,7 @@ PY
       fi
       python3 benchmarks/profile_cost.py --pairs ${COST_PAIRS:-ch09.fused_l2norm} --repeats "${COST_REPEATS:-2}" \
         --compare-bare --label after --out-dir "$W" 2>&1 | tail -8; echo "cost rc $? $(t)" ;;
-    *) echo "unknown step $step (tests sanitize gate ab scratch record run link multinode calibrate cost)" ;;
+    *) echo "unknown step $step (tests sanitize gate ab scratch record run link multinode calibrate fuzz cost)" ;;
   esac
   pack
 done
