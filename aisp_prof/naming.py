@@ -124,3 +124,7 @@ def file_slug(text: str) -> str:
     if len(slug) <= MAX_SLUG:
         return slug
     return f"{slug[: MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+# a run's (and a recorded session's) `compile_cache` when each timing process compiled with empty
+# Inductor and Triton caches (collect.code.compile_cache), else "shared"
+FRESH_COMPILE_CACHE = "fresh per process"

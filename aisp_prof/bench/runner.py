@@ -27,8 +27,8 @@ from ..pairs.source import source_mismatch
 from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import data_root, kernels_root
 from ..analyze.gate import expectations as exp
-from ..analyze.gate.rules import (PAIR_BUDGET_S, failing, gate_kind, one_machine, refusal, undecided,
-                                   verdict_frame)
+from ..analyze.gate.rules import (PAIR_BUDGET_S, compile_draw, compiled_variants, failing, gate_kind, one_machine,
+                                   refusal, undecided, verdict_frame)
 from ..analyze.gate.verdict import AMBIGUOUS, VariantVerdict, judge
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
@@ -186,7 +186,8 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
         if not data.samples.empty:
             verdicts = judge(pair.name, exp.of_kind(data.samples, kind), entry,
                              (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
-            found.extend(one_machine(verdicts, kind, entry, link_bound=pair.distributed))
+            found.extend(compile_draw(one_machine(verdicts, kind, entry, link_bound=pair.distributed), entry,
+                                      compiled_variants(data.compiles)))
             for v in found:
                 if chase.stopped and v.verdict == AMBIGUOUS and not v.is_reference:
                     v.cause = "; ".join(c for c in (v.cause, chase.stopped) if c)

@@ -164,7 +164,8 @@ def test_bench_one_says_in_the_verdict_why_its_chase_stopped(monkeypatch, tmp_pa
         def profile(self, options, progress, annotate):
             asked.append(options.timing.more(rows))
             data = SimpleNamespace(samples=pd.DataFrame(rows), info={"sensor": {"sm_clock_max_mhz": 1980}},
-                                   timeline=pd.DataFrame(), ranks=pd.DataFrame(), verdicts=None)
+                                   timeline=pd.DataFrame(), ranks=pd.DataFrame(), compiles=pd.DataFrame(),
+                                   verdicts=None)
             annotate(data)
             return SimpleNamespace(error=None, run={"run_id": "r1"}, data=data)
 

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from ...naming import FRESH_COMPILE_CACHE
 from ...pairs.source import same_code
 from ..timing.intervals import (paired_groups, groups, process_medians, process_ratios, relative_spread, slowest_ranks,
                                with_cycles)
@@ -232,3 +233,10 @@ def machines(entry: Mapping[str, Any] | None) -> int:
     sessions = (entry or {}).get("sessions") or []
     known = {s.get("boot_id") for s in sessions if s.get("boot_id")}
     return len(known) + sum(1 for s in sessions if not s.get("boot_id"))
+
+
+def fresh_compile_sessions(entry: Mapping[str, Any] | None) -> int:
+    """How many recorded sessions of a pair compiled with an empty Inductor/Triton cache per process
+    (collect.code.compile_cache): only those hold the spread of the compilers' choices across fresh
+    machines."""
+    return sum(1 for s in (entry or {}).get("sessions") or [] if s.get("compile_cache") == FRESH_COMPILE_CACHE)

@@ -151,6 +151,32 @@ def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any, link_boun
     return verdicts
 
 
+def compiled_variants(compiles: pd.DataFrame) -> set[str]:
+    """The variants torch.compile compiled frames of in a run (its `compiles` table), none without one."""
+    if compiles is None or compiles.empty or "frames_compiled" not in compiles:
+        return set()
+    return set(compiles.loc[compiles["frames_compiled"].fillna(0) > 0, "variant"].astype(str))
+
+
+def compile_draw(verdicts: list[VariantVerdict], entry: Any, compiled: set[str]) -> list[VariantVerdict]:
+    """Say where a compiled variant's change may be the compiler's draw: torch.compile's autotuning
+    chooses kernels anew with an empty cache, and on fresh H200 leases ch14.regional_triton's compiled
+    variants ran up to 11% apart from one empty cache to the next (eager: 0%), while its first
+    session's processes shared one cache and so one choice: a fresh machine read FASTER by 8-10%. A
+    FASTER, SLOWER or AMBIGUOUS of a variant that compiled (`compiled`: torch.compile ran in this run)
+    against evidence with no session of fresh caches per process gets that said in its cause. The
+    verdict stands: a regression of compiled code must still fail."""
+    if not compiled or exp.fresh_compile_sessions(entry):
+        return verdicts
+    for v in verdicts:
+        if v.variant in compiled and not v.is_reference and v.verdict in (FASTER, SLOWER, AMBIGUOUS):
+            why = ("it compiled, and every recorded session shared one compile cache: a fresh machine's "
+                   "autotuner may choose other kernels (record with bench run --update-expectations, which "
+                   "compiles each process anew)")
+            v.cause = "; ".join(c for c in (v.cause, why) if c)
+    return verdicts
+
+
 def _within_machine_spread(v: VariantVerdict) -> bool:
     """Whether the change that decided v (its cycles, else its time) may lie within MACHINE_SPREAD_GPU."""
     m = v.metric("cycles") or v.metric("time")

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import CorrectnessError, RequirementError, ToolNotFoundError
-from ...naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON, TIMING_JSON, new_run_id,
-                      nvtx_path)
+from ...naming import (CHECK_JSON, FRESH_COMPILE_CACHE, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON,
+                      TIMING_JSON, new_run_id, nvtx_path)
 from ...pairs import KernelPair
 from ...pairs import capabilities
 from ...pairs.capabilities import Machine, runnable
@@ -315,7 +315,7 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
     started beside the check)."""
     pair, folder = the_plan.pair, ctx.folder
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
-    ctx.info["compile_cache"] = "fresh per process" if opts.timing.fresh_compile_cache else "shared"
+    ctx.info["compile_cache"] = FRESH_COMPILE_CACHE if opts.timing.fresh_compile_cache else "shared"
     if the_plan.ncu is None:
         return
     names = metric_names(opts.metric_groups)
