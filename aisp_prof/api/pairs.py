@@ -197,7 +197,8 @@ def check(request: CheckRequest, progress: Callable[[str], None] = lambda m: Non
         outcome.stopped = "interrupted"
     except _TimeUp:
         outcome.stopped = "time limit"
-    outcome.not_checked = sum(len(shapes) or 1 for *_, shapes in work) - len(outcome.results)
+    # a skipped pair gives one result; a pair whose --shard holds none of its shapes gives none (and lacks none)
+    outcome.not_checked = sum(1 if why else len(shapes) for _, _, why, shapes in work) - len(outcome.results)
     return outcome
 
 

@@ -112,6 +112,22 @@ def test_shards_split_one_seeded_fuzz_exactly(tmp_path):
     assert bad.exit_code == 2 and "1 <= K <= N" in bad.output
 
 
+@pytest.mark.parametrize("extra", [(), ("--sizes", "rows=8,cols=8"), ("--fuzz", "0")])
+def test_a_shard_holding_none_of_a_pair_s_shapes_finishes_with_none_left(tmp_path, extra):
+    """Without --fuzz (or --fuzz 0) a pair has one shape (its default or --sizes), which shard 1/2
+    checks: shard 2/2 checks nothing and leaves nothing unchecked (it said "1 not checked", the
+    count a skipped pair's one result stands for), exit 0; shard 1/2 checks that one shape."""
+    def run(shard):
+        res = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), "--device", "cpu", "--json",
+                                       "--shard", shard, *extra])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+    first, second = run("1/2"), run("2/2")
+    assert len(first["results"]) == 1 and first["not_checked"] == 0
+    assert first["results"][0]["sizes"] == ({"rows": 8, "cols": 8} if extra[:1] == ("--sizes",) else {"rows": 64, "cols": 96})
+    assert second["results"] == [] and second["not_checked"] == 0 and second["stopped"] is None
+
+
 def test_sizes_off_the_rules_are_refused_before_anything_runs(tmp_path):
     res = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), "--sizes", "cols=30", "--device", "cpu"])
     assert res.exit_code == 12 and "nearest valid: cols=28 or cols=32" in res.output
