@@ -302,3 +302,48 @@ def test_a_scratch_file_left_by_a_killed_import_is_swept_only_when_stale_and_its
     removed = {p.name for p in sweep_stale_scratch(tmp_path)}
     assert removed == {names["dead_old"], names["dead_journal"]}
     assert {p.name for p in tmp_path.iterdir()} == {names["live_old"], names["dead_fresh"], names["not_ours"]}
+
+
+@pytest.mark.parametrize("which", ["calls", "ranges"])
+def test_ctrl_c_while_the_parse_sets_aside_stops_at_once(tmp_path, monkeypatch, which):
+    """Ctrl-C before the first window, while a thread beside the parse still scans the runtime calls
+    (~2 s a million kernels) or loads the NVTX ranges, and the windows' thread waits for it: the
+    import exits 130 at once, not when that scan ends (only the windows' own connection was
+    interrupted), with no thread, run database or scratch file left. The stand-in scan naps 10 ms
+    a row in SQL for up to 30 s, unless interrupted."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from click.testing import CliRunner
+
+    from aisp_prof.cli import cli
+
+    monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
+    monkeypatch.setenv("SQLITE_TMPDIR", str(tmp_path / "scratch"))
+    (tmp_path / "scratch").mkdir()
+    scanning = threading.Event()
+    name = "load_calls" if which == "calls" else "load_ranges"
+    real = getattr(stream_aside, name)
+
+    def slow(conn: sqlite3.Connection, tables: set[str]):
+        conn.create_function("nap", 1, lambda s: time.sleep(s) or 0)
+        scanning.set()
+        conn.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 + nap(0.01) FROM n WHERE i < 3000) "
+                      "SELECT count(*) FROM n").fetchone()
+        return real(conn, tables)
+    monkeypatch.setattr(stream_aside, name, slow)
+
+    def ctrl_c() -> None:
+        if scanning.wait(timeout=20):
+            time.sleep(0.3)                   # the windows' thread has sorted its kernels and waits
+            os.kill(os.getpid(), signal.SIGINT)
+    threading.Thread(target=ctrl_c, daemon=True).start()
+    t0 = time.perf_counter()
+    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+    took_s = time.perf_counter() - t0
+    assert scanning.is_set() and res.exit_code == 130 and "interrupted" in res.output, res.output
+    assert took_s < 10, took_s
+    assert not [t.name for t in threading.enumerate() if t.name.startswith(("aisp-nsys", "aisp-nvtx", "aisp-runtime"))]
+    assert not (tmp_path / "a.db").exists() and not any((tmp_path / "scratch").iterdir())

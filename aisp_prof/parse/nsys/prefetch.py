@@ -9,7 +9,8 @@ The generator is made and run wholly in the thread (an SQLite connection it open
 thread that opened it), at most `depth` items ahead: memory stays a few windows, whatever the
 trace's length. Whatever it raises is raised to the consumer, the same exception, at the item it
 failed on. A consumer that stops early (an error storing a window, Ctrl-C) stops the thread
-after the item it is making (cut short by `on_stop`, where given), and waits for it, so the
+after the item it is making (cut short by `on_stop`, where given, called until the thread
+ends), and waits for it, so the
 generator's `finally` (closing its connection, removing its temp tables) has run when the
 consumer's generator is closed.
 """
@@ -75,6 +76,7 @@ def ahead(make: Callable[[], Iterator[T]], depth: int = 1, name: str = "aisp-pre
             yield item
     finally:
         stop.set()
-        if on_stop is not None and thread.is_alive():
-            on_stop()
+        while on_stop is not None and thread.is_alive():   # again until it ends: SQLite's interrupt
+            on_stop()                                      # misses a statement that starts just after
+            thread.join(timeout=_POLL_S)
         thread.join()

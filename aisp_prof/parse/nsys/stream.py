@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +48,7 @@ from aisp_prof.parse.nsys import tables as export
 from aisp_prof.parse.nsys.attribution import attribute_all, attribute_launches
 from aisp_prof.parse.nsys.gpu import read_gpu_of
 from aisp_prof.parse.nsys.prefetch import ahead
-from aisp_prof.parse.nsys.stream_aside import CALLS_SCHEMA, ActiveRanges, calls_beside, ranges_beside
+from aisp_prof.parse.nsys.stream_aside import CALLS_SCHEMA, ActiveRanges, Live, calls_beside, ranges_beside
 from aisp_prof.parse.nsys.range_fold import RangeFold
 from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, check_file, connect
 from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, packed_id_sql
@@ -71,24 +70,17 @@ class StreamedParse:
     kernel_count: int
     chunk_rows: int
     rest: dict[str, pd.DataFrame] = field(default_factory=dict)    # memory_ops, ranges, range_levels, graph_launches
-    _live: list[sqlite3.Connection] = field(default_factory=list, repr=False)   # the windows' connection, while open
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _live: Live = field(default_factory=Live, repr=False)    # the parse's connections, while open
 
     def windows(self) -> Iterator[pd.DataFrame]:
         """Each window's timeline frame, in the one-shot frame's row order, parsed a window ahead
         in a thread of its own while the caller stores the last (`prefetch`); fills `rest` at the end.
-        A caller that stops early (Ctrl-C, a failed write) interrupts the SQL the parse is running."""
-        return ahead(self._windows, name="aisp-nsys-windows", on_stop=self._interrupt)
-
-    def _interrupt(self) -> None:
-        with self._lock:                  # never a connection being closed (SQLite forbids that)
-            for conn in self._live:
-                conn.interrupt()
+        A caller that stops early (Ctrl-C, a failed write) interrupts the SQL the parse is running,
+        the scans set aside beside it too (the windows' thread may be waiting for one)."""
+        return ahead(self._windows, name="aisp-nsys-windows", on_stop=self._live.interrupt)
 
     def _windows(self) -> Iterator[pd.DataFrame]:
-        conn = connect(self.source)
-        with self._lock:
-            self._live.append(conn)
+        conn = self._live.add(connect(self.source))
         try:
             conn.execute("PRAGMA temp_store = FILE")    # the temp tables on disk whatever SQLite's build says
             yield from _Windows(conn, self).run()
@@ -103,9 +95,7 @@ class StreamedParse:
             raise ExportParseError(f"{self.source}: unreadable SQLite export ({exc}); "
                                    "re-run `nsys export --type sqlite` on the .nsys-rep") from exc
         finally:
-            with self._lock:
-                self._live.remove(conn)
-                conn.close()
+            self._live.close(conn)
 
 
 def _full(exc: sqlite3.Error) -> bool:
@@ -212,8 +202,8 @@ class _Windows:
         self.apis: dict[int, str] = {}
 
     def run(self) -> Iterator[pd.DataFrame]:
-        with ranges_beside(self.parse.source, self.tables) as loaded, \
-                calls_beside(self.parse.source, self.tables, self.conn) as attach_calls:   # both meanwhile
+        with ranges_beside(self.parse.source, self.tables, self.parse._live) as loaded, \
+                calls_beside(self.parse.source, self.tables, self.conn, self.parse._live) as attach_calls:   # both meanwhile
             self.conn.execute(f"CREATE TEMP TABLE aisp_kernel (seq INTEGER PRIMARY KEY, {', '.join(_KERNEL_FIELDS)})")
             self.conn.execute(_KERNEL_SORT)
             self.conn.commit()                   # ATTACH is refused inside a transaction

@@ -18,6 +18,7 @@ import os
 import secrets
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -36,10 +37,37 @@ _RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 CALLS_SCHEMA = "aisp_calls"          # the scratch file of runtime calls, as the windows' connection attaches it
 
 
+class Live:
+    """A parse's open connections, which a caller stopping early (Ctrl-C, a failed write) interrupts
+    from its own thread (`StreamedParse.windows`): the windows' and those set aside beside them,
+    whose scan the windows' thread may be waiting for. A connection leaves before it is closed
+    (SQLite forbids interrupting a closed one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conns: list[sqlite3.Connection] = []
+
+    def add(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+        with self._lock:
+            self._conns.append(conn)
+        return conn
+
+    def close(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if conn in self._conns:
+                self._conns.remove(conn)
+            conn.close()
+
+    def interrupt(self) -> None:
+        with self._lock:
+            for conn in self._conns:
+                conn.interrupt()
+
+
 @contextlib.contextmanager
-def _beside(conn: sqlite3.Connection, work: Callable[[], object], name: str) -> Iterator[Future]:
-    """`work` in a thread of its own from now, on `conn` (opened for any thread); leaving waits
-    for it, interrupting SQLite's statement if it has not ended, then closes `conn`."""
+def _beside(conn: sqlite3.Connection, work: Callable[[], object], name: str, live: Live) -> Iterator[Future]:
+    """`work` in a thread of its own from now, on `conn` (opened for any thread, in `live`);
+    leaving waits for it, interrupting SQLite's statement if it has not ended, then closes `conn`."""
     pool, future = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name), None
     try:
         future = pool.submit(work)
@@ -49,28 +77,28 @@ def _beside(conn: sqlite3.Connection, work: Callable[[], object], name: str) -> 
             conn.interrupt()
             wait([future], timeout=0.05)
         pool.shutdown()
-        conn.close()
+        live.close(conn)
 
 
 @contextlib.contextmanager
-def ranges_beside(source: Path, tables: set[str]) -> Iterator[Callable[[dict[int, str]], "ActiveRanges"]]:
-    """`load_ranges` on a connection of its own, in a second thread from now; yields the function
-    that waits for it and gives the ranges to read windows from (on that connection, which the
-    caller's thread then reads; names resolved through the caller's string cache)."""
-    conn = connect(source, any_thread=True)
-    with _beside(conn, lambda: _load(conn, tables), "aisp-nvtx-ranges") as future:
+def ranges_beside(source: Path, tables: set[str], live: Live) -> Iterator[Callable[[dict[int, str]], "ActiveRanges"]]:
+    """`load_ranges` on a connection of its own (in `live`), in a second thread from now; yields the
+    function that waits for it and gives the ranges to read windows from (on that connection, which
+    the caller's thread then reads; names resolved through the caller's string cache)."""
+    conn = live.add(connect(source, any_thread=True))
+    with _beside(conn, lambda: _load(conn, tables), "aisp-nvtx-ranges", live) as future:
         yield lambda strings: ActiveRanges(conn, *future.result(), strings)
 
 
 @contextlib.contextmanager
-def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> Iterator[Callable[[], str]]:
-    """`load_calls` into a scratch file, on a connection of its own, in a second thread from now;
+def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection, live: Live) -> Iterator[Callable[[], str]]:
+    """`load_calls` into a scratch file, on a connection of its own (in `live`), in a second thread from now;
     yields the function that waits for it and attaches the file to `reader` (read-only), giving
     the schema name the calls are in. Leaving detaches and removes the file."""
     folder = _temp_folder()
     sweep_stale_scratch(folder)
     scratch = folder / f"{SCRATCH_PREFIX}{os.getpid()}-{secrets.token_hex(4)}.sqlite"
-    conn = connect(source, any_thread=True)
+    conn = live.add(connect(source, any_thread=True))
     attached = False
 
     def attach() -> str:
@@ -85,7 +113,7 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection) -> 
         load_calls(conn, tables)
 
     try:
-        with _beside(conn, fill, "aisp-runtime-calls") as future:
+        with _beside(conn, fill, "aisp-runtime-calls", live) as future:
             yield attach
     finally:
         if attached:
