@@ -20,14 +20,16 @@ from ..paths import data_root, kernels_root
 def agree(db: Any, targets: Sequence[str] = (), card: str | None = None) -> list[Agreement]:
     """Every optimized variant of the newest run of each pair (of `targets`: chapters or pairs; none:
     all) and card (`card`: only that hardware key) in the RunDatabase `db`, against its evidence."""
-    listing = [r for r in db.run_list() if r.get("pair") and r.get("status") == "ok"]
+    runs = [r for r in db.run_list() if r.get("pair")]
+    listing = [r for r in runs if r.get("status") == "ok"]      # a failed check's speedups mean nothing
     if not listing:
-        raise UnknownTargetError(f"no stored run of a pair in {shorten(db.path)}; `aisp-prof import` the shipped "
-                                 "samples first (aisp-prof import profiles/samples*/2026*)")
+        raise UnknownTargetError(f"no stored run of a pair in {shorten(db.path)}{_not_ok(runs)}; `aisp-prof import` "
+                                 "the shipped samples first (aisp-prof import profiles/samples*/2026*)")
     names = [t.strip() for item in targets for t in item.split(",") if t.strip()]
     for t in names:
         if not any(_matches(str(r["pair"]), [t]) for r in listing):
-            raise UnknownTargetError(f"no stored run of target {t!r} in {shorten(db.path)}")
+            raise UnknownTargetError(f"no stored run of target {t!r} in {shorten(db.path)}"
+                                     + _not_ok([r for r in runs if _matches(str(r["pair"]), [t])]))
     wanted = [r for r in listing if _matches(str(r["pair"]), names)]
     newest: dict[tuple[str, str], Any] = {}
     for run in db.open_runs([r["run_id"] for r in wanted]):
@@ -42,6 +44,15 @@ def agree(db: Any, targets: Sequence[str] = (), card: str | None = None) -> list
     for (pair, key), run in sorted(newest.items()):
         out += agreements(run_view(run, key), evidence_of(pair, key))
     return out
+
+
+def _not_ok(runs: Sequence[Any]) -> str:
+    """What the stored runs left out were, where there are some ('' where none): a target whose runs
+    all failed their check has runs, just none whose speedups stand."""
+    if not runs:
+        return ""
+    statuses = ", ".join(sorted({str(r.get("status")) for r in runs}))
+    return f" whose check passed ({len(runs)} stored with status {statuses}, not compared)"
 
 
 def _matches(pair: str, names: Sequence[str]) -> bool:

@@ -149,6 +149,20 @@ def test_cli_unknown_target_or_card_is_exit_2(sample_dbs, args):
     assert r.output.startswith("aisp-prof: error: no stored run")
 
 
+def test_a_target_whose_runs_all_failed_their_check_says_so(sample_dbs, tmp_path):
+    """Runs whose check failed are not compared (their speedups stand on a wrong result): a target
+    with only such runs is still exit 2, but says it has runs and what they are, not that none is stored."""
+    path = sample_dbs.copy(tmp_path / "a.db", RUNS[STREAMS], RUNS[SDPA])
+    with closing(sqlite3.connect(path)) as c:
+        c.execute("UPDATE runs SET status = 'failed_check' WHERE run_id = ?", (SDPA,))
+        c.commit()
+    r = CliRunner().invoke(cli, ["bench", "agree", "--db", str(path), "--targets", "ch14.attention_eager_sdpa"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1
+    assert r.output.strip().endswith("whose check passed (1 stored with status failed_check, not compared)")
+    whole = CliRunner().invoke(cli, ["bench", "agree", "--db", str(path), "--json"])
+    assert whole.exit_code == 0 and {a["pair"] for a in json.loads(whole.stdout)} == {"ch10.stream_concurrency"}
+
+
 def test_legacy_samples_read_the_same_beside_runs_with_kinds(sample_dbs):
     """In a database that also holds runs with kinds of time, a legacy run's samples carry an empty
     `kind` column: they are still the one event timer's (0.864x for streams32, as the note says)."""
