@@ -254,7 +254,12 @@ class _Windows:
         wanted = [int(i) for i in ids.dropna().unique() if int(i) not in self.apis]
         self.apis.update({i: export.API_VERSION_SUFFIX.sub("", n or "")
                           for i, n in export.string_ids(self.conn, wanted).items()})
-        return ids.map(self.apis).fillna("")
+        names = ids.map(self.apis)
+        if names.dtype.kind == "O":
+            return names.fillna("")
+        # no id named (none in the window, or none at all): still integers, which take no "". With no
+        # runtime calls in the export the one-piece parse leaves the column integer, all null: so here
+        return names if "CUPTI_ACTIVITY_KIND_RUNTIME" not in self.tables else names.astype(object).fillna("")
 
     def _kernel_windows(self) -> Iterator[tuple[pd.DataFrame, int | None]]:
         """Kernel frames of about chunk_rows rows in (start, end, rowid) order, each with the next
