@@ -226,7 +226,7 @@ def _check_all(work: list[tuple[KernelPair, list[str], str, list[dict[str, int]]
             outcome.results.append(result)
             progress(result.progress_line(len(outcome.results) - first, len(shapes)))
             tick()
-            left = len(outcome.results) - first < len(shapes) or pair is not work[-1][0]
+            left = len(outcome.results) - first < len(shapes) or any(later for *_, later in work[i:])   # shapes to go
             if deadline is not None and time.monotonic() > deadline and left:
                 raise _TimeUp
         if request.device == "cpu":

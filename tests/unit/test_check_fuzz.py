@@ -124,7 +124,8 @@ def test_a_shard_holding_none_of_a_pair_s_shapes_finishes_with_none_left(tmp_pat
         return json.loads(res.stdout)
     first, second = run("1/2"), run("2/2")
     assert len(first["results"]) == 1 and first["not_checked"] == 0
-    assert first["results"][0]["sizes"] == ({"rows": 8, "cols": 8} if extra[:1] == ("--sizes",) else {"rows": 64, "cols": 96})
+    given = {"rows": 8, "cols": 8} if extra[:1] == ("--sizes",) else {"rows": 64, "cols": 96}
+    assert first["results"][0]["sizes"] == given
     assert second["results"] == [] and second["not_checked"] == 0 and second["stopped"] is None
 
 
@@ -249,6 +250,23 @@ def test_the_time_limit_stops_after_the_shape_in_progress(tmp_path):
                                                                          "not_checked": 5}
     assert "[1/6] rows=1,cols=4: pass (" in res.stderr
     assert res.stderr.strip().splitlines()[-1] == "aisp-prof: time limit: 1 shape(s) checked, 5 not checked"
+
+
+def test_a_time_limit_passing_before_a_pair_with_no_shapes_left_is_no_stop(tmp_path):
+    """A shard can hold none of a later pair's shapes (here a pair of one possible shape, shard 2/2):
+    the time limit passing after the last shape of the earlier pair leaves nothing unchecked, so the
+    check finishes (exit 0), not "time limit: 0 not checked" (exit 130), which it said before."""
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text("WRONG = False\n" + PAIR_FILE.replace('"mine.doubles"', '"mine.fixed"').replace(
+        'size_rules=(SizeRule("cols", step=4, why="float4 rows"),)',
+        'size_rules=(SizeRule("rows", choices=(64,)), SizeRule("cols", choices=(96,)))'))
+    res = CliRunner().invoke(cli, ["check", str(_pair_file(tmp_path, False)), str(fixed), "--fuzz", "2",
+                                   "--shard", "2/2", "--device", "cpu", "--time-limit-s", "0.000001", "--json"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)
+    assert [r["pair"] for r in got["results"]] == ["mine.doubles"]
+    assert got["stopped"] is None and got["not_checked"] == 0
+    assert "== mine.fixed (2/2): 0 shape(s)" in res.stderr
 
 
 _FAKE_CHILD = """
