@@ -23,9 +23,27 @@ class AispGroup(click.Group):
     What the library did not turn into an AispError still ends in one line: an OS failure
     (OutputError's exit code), a SQLite one (StorageError's), and Ctrl-C exits 130 ("interrupted";
     click alone prints "Aborted!" and exits 1). Partial outputs are removed by the code that
-    wrote them, which sees the KeyboardInterrupt first."""
+    wrote them, which sees the KeyboardInterrupt first. Anything else (a malformed input the
+    parsers did not foresee, a bug, running out of memory) is one line and exit 1 too, naming the
+    exception; `aisp-prof -v ...` lets it through with its traceback, for a bug report."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke_known(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except MemoryError:
+            if ctx.params.get("verbose"):
+                raise
+            fail(ctx, "out of memory: give it a smaller input or more memory (-v prints where it ran out)", 1)
+        except Exception as exc:                 # noqa: BLE001 - the last line of defence: never a traceback
+            if ctx.params.get("verbose") or (isinstance(exc, OSError) and exc.errno == errno.EPIPE):
+                raise
+            text = (str(exc).strip().splitlines() or [""])[0][:300]
+            fail(ctx, f"unexpected {type(exc).__name__}{': ' + text if text else ''} (a malformed input or a bug; "
+                      "`aisp-prof -v ...` prints the traceback to report it)", 1)
+
+    def _invoke_known(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except AispError as exc:

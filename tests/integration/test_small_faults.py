@@ -107,3 +107,24 @@ def test_shas_are_shown_alike_and_json_streams_warn_nothing(tmp_path, sample_dbs
     CliRunner().invoke(cli, ["report", A.name, "--db", db, "--out", str(tmp_path / "rep")])
     pair_page = next(p for p in (tmp_path / "rep").glob("*.html") if p.name != "index.html").read_text()
     assert f'<code title="{shas[A]}">{shas[A][:7]}</code>' in pair_page
+
+
+@pytest.mark.parametrize("raised", [ValueError("a text value in an integer column\nsecond line"),
+                                    UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), MemoryError()])
+def test_what_the_library_did_not_foresee_is_one_line_and_exit_1(tmp_path, sample_dbs, monkeypatch, raised):
+    """A malformed export the parsers do not know, a bug, or running out of memory: one line naming
+    the exception and exit 1 (README: any other error), never a traceback; -v lets the traceback
+    through for a bug report."""
+    from aisp_prof.api.database import RunDatabase
+
+    def boom(self, *args, **kwargs):
+        raise raised
+    monkeypatch.setattr(RunDatabase, "run_list", boom)
+    db = str(sample_dbs.original(A))
+    res = CliRunner().invoke(cli, ["runs", "--db", db])
+    assert res.exit_code == 1 and not isinstance(res.exception, type(raised)), res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aisp-prof: error: "), res.output
+    assert (type(raised).__name__ in lines[0]) if not isinstance(raised, MemoryError) else "out of memory" in lines[0]
+    loud = CliRunner().invoke(cli, ["-v", "runs", "--db", db])
+    assert isinstance(loud.exception, type(raised))
