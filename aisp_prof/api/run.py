@@ -93,7 +93,7 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]], calibrations: Calibr
     """The run's headline (best optimization, % of the reference), the verdict rules' findings and
     the verdict sentences (bounds from the run's roofline points: `points`, else computed when
     `calibrations` are given)."""
-    from ..analyze.verdict.headline import headline
+    from ..analyze.verdict.headline import headline, other_sizes
     from ..analyze.verdict.validity import withhold
     from ..analyze.verdict.rules import RuleInput, findings
     from ..analyze.verdict.text import bounds_of, verdict_sentences
@@ -112,7 +112,7 @@ def verdict_of(run: RunData, summary: list[dict[str, Any]], calibrations: Calibr
 
         sentences += rank_sentences(report)
         per_rank = {"per_rank": frame_records(report.per_rank)}     # every rank (`aisp-prof ranks` has more)
-    return {"headline": withhold(headline(summary, comparison, info.get("book")), found, summary),
+    return {"headline": withhold(headline(summary, comparison, info.get("book"), other_sizes(info)), found, summary),
             "findings": [f.to_dict() for f in found], "verdict": sentences, **per_rank}
 
 

@@ -174,3 +174,26 @@ def test_summary_leads_with_the_book_and_marks_the_rest(tmp_path, sample_dbs):
     data = json.loads(CliRunner().invoke(cli, ["summary", run_id, "--db", str(db), "--json"]).stdout)
     assert data["headline"]["best"] == "tma_ring3" and data["headline"]["book_ratio_b200"] == 1.289
     assert {r["variant"]: r.get("book") for r in data["summary"]}["tma_ring3"] == THE_BOOKS
+
+
+def test_at_a_users_own_sizes_the_books_ratio_is_said_to_be_the_books_and_never_far_off():
+    """`run --sizes` measures another problem than the book's: its ratio stands beside the book's
+    with that said, and a 5x gap is not called far from the book (the off_reason is about the
+    book's sizes). run.json keeps the pair's default sizes, so `other_sizes` can tell."""
+    from aisp_prof.analyze.verdict.headline import other_sizes
+    from aisp_prof.collect.process.runner import RunOptions, _new_info, _Plan
+
+    own = {"batch": 1, "seq": 77}
+    h = headline(_rows({"tma_ring3": 5.0}, book=MICRO), book=MICRO, own_sizes=own)
+    assert not h["book_off"] and h["book_off_reason"] is None and h["book_other_sizes"] == own
+    assert h["text"].endswith("book B200 1.29x (at the book's sizes; this run's batch=1,seq=77 are not the pair's "
+                              "defaults)")
+    assert headline(_rows({"tma_ring3": 5.0}, book=MICRO), book=MICRO)["book_off"]          # at the defaults: far off
+    pair = next(p for p in discover() if p.name == "ch10.flash_attn_tma_micro_pipeline")
+    info = _new_info("r", _Plan(pair, ["baseline"], {**pair.sizes}, None, None), RunOptions(pair=pair))
+    assert info["default_sizes"] == dict(pair.sizes) and other_sizes(info) is None
+    first = next(iter(pair.sizes))
+    mine = {**pair.sizes, first: pair.sizes[first] * 2}
+    info = _new_info("r", _Plan(pair, ["baseline"], mine, None, None), RunOptions(pair=pair))
+    assert other_sizes(info) == mine
+    assert other_sizes({"sizes": mine}) is None                          # a run from before: nothing said

@@ -55,10 +55,13 @@ def best_optimization(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | 
     return max(opts, key=lambda r: (r.get("correct") is not False, r["speedup_vs_baseline"]), default=None)
 
 
-def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False, book: Any = None) -> dict[str, Any]:
+def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False, book: Any = None,
+             own_sizes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """{best, speedup, speedup_timer, correct, reference, pct_of_reference, comparison, book_*,
     beyond_the_book, text}: JSON-ready. `best` is the headline's variant: the book's optimization
-    where the pair declares one (`book`: a Book or run.json's dict), else the fastest optimization."""
+    where the pair declares one (`book`: a Book or run.json's dict), else the fastest optimization.
+    `own_sizes`: the run's sizes where they are not the pair's defaults (`other_sizes`): the book's
+    ratio was measured at its own, so it is shown as such and never called far off."""
     b = book_of(book)
     fastest = None if comparison else best_optimization(rows)
     if b is None or comparison:
@@ -75,21 +78,32 @@ def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False, book: 
            "correct": lead.get("correct") if lead else None,
            "reference": subject.get("reference_variant") if subject else None,
            "pct_of_reference": subject.get("pct_of_reference") if subject else None,
-           **_book_fields(b, lead.get("speedup_vs_baseline") if lead else None),
+           **_book_fields(b, lead.get("speedup_vs_baseline") if lead else None, own_sizes),
            "beyond_the_book": _beyond(rows, b, lead) if b is not None and not comparison else None}
     out["text"] = _text(out, rows, subject, b)
     return out
 
 
-def _book_fields(b: Book | None, speedup: float | None) -> dict[str, Any]:
+def _book_fields(b: Book | None, speedup: float | None, own_sizes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The book's variant and B200 ratio, and its off_reason where the measured ratio is more than
-    2x away from the book's (None otherwise: the reason is for far-off ratios only)."""
+    2x away from the book's (None otherwise: the reason is for far-off ratios only; and at sizes
+    of the user's own, where the two ratios are of different problems, never far off)."""
     if b is None:
         return {"book_variant": None, "book_ratio_b200": None, "book_source": None, "book_off": None,
-                "book_off_reason": None}
-    off = b.off(speedup)
+                "book_off_reason": None, "book_other_sizes": None}
+    off = b.off(speedup) and not own_sizes
     return {"book_variant": b.variant, "book_ratio_b200": b.ratio_b200, "book_source": b.source or None,
-            "book_off": off, "book_off_reason": (b.off_reason or None) if off else None}
+            "book_off": off, "book_off_reason": (b.off_reason or None) if off else None,
+            "book_other_sizes": dict(own_sizes) if own_sizes else None}
+
+
+def other_sizes(info: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A run's sizes where run.json says they are not its pair's defaults (`--sizes`), else None
+    (runs recorded before run.json kept `default_sizes` say nothing)."""
+    sizes, defaults = info.get("sizes"), info.get("default_sizes")
+    if not isinstance(sizes, Mapping) or not isinstance(defaults, Mapping) or dict(sizes) == dict(defaults):
+        return None
+    return dict(sizes)
 
 
 def _beyond(rows: Sequence[Mapping[str, Any]], b: Book, lead: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -127,6 +141,9 @@ def _text(h: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], subject: Mapp
     if b is None:
         return f"{h['best']}: {h['speedup']:.2f}x over baseline ({timer}){times}{ref}{wrong}"
     book = _ratio(b).lstrip(",") or " no B200 ratio in the book"
+    if h.get("book_other_sizes") and b.ratio_b200 is not None:
+        own = ",".join(f"{k}={v}" for k, v in h["book_other_sizes"].items())
+        book += f" (at the book's sizes; this run's {own} are not the pair's defaults)"
     why = ""
     if h["book_off"]:
         why = f"; {h['book_off_reason']}" if h["book_off_reason"] else "; more than 2x from the book's, no reason declared"

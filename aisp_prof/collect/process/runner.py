@@ -206,7 +206,8 @@ def _new_info(run_id: str, the_plan: _Plan, opts: RunOptions) -> dict[str, Any]:
     pair, sizes = the_plan.pair, the_plan.sizes
     info: dict[str, Any] = {
         "run_id": run_id, "pair": pair.name, "chapter": pair.chapter, "label": opts.label,
-        "variants": the_plan.variants, "sizes": sizes, "status": "running", **provenance(),
+        "variants": the_plan.variants, "sizes": sizes, "default_sizes": dict(pair.sizes), "status": "running",
+        **provenance(),
         "analytic": {"flops": pair.flops(sizes), "dram_bytes": pair.bytes(sizes),
                      **({"collective_bytes": dict(pair.collective_bytes(sizes, the_plan.world_size))}
                         if pair.collective_bytes else {})},
