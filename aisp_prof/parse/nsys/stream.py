@@ -48,7 +48,8 @@ from aisp_prof.parse.nsys import tables as export
 from aisp_prof.parse.nsys.attribution import attribute_all, attribute_launches
 from aisp_prof.parse.nsys.gpu import read_gpu_of
 from aisp_prof.parse.nsys.prefetch import ahead
-from aisp_prof.parse.nsys.stream_aside import CALLS_SCHEMA, ActiveRanges, Live, calls_beside, ranges_beside
+from aisp_prof.parse.nsys.stream_aside import (CALLS_SCHEMA, ActiveRanges, Live, calls_beside, ranges_beside,
+                                              sqlite_temp_folder)
 from aisp_prof.parse.nsys.range_fold import RangeFold
 from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, MEMORY_OP_COLUMNS, check_file, connect
 from aisp_prof.parse.nsys.tables import ID_BITS, KERNEL_TABLE, packed_id_sql
@@ -87,7 +88,7 @@ class StreamedParse:
         except sqlite3.DatabaseError as exc:
             if _full(exc):
                 raise StorageError(
-                    f"the disk holding SQLite's temporary files ({os.environ.get('SQLITE_TMPDIR') or '/var/tmp or /tmp'}) "
+                    f"the disk holding SQLite's temporary files ({sqlite_temp_folder()}) "
                     f"filled while {self.source.name} was read in windows (~165 MB per million kernels set aside); "
                     "nothing was stored: free space there, or point SQLITE_TMPDIR at a larger disk") from exc
             if (getattr(exc, "sqlite_errorname", "") or "").startswith(("SQLITE_INTERRUPT", "SQLITE_BUSY", "SQLITE_LOCKED")):

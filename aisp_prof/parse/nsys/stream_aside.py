@@ -95,7 +95,7 @@ def calls_beside(source: Path, tables: set[str], reader: sqlite3.Connection, liv
     """`load_calls` into a scratch file, on a connection of its own (in `live`), in a second thread from now;
     yields the function that waits for it and attaches the file to `reader` (read-only), giving
     the schema name the calls are in. Leaving detaches and removes the file."""
-    folder = _temp_folder()
+    folder = sqlite_temp_folder()
     sweep_stale_scratch(folder)
     scratch = folder / f"{SCRATCH_PREFIX}{os.getpid()}-{secrets.token_hex(4)}.sqlite"
     conn = live.add(connect(source, any_thread=True))
@@ -158,7 +158,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _temp_folder() -> Path:
+def sqlite_temp_folder() -> Path:
     """Where SQLite puts its own temporary files (its unix order): $SQLITE_TMPDIR, $TMPDIR,
     /var/tmp, /usr/tmp, /tmp, the first that is a writable folder; else Python's."""
     for folder in (os.environ.get("SQLITE_TMPDIR"), os.environ.get("TMPDIR"), "/var/tmp", "/usr/tmp", "/tmp"):
