@@ -190,6 +190,7 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
     """Why the run's ratio and the gate's may differ, as far as the data shows (the module
     docstring): (tag, sentence) pairs, the tag for a table's cell (`TAGS`)."""
     out = []
+    by_gate = run_ratio(row, run.samples, a.gate_timer)      # the run's ratio by the gate's own timer
     source = run.info.get("source") or {}
     if not (source.get("sha256") or source.get("code_sha256")):
         out.append(("code?", "other code, maybe: the run names no source digest"))
@@ -197,7 +198,7 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
         said = other.split(": record it again")[0].replace("the evidence was recorded from ", "")
         out.append(("code", said.replace(", now ", ", the run ")))        # "now": the run's digest here
     if a.run_timer != a.gate_timer:
-        said, same = _timer_reason(a, run, evidence, row)
+        said, same = _timer_reason(a, by_gate)
         if same == DIFFER:
             a.notes.append(said)
         else:
@@ -213,13 +214,14 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
                     + ", ".join(sorted({f"{f['rule']} ({f['variant']})" for f in flagged}))))
     if evidence.kind == "legacy":
         out.append(("fmt2", "format-2 evidence: one CUDA-event timer whose times depended on a variant's position"))
-    out += _other_machine(a, run, evidence, row)
+    out += _other_machine(a, run, evidence, by_gate)
     return out
 
 
-def _other_machine(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _other_machine(a: Agreement, run: RunView, evidence: Evidence, ratio: Interval | None) -> list[tuple[str, str]]:
     """The evidence is from one machine and the run from another: what the gate's `one_machine`
-    rule would make of the difference (AMBIGUOUS, not a regression), as a reason; [] otherwise."""
+    rule would make of the difference (AMBIGUOUS, not a regression), as a reason; [] otherwise.
+    `ratio`: the run's ratio by the gate's timer."""
     boot = run.info.get("boot_id")
     sessions = (evidence.entry or {}).get("sessions") or []
     if not boot or exp.machines(evidence.entry) != 1 or boot in {s.get("boot_id") for s in sessions}:
@@ -227,7 +229,6 @@ def _other_machine(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[
     if evidence.kind in exp.HOST_KINDS and run.info.get("world_size", 1) in (1, None):
         return [("host", f"a host-side ({evidence.kind}) time, evidence from one machine and the run from another: "
                          "host times move with the host (the gate says AMBIGUOUS)")]
-    ratio = run_ratio(row, run.samples, a.gate_timer)
     expected = (1 / a.gate_speedup) if a.gate_speedup else None
     if ratio is not None and expected and decide(ratio.scaled(expected), MACHINE_SPREAD_GPU) not in (FASTER, SLOWER):
         return [("machine", f"within the {MACHINE_SPREAD_GPU:.0%} by which machines ran unchanged code apart; "
@@ -244,16 +245,15 @@ TAGS = {"code": "the run and the evidence measured other code (source digests di
         "machine": "within what machines do; evidence from one machine, the run from another"}
 
 
-def _timer_reason(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, Any]) -> tuple[str, str | None]:
-    """The timers differ: what the run says by the gate's timer, and that comparison's verdict
-    (None where the run has no such time). A DIFFER there too means the timer does not explain it."""
+def _timer_reason(a: Agreement, same: Interval | None) -> tuple[str, str | None]:
+    """The timers differ: what the run says by the gate's timer (`same`), and that comparison's
+    verdict (None where the run has no such time). A DIFFER there too means the timer does not
+    explain it."""
     said = (f"other timers: run {TIMER_LABELS.get(a.run_timer or '', 'none')}, "
             f"gate {TIMER_LABELS.get(a.gate_timer or '')}")
-    same = run_ratio(row, run.samples, a.gate_timer)
-    recorded = (evidence.entry or {})["summary"]["variants"][a.variant]
     if same is None:
         return said + " (the run has no such time)", None
-    verdict = _judge(same, recorded["time_vs_baseline"], recorded["margin"]["ratio"])
+    verdict = _judge(same, 1 / a.gate_speedup, a.gate_margin)
     outcome = "it differs too" if verdict == DIFFER else "it agrees"
     return said + f"; by the gate's timer the run says {1 / same.value:.3g}x: {outcome}", verdict
 
