@@ -44,7 +44,7 @@
 #                every shape afresh, 20-110 s a shape on an H200: SHARDS=2 fits 20 shapes of most in one call)
 #     cost       benchmarks/profile_cost.py on COST_PAIRS (default ch09.fused_l2norm), COST_REPEATS times,
 #                and first on the checkout COST_BEFORE (a folder carried along) if set
-# DEADLINE (seconds since the start): no step, and no pair of record, starts after it.
+# DEADLINE (seconds since the start): no step, and no pair of record or run, starts after it.
 # The 4-GPU visit of the multi-rank pair (issue 34), one command:
 #   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
 #   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
@@ -151,6 +151,7 @@ PY
     run)
       mkdir -p "$RUNS"
       for p in $PAIRS; do
+        if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) - START )) -ge "$DEADLINE" ]; then echo "run $p not started: deadline $(t)"; continue; fi
         $AISP run "$p" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" --label "${LABEL:-visit}" ${RUN_ARGS:-} --json \
           > "$W/run_$p.json" 2> "$W/run_$p.err"
         echo "run $p rc $? $(t)"; tail -2 "$W/run_$p.err"
