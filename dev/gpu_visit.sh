@@ -34,8 +34,8 @@
 #                NODE_ARGS added to that run (e.g. "--no-ncu" to save ncu's minute)
 #     run        aisp-prof run (check + ncu + nsys) of PAIRS (RUN_ARGS added, e.g. "--nproc-per-node 2"), and of a
 #                multi-rank pair `aisp-prof ranks` (ranks_<pair>.txt/.json);
-#                the run folders, without .nsys-rep, -> runs.tgz in visit.tgz (shrink them with
-#                dev/shrink_samples.py before committing any as a sample)
+#                each run folder -> $OUT/run_<pair>.tar.xz (keep_run; shrink it with dev/shrink_samples.py before
+#                committing it as a sample). A call returns at most 8 files: about five runs a visit
 #     calibrate  aisp-prof calibrate (measured ceilings), and with LINK=N the N GPUs' link, -> *.json
 #     fuzz       aisp-prof check --fuzz NFUZZ (default 20) --seed SEED (default 1) of PAIRS, each pair split over
 #                SHARDS (default 1) processes with --shard k/SHARDS, every process at once, each with empty Inductor
@@ -58,6 +58,14 @@ set -u -o pipefail
 # did); $OUT itself holds visit.tgz, table.txt and the chapters' expectations files.
 W=${STAGE:-/tmp/visit_stage}; mkdir -p "$W"
 pack() { tar czf "$OUT/visit.tgz.part" -C "$W" . && mv "$OUT/visit.tgz.part" "$OUT/visit.tgz"; }
+# One run folder -> $OUT/run_NAME.tar.xz, as soon as it is done, without what is large and stays on the machine
+# (.nsys-rep, .ncu-rep, the Triton binaries in generated/triton; their exports and index are kept). Run folders
+# never go into visit.tgz: one compiled pair's (70 MB) once made it too big to come back (16 MiB a file).
+keep_run() {
+  [ -d "$1" ] || return 0
+  tar cJf "$OUT/run_$2.tar.xz" --exclude='*.nsys-rep' --exclude='*.ncu-rep' --exclude='generated/triton' \
+    -C "$(dirname "$1")" "$(basename "$1")" && echo "kept $2 ($(du -h "$OUT/run_$2.tar.xz" | cut -f1))"
+}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 PAIRS=${PAIRS:-}
 STEPS=${STEPS:-}
@@ -110,6 +118,7 @@ for step in $STEPS; do
         echo "multinode $p rc $? $(t)"; tail -2 "$W/multinode_$p.err"
         dir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["run_dir"])' "$W/multinode_$p.json" 2>/dev/null)
         [ -n "$dir" ] || continue
+        keep_run "$dir" "multinode_$p"
         ls -R "$dir" > "$W/multinode_${p}_files.txt"
         $AISP import --job "multinode-$p" "$dir"/node* --db "$RUNS/aisp.db" --json > "$W/multinode_import_$p.json" \
           2>> "$W/multinode_$p.err"; echo "multinode import --job rc $? $(t)"
@@ -155,6 +164,7 @@ PY
         $AISP run "$p" --profiles-dir "$RUNS" --db "$RUNS/aisp.db" --label "${LABEL:-visit}" ${RUN_ARGS:-} --json \
           > "$W/run_$p.json" 2> "$W/run_$p.err"
         echo "run $p rc $? $(t)"; tail -2 "$W/run_$p.err"
+        keep_run "$(ls -td "$RUNS"/2026*-"$p"-* 2>/dev/null | head -1)" "$p"
         # a multi-rank pair: its ranks rank by rank (bus bandwidth against the link, hidden communication,
         # stragglers, wire bytes); a one-process pair has none (exit 6) and leaves no file
         if $AISP ranks "$p" --db "$RUNS/aisp.db" --wide > "$W/ranks_$p.txt" 2>&1; then
@@ -204,9 +214,4 @@ PY2
 done
 python3 dev/visit_summary.py "$W" "$PAIRS" | tee "$OUT/table.txt"
 } 2>&1 | tee -a "$W/session.log"
-# the run folders (without .nsys-rep) and their logs in one archive, then everything in visit.tgz
-if ls "$W"/run_* >/dev/null 2>&1; then
-  tar czf "$W/runs.tgz" --exclude='*.nsys-rep' -C / "${RUNS#/}" -C "$W" $(cd "$W" && ls run_*) 2>/dev/null \
-    && rm -f "$W"/run_*
-fi
 pack
