@@ -203,22 +203,22 @@ def test_a_fresh_lease_differs_only_where_machines_do(fresh_lease_db):
     """Host-timed variants moved with the host (tagged host), one GPU-timed ratio by 1.1% beyond its
     1% margin but within the machines' 5% (tagged machine): the gate says AMBIGUOUS for all four, and
     so nothing is unexplained. regional_triton, whose evidence now holds a fresh-compile-cache session
-    (up to 11% apart), agrees where it read FASTER before."""
+    (up to 11% apart), agrees where it read FASTER before; so does graph_break_control_flow's tensor_branch
+    (1.77x here, 1.97x recorded), since a second lease's session (2026-11-29) widened its ratio margin to 14%."""
     found = agree(open_db(fresh_lease_db))
     by = {(a.pair, a.variant): a for a in found}
     differ = {k: a.tags for k, a in by.items() if a.verdict == agree_mod.DIFFER}
     assert differ == {("ch14.gpu_quantization", "gpu_compiled"): ["host"],
-                      ("ch14.graph_break_control_flow", "tensor_branch"): ["host"],
                       ("ch14.triton_persistent", "persistent"): ["host"],
                       ("ch14.sliding_window", "flex"): ["machine"]}
-    assert sum(a.verdict == agree_mod.AGREE for a in found) == 15 and agree_error(found) is None
+    assert sum(a.verdict == agree_mod.AGREE for a in found) == 16 and agree_error(found) is None
     assert all(by[("ch14.regional_triton", v)].verdict == agree_mod.AGREE for v in ("regional", "book_baseline"))
 
 
 def test_evidence_from_several_machines_explains_no_difference(fresh_lease_db, monkeypatch):
-    """The machine reasons hold only for one machine's evidence: with several, the same four
+    """The machine reasons hold only for one machine's evidence: with several, the same three
     differences are unexplained and `bench agree` fails (exit 11)."""
     monkeypatch.setattr(agree_mod.exp, "machines", lambda entry: 2)
     found = agree(open_db(fresh_lease_db))
     unexplained = [a for a in found if not a.explained]
-    assert len(unexplained) == 4 and agree_error(found) is not None
+    assert len(unexplained) == 3 and agree_error(found) is not None
