@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from aisp_prof.pairs.declared import module_declarations
-from aisp_prof.render.evidence_table import markdown
+from aisp_prof.render.readme.evidence_table import markdown
 
 
 def books_for(expectations: dict, kernels: Path) -> dict:

@@ -1,6 +1,6 @@
 """The chapter READMEs' gate tables are the recorded evidence, printed, never typed: every block
 between `<!-- evidence-table: PATH -->` and `<!-- /evidence-table -->` equals what
-dev/evidence_table.py prints for PATH (render.evidence_table)."""
+dev/evidence_table.py prints for PATH (render.readme.evidence_table)."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,7 +12,7 @@ import pytest
 from repo_paths import ROOT as REPO_ROOT
 
 from aisp_prof.pairs.book import Book
-from aisp_prof.render.evidence_table import far_from_book, markdown, per_call, three_digits
+from aisp_prof.render.readme.evidence_table import far_from_book, markdown, per_call, three_digits
 
 BLOCK = re.compile(r"<!-- evidence-table: (\S+) -->\n(.*?)\n<!-- /evidence-table -->", re.S)
 READMES = sorted((REPO_ROOT / "kernels").glob("ch*/README.md"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..units import duration_3 as per_call, three_digits
+from ...units import duration_3 as per_call, three_digits
 
 KIND_LABELS = {"gpu": "GPU time", "latency": "latency", "steady": "steady"}
 HEADER = ("| pair | time | variant | per call | vs baseline | book (B200) |\n"
