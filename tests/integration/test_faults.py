@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from repo_paths import ROOT
 from click.testing import CliRunner
+from interrupts import interrupt_on_call
 
 from aisp_prof.cli import cli
 from aisp_prof.store import connection
@@ -284,14 +285,7 @@ def test_ctrl_c_during_report_exits_130_and_leaves_nothing(tmp_path, sample_db, 
 @pytest.mark.slow
 def test_ctrl_c_during_import_stores_nothing(tmp_path, sample_db, monkeypatch):
     db = _copy_db(sample_db, tmp_path)
-    real, calls = store._insert, []
-
-    def interrupted(*args):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*args)
-
+    interrupted, _ = interrupt_on_call(store._insert, 3)
     monkeypatch.setattr(store, "_insert", interrupted)
     res = invoke("import", "--db", str(db), str(sample_run_dirs()[1]))
     assert res.exit_code == 130 and "aisp-prof: interrupted" in res.stderr

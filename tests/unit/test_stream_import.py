@@ -23,6 +23,7 @@ from aisp_prof.parse.nsys import stream, stream_aside
 from aisp_prof.parse.nsys import tables as export_tables
 from aisp_prof.parse.nsys.sqlite_export import KERNEL_COLUMNS
 from aisp_prof.store.ingest import load_export, store_path
+from interrupts import interrupt_on_call
 from sample_files import plain_path
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -261,14 +262,7 @@ def test_ctrl_c_while_a_window_is_stored_stops_the_parse_threads_and_leaves_noth
     monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
     monkeypatch.setenv("SQLITE_TMPDIR", str(tmp_path / "scratch"))
     (tmp_path / "scratch").mkdir()
-    real, calls = store_db.insert_export_rows, []
-
-    def interrupted(*args):
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real(*args)
-
+    interrupted, calls = interrupt_on_call(store_db.insert_export_rows, 2)
     monkeypatch.setattr(store_db, "insert_export_rows", interrupted)
     res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
     assert res.exit_code == 130 and "interrupted" in res.output, res.output
