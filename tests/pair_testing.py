@@ -1,6 +1,7 @@
 """What the kernel-pair tests share: a fresh import of a pair module, a package hidden as if not
 installed, a guard that importing it does no work (no build, no tool run, no CUDA, no jit), the
-nvcc marker, and the variants a machine with given tools would run (pairs.capabilities' answer)."""
+nvcc marker, the variants a machine with given tools would run (pairs.capabilities' answer), and
+stand-ins for a library build (a recorder of loads) and for CUTLASS headers that are not there."""
 from __future__ import annotations
 
 import importlib
@@ -266,3 +267,32 @@ def hopper_only() -> None:
 
     if torch.cuda.get_device_capability()[:2] != (9, 0):
         pytest.skip("sm_90a kernels: Hopper only")
+
+
+def record_library_loads(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
+    """Replace aisp_kernels.build.load_library with a recorder that builds nothing: each load is
+    one entry, {"source": Path, "arch": ..., and every keyword it was given (sequences as lists)},
+    in the list returned; the handle it gives back grows a settable stand-in for any C function
+    asked for (CudaLibrary sets argtypes and restype on each)."""
+    loads: list[dict] = []
+
+    class FakeLib:
+        def __getattr__(self, name):
+            fn = type("Fn", (), {})()
+            setattr(self, name, fn)
+            return fn
+
+    def fake_load(source, arch=None, **kwargs):
+        loads.append({"source": Path(source), "arch": arch, **{k: list(v) for k, v in kwargs.items()}})
+        return FakeLib()
+
+    monkeypatch.setattr(build, "load_library", fake_load)
+    return loads
+
+
+def hide_cutlass_headers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No CUTLASS headers anywhere tools looks: no AISP_CUTLASS_INCLUDE, an empty repo copy, no
+    nvidia-cutlass package."""
+    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
+    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
+    monkeypatch.setattr(tools, "_package_cutlass_includes", list)

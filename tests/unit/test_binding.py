@@ -10,7 +10,7 @@ import ctypes
 from pathlib import Path
 
 import pytest
-from pair_testing import requires_nvcc
+from pair_testing import record_library_loads, requires_nvcc
 
 from aisp_kernels import binding, build
 
@@ -55,23 +55,12 @@ def test_describing_a_library_builds_nothing(monkeypatch):
 
 
 def test_include_dirs_resolve_at_build_time_and_flags_pass_through(monkeypatch, tmp_path):
-    seen = []
-
-    class FakeLib:
-        def __getattr__(self, name):
-            fn = type("Fn", (), {})()
-            setattr(self, name, fn)
-            return fn
-
-    def fake_load(source, arch=None, include_dirs=(), extra_flags=()):
-        seen.append((source, arch, list(include_dirs), list(extra_flags)))
-        return FakeLib()
-
-    monkeypatch.setattr(build, "load_library", fake_load)
+    loads = record_library_loads(monkeypatch)
     lib = binding.CudaLibrary(Path("k.cu"), FUNCTIONS, arch="sm_90a",
                               include_dirs=(lambda: tmp_path, "/x"), extra_flags=("--expt-relaxed-constexpr",))
     assert lib.load() is lib.load()                                       # one handle
-    assert seen == [(Path("k.cu"), "sm_90a", [tmp_path, "/x"], ["--expt-relaxed-constexpr"])]
+    assert loads == [{"source": Path("k.cu"), "arch": "sm_90a", "include_dirs": [tmp_path, "/x"],
+                      "extra_flags": ["--expt-relaxed-constexpr"]}]
     assert list(lib.fn("aisp_half").argtypes) == [ctypes.c_double]
     assert lib.load().aisp_cuda_error_string.restype is ctypes.c_char_p
 

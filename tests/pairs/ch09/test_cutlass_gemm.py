@@ -13,11 +13,11 @@ installed, so there the compile test skips.
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import cutlass_build, forbid_build, have_nvcc, import_fresh, kept_build_dir, runnable_variants, sass_functions
+from pair_testing import (cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers, import_fresh, kept_build_dir,
+                          record_library_loads, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -107,9 +107,7 @@ def test_reference_is_float64(mod):
 
 
 def test_missing_headers_say_how_to_get_them(monkeypatch, mod, tmp_path):
-    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
-    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
-    monkeypatch.setattr(tools, "_package_cutlass_includes", list)
+    hide_cutlass_headers(monkeypatch, tmp_path)
 
     def forbidden(*args, **kwargs):
         raise AssertionError("must not build without headers")
@@ -120,24 +118,12 @@ def test_missing_headers_say_how_to_get_them(monkeypatch, mod, tmp_path):
 
 
 def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
-    seen = {}
-
-    class FakeLib:
-        def __getattr__(self, name):
-            fn = type("Fn", (), {})()
-            setattr(self, name, fn)
-            return fn
-
-    def fake_load(source, arch=None, include_dirs=(), extra_flags=()):
-        seen.update(source=Path(source), arch=arch, include_dirs=list(include_dirs), extra_flags=list(extra_flags))
-        return FakeLib()
-
     monkeypatch.setattr(tools, "find_cutlass_include", lambda: tmp_path)
-    monkeypatch.setattr(build, "load_library", fake_load)
+    loads = record_library_loads(monkeypatch)
     fresh = import_fresh(PAIR_PATH, "cutlass_gemm_fake_library")    # its LIBRARY keeps the fake handle
     fresh.LIBRARY.load()
-    assert seen == {"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path],
-                    "extra_flags": ["--expt-relaxed-constexpr"]}
+    assert loads == [{"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path],
+                      "extra_flags": ["--expt-relaxed-constexpr"]}]
 
 
 # --- the CUDA source: builds for sm_90a (SLOW), exports its symbols, HGMMA -------------------

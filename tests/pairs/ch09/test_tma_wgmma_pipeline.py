@@ -12,11 +12,10 @@ from __future__ import annotations
 import ctypes
 import re
 import subprocess
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, kept_build_dir, requires_nvcc, runnable_variants
+from pair_testing import forbid_build, import_fresh, kept_build_dir, record_library_loads, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -85,23 +84,11 @@ def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, 
 
 
 def test_library_is_built_for_sm90a(monkeypatch):
-    seen = {}
-
-    class FakeLib:
-        def __getattr__(self, name):
-            fn = type("Fn", (), {})()
-            setattr(self, name, fn)
-            return fn
-
-    def fake_load(source, arch=None, **kwargs):
-        seen.update(source=Path(source), arch=arch, kwargs=kwargs)
-        return FakeLib()
-
-    monkeypatch.setattr(build, "load_library", fake_load)
+    loads = record_library_loads(monkeypatch)
     fresh = import_fresh(PAIR_PATH, "tma_wgmma_fake_library")          # its LIBRARY keeps the fake handle
     fresh.LIBRARY.load()
     # no include directories or extra flags: plain sm_90a
-    assert seen == {"source": CU_PATH, "arch": "sm_90a", "kwargs": {"include_dirs": [], "extra_flags": []}}
+    assert loads == [{"source": CU_PATH, "arch": "sm_90a", "include_dirs": [], "extra_flags": []}]
     for name in KERNEL_SYMBOLS:
         assert fresh.LIBRARY.fn(name).argtypes[-1] is ctypes.c_void_p    # the stream
 

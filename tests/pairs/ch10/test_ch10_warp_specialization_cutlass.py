@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import can_build_cutlass, cutlass_build, forbid_build, have_nvcc, import_fresh, runnable_variants, sass_functions
+from pair_testing import can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers, import_fresh, record_library_loads, runnable_variants, sass_functions
 
 torch = pytest.importorskip("torch")
 
@@ -130,31 +130,17 @@ def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, 
 
 
 def test_library_is_built_for_sm90a_with_the_cutlass_headers(monkeypatch, tmp_path):
-    seen = {}
-
-    class FakeLib:
-        def __getattr__(self, name):
-            fn = type("Fn", (), {})()
-            setattr(self, name, fn)
-            return fn
-
-    def fake_load(source, arch=None, include_dirs=(), extra_flags=()):
-        seen.update(source=Path(source), arch=arch, include_dirs=list(include_dirs), extra_flags=list(extra_flags))
-        return FakeLib()
-
     util = tmp_path / "tools" / "util" / "include"
     monkeypatch.setattr(tools, "cutlass_include_dirs", lambda: [tmp_path / "include", util])
-    monkeypatch.setattr(build, "load_library", fake_load)
+    loads = record_library_loads(monkeypatch)
     fresh = import_fresh(PAIR_PATH, "warp_specialization_cutlass_fake_library")
     fresh.LIBRARY.load()
-    assert seen == {"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path / "include", util],
-                    "extra_flags": ["--expt-relaxed-constexpr", "-DNDEBUG"]}
+    assert loads == [{"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path / "include", util],
+                      "extra_flags": ["--expt-relaxed-constexpr", "-DNDEBUG"]}]
 
 
 def test_missing_headers_say_how_to_get_them(monkeypatch, tmp_path):
-    monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
-    monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
-    monkeypatch.setattr(tools, "_package_cutlass_includes", list)
+    hide_cutlass_headers(monkeypatch, tmp_path)
     forbid_build(monkeypatch)
     fresh = import_fresh(PAIR_PATH, "warp_specialization_cutlass_no_headers")
     with pytest.raises(ToolNotFoundError, match="pip install nvidia-cutlass.*AISP_CUTLASS_INCLUDE"):
