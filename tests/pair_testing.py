@@ -296,3 +296,20 @@ def hide_cutlass_headers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.delenv("AISP_CUTLASS_INCLUDE", raising=False)
     monkeypatch.setattr(tools, "REPO_CUTLASS_INCLUDE", tmp_path / "none")
     monkeypatch.setattr(tools, "_package_cutlass_includes", list)
+
+
+PTXAS_FRAME = r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads"
+
+
+def ptxas_entries(report: str, arch: str = "sm_90a") -> tuple[list[str], int]:
+    """Read the nvcc + `-Xptxas -v` output of a build that must be clean, asserting no warning (a
+    C7510 would say the wgmmas serialize) and no local memory (each function ptxas gives a frame
+    line: 0 bytes of stack frame, 0 spill stores, 0 spill loads). Gives (the mangled entry functions
+    compiled for `arch`, in report order; how many frame lines), for the test to say which and how
+    many."""
+    import re
+
+    assert "warning" not in report.lower(), report[-2000:]
+    frames = re.findall(PTXAS_FRAME, report)
+    assert all(f == ("0", "0", "0") for f in frames), frames
+    return re.findall(rf"Compiling entry function '(\S+)' for '{arch}'", report), len(frames)
