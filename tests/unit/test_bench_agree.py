@@ -128,8 +128,16 @@ def test_cli_over_every_shipped_run(sample_dbs):
     assert r.output.splitlines()[-1].endswith("(0 unexplained)")
     j = CliRunner().invoke(cli, ["bench", "agree", "--db", path, "--targets", "ch10", "--card", "h200", "--json"])
     records = json.loads(j.output)
-    assert {r["pair"] for r in records} == {"ch10.warp_specialization"}
-    assert {r["verdict"] for r in records} == {"DIFFER"} and all(r["tags"][0] == "code" for r in records)
+    by_pair = {}
+    for rec in records:
+        by_pair.setdefault(rec["pair"], []).append(rec)
+    assert set(by_pair) == {"ch10.warp_specialization", "ch10.stream_concurrency", "ch10.cluster_group"}
+    # the 2026-11-26 run predates its evidence's code; the 2026-11-29 runs (three kinds of time) agree, but for
+    # streams32, 3.7% off, within the 5% by which H200 machines ran unchanged code apart
+    assert all(r["verdict"] == "DIFFER" and r["tags"][0] == "code" for r in by_pair["ch10.warp_specialization"])
+    assert {r["verdict"] for r in by_pair["ch10.cluster_group"]} == {"AGREE"}
+    [streams] = by_pair["ch10.stream_concurrency"]
+    assert streams["verdict"] == "DIFFER" and "machine" in streams["tags"]
 
 
 def test_cli_exit_11_on_an_unexplained_difference(sample_dbs, monkeypatch):
