@@ -173,6 +173,11 @@ class RunDatabase:
             for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read, limit=limit):
                 yield kernel_columns(chunk)
 
+    def samples(self, run: str = "latest") -> pd.DataFrame:
+        """Every timed call of the run's timing, in the order taken: round, process, variant, kind, time_ns."""
+        from ..analyze.timing.rounds import sample_frame
+        return sample_frame(self.run(run, tables=("samples",)).samples)
+
     def ranges(self, run: str = "latest") -> pd.DataFrame:
         """Per innermost NVTX range (threads together): calls, kernels, memcpys/memsets, graph
         launches, GPU time and gaps (nsys). What the pair summary reads; `range_levels` has
@@ -292,6 +297,7 @@ class RunDatabase:
         """One report page: the run and the calibrations in one open, then pure analysis (the
         calibrations also judge a multi-rank run's link)."""
         from ..analyze.page.contents import page_data
+        from ..analyze.timing.rounds import panel_summary, round_panels
         from ..parse.code.generated_code import read_index
         from ..render.report import Page
 
@@ -305,8 +311,9 @@ class RunDatabase:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        return Page(page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations,
-                              timeline), roof)
+        data = page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations, timeline)
+        rounds = round_panels(run.samples, data["variants"])        # drawn; the JSON keeps their summary
+        return Page({**data, "rounds": panel_summary(rounds)}, roof, rounds)
 
     def _runs_with_calibrations(self, targets: Sequence[str]) -> tuple[list[RunData], list[dict[str, Any]]]:
         with store_db.Reader(self.path) as conn:

@@ -51,10 +51,12 @@ class PageRef:
 
 @dataclass
 class Page:
-    """One page's numbers (`analyze.page.contents.page_data`) and the roofline to draw (or None)."""
+    """One page's numbers (`analyze.page.contents.page_data`), the roofline to draw (or None) and the
+    samples by round to draw (`analyze.timing.rounds.round_panels`; the page's JSON keeps their summary)."""
 
     data: dict[str, Any]
     roofline: Any = None
+    rounds: dict[str, Any] | None = None
 
 
 @dataclass
@@ -135,9 +137,10 @@ def default_name(refs: Sequence[PageRef]) -> str:
     return "report-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
-def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = None) -> dict[str, str]:
+def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = None,
+          rounds: dict[str, Any] | None = None) -> dict[str, str]:
     """The page's charts as files under img/; returns {chart: path relative to the page}; `limits`:
-    the roofline's axes, shared with the pair's other pages. Runs in a drawing process: a chart
+    the roofline's axes, shared with the pair's other pages; `rounds`: the samples by round. Runs in a drawing process: a chart
     that fails becomes a ChartError naming it (one line in the CLI)."""
     out: dict[str, str] = {}
     if roof is not None:
@@ -145,12 +148,15 @@ def _draw(data: dict[str, Any], roof: Any, img: Path, stem: str, limits: Any = N
     # the small charts and the timelines as SVG written directly (`output.bars`, `output.zoom`: ~1 ms
     # each against 40-100 ms through matplotlib); the PNG functions in `charts` are the terminal's
     from .output.bars import memory_svg, stall_svg, thumbnail_svg
+    from .output.rounds import rounds_svg
     from .output.zoom import rank_timeline_svg, timeline_svg
 
     if data["roofline"]:
         thumb = _chart("roofline thumbnail", stem, img, thumbnail_svg, data["roofline"], img / f"{stem}-roofline-thumb.svg")
         if thumb is not None:
             out["roofline_thumb"] = thumb
+    if rounds and rounds["panels"]:
+        out["rounds"] = _chart("samples by round", stem, img, rounds_svg, rounds, img / f"{stem}-rounds.svg")
     if data["stalls"]:
         out["stalls"] = _chart("stall", stem, img, stall_svg, data["stalls"], img / f"{stem}-stalls.svg")
     if data["memory"]:
@@ -180,7 +186,7 @@ def _computed_and_drawn(page_of: Callable[[str], Page], run_id: str, img: Path, 
     its charts, the roofline too unless it waits for the axes of the pair's other pages (then the
     roofline comes back with the page, else it is not sent back)."""
     page = page_of(run_id)
-    images = _draw(page.data, page.roofline if roofline_here else None, img, stem)
+    images = _draw(page.data, page.roofline if roofline_here else None, img, stem, rounds=page.rounds)
     return Page(page.data, None if roofline_here else page.roofline), images
 
 
@@ -224,7 +230,7 @@ def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: P
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
         if count > 1:     # load the drawing code (matplotlib, fonts) once, here: the forked workers share it
             from . import roofline_plot  # noqa: F401
-            from .output import bars, zoom  # noqa: F401
+            from .output import bars, rounds, zoom  # noqa: F401
         assets["cross"] = {}                            # page -> [(card, page, roofline SVG)]: same axes
         finish = lambda name, page, images: _finish_page(env, assets, partial, name, page, images,  # noqa: E731
                                                          generated, progress)
