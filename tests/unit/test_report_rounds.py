@@ -19,7 +19,6 @@ from aisp_prof.api import open_db
 H200 = PROFILES / "samples_h200_ch14" / "20261129T060052Z-ch14.graph_break_control_flow-acfd"
 H100 = PROFILES / "samples_h100_ch14" / "20261126T144407Z-ch14.graph_break_control_flow-65b4"
 STEP_ROUND = 250
-needs_h200 = pytest.mark.skipif(not (H200 / "run.json").is_file(), reason=f"{H200} is not in this checkout")
 
 
 def _report(sample_dbs, tmp: Path, run: Path, out: str):
@@ -29,8 +28,6 @@ def _report(sample_dbs, tmp: Path, run: Path, out: str):
 
 @pytest.fixture(scope="module")
 def h200(sample_dbs, tmp_path_factory):
-    if not (H200 / "run.json").is_file():
-        pytest.skip(f"{H200} is not in this checkout")
     tmp = tmp_path_factory.mktemp("rounds_h200")
     db, first = _report(sample_dbs, tmp, H200, "a")
     return db, first, _report(sample_dbs, tmp, H200, "b")[1]
@@ -47,7 +44,6 @@ def _svg(report) -> Path:
     return report.out_dir / "img" / (report.pages[0].stem + "-rounds.svg")
 
 
-@needs_h200
 def test_the_graph_break_page_shows_both_variants_by_round_beside_its_bimodal_warning(h200):
     _, report, _ = h200
     page = report.pages[0].read_text()
@@ -67,7 +63,6 @@ def test_the_graph_break_page_shows_both_variants_by_round_beside_its_bimodal_wa
     assert all("time_ns" not in s and s["samples"] == 339 for s in steady["series"])
 
 
-@needs_h200
 def test_the_samples_behind_it_step_down_at_round_250_in_both_variants(h200):
     """From the stored samples (the library's `samples`): the medians either side of round 250 differ
     by over 30% for both variants, as the samples README says (baseline ~470 -> ~310 us, tensor_branch
@@ -84,7 +79,6 @@ def test_the_samples_behind_it_step_down_at_round_250_in_both_variants(h200):
         assert after < 0.7 * before, (variant, before, after)
 
 
-@needs_h200
 def test_the_svg_is_the_same_bytes_each_time(h200):
     _, first, second = h200
     assert _svg(first).read_bytes() == _svg(second).read_bytes()
