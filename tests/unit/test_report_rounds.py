@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+import tarfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from repo_paths import PROFILES
+from repo_paths import FIXTURES, PROFILES
 
 from aisp_prof.api import open_db
 
@@ -97,9 +100,6 @@ def test_a_run_timed_before_the_kinds_draws_its_one_timer(h100):
 
 def test_a_run_without_samples_says_so_instead(sample_dbs, tmp_path):
     """A run whose samples were not stored (here deleted from a copy of the H100 run): no figure, a note."""
-    import sqlite3
-    from contextlib import closing
-
     path = sample_dbs.copy(tmp_path / "a.db", H100)
     with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute("DELETE FROM samples")
@@ -107,3 +107,23 @@ def test_a_run_without_samples_says_so_instead(sample_dbs, tmp_path):
     page = report.pages[0].read_text()
     assert 'id="rounds"' in page and "No timed samples in this run" in page
     assert not _svg(report).exists()
+
+
+def test_several_processes_are_marked_and_the_reference_kernels_grey(tmp_path):
+    """A real `bench run` of ch09.compute_bound on an H200 (tests/fixtures/gate/, README there): four
+    timing processes of 48 rounds each, the reference kernels ref:copy and ref:gemm_bf16 beside the variants."""
+    run = "20261126T081911Z-ch09.compute_bound-af3a"
+    with tarfile.open(FIXTURES / "gate" / "h200_lease2_runs.tgz") as tar:
+        tar.extractall(tmp_path, members=[m for m in tar.getmembers() if m.name.startswith(run)])
+    db = open_db(tmp_path / "a.db")
+    db.import_path(tmp_path / run)
+    report = db.report(out=tmp_path / "out")
+    data = json.loads((report.out_dir / "data" / (report.pages[0].stem + ".json")).read_text())
+    rounds = data["rounds"]
+    assert (rounds["processes"], rounds["process_starts"], rounds["rounds"]) == (4, [48, 96, 144], 192)
+    assert rounds["variants"][-2:] == ["ref:copy", "ref:gemm_bf16"]
+    svg = _svg(report).read_text()
+    assert [f"process {i} starts at round {48 * i}" in svg for i in (1, 2, 3)] == [True] * 3
+    for ref in ("ref:copy", "ref:gemm_bf16"):
+        assert re.search(rf'stroke="#c7c7c7"[^>]*><title>{ref}: 192 samples', svg)
+    assert "4 processes, dashed where each began" in report.pages[0].read_text()
