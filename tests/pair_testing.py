@@ -1,7 +1,8 @@
 """What the kernel-pair tests share: a fresh import of a pair module, a package hidden as if not
 installed, a guard that importing it does no work (no build, no tool run, no CUDA, no jit), the
 nvcc marker, the variants a machine with given tools would run (pairs.capabilities' answer), and
-stand-ins for a library build (a recorder of loads) and for CUTLASS headers that are not there."""
+stand-ins for a library build (a recorder of loads) and for CUTLASS headers that are not there;
+on a GPU, the pair's correctness check and the activities one call of a variant launches."""
 from __future__ import annotations
 
 import importlib
@@ -313,3 +314,33 @@ def ptxas_entries(report: str, arch: str = "sm_90a") -> tuple[list[str], int]:
     frames = re.findall(PTXAS_FRAME, report)
     assert all(f == ("0", "0", "0") for f in frames), frames
     return re.findall(rf"Compiling entry function '(\S+)' for '{arch}'", report), len(frames)
+
+
+# --- on the GPU ----------------------------------------------------------------------------
+
+def check_on_gpu(name: str, which: str, **options):
+    """aisp_prof's correctness check of pair `name` on the GPU at its small sizes (`which` "small")
+    or its book's sizes ("default"), every variant against the reference; fails the test with
+    check's own message where one is off, else gives the result for the test's own assertions.
+    `options` go to check.check_pair (trials=...)."""
+    from aisp_prof import pairs
+    from aisp_prof.collect.correctness import check
+
+    pair = pairs.find(name)
+    result = check.check_pair(pair, pair.small_sizes if which == "small" else pair.sizes, device="cuda", **options)
+    check.raise_if_failed(result)
+    return result
+
+
+def device_events_per_call(launch) -> list[str]:
+    """Names of the GPU activities (kernels, memsets, copies) one call of `launch` issues, from
+    torch.profiler's CUDA activities, after one unprofiled call (compiles, caches, autotuning)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    launch()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        launch()
+        torch.cuda.synchronize()
+    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]

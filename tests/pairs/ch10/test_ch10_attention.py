@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -111,25 +111,10 @@ def test_dispatcher_choice_names_a_backend(mod):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _device_events_per_call(launch) -> list[str]:
-    """Names of the GPU activities (kernels, memsets, copies) one call of `launch` issues."""
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(mod, which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert len(result.checks) == 4
 
 
@@ -139,8 +124,8 @@ def test_dispatcher_picks_a_fused_backend_and_launches_drop(mod):
     choice = mod.dispatcher_choice(inputs)
     print(f"SDPA dispatcher on {torch.cuda.get_device_name()}: {choice}")
     assert choice in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")
-    base = _device_events_per_call(mod.baseline(inputs))
-    sdpa = _device_events_per_call(mod.optimized_sdpa(inputs))
+    base = device_events_per_call(mod.baseline(inputs))
+    sdpa = device_events_per_call(mod.optimized_sdpa(inputs))
     print("baseline:", base, "\nsdpa:", sdpa)
     assert 4 <= len(base) <= 6                  # 4, plus any split-K reduction cuBLAS adds
     assert 1 < len(sdpa) <= 3 < len(base)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -128,24 +128,10 @@ def test_a_wrong_variant_is_rejected(mod, kind):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _kernels_per_call(launch) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == set(VARIANTS)
 
 
@@ -153,7 +139,7 @@ def test_every_variant_matches_the_reference_on_gpu(which):
 def test_each_variant_ran_its_backend_and_launches_drop(mod):
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     print(f"{torch.cuda.get_device_name()}: external engines present {mod.flash_engines_present()}")
-    kernels = {name: _kernels_per_call(factory(inputs)) for name, factory in mod.PAIR.variants.items()}
+    kernels = {name: device_events_per_call(factory(inputs)) for name, factory in mod.PAIR.variants.items()}
     for name, names in kernels.items():
         print(name, len(names), names)
     assert 10 <= len(kernels["baseline"]) <= 16

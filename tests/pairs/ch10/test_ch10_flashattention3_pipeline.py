@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -123,24 +123,10 @@ def test_a_wrong_variant_is_rejected(mod, kind):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _kernels_per_call(launch) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == set(VARIANTS)
 
 
@@ -148,8 +134,8 @@ def test_every_variant_matches_the_reference_on_gpu(which):
 def test_each_sdpa_variant_ran_its_backend(mod):
     inputs = mod.make_inputs(mod.SMALL_SIZES, "cuda", 0)
     for name, marker in BACKEND_KERNELS.items():
-        kernels = _kernels_per_call(mod.PAIR.variants[name](inputs))
+        kernels = device_events_per_call(mod.PAIR.variants[name](inputs))
         print(name, len(kernels), kernels)
         assert any(marker in k.lower() for k in kernels), (name, kernels)
         assert len(kernels) <= 6
-    assert len(_kernels_per_call(mod.baseline(inputs))) >= 12
+    assert len(device_events_per_call(mod.baseline(inputs))) >= 12

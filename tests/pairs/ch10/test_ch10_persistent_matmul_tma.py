@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import hide_package, import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -252,27 +252,17 @@ def test_persistent_kernels_build_descriptors_and_move_tiles_by_tma(compiled, va
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == set(VARIANTS)
 
 
 @pytest.mark.gpu
 def test_one_kernel_per_call_and_one_program_per_sm(mod):
-    from torch.profiler import ProfilerActivity, profile
-
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     assert mod.programs(inputs["a"], 512) == min(sms, 512)
     for name, factory in mod.PAIR.variants.items():
         launch = factory(inputs)
-        launch()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            launch()
-            torch.cuda.synchronize()
-        kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = device_events_per_call(launch)
         print(name, kernels)
         assert len(kernels) == 1, (name, kernels)

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -152,33 +152,18 @@ def test_a_wrong_variant_is_rejected(mod, kind):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _device_events_per_call(launch) -> list[str]:
-    """Names of the GPU activities (kernels, memsets, copies) one call of `launch` issues."""
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert len(result.checks) == 4
 
 
 @pytest.mark.gpu
 def test_launches_drop_from_64_to_2_and_flash_ran(mod):
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
-    base = _device_events_per_call(mod.baseline(inputs))
-    sdpa = _device_events_per_call(mod.optimized_sdpa_flash(inputs))
+    base = device_events_per_call(mod.baseline(inputs))
+    sdpa = device_events_per_call(mod.optimized_sdpa_flash(inputs))
     print(f"{torch.cuda.get_device_name()}\nbaseline ({len(base)}):", collections.Counter(base), "\nsdpa:", sdpa)
     assert 64 <= len(base) <= 80                # 4 a head, plus any split-K reduction cuBLAS adds
     assert 2 <= len(sdpa) <= 3 and sum("flash" in name for name in sdpa) == 1     # flash + the copy

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import runnable_variants, sass_opcodes
+from pair_testing import check_on_gpu, device_events_per_call, runnable_variants, sass_opcodes
 
 torch = pytest.importorskip("torch")
 
@@ -246,24 +246,10 @@ def test_an_nvrtc_error_is_a_build_error_with_the_log(mod):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _kernels_per_call(launch) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(mod, which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert len(result.checks) == 6
 
 
@@ -292,7 +278,7 @@ def test_four_kernels_become_one(mod):
     inputs = mod.make_inputs(mod.SMALL_SIZES, "cuda", 0)
     base, fused, inductor = (mod.PAIR.variants[v](inputs) for v in ("baseline", "nvrtc", "inductor"))
     print(f"NVRTC compile + load: {fused.compile_seconds:.2f} s, inductor compile: {inductor.compile_seconds:.1f} s")
-    kernels = {name: _kernels_per_call(f) for name, f in (("baseline", base), ("nvrtc", fused), ("inductor", inductor))}
+    kernels = {name: device_events_per_call(f) for name, f in (("baseline", base), ("nvrtc", fused), ("inductor", inductor))}
     print(kernels)
     assert len(kernels["baseline"]) == 4
     assert kernels["nvrtc"] == [mod.KERNEL]

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -119,27 +119,17 @@ def test_a_wrong_window_is_rejected(mod, kind):
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == {"baseline", "flex"}
 
 
 @pytest.mark.gpu
 def test_launches_drop_and_flex_is_one_triton_kernel(mod):
-    from torch.profiler import ProfilerActivity, profile
-
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     events = {}
     for name, factory in mod.PAIR.variants.items():
         launch = factory(inputs)
-        launch()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            launch()
-            torch.cuda.synchronize()
-        events[name] = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        events[name] = device_events_per_call(launch)
     print(torch.cuda.get_device_name(), events)
     assert 7 <= len(events["baseline"]) <= 12
     assert len(events["flex"]) <= 4 and sum(n.startswith("triton_tem") for n in events["flex"]) == 1

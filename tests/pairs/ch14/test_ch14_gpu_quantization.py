@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -143,14 +143,7 @@ def test_gpu_compiled_refuses_cpu_tensors_before_compiling(mod, monkeypatch):
 
 def _activity(launch) -> tuple[list[str], list[str]]:
     """(kernel names, memcpy names) of one call, from torch.profiler's CUDA activities."""
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    names = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    names = device_events_per_call(launch)
     copies = [n for n in names if "Memcpy" in n or "memcpy" in n]
     return [n for n in names if n not in copies and "Memset" not in n], copies
 
@@ -158,10 +151,7 @@ def _activity(launch) -> tuple[list[str], list[str]]:
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_is_exact_on_gpu(mod, which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert len(result.checks) == 6 and all(c.rel_err_vs_reference == 0.0 for c in result.checks)
 
 

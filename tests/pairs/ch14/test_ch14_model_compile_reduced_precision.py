@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import runnable_variants
+from pair_testing import check_on_gpu, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -165,10 +165,7 @@ def test_compiled_variants_refuse_cpu_tensors_before_compiling(mod, monkeypatch)
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(mod, which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda", trials=1 if which == "default" else 2)
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which, trials=1 if which == "default" else 2)
     print({c.variant: round(c.rel_err_vs_reference, 5) for c in result.checks})
 
 

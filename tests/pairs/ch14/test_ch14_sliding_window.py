@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -206,17 +206,6 @@ def test_a_wrong_window_is_rejected(mod, kind):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _device_events_per_call(launch) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 def _ms_per_call(launch, calls: int = 20) -> float:
     launch()
     torch.cuda.synchronize()
@@ -232,17 +221,14 @@ def _ms_per_call(launch, calls: int = 20) -> float:
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == set(VARIANTS)
 
 
 @pytest.mark.gpu
 def test_launches_and_kernels_per_variant(mod):
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
-    events = {name: _device_events_per_call(factory(inputs)) for name, factory in mod.PAIR.variants.items()}
+    events = {name: device_events_per_call(factory(inputs)) for name, factory in mod.PAIR.variants.items()}
     print(torch.cuda.get_device_name(), events)
     kernels = {v: [n for n in names if not n.startswith("Memset")] for v, names in events.items()}
     # every variant runs the QKV and output projections (2 GEMMs); the attention itself differs

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -95,24 +95,10 @@ def test_dispatcher_choice_names_a_backend(mod):
 
 # --- GPU ------------------------------------------------------------------------------------
 
-def _device_events_per_call(launch) -> list[str]:
-    from torch.profiler import ProfilerActivity, profile
-
-    launch()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        launch()
-        torch.cuda.synchronize()
-    return [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == set(VARIANTS)
 
 
@@ -120,8 +106,8 @@ def test_every_variant_matches_the_reference_on_gpu(which):
 def test_fused_backend_and_launches_drop(mod):
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     choice = mod.dispatcher_choice(inputs)
-    base = _device_events_per_call(mod.baseline(inputs))
-    sdpa = _device_events_per_call(mod.optimized_causal_sdpa_no_window(inputs))
+    base = device_events_per_call(mod.baseline(inputs))
+    sdpa = device_events_per_call(mod.optimized_causal_sdpa_no_window(inputs))
     print(f"{torch.cuda.get_device_name()}: dispatcher {choice}\nbaseline: {base}\nsdpa: {sdpa}")
     assert choice in ("FLASH_ATTENTION", "CUDNN_ATTENTION", "EFFICIENT_ATTENTION")   # H100, torch 2.11: cuDNN
     kernels = lambda names: [n for n in names if not n.startswith("Memset")]          # noqa: E731

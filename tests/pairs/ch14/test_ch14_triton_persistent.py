@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import hide_package, import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -244,29 +244,19 @@ def test_book_tiles_run_mma_sync_and_the_retune_runs_wgmma(compiled):
 @pytest.mark.gpu
 @pytest.mark.parametrize("which", ["small", "default"])
 def test_every_variant_matches_the_reference_on_gpu(which):
-    pair = pairs.find(NAME)
-    sizes = pair.small_sizes if which == "small" else pair.sizes
-    result = check.check_pair(pair, sizes, device="cuda")
-    check.raise_if_failed(result)
+    result = check_on_gpu(NAME, which)
     assert {c.variant for c in result.checks} == set(VARIANTS)
     assert all(c.rel_err_vs_reference == 0.0 for c in result.checks)
 
 
 @pytest.mark.gpu
 def test_64_kernels_per_call_against_one(mod):
-    from torch.profiler import ProfilerActivity, profile
-
     inputs = mod.make_inputs(mod.DEFAULT_SIZES, "cuda", 0)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     counts = {}
     for name, factory in mod.PAIR.variants.items():
         launch = factory(inputs)
-        launch()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            launch()
-            torch.cuda.synchronize()
-        kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        kernels = device_events_per_call(launch)
         counts[name] = len(kernels)
         if name != "baseline":
             assert launch.programs == min(sms, mod.tiles(mod.DEFAULT_SIZES, mod.BOOK if name == "persistent"
