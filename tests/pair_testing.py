@@ -199,17 +199,19 @@ def sass_functions(library: Path) -> dict[str, str]:
     return {part.split("\n", 1)[0].strip(): part for part in re.split(r"\n\s*Function : ", sass)[1:]}
 
 
-def sass_opcodes(library: Path) -> dict[str, "collections.Counter[str]"]:
-    """{mangled kernel name: Counter of its SASS opcodes}, from `cuobjdump -sass`. Instructions
+def opcode_counts(body: str) -> "collections.Counter[str]":
+    """Counter of the opcodes in one kernel's SASS text (a `sass_functions` value). Instructions
     predicated on @!PT (never executed; padding the compiler leaves) are not counted."""
     import collections
     import re
 
-    out = {}
-    for name, part in sass_functions(library).items():
-        ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", part)
-        out[name] = collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
-    return out
+    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", body)
+    return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
+
+
+def sass_opcodes(library: Path) -> dict[str, "collections.Counter[str]"]:
+    """{mangled kernel name: `opcode_counts` of its SASS}, from `cuobjdump -sass`."""
+    return {name: opcode_counts(part) for name, part in sass_functions(library).items()}
 
 
 def fake_library(query: str, code: int, error_text: bytes = b"fake CUDA error") -> "CudaLibrary":

@@ -11,13 +11,11 @@ multi-wave sizes and at every cluster width; the real probes accept every width 
 """
 from __future__ import annotations
 
-import collections
 import ctypes
-import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, fake_library, forbid_build, ptxas_entries, requires_nvcc,
+from pair_testing import (assert_exports, fake_library, forbid_build, opcode_counts, ptxas_entries, requires_nvcc,
                           runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
@@ -133,12 +131,6 @@ def sass(built) -> dict[str, str]:
     return out
 
 
-def opcodes(body: str) -> collections.Counter:
-    """Executed-opcode counts of one kernel's SASS (instructions predicated on @!PT dropped)."""
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", body)
-    return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
-
-
 @pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
@@ -155,7 +147,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(sass):
     assert set(sass) == set(VARIANTS)
-    ops = {v: opcodes(body) for v, body in sass.items()}
+    ops = {v: opcode_counts(body) for v, body in sass.items()}
     for v, body in sass.items():
         assert "STL" not in body and "LDL" not in body, v                  # no local memory
         # the same inner product everywhere: 128 k x 4 columns of FFMA, 128 + 32 LDS.128, one float4 store

@@ -13,14 +13,13 @@ the float64 reference at ragged, multi-wave and the book's sizes.
 """
 from __future__ import annotations
 
-import collections
 import ctypes
-import re
 from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers, import_fresh, record_library_loads, runnable_variants, sass_functions
+from pair_testing import (can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers,
+                          import_fresh, opcode_counts, record_library_loads, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -174,12 +173,6 @@ def sass(library) -> dict[str, str]:
     return out
 
 
-def opcodes(body: str) -> collections.Counter:
-    """Executed-opcode counts of one kernel's SASS (instructions predicated on @!PT dropped)."""
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", body)
-    return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
-
-
 @cutlass_build
 def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(library, mod):
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
@@ -217,7 +210,7 @@ def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(
 def test_sass_shows_each_schedules_mechanism(sass):
     assert set(sass) == {"KernelTmaWarpSpecialized", "KernelTmaWarpSpecializedCooperative",
                          "KernelTmaWarpSpecializedPingpong"}
-    ops = {schedule: opcodes(body) for schedule, body in sass.items()}
+    ops = {schedule: opcode_counts(body) for schedule, body in sass.items()}
     for schedule, body in sass.items():
         c = ops[schedule]
         hgmma = sum(n for op, n in c.items() if op.startswith("HGMMA"))

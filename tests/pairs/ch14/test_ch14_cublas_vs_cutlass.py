@@ -15,7 +15,6 @@ book's sizes.
 """
 from __future__ import annotations
 
-import collections
 import ctypes
 import math
 import re
@@ -23,7 +22,9 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers, import_fresh, record_library_loads, run_nvcc, runnable_variants, sass_functions
+from pair_testing import (can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers,
+                          import_fresh, opcode_counts, record_library_loads, run_nvcc, runnable_variants,
+                          sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -185,12 +186,6 @@ def sass(built) -> dict[str, str]:
     return out
 
 
-def opcodes(body: str) -> collections.Counter:
-    """Executed-opcode counts of one kernel's SASS (instructions predicated on @!PT dropped)."""
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", body)
-    return collections.Counter(op for pred, op in ops if pred.strip() != "@!PT")
-
-
 def ptxas_entries(report: str) -> dict[str, str]:
     """{mangled entry function: its ptxas lines (properties, registers, spills)} from `-Xptxas -v`."""
     parts = re.split(r"ptxas info\s*: Compiling entry function '(\w+)'", report)
@@ -250,7 +245,7 @@ def test_builds_with_its_symbols_and_refuses_bad_arguments_before_any_cuda_call(
 
 @cutlass_build
 def test_sass_sm80_kernel_is_mma_sync_with_nothing_of_hopper(sass):
-    c = opcodes(sass["sm80"])
+    c = opcode_counts(sass["sm80"])
     # 64x64x64 warp tile of 16x8x16 mma.sync: 4 x 8 x 4 = 128 HMMA per k-block of 64
     assert c["HMMA.16816.F32"] >= 128
     assert any(op.startswith("LDGSTS") for op in c) and any(op.startswith("LDSM") for op in c)   # cp.async, ldmatrix
@@ -261,7 +256,7 @@ def test_sass_sm80_kernel_is_mma_sync_with_nothing_of_hopper(sass):
 @cutlass_build
 def test_sass_sm90_kernel_is_tma_and_wgmma_with_no_mma_sync(sass):
     body = sass["sm90"]
-    c = opcodes(body)
+    c = opcode_counts(body)
     hgmma = sum(n for op, n in c.items() if op.startswith("HGMMA"))
     assert hgmma >= 8 and "HGMMA.64x128x16.F32" in body                    # fp16 wgmma, fp32 accumulators
     assert ".tnspB" in body                                                 # B is N-major (row-major k x n)
