@@ -1,10 +1,11 @@
 """What the per-pair test files share: the pair module under test (the file's PAIR_PATH, imported
 fresh as discovery does) and its CUDA library built once per file (the file's CU_PATH, for
-sm_90a), as `mod` and `built`. A file that needs another import or build defines its own."""
+sm_90a), as `mod` and `built`, and that library's SASS per kernel as `sass` and `ops` (the
+file's `kernel_of` names each kernel). A file that needs another import or build defines its own."""
 from __future__ import annotations
 
 import pytest
-from pair_testing import build_with_report, have_nvcc, import_fresh
+from pair_testing import build_with_report, have_nvcc, import_fresh, opcodes_by_kernel, sass_by_kernel
 
 
 @pytest.fixture(scope="module")
@@ -22,3 +23,16 @@ def built(request, tmp_path_factory):
         pytest.skip("needs nvcc")
     source = request.module.CU_PATH
     return build_with_report(source, tmp_path_factory.mktemp(source.stem), "sm_90a")
+
+
+@pytest.fixture(scope="module")
+def sass(request, built):
+    """{kernel: its SASS text} of the `built` library, each kernel named by the test file's
+    `kernel_of(mangled name)`. A file whose kernels need more than a name defines its own."""
+    return sass_by_kernel(built[0], request.module.kernel_of)
+
+
+@pytest.fixture(scope="module")
+def ops(request, built):
+    """{kernel: Counter of its SASS opcodes}, named as `sass` names them."""
+    return opcodes_by_kernel(built[0], request.module.kernel_of)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
-                          ptxas_entries, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
+                          requires_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
 
@@ -182,20 +182,10 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def _kernel(mangled: str) -> str:
+def kernel_of(mangled: str) -> str:
     found = [k for tag, k in KERNELS.items() if "cluster_gemm_kernel" + tag in mangled]
     assert len(found) == 1, mangled
     return found[0]
-
-
-@pytest.fixture(scope="module")
-def sass(built):
-    return sass_by_kernel(built[0], _kernel)
-
-
-@pytest.fixture(scope="module")
-def ops(built):
-    return opcodes_by_kernel(built[0], _kernel)
 
 
 @pytest.mark.slow
@@ -203,7 +193,7 @@ def ops(built):
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
     compiled, frame_count = ptxas_entries(report)
-    assert sorted(_kernel(c) for c in compiled) == sorted(KERNELS.values())
+    assert sorted(kernel_of(c) for c in compiled) == sorted(KERNELS.values())
     assert frame_count == 3
     # static shared memory: the full + empty barriers, 2 x stages x 8 bytes (the stages are dynamic)
     assert sorted(map(int, re.findall(r"used \d+ barriers, (\d+) bytes smem", report))) == [32, 64, 64]
@@ -218,7 +208,7 @@ def test_every_kernel_requires_2x1x1_clusters(tmp_path):
                    check=True, capture_output=True)
     text = ptx.read_text()
     entries = re.findall(r"\.entry (\S+)\(", text)
-    assert sorted(_kernel(e) for e in entries) == sorted(KERNELS.values())
+    assert sorted(kernel_of(e) for e in entries) == sorted(KERNELS.values())
     assert text.count(".reqnctapercluster 2, 1, 1") == 3
 
 

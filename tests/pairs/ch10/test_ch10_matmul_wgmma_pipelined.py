@@ -18,8 +18,8 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
-                          ptxas_entries, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
+                          requires_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
 
@@ -127,18 +127,8 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def _kernel(mangled: str) -> str:
+def kernel_of(mangled: str) -> str:
     return next(k for k in KERNELS if re.search(rf"\d{k}E", mangled))
-
-
-@pytest.fixture(scope="module")
-def sass(built):
-    return sass_by_kernel(built[0], _kernel)
-
-
-@pytest.fixture(scope="module")
-def ops(built):
-    return opcodes_by_kernel(built[0], _kernel)
 
 
 @pytest.mark.slow
@@ -146,7 +136,7 @@ def ops(built):
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
     compiled, frame_count = ptxas_entries(report)
-    assert sorted(_kernel(c) for c in compiled) == sorted(KERNELS)
+    assert sorted(kernel_of(c) for c in compiled) == sorted(KERNELS)
     assert frame_count == 2
     # static shared memory: one mbarrier (single stage); 4 full + 4 empty (the ring; stages are dynamic)
     assert sorted(map(int, re.findall(r"used 1 barriers, (\d+) bytes smem", report))) == [16, 64]

@@ -15,8 +15,7 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, fake_library, forbid_build, ptxas_entries, requires_nvcc, runnable_variants,
-                          sass_functions, sass_opcodes)
+from pair_testing import assert_exports, fake_library, forbid_build, ptxas_entries, requires_nvcc, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -123,18 +122,8 @@ def test_no_tma_support_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def _kernel(mangled: str) -> str:
+def kernel_of(mangled: str) -> str:
     return next(k for k in KERNELS if re.search(rf"\d{k}E", mangled))
-
-
-@pytest.fixture(scope="module")
-def sass(built):
-    return {_kernel(name): body for name, body in sass_functions(built[0]).items()}
-
-
-@pytest.fixture(scope="module")
-def ops(built):
-    return {_kernel(name): counts for name, counts in sass_opcodes(built[0]).items()}
 
 
 @pytest.mark.slow
@@ -142,7 +131,7 @@ def ops(built):
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
     library, report = built
     compiled, frame_count = ptxas_entries(report)
-    assert sorted(_kernel(c) for c in compiled) == sorted(KERNELS)
+    assert sorted(kernel_of(c) for c in compiled) == sorted(KERNELS)
     assert frame_count == len(KERNELS)
     smem = re.findall(r"used 1 barriers, (\d+) bytes smem", report)
     # ring: 4 mbarriers (its stages are dynamic); the [32][64] chunk; the 32 KiB stage + its mbarrier

@@ -26,8 +26,8 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, opcodes_by_kernel,
-                          ptxas_entries, requires_nvcc, runnable_variants, sass_by_kernel)
+from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
+                          requires_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
 
@@ -173,18 +173,8 @@ def test_unsupported_gpu_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def _kernel(mangled: str) -> str:
+def kernel_of(mangled: str) -> str:
     return next(k for k, pattern in KERNELS.items() if re.search(pattern, mangled))
-
-
-@pytest.fixture(scope="module")
-def sass(built):
-    return sass_by_kernel(built[0], _kernel)
-
-
-@pytest.fixture(scope="module")
-def ops(built):
-    return opcodes_by_kernel(built[0], _kernel)
 
 
 @pytest.mark.slow
@@ -192,11 +182,11 @@ def ops(built):
 def test_builds_for_sm90a_without_warnings_or_local_memory(built):
     library, report = built
     compiled, frame_count = ptxas_entries(report)
-    assert sorted(_kernel(c) for c in compiled) == sorted(KERNELS)
+    assert sorted(kernel_of(c) for c in compiled) == sorted(KERNELS)
     assert frame_count == 4
     # registers at launch: 384 threads x at most 168 fit the 64 Ki register file (setmaxnreg
     # then moves them between warpgroups); 256 threads may use up to 255
-    used = dict(zip((_kernel(c) for c in compiled), map(int, re.findall(r"Used (\d+) registers", report))))
+    used = dict(zip((kernel_of(c) for c in compiled), map(int, re.findall(r"Used (\d+) registers", report))))
     assert all(used[k] * 384 <= 65536 for k in SPECIALIZED) and used["one_issuer"] <= 255
     # static shared memory: full[2] (baseline); full[4] + empty[4] (the 4-stage ring; stages are
     # dynamic); full[3] + empty[3] with the TMA store, whose named barrier's id is a register
