@@ -1,12 +1,12 @@
 """Issue 16: an ncu export cut exactly between two blocks (a `.ncu-rep`) or two rows (a CSV).
 
-A real report (tests/fixtures/h200/probe_all.ncu-rep.gz: 30 blocks, 11 kernels) is cut at the end of
-every block. Its layout (`parse.ncu.rep_frame`): 0 the process; 1 the first kernel's module; 2 the
-first result; 3-9 the session (9: ncu's command line); then module + result for each further kernel
-(10/11, 12/13, ..., 28/29). Cuts after a module, or between the first result and the command line,
-are refused; cuts after block 0 hold no kernel (refused by the parser); cuts after the command line
-or after any result are byte for byte a whole report of fewer kernels, which nothing in the format
-can tell (no count, no trailer). For aisp-prof's run folders run.json's `ncu_kernels_profiled` can:
+A real report (tests/fixtures/h200/cluster_group.ncu-rep.gz: 13 blocks, 4 kernels) is cut at the end of
+every block. Its layout (`parse.ncu.rep_frame`): 0 the process; 1 the module of all four kernels; 2
+the first result; 3-9 the session (9: ncu's command line); then a result for each further kernel
+(10, 11, 12: no module of their own, the first one holds them). Cuts after the module, or between the
+first result and the command line, are refused; cuts after block 0 hold no kernel (refused by the
+parser); cuts after the command line or after any result are byte for byte a whole report of fewer
+kernels, which nothing in the format can tell (no count, no trailer). For aisp-prof's run folders run.json's `ncu_kernels_profiled` can:
 a real run folder's CSV cut at each row boundary is refused.
 """
 from __future__ import annotations
@@ -27,11 +27,11 @@ from aisp_prof.parse.ncu.rep import ncu_report_available, parse_ncu_rep
 from aisp_prof.parse.ncu.rep_frame import check_report_frame, report_blocks
 
 H200 = FIXTURES / "h200"
-REPORT_GZ = H200 / "probe_all.ncu-rep.gz"
+REPORT_GZ = H200 / "cluster_group.ncu-rep.gz"   # aisp-prof run ch10.cluster_group, H200 (README there)
 RUN_DIR = H200 / "calibrate_probe_run"            # a real `aisp-prof calibrate --profile` run folder, 10 kernels
-SEEN_AS_CUT = {1, 2, 3, 4, 5, 6, 7, 8, *range(10, 29, 2)}
+SEEN_AS_CUT = {1, 2, 3, 4, 5, 6, 7, 8}           # after the module, after result 1, inside the session
 NO_KERNEL = {0}
-LOOKS_WHOLE = {9, *range(11, 28, 2)}              # after the command line, after results 2..10
+LOOKS_WHOLE = {9, 10, 11}                         # after the command line, after results 2 and 3
 needs_ncu_report = pytest.mark.skipif(not ncu_report_available(), reason="the ncu_report module is not importable here")
 
 
@@ -49,11 +49,11 @@ def report(tmp_path_factory) -> tuple[bytes, list]:
 
 def test_layout_of_the_real_report(report):
     data, blocks = report
-    assert len(blocks) == 30 and blocks[-1].end == len(data)
-    assert [b.results for b in blocks].count(1) == 11
-    assert [i for i, b in enumerate(blocks) if b.modules] == [1, *range(10, 29, 2)]
+    assert len(blocks) == 13 and blocks[-1].end == len(data)
+    assert [i for i, b in enumerate(blocks) if b.results] == [2, 10, 11, 12]
+    assert [i for i, b in enumerate(blocks) if b.modules] == [1]
     assert [i for i, b in enumerate(blocks) if b.command_line] == [9]
-    assert SEEN_AS_CUT | NO_KERNEL | LOOKS_WHOLE == set(range(29))
+    assert SEEN_AS_CUT | NO_KERNEL | LOOKS_WHOLE == set(range(12))
 
 
 @pytest.mark.slow
@@ -95,11 +95,11 @@ def test_a_cut_before_any_kernel_exits_6(tmp_path, report):
 
 @needs_ncu_report
 def test_a_cut_after_a_result_reads_as_a_shorter_report(tmp_path, report):
-    """The limit, shown: cut after the 2nd result (block 11) the report is a 2-kernel report."""
+    """The limit, shown: cut after the 3rd result (block 11) the report is a 3-kernel report."""
     data, blocks = report
     cut = tmp_path / "cut.ncu-rep"
     cut.write_bytes(data[:blocks[11].end])
-    assert len(parse_ncu_rep(cut).launches) == 2
+    assert len(parse_ncu_rep(cut).launches) == 3
 
 
 def _cut_rows(src: Path, dst: Path, keep: int) -> None:
@@ -139,7 +139,7 @@ def test_the_framing_answers_where_ncu_report_is_missing(tmp_path, report, monke
     data, blocks = report
     monkeypatch.setitem(sys.modules, "ncu_report", None)      # makes `import ncu_report` fail
     cut = tmp_path / "cut.ncu-rep"
-    cut.write_bytes(data[:blocks[12].end])
+    cut.write_bytes(data[:blocks[1].end])
     with pytest.raises(ExportParseError, match="after a kernel's module .*truncated"):
         parse_ncu_rep(cut)
     whole = tmp_path / "whole.ncu-rep"

@@ -327,13 +327,11 @@ def test_rep_without_ncu_report(tmp_path, monkeypatch):
 
 
 def _rep_pairs() -> list[tuple[Path, Path]]:
-    """(X.ncu-rep[.gz], X_raw_base.csv) fixture pairs made from the same report."""
+    """(X.ncu-rep[.gz], X_raw_base.csv[.gz]) fixture pairs made from the same report."""
     pairs = []
     for rep in sorted(FIXTURES.rglob("*.ncu-rep*")):
         stem = rep.name.split(".ncu-rep")[0]
-        csv_path = rep.with_name(f"{stem}_raw_base.csv")
-        if csv_path.exists():
-            pairs.append((rep, csv_path))
+        pairs += [(rep, c) for c in (rep.with_name(f"{stem}_raw_base.csv{gz}") for gz in ("", ".gz")) if c.exists()]
     return pairs
 
 
@@ -350,6 +348,6 @@ def assert_rep_matches_csv(rep_path: Path, csv_path: Path) -> None:
 def test_rep_matches_csv():
     pairs = _rep_pairs()
     if not pairs:
-        pytest.skip("no tests/fixtures/**/X.ncu-rep[.gz] with a sibling X_raw_base.csv yet")
+        pytest.skip("no tests/fixtures/**/X.ncu-rep[.gz] with a sibling X_raw_base.csv[.gz] yet")
     for rep_path, csv_path in pairs:
         assert_rep_matches_csv(rep_path, csv_path)

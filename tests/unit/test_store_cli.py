@@ -137,11 +137,12 @@ def test_help_has_examples():
 def test_import_ncu_rep_gz_through_ncu_report(tmp_path):
     pytest.importorskip("ncu_report")
     db = str(tmp_path / "a.db")
-    res = invoke("import", str(H200 / "probe_all.ncu-rep.gz"), "--db", db)
+    res = invoke("import", str(H200 / "cluster_group.ncu-rep.gz"), "--db", db)
     assert res.exit_code == 0, res.output
     rows = json.loads(invoke("kernels", "latest", "--db", db, "--json").stdout)
-    assert len(rows) == 11
-    assert {"aisp/pairA/baseline", "aisp/pairG/graph"} <= {r["nvtx_range"] for r in rows}
+    assert len(rows) == 4
+    assert {"aisp/ch10.cluster_group/baseline", "aisp/ch10.cluster_group/single_cta_float4"} <= {
+        r["nvtx_range"] for r in rows}
 
 
 # ------------------------------------------------ memcpy/memset through store, summary and CLI

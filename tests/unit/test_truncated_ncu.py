@@ -1,5 +1,5 @@
 """Issue 16 item 4: an ncu export cut short (or partly unreadable) exits 6 with the reason and
-stores nothing. Real report: tests/fixtures/h200/probe_all.ncu-rep.gz (11 launches, 30 blocks),
+stores nothing. Real report: tests/fixtures/h200/cluster_group.ncu-rep.gz (4 launches, 13 blocks),
 cut inside the test; a real CSV cut mid-row the same way."""
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from aisp_prof.errors import ExportParseError
 from aisp_prof.parse.ncu import rep as ncu_rep
 from aisp_prof.parse.ncu.csv_page import _is_metric_header
 from aisp_prof.parse.ncu.rep import ncu_report_available, parse_ncu_rep
+from aisp_prof.parse.ncu.rep_frame import report_blocks
 
 H200 = FIXTURES / "h200"
-REPORT_GZ = H200 / "probe_all.ncu-rep.gz"
+REPORT_GZ = H200 / "cluster_group.ncu-rep.gz"
 CSV = H200 / "probe_curated_raw_base.csv"
 needs_ncu_report = pytest.mark.skipif(
     not ncu_report_available(),
@@ -36,11 +37,21 @@ def report_bytes() -> bytes:
     return gzip.decompress(REPORT_GZ.read_bytes())
 
 
-# offsets: inside the file header, inside the first block header, a tenth, half, and the cut
-# that leaves ncu_report a nameless, metricless last kernel (22,227,909 of 22,250,160 bytes),
-# and one byte short
-def _offsets(size: int) -> list[int]:
-    return [12, 150, size // 10, size // 2, 22_227_909, size - 1]
+def _inside_last_result(data: bytes, tmp_path: Path) -> int:
+    """Halfway through the last kernel's result block (bytes 187,187-213,914 of 213,914): the cut
+    that leaves ncu_report a nameless, metricless last kernel."""
+    whole = tmp_path / "whole.ncu-rep"
+    whole.write_bytes(data)
+    last = report_blocks(whole, whole)[-1]
+    assert last.results == 1
+    return (last.offset + last.end) // 2
+
+
+# offsets: inside the file header, inside the second block's header (the first is 10-145: the
+# process), a tenth, half, inside the last result, and one byte short
+def _offsets(data: bytes, tmp_path: Path) -> list[int]:
+    size = len(data)
+    return [12, 150, size // 10, size // 2, _inside_last_result(data, tmp_path), size - 1]
 
 
 def _store_one(db: Path) -> str:
@@ -54,14 +65,14 @@ def test_whole_report_still_imports(tmp_path, report_bytes):
     whole = tmp_path / "whole.ncu-rep"
     whole.write_bytes(report_bytes)
     parsed = parse_ncu_rep(whole)
-    assert len(parsed.launches) == 11 and parsed.launches["kernel"].notna().all()
+    assert len(parsed.launches) == 4 and parsed.launches["kernel"].notna().all()
 
 
 @pytest.mark.slow
 @needs_ncu_report
 @pytest.mark.parametrize("k", range(6))
 def test_cut_report_exits_6_and_stores_nothing(tmp_path, report_bytes, k):
-    cut_at = _offsets(len(report_bytes))[k]
+    cut_at = _offsets(report_bytes, tmp_path)[k]
     cut = tmp_path / "cut.ncu-rep"
     cut.write_bytes(report_bytes[:cut_at])
     db = tmp_path / "a.db"
@@ -83,12 +94,12 @@ def test_cut_report_exits_6_and_stores_nothing(tmp_path, report_bytes, k):
 @pytest.mark.slow
 @needs_ncu_report
 def test_nameless_last_kernel_is_an_error_even_past_the_framing_check(tmp_path, report_bytes, monkeypatch):
-    """Without the framing check, ncu_report reads this cut as 11 launches, the last with no name
+    """Without the framing check, ncu_report reads this cut as 4 launches, the last with no name
     and no metrics (what issue 16 saw stored): the per-launch check refuses it."""
     cut = tmp_path / "cut.ncu-rep"
-    cut.write_bytes(report_bytes[:22_227_909])
+    cut.write_bytes(report_bytes[:_inside_last_result(report_bytes, tmp_path)])
     monkeypatch.setattr(ncu_rep, "check_report_frame", lambda path, source: None)
-    with pytest.raises(ExportParseError, match="launch 10 has no (kernel name|metric values).*truncated"):
+    with pytest.raises(ExportParseError, match="launch 3 has no (kernel name|metric values).*truncated"):
         parse_ncu_rep(cut)
 
 

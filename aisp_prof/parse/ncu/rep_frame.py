@@ -4,9 +4,10 @@
 says nothing: the blocks before the cut read back, the last kernel comes without a name or
 metrics, or fewer kernels come. The file's framing tells some cuts from a short report, not all.
 
-The layout, as read from every real report at hand (ncu 2025.3.1, file version 7: the 22 MB
-tests/fixtures/h200/probe_all.ncu-rep.gz and 11 reports of H100 runs not committed, issue 16's two
-foreign captures and nine aisp-prof runs of chapters 10 and 14, 12 to 80 blocks each): the
+The layout, as read from every real report at hand (ncu 2025.3.1, file version 7: a 22 MB H200
+report once in the tree as tests/fixtures/h200/probe_all.ncu-rep.gz, tests/fixtures/h200/cluster_group.ncu-rep.gz,
+and 11 reports of H100 runs not committed, issue 16's two foreign captures and nine aisp-prof runs of
+chapters 10 and 14, 12 to 80 blocks each): the
 magic `NVR\\0`, a little-endian uint32 length and a file-header message (protobuf) whose only field
 is the version (1: 7). Then blocks, each a uint32 length, a block-header message and a payload.
 Block-header fields: 1 how many modules the payload holds (0/1: the kernel's cubin, an ELF),
