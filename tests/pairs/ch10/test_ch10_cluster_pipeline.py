@@ -25,6 +25,7 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
                           requires_nvcc, runnable_variants)
+from wgmma_gemm_checks import assert_reference_within_rounding, assert_seeded_k_major_fp16
 
 torch = pytest.importorskip("torch")
 
@@ -120,14 +121,7 @@ def test_stages_are_the_kernels(mod):
 
 
 def test_make_inputs_are_seeded_k_major_fp16(mod):
-    sizes = {"m": 100, "n": 264, "k": 136}
-    a, b, c = (mod.make_inputs(sizes, "cpu", s) for s in (7, 7, 8))
-    assert a["a"].shape == (100, 136) and a["b"].shape == (264, 136)          # B is [n, k]: K-major
-    for key in ("a", "b"):
-        assert a[key].dtype == torch.float16 and a[key].is_contiguous()
-        assert torch.equal(a[key], b[key]) and not torch.equal(a[key], c[key])
-    big = mod.make_inputs({"m": 128, "n": 256, "k": 4096}, "cpu", 0)
-    assert 0.9 < float(mod.reference(big).std()) < 1.1                        # C ~ N(0, 1)
+    assert_seeded_k_major_fp16(mod, {"m": 100, "n": 264, "k": 136})
 
 
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 260, "k": 64}, {"m": 128, "n": 256, "k": 100},
@@ -144,14 +138,7 @@ def test_ragged_sizes_are_accepted(mod):
 
 
 def test_reference_and_tolerance(mod):
-    inputs = mod.make_inputs({"m": 128, "n": 256, "k": 512}, "cpu", 3)
-    a, b = inputs["a"], inputs["b"]
-    ref = mod.reference(inputs)
-    assert ref.dtype == torch.float64 and ref.shape == (128, 256)
-    assert torch.equal(ref, a.double() @ b.double().t())
-    # what a correct kernel can be off by: fp32 accumulation and the fp16 rounding of C
-    rounded = (a.float() @ b.float().t()).half().double()
-    assert 5e-5 < check._rel_err(rounded, ref) < mod.PAIR.tolerance / 5
+    a, b, ref = assert_reference_within_rounding(mod, {"m": 128, "n": 256, "k": 512})
     # what a wrong one is off by: the two multicast halves of B swapped (each CTA's half landing
     # at the other's offset), or a stage refilled with the next k-tile before it was read
     swapped = b.clone()

@@ -16,6 +16,8 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_exports, assert_support_probe, forbid_build, ptxas_entries, requires_nvcc, runnable_variants,
                           sass_functions, sass_opcodes)
+from wgmma_gemm_checks import (assert_descriptor_bugs_are_caught, assert_reference_within_rounding,
+                               assert_seeded_k_major_fp16)
 
 torch = pytest.importorskip("torch")
 
@@ -60,14 +62,7 @@ def test_flops_and_bytes_formulas(mod):
 
 
 def test_make_inputs_are_seeded_k_major_fp16(mod):
-    sizes = {"m": 128, "n": 256, "k": 128}
-    a, b, c = (mod.make_inputs(sizes, "cpu", s) for s in (7, 7, 8))
-    assert a["a"].shape == (128, 128) and a["b"].shape == (256, 128)          # B is [n, k]: K-major
-    for key in ("a", "b"):
-        assert a[key].dtype == torch.float16 and a[key].is_contiguous()
-        assert torch.equal(a[key], b[key]) and not torch.equal(a[key], c[key])
-    big = mod.make_inputs({"m": 128, "n": 256, "k": 4096}, "cpu", 0)
-    assert 0.9 < float(mod.reference(big).std()) < 1.1                        # C ~ N(0, 1)
+    assert_seeded_k_major_fp16(mod, {"m": 128, "n": 256, "k": 128})
 
 
 @pytest.mark.parametrize("sizes", [{"m": 0, "n": 256, "k": 64}, {"m": 128, "n": 0, "k": 64},
@@ -79,22 +74,8 @@ def test_sizes_outside_the_tma_limit_are_refused(mod, sizes):
 
 
 def test_reference_and_tolerance(mod):
-    inputs = mod.make_inputs({"m": 128, "n": 256, "k": 512}, "cpu", 3)
-    a, b = inputs["a"], inputs["b"]
-    ref = mod.reference(inputs)
-    assert ref.dtype == torch.float64 and ref.shape == (128, 256)
-    assert torch.equal(ref, a.double() @ b.double().t())
-    # what a correct kernel can be off by: fp32 accumulation and the fp16 rounding of C
-    rounded = (a.float() @ b.float().t()).half().double()
-    assert 5e-5 < check._rel_err(rounded, ref) < mod.PAIR.tolerance / 5
-    # what a wrong one is off by: one 16-wide k slice of A taken from the neighbouring slice
-    # (a wrong descriptor step), or B read as [k, n] instead of [n, k], are O(1)
-    wrong = a.clone()
-    wrong[:, 16:32] = a[:, 32:48]
-    assert check._rel_err(wrong.double() @ b.double().t(), ref) > 0.1
-    square = mod.make_inputs({"m": 256, "n": 256, "k": 256}, "cpu", 3)
-    transposed = square["a"].double() @ square["b"].double()
-    assert check._rel_err(transposed, mod.reference(square)) > 0.5
+    a, b, ref = assert_reference_within_rounding(mod, {"m": 128, "n": 256, "k": 512})
+    assert_descriptor_bugs_are_caught(mod, a, b, ref)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

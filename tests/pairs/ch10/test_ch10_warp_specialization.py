@@ -28,6 +28,8 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
                           requires_nvcc, runnable_variants)
+from wgmma_gemm_checks import (assert_descriptor_bugs_are_caught, assert_reference_within_rounding,
+                               assert_seeded_k_major_fp16)
 
 torch = pytest.importorskip("torch")
 
@@ -108,14 +110,7 @@ def test_constants_are_the_kernels(mod):
 
 
 def test_make_inputs_are_seeded_k_major_fp16(mod):
-    sizes = {"m": 100, "n": 264, "k": 72}
-    a, b, c = (mod.make_inputs(sizes, "cpu", s) for s in (7, 7, 8))
-    assert a["a"].shape == (100, 72) and a["b"].shape == (264, 72)            # B is [n, k]: K-major
-    for key in ("a", "b"):
-        assert a[key].dtype == torch.float16 and a[key].is_contiguous()
-        assert torch.equal(a[key], b[key]) and not torch.equal(a[key], c[key])
-    big = mod.make_inputs({"m": 128, "n": 256, "k": 4096}, "cpu", 0)
-    assert 0.9 < float(mod.reference(big).std()) < 1.1                        # C ~ N(0, 1)
+    assert_seeded_k_major_fp16(mod, {"m": 100, "n": 264, "k": 72})
 
 
 @pytest.mark.parametrize("sizes", [{"m": 128, "n": 260, "k": 64}, {"m": 128, "n": 256, "k": 100},
@@ -132,23 +127,12 @@ def test_ragged_sizes_are_accepted(mod):
 
 
 def test_reference_and_tolerance(mod):
-    inputs = mod.make_inputs({"m": 200, "n": 264, "k": 520}, "cpu", 3)
-    a, b = inputs["a"], inputs["b"]
-    ref = mod.reference(inputs)
-    assert ref.dtype == torch.float64 and ref.shape == (200, 264)
-    assert torch.equal(ref, a.double() @ b.double().t())
-    # what a correct kernel can be off by: fp32 accumulation and the fp16 rounding of C
-    rounded = (a.float() @ b.float().t()).half().double()
-    assert 5e-5 < check._rel_err(rounded, ref) < mod.PAIR.tolerance / 5
+    a, b, ref = assert_reference_within_rounding(mod, {"m": 200, "n": 264, "k": 520})
     # what a wrong one is off by: a k slice taken from the neighbouring one (a wrong descriptor
     # step), the ragged last k-tile dropped (k = 520 = 8 x 64 + 8), B read as [k, n], or a tile
     # row left unwritten (a wrong persistent tile walk) are all far outside the tolerance
-    wrong = a.clone()
-    wrong[:, 16:32] = a[:, 32:48]
-    assert check._rel_err(wrong.double() @ b.double().t(), ref) > 0.1
+    assert_descriptor_bugs_are_caught(mod, a, b, ref)
     assert check._rel_err(a[:, :512].double() @ b[:, :512].double().t(), ref) > 10 * mod.PAIR.tolerance
-    square = mod.make_inputs({"m": 256, "n": 256, "k": 256}, "cpu", 3)
-    assert check._rel_err(square["a"].double() @ square["b"].double(), mod.reference(square)) > 0.5
     missing = ref.clone()
     missing[128:] = 0
     assert check._rel_err(missing, ref) > 0.3
