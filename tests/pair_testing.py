@@ -227,22 +227,30 @@ def fake_library(query: str, code: int, error_text: bytes = b"fake CUDA error") 
     return lib
 
 
-def assert_support_probe(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, query: str, variant: str,
-                         unsupported: str = "needs an sm_90 GPU") -> None:
-    """A pair's capability probe `query` through `mod._require_support(variant)`: not supported is a
-    RequirementError saying `unsupported` (a skip), 0 passes, any other CUDA error
-    (cudaErrorNoDevice, 100) is a failure, not a skip."""
+def assert_probe_gates(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, query: str, require,
+                       unsupported: str) -> Exception:
+    """A pair's capability check `require()` (it calls the library's zero-argument probe `query`)
+    against a library that is never built: not supported is a RequirementError matching
+    `unsupported` (a skip), 0 passes, any other CUDA error (cudaErrorNoDevice, 100) is a failure,
+    not a skip. Gives the RequirementError, for a test that reads more of its text."""
     from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED
     from aisp_prof.errors import RequirementError
 
     monkeypatch.setattr(mod, "LIBRARY", fake_library(query, CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match=unsupported):
-        mod._require_support(variant)
+    with pytest.raises(RequirementError, match=unsupported) as info:
+        require()
     monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 0))
-    mod._require_support(variant)                             # supported: no error
+    require()                                                 # supported: no error
     monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))
     with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_support(variant)
+        require()
+    return info.value
+
+
+def assert_support_probe(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, query: str, variant: str,
+                         unsupported: str = "needs an sm_90 GPU") -> None:
+    """`assert_probe_gates` for the usual check, `mod._require_support(variant)`."""
+    assert_probe_gates(monkeypatch, mod, query, lambda: mod._require_support(variant), unsupported)
 
 
 def sass_by_kernel(library: Path, kernel_of) -> dict[str, str]:

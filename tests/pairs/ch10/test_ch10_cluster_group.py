@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, fake_library, forbid_build, ptxas_entries, requires_nvcc,
+from pair_testing import (assert_exports, assert_probe_gates, forbid_build, ptxas_entries, requires_nvcc,
                           runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
@@ -86,14 +85,8 @@ def test_library_is_declared_for_sm90a(mod):
 
 
 def test_no_cluster_support_is_a_requirement_error(monkeypatch, mod):
-    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_cluster_group_cluster_support", CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match="thread-block clusters"):
-        mod._require_clusters("cluster2_dsmem")
-    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_cluster_group_cluster_support", 0))
-    mod._require_clusters("cluster2_dsmem")               # supported: no error
-    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_cluster_group_cluster_support", 100))  # cudaErrorNoDevice: not a requirement, a failure
-    with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_clusters("cluster2_dsmem")
+    assert_probe_gates(monkeypatch, mod, "aisp_cluster_group_cluster_support",
+                       lambda: mod._require_clusters("cluster2_dsmem"), "thread-block clusters")
 
 
 # --- the CUDA source ------------------------------------------------------------------------

@@ -15,8 +15,8 @@ import ctypes
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, fake_library, forbid_build, opcode_counts, ptxas_entries, requires_nvcc,
-                          runnable_variants, sass_functions)
+from pair_testing import (assert_exports, assert_probe_gates, fake_library, forbid_build, opcode_counts,
+                          ptxas_entries, requires_nvcc, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -106,16 +106,9 @@ def test_library_is_declared_for_sm90a(mod):
 
 @pytest.mark.parametrize("cluster", [2, 4, 8, 16])
 def test_missing_cluster_width_is_a_requirement_error(monkeypatch, mod, cluster):
-    probe = f"aisp_cluster_multicast_cluster{cluster}_support"
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(probe, CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match=f"clusters of {cluster} CTAs") as info:
-        mod._require_cluster("multicast", cluster)
-    assert ("non-portable" in str(info.value)) == (cluster == 16)
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(probe, 0))
-    mod._require_cluster("multicast", cluster)              # supported: no error
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(probe, 100))   # cudaErrorNoDevice: a failure, not a skip
-    with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_cluster("multicast", cluster)
+    error = assert_probe_gates(monkeypatch, mod, f"aisp_cluster_multicast_cluster{cluster}_support",
+                               lambda: mod._require_cluster("multicast", cluster), f"clusters of {cluster} CTAs")
+    assert ("non-portable" in str(error)) == (cluster == 16)
 
 
 # --- the CUDA source ------------------------------------------------------------------------

@@ -15,11 +15,11 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import assert_exports, fake_library, forbid_build, ptxas_entries, requires_nvcc, runnable_variants
+from pair_testing import (assert_exports, assert_probe_gates, forbid_build, ptxas_entries, requires_nvcc,
+                          runnable_variants)
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof.errors import RequirementError  # noqa: E402
@@ -109,15 +109,8 @@ def test_library_is_declared_for_sm90a(mod):
 
 
 def test_no_tma_support_is_a_requirement_error(monkeypatch, mod):
-    query = "aisp_tma_2d_pipeline_tma_support"
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match="needs TMA"):
-        mod._require_tma("tma_hopper")
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 0))
-    mod._require_tma("tma_hopper")                        # supported: no error
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))   # cudaErrorNoDevice: a failure, not a skip
-    with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_tma("tma_hopper")
+    assert_probe_gates(monkeypatch, mod, "aisp_tma_2d_pipeline_tma_support", lambda: mod._require_tma("tma_hopper"),
+                       "needs TMA")
 
 
 # --- the CUDA source ------------------------------------------------------------------------
