@@ -115,6 +115,14 @@ def runnable_variants(pair, have_gpu: bool, have_nvcc: bool, have_triton: bool,
     return list(runnable(pair, Machine.of(*have)).variants)
 
 
+def assert_every_variant_needs_gpu_and_nvcc(pair, variants: list[str]) -> None:
+    """`variants`, all of `pair`'s, each need a GPU and nvcc (a CUDA source built here): none runs on a
+    machine without a GPU, every one on a machine with both (triton or not)."""
+    assert pair.variant_needs == {v: ("gpu", "nvcc") for v in variants}
+    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
+    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == variants
+
+
 # --- what a CUDA pair's library compiles to (ptxas report, SASS opcodes per kernel) ----------
 
 def kept_build_dir() -> Path:

@@ -15,8 +15,8 @@ import ctypes
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, assert_probe_gates, fake_library, forbid_build, opcode_counts,
-                          ptxas_entries, requires_nvcc, runnable_variants, sass_functions)
+from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_probe_gates, fake_library,
+                          forbid_build, opcode_counts, ptxas_entries, requires_nvcc, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -40,10 +40,8 @@ def test_pair_is_discovered_with_its_contract():
     assert dict(pair.small_sizes) == {"m": 102, "n": 260, "k": 300, "cluster": 16}
     assert pair.tolerance == 0.0
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "sm_90a" in pair.requires.note
-    assert pair.variant_needs == {v: ("gpu", "nvcc") for v in VARIANTS}
+    assert_every_variant_needs_gpu_and_nvcc(pair, VARIANTS)
     assert pair.lesson and "\n" not in pair.lesson
-    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
-    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
 
 
 def test_flops_and_bytes_formulas(mod):

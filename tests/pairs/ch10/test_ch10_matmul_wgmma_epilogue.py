@@ -16,8 +16,8 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
-                          requires_nvcc, runnable_variants)
+from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_support_probe, forbid_build,
+                          hopper_only, ptxas_entries, requires_nvcc)
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -42,10 +42,8 @@ def test_pair_is_discovered_with_its_contract():
     assert dict(pair.small_sizes) == {"m": 256, "n": 512, "k": 128}
     assert pair.tolerance == 2e-3
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "sm_90a" in pair.requires.note
-    assert pair.variant_needs == {v: ("gpu", "nvcc") for v in VARIANTS}
+    assert_every_variant_needs_gpu_and_nvcc(pair, VARIANTS)
     assert pair.lesson and "\n" not in pair.lesson
-    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
-    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
 
 
 def test_docstring_states_the_book_the_port_and_the_prediction(mod):

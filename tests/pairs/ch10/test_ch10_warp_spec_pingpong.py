@@ -16,8 +16,8 @@ import re
 import numpy as np
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, fake_library, forbid_build, ptxas_entries, requires_nvcc, runnable_variants,
-                          sass_functions, sass_opcodes)
+from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, fake_library, forbid_build,
+                          ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -41,10 +41,8 @@ def test_pair_is_discovered_with_its_contract(mod):
     assert dict(pair.small_sizes) == {"n": 13 * 4096 + 1001, "grid": 4}
     assert pair.tolerance == 0.0
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "sm_90a" in pair.requires.note
-    assert pair.variant_needs == {v: ("gpu", "nvcc") for v in VARIANTS}
+    assert_every_variant_needs_gpu_and_nvcc(pair, VARIANTS)
     assert pair.lesson and "\n" not in pair.lesson
-    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
-    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
     for text in ("1.378x", "Little's law", "acquire", "racecheck", "Sanitizer size", "SYNCS.PHASECHK"):
         assert text in mod.__doc__, text
 

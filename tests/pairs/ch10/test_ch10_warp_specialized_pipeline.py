@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import assert_exports, forbid_build, ptxas_entries, requires_nvcc, runnable_variants, sass_opcodes
+from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, forbid_build, ptxas_entries,
+                          requires_nvcc, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -39,10 +40,8 @@ def test_pair_is_discovered_with_its_contract(mod):
     assert pair.requires.min_cc == pair.requires.max_cc == (9, 0) and "nvcc" in pair.requires.needs
     assert mod.LIBRARY.arch == "sm_90a" and mod.LIBRARY.source == CU_PATH
     assert set(mod.LIBRARY.functions) == {"aisp_wsp_gemm"}
-    assert pair.variant_needs == {v: ("gpu", "nvcc") for v in VARIANTS}
+    assert_every_variant_needs_gpu_and_nvcc(pair, VARIANTS)
     assert pair.lesson and "\n" not in pair.lesson
-    assert runnable_variants(pair, have_gpu=False, have_nvcc=True, have_triton=True) == []
-    assert runnable_variants(pair, have_gpu=True, have_nvcc=True, have_triton=False) == VARIANTS
     doc = mod.__doc__
     for text in ("1.283x", "ONE cold launch", "cudaFuncAttributeMaxDynamicSharedMemorySize", "pipeline_role",
                  "LDGSTS", "Missing wait", "tiles = 259", "tolerance 0"):
