@@ -12,6 +12,10 @@ timed iterations. Checked, not assumed: each folder is imported into a scratch d
 after, and the summary (`summary --json`), the report page's data and, for a multi-rank run, `ranks`
 must be equal; if anything differs the exports are put back and the command exits 1. The export keeps
 its name and gzip form (dev/shrink_samples.py), so trimming twice changes nothing the second time.
+
+Not for the chapter 9 samples (`profiles/samples/`, `profiles/samples_h100/`): the parser's and the store's
+tests read their whole exports as oracles (set-up copies outside any range, every timeline kernel, the
+stored-table digests of tests/fixtures/stored_tables_digest.json); they are kept as captured.
 """
 from __future__ import annotations
 
