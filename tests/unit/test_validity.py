@@ -101,3 +101,46 @@ def test_withhold_names_the_reason_and_keeps_the_measured_text():
     out = withhold(head, [Finding("bimodal", "warning", "gpu: its samples are not one group", "gpu")], [])
     assert out["text"].startswith("headline withheld (bimodal): gpu: its samples") and "447.79x" in out["text"]
     assert withhold(head, [Finding("bimodal", "info", "x", "gpu")], [])["withheld"] == []
+
+
+# ------------------------------------------------- where the far group lies, and who moved with it
+
+H200_CH14 = data_root() / "profiles" / "samples_h200_ch14"
+
+
+@pytest.fixture(scope="module")
+def h200_ch14(tmp_path_factory):
+    db = open_db(tmp_path_factory.mktemp("h200") / "a.db")
+    ids = {}
+    for name in ("20261129T060052Z-ch14.graph_break_control_flow-acfd", "20261129T054952Z-ch14.triton_persistent-149c"):
+        ids[name.split("-")[1].split(".")[1]] = db.import_path(H200_CH14 / name)
+    return db, ids
+
+
+def _bimodal_of(db, run_id) -> dict:
+    result = db.summary_result(run_id)
+    return {f["variant"]: f["message"] for f in result["findings"] if f["rule"] == "bimodal"}
+
+
+def test_a_step_under_every_variant_is_called_the_machine(h200_ch14):
+    """ch14.graph_break_control_flow on an H200: both variants' steady samples step down at round 250
+    (the stored samples, H200 2026-11-29): the warning says where and that the machine changed state."""
+    db, ids = h200_ch14
+    msg = _bimodal_of(db, ids["graph_break_control_flow"])["tensor_branch"]
+    assert "all in rounds 250-338" in msg and "baseline -35% moved with it" in msg
+    assert "the machine changed state under the calls" in msg and "picks one state by chance" in msg
+
+
+def test_a_gpu_bound_variant_that_stays_put_is_named(h200_ch14):
+    """ch14.triton_persistent: the 64-launch baseline and persistent_128 (+55%) move in the same rounds, the
+    one-launch persistent does not: the host changed, and the warning names who did not move."""
+    db, ids = h200_ch14
+    msg = _bimodal_of(db, ids["triton_persistent"])["baseline"]
+    assert "persistent_128 +55% moved with it, persistent did not" in msg and "stretches of rounds" in msg
+
+
+def test_legacy_samples_are_not_lined_up_by_round():
+    """The legacy timer's times hung on a call's position in a queued block: no 'moved with it' there."""
+    for pair in ("ch10.stream_concurrency", "ch14.attention_eager_sdpa"):
+        for f in bimodal(_legacy_input(pair)):
+            assert "moved with it" not in f.message and "rounds" not in f.message

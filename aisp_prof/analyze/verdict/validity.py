@@ -68,18 +68,83 @@ def modes(values: Sequence[float], far_ratio: float = FAR_RATIO) -> dict[str, fl
             "half_width": math.exp((x[i + half] - x[i]) / 2)}
 
 
-def _series(inp: RuleInput, variant: str, timer: str | None) -> list[float]:
-    """The variant's samples of the kind `timer` summarizes (all of a legacy run's)."""
+def _rows(inp: RuleInput, variant: str, timer: str | None) -> pd.DataFrame:
+    """The variant's samples of the kind `timer` summarizes (all of a legacy run's), in the order
+    taken, with their process and round where the run has them."""
     s = slowest_ranks(inp.samples)        # a multi-rank call's time is its slowest rank's
     if s.empty or timer not in SAMPLE_KINDS or "variant" not in s:
-        return []
+        return pd.DataFrame(columns=["time_ns"])
     rows = s[s["variant"] == variant]
     kind = SAMPLE_KINDS[timer]
     if "kind" in rows:
         rows = rows[rows["kind"].fillna("") == kind]
     elif kind:
-        return []
-    return [float(t) for t in rows["time_ns"].dropna()]
+        return pd.DataFrame(columns=["time_ns"])
+    return rows[rows["time_ns"].notna()]
+
+
+def _series(inp: RuleInput, variant: str, timer: str | None) -> list[float]:
+    return [float(t) for t in _rows(inp, variant, timer)["time_ns"]]
+
+
+def _keys(rows: pd.DataFrame) -> list[tuple[int, int]]:
+    """(process, round) of each sample (the rows have a `round` column)."""
+    process = rows["process"].fillna(0) if "process" in rows else pd.Series(0, index=rows.index)
+    return [(int(p), int(r)) for p, r in zip(process, rows["round"])]
+
+
+def _stretches(keys: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """Runs of consecutive rounds, (process, first, last), in order."""
+    out: list[tuple[int, int, int]] = []
+    for p, r in sorted(set(keys)):
+        if out and out[-1][0] == p and out[-1][2] == r - 1:
+            out[-1] = (p, out[-1][1], r)
+        else:
+            out.append((p, r, r))
+    return out
+
+
+def where_far(inp: RuleInput, variant: str, timer: str | None, m: Mapping[str, float],
+              far_ratio: float) -> tuple[str, bool]:
+    """Where a variant's far group lies and who moved with it: the rounds of the far samples, and each
+    other variant's median in those rounds against its median in the rest. Variants that moved the
+    same way (at least half as far) say the machine changed state under every call, not that this
+    variant's code runs two ways (ch14.graph_break_control_flow on an H200: both variants ~35-40%
+    faster from round 250 on); a host-bound variant moving while a GPU-bound one does not says the host
+    did (ch14.triton_persistent: its 64-launch baseline and persistent_128 +55%, the one-launch persistent 0%).
+    Returns the text and whether another variant moved with it."""
+    rows = _rows(inp, variant, timer)
+    if timer not in TIMER_KINDS or "round" not in rows or rows["round"].isna().any():
+        return "", False    # the legacy timer (times hung on a call's position in a queued block) or no rounds
+    keys = _keys(rows)
+    centre = math.log(m["centre_ns"])
+    far = {k for k, t in zip(keys, rows["time_ns"]) if abs(math.log(float(t)) - centre) > math.log(far_ratio)}
+    runs = _stretches(list(far))
+    if not runs:
+        return "", False
+    longest = max(runs, key=lambda x: x[2] - x[1])
+    span = f"{'process %d ' % longest[0] if len({p for p, _, _ in runs}) > 1 else ''}rounds {longest[1]}-{longest[2]}"
+    text = (f"all in {span}" if len(runs) == 1 else f"in {len(runs)} stretches of rounds (the longest {span})")
+    own = m["far_median_ns"] / m["centre_ns"]
+    moved, still = [], []
+    for other in dict.fromkeys(r["variant"] for r in inp.summary):
+        o = _rows(inp, other, timer) if other != variant else None
+        if o is None or o.empty or "round" not in o or o["round"].isna().any():
+            continue
+        inside = [k in far for k in _keys(o)]
+        a = o["time_ns"][inside]
+        b = o["time_ns"][[not x for x in inside]]
+        if len(a) < 3 or len(b) < 3:
+            continue
+        shift = float(a.median()) / float(b.median())
+        same_way = (shift - 1) * (own - 1) > 0 and abs(math.log(shift)) >= 0.5 * abs(math.log(own))
+        (moved if same_way else still).append(f"{other} {shift - 1:+.0%}" if same_way else other)
+    if moved:
+        text += (f"; in those rounds {', '.join(moved)} moved with it" + (f", {', '.join(still)} did not" if still
+                 else "") + ": the machine changed state under the calls, not the variant's code")
+    elif still:
+        text += f"; in those rounds {', '.join(still)} did not move"
+    return text, bool(moved)
 
 
 def bimodal(inp: RuleInput) -> list[Finding]:
@@ -94,13 +159,16 @@ def bimodal(inp: RuleInput) -> list[Finding]:
         if m["far_share"] >= FAR_SHARE and m["half_width"] <= far_ratio:
             what = (f"{m['far_share']:.0%} of them lie near {duration(m['far_median_ns'])}, the rest near "
                     f"{duration(m['centre_ns'])}")
+            where, machine = where_far(inp, v, timer, m, far_ratio)
+            what += f", {where}" if where else ""
         elif m["half_width"] > far_ratio:
             what = f"even their densest half spreads over +-{m['half_width'] - 1:.0%} around {duration(m['centre_ns'])}"
+            machine = False
         else:
             continue
-        out.append(Finding("bimodal", "warning", f"{v}: its samples ({timer}) are not one group: {what}; "
-                           "a median picks one by chance (a host-bound call timed at different positions, "
-                           "or a machine that changed state)", v))
+        why = ("a median picks one state by chance" if machine else "a median picks one by chance (a host-bound "
+               "call timed at different positions, or a machine that changed state)")
+        out.append(Finding("bimodal", "warning", f"{v}: its samples ({timer}) are not one group: {what}; {why}", v))
     return out
 
 
