@@ -78,6 +78,17 @@ def forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build, "load_library", forbidden)
 
 
+def assert_cpu_tensors_refused_before_any_build(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, variant: str,
+                                                 sizes: dict, match: str = "CUDA tensors") -> None:
+    """The pair `mod`'s `variant`, handed CPU tensors (`mod.make_inputs(sizes, "cpu", 0)`), raises a
+    RequirementError matching `match` before it builds anything (`forbid_build`)."""
+    from aisp_prof.errors import RequirementError
+
+    forbid_build(monkeypatch)
+    with pytest.raises(RequirementError, match=match):
+        mod.PAIR.variants[variant](mod.make_inputs(sizes, "cpu", 0))
+
+
 def have_nvcc() -> bool:
     try:
         tools.find_nvcc()

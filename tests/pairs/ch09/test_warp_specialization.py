@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, ptxas_entries, requires_nvcc, run_nvcc
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, import_fresh, ptxas_entries, requires_nvcc,
+                          run_nvcc)
 
 torch = pytest.importorskip("torch")
 
@@ -18,7 +19,6 @@ from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch09" / "warp_specialization_producer_consumer.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -111,9 +111,7 @@ def test_fp32_horner_is_well_inside_the_tolerance(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensor"):
-        getattr(mod, variant)(mod.make_inputs({"n": 16, "degree": 16}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"n": 16, "degree": 16}, match="CUDA tensor")
 
 
 @pytest.mark.slow

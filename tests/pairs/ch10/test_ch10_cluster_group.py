@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_probe_gates, forbid_build,
-                          ptxas_entries, requires_nvcc, sass_functions)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc, sass_functions)
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "cluster_group.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -72,9 +71,7 @@ def test_reference_is_sum_and_sum_of_squares_per_chunk(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensor"):
-        mod.PAIR.variants[variant](mod.make_inputs({"n": 64}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"n": 64}, match="CUDA tensor")
 
 
 def test_library_is_declared_for_sm90a(mod):

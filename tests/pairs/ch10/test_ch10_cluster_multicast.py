@@ -15,8 +15,9 @@ import ctypes
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_probe_gates, fake_library,
-                          forbid_build, opcode_counts, ptxas_entries, requires_nvcc, sass_functions)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, assert_probe_gates, fake_library, opcode_counts, ptxas_entries,
+                          requires_nvcc, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -92,9 +93,7 @@ def test_reference_is_the_exact_product(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 8, "n": 128, "k": 64}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 8, "n": 128, "k": 64})
 
 
 def test_library_is_declared_for_sm90a(mod):

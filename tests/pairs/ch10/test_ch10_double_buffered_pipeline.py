@@ -11,13 +11,13 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, ptxas_entries, requires_nvcc, runnable_variants, sass_opcodes
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, ptxas_entries, requires_nvcc,
+                          runnable_variants, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "double_buffered_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -75,9 +75,7 @@ def test_fp32_sequential_accumulation_is_well_inside_the_tolerance(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        getattr(mod, variant)(mod.make_inputs(mod.SMALL_SIZES, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, mod.SMALL_SIZES)
 
 
 # --- the CUDA source: ptxas, exported symbols, argument checks, SASS --------------------------

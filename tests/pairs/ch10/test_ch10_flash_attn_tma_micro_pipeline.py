@@ -18,14 +18,13 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_probe_gates, forbid_build,
-                          ptxas_entries, requires_nvcc, sass_opcodes)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "flash_attn_tma_micro_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -127,9 +126,7 @@ def test_fp32_emulation_is_well_inside_the_tolerance_and_a_dropped_tile_is_not(m
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"seq": 64, "d": 64}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"seq": 64, "d": 64})
 
 
 def test_library_is_declared_for_sm90a(mod):

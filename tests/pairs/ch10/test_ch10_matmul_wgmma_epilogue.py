@@ -16,15 +16,14 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_support_probe, forbid_build,
-                          hopper_only, ptxas_entries, requires_nvcc)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, assert_support_probe, hopper_only, ptxas_entries, requires_nvcc)
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "matmul_wgmma_epilogue.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -123,9 +122,7 @@ def test_baseline_epilogue_is_the_books_four_kernels_on_cpu(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 128, "n": 256, "k": 64}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 128, "n": 256, "k": 64})
 
 
 def test_library_is_declared_for_sm90a(mod):

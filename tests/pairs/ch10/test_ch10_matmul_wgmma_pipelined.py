@@ -18,8 +18,8 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_exports, assert_support_probe, forbid_build, hopper_only, ptxas_entries,
-                          requires_nvcc, runnable_variants)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_exports, assert_support_probe,
+                          hopper_only, ptxas_entries, requires_nvcc, runnable_variants)
 from wgmma_gemm_checks import (assert_descriptor_bugs_are_caught, assert_reference_within_rounding,
                                assert_seeded_k_major_fp16)
 
@@ -27,7 +27,6 @@ torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "matmul_wgmma_pipelined.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -91,9 +90,7 @@ def test_reference_and_tolerance(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 128, "n": 256, "k": 64}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 128, "n": 256, "k": 64})
 
 
 def test_library_is_declared_for_sm90a(mod):

@@ -10,13 +10,13 @@ import gc
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, ptxas_entries, requires_nvcc, runnable_variants, sass_opcodes
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, ptxas_entries, requires_nvcc,
+                          runnable_variants, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "stream_concurrency.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -72,9 +72,7 @@ def test_reference_and_fp32_margin(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_variants_refuse_cpu_tensors_before_building(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensor"):
-        getattr(mod, variant)(mod.make_inputs(mod.SMALL_SIZES, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, mod.SMALL_SIZES, match="CUDA tensor")
 
 
 # --- the CUDA source ----------------------------------------------------------------------------

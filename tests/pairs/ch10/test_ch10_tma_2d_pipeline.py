@@ -15,14 +15,13 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, assert_probe_gates, forbid_build,
-                          ptxas_entries, requires_nvcc)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc)
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "tma_2d_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -96,9 +95,7 @@ def test_reference_is_two_fp32_roundings_not_an_fma(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensor"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 8, "n": 8}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 8, "n": 8}, match="CUDA tensor")
 
 
 def test_library_is_declared_for_sm90a(mod):

@@ -16,8 +16,8 @@ import re
 import numpy as np
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, fake_library, forbid_build,
-                          ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, fake_library, ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -96,9 +96,7 @@ def test_fp32_root_is_exact_for_every_sum_the_inputs_make(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"n": 64}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"n": 64})
 
 
 def test_library_is_declared_for_sm90a(mod):

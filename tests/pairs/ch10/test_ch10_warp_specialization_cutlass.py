@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers,
-                          import_fresh, opcode_counts, record_library_loads, runnable_variants, sass_functions)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, can_build_cutlass, cutlass_build, forbid_build,
+                          have_nvcc, hide_cutlass_headers, import_fresh, opcode_counts, record_library_loads,
+                          runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -27,7 +28,7 @@ from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
+from aisp_prof.errors import ToolNotFoundError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "warp_specialization_cutlass.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -123,9 +124,7 @@ def test_tolerance_sits_between_fp16_rounding_and_a_real_bug(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 4, "n": 16, "k": 16})
 
 
 def test_library_is_built_for_sm90a_with_the_cutlass_headers(monkeypatch, tmp_path):

@@ -16,8 +16,8 @@ import re
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, fake_library, forbid_build,
-                          ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, fake_library, ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -94,9 +94,7 @@ def test_reference_is_the_batched_product_and_the_fp32_chain_is_exact(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs(mod.SMALL_SIZES, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, mod.SMALL_SIZES)
 
 
 def test_library_is_declared_for_sm90a(mod):

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (assert_every_variant_needs_gpu_and_nvcc, assert_exports, forbid_build, ptxas_entries,
-                          requires_nvcc, sass_opcodes)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
+                          assert_exports, ptxas_entries, requires_nvcc, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "warp_specialized_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -83,9 +82,7 @@ def test_reference_is_a_product_per_tile_and_exact_in_fp32(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"tiles": 2}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"tiles": 2})
 
 
 # --- the CUDA source ------------------------------------------------------------------------

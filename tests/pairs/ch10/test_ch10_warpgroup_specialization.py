@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, runnable_variants
+from pair_testing import assert_cpu_tensors_refused_before_any_build, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof import tools  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 from aisp_prof.pairs.source import source_digest  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "warpgroup_specialization.py"
@@ -89,9 +88,7 @@ def test_the_digest_covers_both_siblings_and_their_headers():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 4, "n": 16, "k": 16})
 
 
 # --- GPU only --------------------------------------------------------------------------------

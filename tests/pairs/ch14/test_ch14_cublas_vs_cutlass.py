@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (can_build_cutlass, cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers,
-                          import_fresh, opcode_counts, record_library_loads, run_nvcc, runnable_variants,
-                          sass_functions)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, can_build_cutlass, cutlass_build, forbid_build,
+                          have_nvcc, hide_cutlass_headers, import_fresh, opcode_counts, record_library_loads,
+                          run_nvcc, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -32,7 +32,7 @@ from aisp_kernels import build
 from aisp_prof import pairs
 from aisp_prof import tools
 from aisp_prof.collect.correctness import check
-from aisp_prof.errors import RequirementError, ToolNotFoundError
+from aisp_prof.errors import ToolNotFoundError
 
 PAIR_PATH = ROOT / "kernels" / "ch14" / "cublas_vs_cutlass.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -134,9 +134,7 @@ def test_tolerance_sits_between_fp16_rounding_and_a_real_bug(mod):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0))
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 4, "n": 16, "k": 16})
 
 
 def test_library_is_built_for_sm90a_with_ndebug_and_the_cutlass_headers(monkeypatch, tmp_path):
