@@ -80,13 +80,15 @@ def forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def assert_cpu_tensors_refused_before_any_build(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, variant: str,
                                                  sizes: dict, match: str = "CUDA tensors") -> None:
-    """The pair `mod`'s `variant`, handed CPU tensors (`mod.make_inputs(sizes, "cpu", 0)`), raises a
-    RequirementError matching `match` before it builds anything (`forbid_build`)."""
+    """The pair `mod`'s `variant`, handed CPU tensors (`mod.make_inputs(sizes, "cpu", 0)`, which
+    must not fail), raises a RequirementError matching `match` before it builds anything
+    (`forbid_build`)."""
     from aisp_prof.errors import RequirementError
 
     forbid_build(monkeypatch)
+    inputs = mod.make_inputs(sizes, "cpu", 0)
     with pytest.raises(RequirementError, match=match):
-        mod.PAIR.variants[variant](mod.make_inputs(sizes, "cpu", 0))
+        mod.PAIR.variants[variant](inputs)
 
 
 def have_nvcc() -> bool:

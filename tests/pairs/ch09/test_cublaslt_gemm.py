@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (forbid_build, have_nvcc, import_fresh, kept_build_dir,
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, have_nvcc, import_fresh, kept_build_dir,
                           requires_nvcc, run_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
@@ -21,7 +21,6 @@ from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch09" / "cublaslt_gemm.py"
 CU_PATH = ROOT / "kernels" / "ch09" / "cublaslt_gemm.cu"
@@ -100,10 +99,7 @@ def test_sizes_are_validated(mod, sizes):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    inputs = mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](inputs)
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 4, "n": 16, "k": 16})
 
 
 def test_reference_is_float64_of_the_dequantized_operands(mod):

@@ -16,8 +16,8 @@ import ctypes
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (cutlass_build, forbid_build, have_nvcc, hide_cutlass_headers, import_fresh, kept_build_dir,
-                          record_library_loads, runnable_variants, sass_functions)
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, cutlass_build, have_nvcc, hide_cutlass_headers,
+                          import_fresh, kept_build_dir, record_library_loads, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -25,7 +25,7 @@ from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
-from aisp_prof.errors import RequirementError, ToolNotFoundError  # noqa: E402
+from aisp_prof.errors import ToolNotFoundError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch09" / "cutlass_gemm.py"
 CU_PATH = ROOT / "kernels" / "ch09" / "cutlass_gemm.cu"
@@ -93,10 +93,7 @@ def test_sizes_are_validated(mod, sizes):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    inputs = mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](inputs)
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 4, "n": 16, "k": 16})
 
 
 def test_reference_is_float64(mod):

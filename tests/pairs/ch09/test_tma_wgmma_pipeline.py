@@ -15,7 +15,8 @@ import subprocess
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import forbid_build, import_fresh, kept_build_dir, record_library_loads, requires_nvcc, runnable_variants
+from pair_testing import (assert_cpu_tensors_refused_before_any_build, import_fresh, kept_build_dir,
+                          record_library_loads, requires_nvcc, runnable_variants)
 
 torch = pytest.importorskip("torch")
 
@@ -23,7 +24,6 @@ from aisp_kernels import build  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
 from aisp_prof import tools  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch09" / "tma_wgmma_pipeline.py"
 CU_PATH = ROOT / "kernels" / "ch09" / "tma_wgmma_pipeline.cu"
@@ -77,10 +77,7 @@ def test_sizes_are_validated(mod, sizes):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, variant):
-    forbid_build(monkeypatch)
-    inputs = mod.make_inputs({"m": 4, "n": 16, "k": 16}, "cpu", 0)
-    with pytest.raises(RequirementError, match="CUDA tensors"):
-        mod.PAIR.variants[variant](inputs)
+    assert_cpu_tensors_refused_before_any_build(monkeypatch, mod, variant, {"m": 4, "n": 16, "k": 16})
 
 
 def test_library_is_built_for_sm90a(monkeypatch):
