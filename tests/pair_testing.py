@@ -235,6 +235,25 @@ def sass_opcodes(library: Path) -> dict[str, "collections.Counter[str]"]:
     return {name: opcode_counts(part) for name, part in sass_functions(library).items()}
 
 
+def triton_sass_opcodes(compiled) -> "collections.Counter[str] | None":
+    """Counter of the SASS opcodes in a triton.compile result's cubin, read with the cuobjdump
+    triton ships (None where it ships none). Unlike `opcode_counts`, @!PT padding is counted."""
+    import collections
+    import re
+    import tempfile
+
+    import triton
+
+    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    if not tool.is_file():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "k.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return collections.Counter(re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass))
+
+
 def fake_library(query: str, code: int, error_text: bytes = b"fake CUDA error") -> "CudaLibrary":
     """A CudaLibrary that is never built: its zero-argument C function `query` answers `code`
     (for testing `CudaLibrary.require` paths of a pair without a GPU)."""

@@ -16,14 +16,13 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import types
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants
+from pair_testing import (check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants,
+                          triton_sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -183,19 +182,6 @@ def _ptx_ops(compiled) -> collections.Counter:
     return collections.Counter(re.findall(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.:]*)", compiled.asm["ptx"], re.MULTILINE))
 
 
-def _sass_ops(compiled) -> collections.Counter | None:
-    import triton
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    if not tool.is_file():
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "k.cubin"
-        cubin.write_bytes(compiled.asm["cubin"])
-        sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    return collections.Counter(re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass))
-
-
 @pytest.fixture(scope="module")
 def compiled(mod):
     pytest.importorskip("triton")
@@ -218,7 +204,7 @@ def test_baseline_loads_with_cp_async_and_multiplies_with_wgmma(compiled):
     assert ops["wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"] > 0
     assert not [o for o in ops if "bulk" in o or "tensormap" in o]
     assert getattr(compiled["baseline"].metadata, "global_scratch_size", 0) == 0
-    sass = _sass_ops(compiled["baseline"])
+    sass = triton_sass_opcodes(compiled["baseline"])
     if sass is not None:
         assert any(o.startswith("LDGSTS") for o in sass)
         assert any(o.startswith("HGMMA") for o in sass) and not any(o.startswith("UTMA") for o in sass)
@@ -240,7 +226,7 @@ def test_persistent_kernels_build_descriptors_and_move_tiles_by_tma(compiled, va
     assert count("cp.async.cg") == count("ld.global") == 0                       # no pointer loads
     assert kernel.metadata.global_scratch_size >= 3 * 128      # why triton.set_allocator is needed
     assert kernel.metadata.shared <= 227 * 1024
-    sass = _sass_ops(kernel)
+    sass = triton_sass_opcodes(kernel)
     if sass is not None:
         assert any(o.startswith("UTMALDG") for o in sass) and any(o.startswith("UTMASTG") for o in sass)
         assert any(o.startswith("HGMMA") for o in sass) and not any(o.startswith("LDGSTS") for o in sass)

@@ -9,20 +9,18 @@ GPU tests: every variant matches at the small and the book's size; 64 kernels pe
 """
 from __future__ import annotations
 
-import collections
 import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants
+from pair_testing import (check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants,
+                          triton_sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -179,19 +177,6 @@ def _compile(mod, persistent: bool, cfg, programs: int = 132):
                           options={"num_warps": cfg.num_warps, "num_stages": cfg.num_stages})
 
 
-def _sass_ops(compiled) -> collections.Counter | None:
-    import triton
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    if not tool.is_file():
-        return None
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "k.cubin"
-        cubin.write_bytes(compiled.asm["cubin"])
-        sass = subprocess.run([str(tool), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    return collections.Counter(re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", sass))
-
-
 @pytest.fixture(scope="module")
 def compiled(mod):
     pytest.importorskip("triton")
@@ -224,7 +209,7 @@ def test_persistent_kernels_loop_over_tiles_with_a_stride_of_the_grid(compiled, 
 
 @pytest.mark.slow
 def test_book_tiles_run_mma_sync_and_the_retune_runs_wgmma(compiled):
-    sass = {name: _sass_ops(kernel) for name, kernel in compiled.items()}
+    sass = {name: triton_sass_opcodes(kernel) for name, kernel in compiled.items()}
     if sass["baseline"] is None:
         pytest.skip("needs triton's cuobjdump to read the SASS")
     for name in ("baseline", "persistent"):
