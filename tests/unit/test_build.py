@@ -84,34 +84,17 @@ def test_fused_l2norm_compiles_for_sm90_and_is_cached(build_dir, monkeypatch):
     assert again == library and again.stat().st_mtime_ns == mtime_ns
 
 
-@pytest.fixture
-def fake_nvcc(monkeypatch, tmp_path):
-    """An nvcc stand-in that logs each compile and writes a dummy library: tests the cache fast."""
-    log = tmp_path / "compiles.log"
-    script = tmp_path / "fake-nvcc"
-    script.write_text(
-        "#!/bin/sh\n"
-        'if [ "$1" = "--version" ]; then echo "fake nvcc, release 0.0"; exit 0; fi\n'
-        f'echo "$*" >> "{log}"\n'
-        'while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; fi; shift; done\n'
-        'echo library > "$out"\n'
-    )
-    script.chmod(0o755)
-    monkeypatch.setenv("AISP_NVCC", str(script))
-    return log
-
-
-def test_cache_key_follows_source_and_arch(build_dir, fake_nvcc, tmp_path):
+def test_cache_key_follows_source_and_arch(build_dir, nvcc_log, tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" int aisp_k() { return 1; }\n')
     first = build.build_shared_library(src, arch="sm_90")
     assert build.build_shared_library(src, arch="sm_90") == first
-    assert len(fake_nvcc.read_text().splitlines()) == 1                # second call: cache hit
+    assert len(nvcc_log.read_text().splitlines()) == 1                # second call: cache hit
     other_arch = build.build_shared_library(src, arch="sm_90a")
     src.write_text('extern "C" int aisp_k() { return 2; }\n')
     edited = build.build_shared_library(src, arch="sm_90")
     assert len({first, other_arch, edited}) == 3
-    assert len(fake_nvcc.read_text().splitlines()) == 3
+    assert len(nvcc_log.read_text().splitlines()) == 3
     assert sorted(p.name for p in build_dir.iterdir()) == sorted(p.name for p in (first, other_arch, edited))
 
 
@@ -166,7 +149,7 @@ def test_nvcc_command_include_dirs_and_extra_flags():
         build.nvcc_command("k.cu", "k.so", "sm_90", include_dirs="/opt/cutlass/include")
 
 
-def test_cache_key_follows_include_dirs_and_flags(build_dir, fake_nvcc, tmp_path):
+def test_cache_key_follows_include_dirs_and_flags(build_dir, nvcc_log, tmp_path):
     src = tmp_path / "k.cu"
     src.write_text('extern "C" int aisp_k() { return 1; }\n')
     plain = build.build_shared_library(src, arch="sm_90a")
@@ -177,6 +160,6 @@ def test_cache_key_follows_include_dirs_and_flags(build_dir, fake_nvcc, tmp_path
     assert build.build_shared_library(src, arch="sm_90a", include_dirs=[str(tmp_path)],
                                            extra_flags=("--expt-relaxed-constexpr",)) == with_flag
     assert len({plain, with_inc, with_flag}) == 3
-    lines = fake_nvcc.read_text().splitlines()
+    lines = nvcc_log.read_text().splitlines()
     assert len(lines) == 3
     assert f"-I{tmp_path}" in lines[1] and f"-I{tmp_path} --expt-relaxed-constexpr" in lines[2]

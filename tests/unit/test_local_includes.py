@@ -103,23 +103,6 @@ def test_recorded_source_digests_still_match():
     assert checked >= 1
 
 
-@pytest.fixture
-def fake_nvcc(monkeypatch, tmp_path):
-    log = tmp_path / "compiles.log"
-    script = tmp_path / "fake-nvcc"
-    script.write_text(
-        "#!/bin/sh\n"
-        'if [ "$1" = "--version" ]; then echo "fake nvcc, release 0.0"; exit 0; fi\n'
-        f'echo "$*" >> "{log}"\n'
-        'while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; fi; shift; done\n'
-        'echo library > "$out"\n'
-    )
-    script.chmod(0o755)
-    monkeypatch.setenv("AISP_NVCC", str(script))
-    monkeypatch.setenv("AISP_BUILD_DIR", str(tmp_path / "build"))
-    return log
-
-
 def _old_key_library(source: Path, arch: str) -> str:
     """The cached library's name under the key's formula before headers were followed."""
     nvcc = build.tools.find_nvcc()
@@ -131,7 +114,7 @@ def _old_key_library(source: Path, arch: str) -> str:
     return f"{source.stem}-{key.hexdigest()[:16]}.so"
 
 
-def test_build_key_follows_headers_and_is_unchanged_without_them(tree, fake_nvcc, tmp_path):
+def test_build_key_follows_headers_and_is_unchanged_without_them(tree, nvcc_log, tmp_path):
     chapter, common = tree
     first = build.build_shared_library(chapter / "k.cu", arch="sm_90a")
     assert build.build_shared_library(chapter / "k.cu", arch="sm_90a") == first       # cache hit
@@ -139,7 +122,7 @@ def test_build_key_follows_headers_and_is_unchanged_without_them(tree, fake_nvcc
     (common / "b.cuh").write_text('#pragma once\n#include "a.cuh"\n#define B 3\n')   # a nested header
     edited = build.build_shared_library(chapter / "k.cu", arch="sm_90a")
     assert edited != first
-    assert len(fake_nvcc.read_text().splitlines()) == 2
+    assert len(nvcc_log.read_text().splitlines()) == 2
 
     plain = tmp_path / "plain.cu"
     plain.write_text('#include <cuda.h>\n#include "cutlass/cutlass.h"\nextern "C" int aisp_p() { return 1; }\n')
