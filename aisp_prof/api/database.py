@@ -173,10 +173,11 @@ class RunDatabase:
             for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read, limit=limit):
                 yield kernel_columns(chunk)
 
-    def samples(self, run: str = "latest") -> pd.DataFrame:
-        """Every timed call of the run's timing, in the order taken: round, process, variant, kind, time_ns."""
-        from ..analyze.timing.rounds import sample_frame
-        return sample_frame(self.run(run, tables=("samples",)).samples)
+    def samples(self, run: str = "latest", variants: Sequence[str] = (), kind: str | None = None) -> pd.DataFrame:
+        """Every timed call of the run's timing, in the order taken: round, process, variant, kind, time_ns; only
+        `variants`' and `kind`'s where given (one the run lacks: UnknownTargetError naming what it has)."""
+        from ..analyze.timing.rounds import sample_frame, select_samples
+        return select_samples(sample_frame((data := self.run(run, tables=("samples",))).samples), variants, kind, data.run_id)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
         """Per innermost NVTX range (threads together): calls, kernels, memcpys/memsets, graph

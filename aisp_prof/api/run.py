@@ -191,6 +191,26 @@ class Run:
                  for w in point_warnings([p for p in self.points if p.kernel is None]) if w.code == "above_roof"]
         return compile_warnings(self.summary) + above
 
+    @cached_property
+    def headline_timer(self) -> str | None:
+        """The timer of the headline's speedup (`analyze.verdict.headline`; of a comparison run, the
+        first row's that has one), whether or not the validity rules withhold the headline."""
+        from ..analyze.verdict.headline import headline, other_sizes
+
+        info = self.data.info
+        lead = headline(self.summary, bool(info.get("comparison")), info.get("book"), other_sizes(info))
+        return lead["speedup_timer"] or next((r["speedup_timer"] for r in self.summary if r.get("speedup_timer")), None)
+
+    def sample_groups(self, variants: Sequence[str] = (), kind: str | None = None) -> pd.DataFrame:
+        """Per variant (the summary's order, reference kernels last) and kind of time: its samples'
+        count, processes, median_ns, p10_ns, p90_ns, min_ns, max_ns, and `headline` where the headline's
+        speedup is the median of that kind (`analyze.timing.rounds.sample_groups`). Only `variants`'
+        and `kind`'s where given: one the run lacks is UnknownTargetError naming what it has."""
+        from ..analyze.timing.rounds import sample_frame, sample_groups, select_samples, timer_kind
+
+        frame = select_samples(sample_frame(self.data.samples), variants, kind, self.run_id)
+        return sample_groups(frame, [r["variant"] for r in self.summary], timer_kind(self.headline_timer))
+
     def result(self) -> dict[str, Any]:
         """What `aisp-prof summary --json` prints (`run_summary`)."""
         run = self.data

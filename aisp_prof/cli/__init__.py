@@ -18,7 +18,7 @@ from .code import code_cmd
 from .common import AispGroup, db_option, json_option, wide_option
 from .own import diff_cmd, new_cmd
 from .profile import calibrate_cmd, quickstart_cmd, run_cmd
-from .ranks import ranks_cmd
+from .ranks import ranks_cmd, samples_cmd
 from .report import compare_cmd, report_cmd, roofline_cmd
 from .sanitize import sanitize_cmd
 from .runs import history_cmd, import_cmd, kernels_cmd, list_cmd, ranges_cmd, rm_cmd, runs_cmd, summary_cmd
@@ -31,6 +31,7 @@ Examples:
   aisp-prof check ch10 --fuzz 20          # correctness at 20 shapes per pair, no profiler
   aisp-prof import profiles/samples/*/    # store saved runs/exports, no GPU needed
   aisp-prof summary latest                # per-variant summary of the newest run
+  aisp-prof samples latest --kind steady  # every timed call's statistics, per variant (--rounds: each)
   aisp-prof kernels latest --json         # one record per profiled kernel launch
   aisp-prof report latest --open          # HTML report (offline, one page per pair)
   aisp-prof code latest --show sass       # what torch.compile / Triton generated, per kernel
@@ -57,7 +58,7 @@ def cli(verbose: bool) -> None:
 
 
 for _command in (list_cmd, run_cmd, check_cmd, import_cmd, rm_cmd, runs_cmd, kernels_cmd, ranges_cmd, ranks_cmd,
-                 summary_cmd, quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd,
+                 samples_cmd, summary_cmd, quickstart_cmd, roofline_cmd, calibrate_cmd, report_cmd, bench_group, history_cmd,
                  sanitize_cmd, code_cmd, new_cmd, diff_cmd, compare_cmd):
     cli.add_command(_command)
 

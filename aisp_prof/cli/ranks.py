@@ -1,4 +1,5 @@
-"""`aisp-prof ranks`: a multi-rank run, rank by rank (no GPU needed)."""
+"""A stored run taken apart (no GPU needed): `aisp-prof ranks`, rank by rank; `aisp-prof samples`,
+every timed call."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -99,3 +100,80 @@ def _bytes(v: float | None) -> str:
 
 def _ratio(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
+
+
+@click.command("samples")
+@click.argument("run")
+@click.option("--variant", "variants", multiple=True, help="Only this variant (repeatable).")
+@click.option("--kind", type=click.Choice(["gpu", "latency", "steady", "legacy"]),
+              help="Only this kind of time: gpu (CUDA events, calls queued ahead), latency (one call on an idle "
+                   "GPU), steady (back to back), legacy (the one CUDA-event timer of runs before the kinds).")
+@click.option("--rounds", is_flag=True, help="Every sample instead, in the order taken: process, round, variant, "
+                                             "kind, time (--json: time_ns, exact).")
+@db_option
+@json_option
+@wide_option
+def samples_cmd(run: str, variants: tuple[str, ...], kind: str | None, rounds: bool, db: Path | None,
+                as_json: bool) -> None:
+    """Every timed call of RUN (an id, a unique prefix, 'latest', or a pair name: its latest run), so a
+    headline can be checked against your own statistics: per variant and kind of time, the samples,
+    processes, median, p10, p90, min and max; the kind the headline's speedup is the median of is
+    marked *. Reference kernels (ref:) come last. --json: one record per group (times in ns,
+    `headline` true on the marked kind), or with --rounds one per sample.
+
+    Exit codes: 0 ok (a run that stored no samples says so), 2 no such run, or a variant or kind
+    the run has no samples of (the line names those it has), 13 run database unusable.
+
+    \b
+    Examples:
+      aisp-prof samples latest
+      aisp-prof samples latest --kind steady --variant baseline --variant tensor_branch
+      aisp-prof samples latest --variant baseline --kind steady --rounds --json | jq '[.[].time_ns] | max'
+    """
+    from ..analyze.records import frame_records
+
+    if rounds:
+        frame = database(db).samples(run, variants, kind)
+        records = frame_records(frame)
+    else:
+        opened = database(db).open(run)
+        frame = opened.sample_groups(variants, kind)
+        records = frame_records(frame)
+    if as_json:
+        echo_json(records)
+    if frame.empty:
+        click.echo(f"run {database(db).resolve(run)} has no timed samples stored (an import of bare ncu or nsys "
+                   "exports has none): nothing to show", err=as_json)
+    elif not as_json:
+        click.echo(_rounds_table(records) if rounds else _groups_table(records, opened.headline_timer))
+
+
+def _rounds_table(records: list[dict]) -> str:
+    from ..render.table import render
+    from ..units import duration
+
+    return render(["process", "round", "variant", "kind", "time"],
+                  [[r["process"], r["round"], r["variant"], r["kind"], duration(r["time_ns"])] for r in records],
+                  table_width(), clip=("variant",))
+
+
+def _groups_table(records: list[dict], timer: str | None) -> str:
+    """The per-group table, and a line saying which kind the headline is the median of (if any)."""
+    from ..analyze.timing.rounds import KIND_LABELS, timer_kind
+    from ..naming import TIMER_LABELS
+    from ..render.table import render, wrap_lines
+    from ..units import duration
+
+    times = ("median_ns", "p10_ns", "p90_ns", "min_ns", "max_ns")
+    table = render(["variant", "kind", "samples", "processes", "median", "p10", "p90", "min", "max"],
+                   [[r["variant"], r["kind"] + " *" * r["headline"], r["samples"], r["processes"],
+                     *(duration(r[t]) for t in times)] for r in records], table_width(),
+                   drop=("processes", "min", "max"), clip=("variant",))
+    if timer is None:
+        return table
+    kind = timer_kind(timer)
+    if kind is None or not any(r["headline"] for r in records):
+        note = f"the headline's speedup is by {TIMER_LABELS.get(timer, timer)}: none of these samples"
+    else:
+        note = f"* the headline's kind of time ({KIND_LABELS[kind]}): its speedup is the baseline's median over the variant's"
+    return "\n".join([table, *wrap_lines([note], table_width())])
