@@ -303,6 +303,18 @@ def opcodes_by_kernel(library: Path, kernel_of) -> dict[str, "collections.Counte
     return {kernel_of(name): counts for name, counts in sass_opcodes(library).items()}
 
 
+def by_variant(per_kernel: dict, patterns: dict[str, str]) -> dict:
+    """{variant: per_kernel[name]} (a `sass_functions` or `sass_opcodes` answer), `name` being the
+    one mangled kernel name `patterns[variant]` (a regex) finds; fails unless exactly one does."""
+    import re
+
+    out = {}
+    for variant, pattern in patterns.items():
+        (name,) = [k for k in per_kernel if re.search(pattern, k)]
+        out[variant] = per_kernel[name]
+    return out
+
+
 def assert_exports(library: Path, names) -> None:
     """`library` exports every C function in `names` (`nm -D --defined-only`; skips without nm)."""
     nm = shutil.which("nm") or pytest.skip("needs nm (binutils) to list the library's symbols")

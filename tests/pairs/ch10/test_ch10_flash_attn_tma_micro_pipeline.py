@@ -19,7 +19,7 @@ import re
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc, sass_opcodes)
+                          assert_exports, assert_probe_gates, by_variant, ptxas_entries, requires_nvcc, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -142,14 +142,6 @@ def test_no_tma_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def _by_variant(kernels: dict) -> dict:
-    out = {}
-    for variant, pattern in KERNELS.items():
-        (name,) = [k for k in kernels if re.search(pattern, k)]
-        out[variant] = kernels[name]
-    return out
-
-
 @pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
@@ -165,7 +157,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
 @pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_each_variants_mechanism(built):
-    sass = _by_variant(sass_opcodes(built[0]))
+    sass = by_variant(sass_opcodes(built[0]), KERNELS)
     for name, ops in sass.items():
         assert ops["LDL"] == ops["STL"] == 0, name                         # q and o in registers
         assert ops["MUFU.EX2"] > 0, name                                   # __expf

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, fake_library, ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
+                          assert_exports, by_variant, fake_library, ptxas_entries, requires_nvcc, sass_functions,
+                          sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -120,11 +121,7 @@ def test_too_little_shared_memory_is_a_requirement_error(monkeypatch, mod):
 # --- the CUDA source ------------------------------------------------------------------------
 
 def _by_variant(kernels: dict) -> dict:
-    out = {}
-    for variant, kernel in KERNELS.items():
-        (name,) = [k for k in kernels if re.search(rf"\d{kernel}E", k)]
-        out[variant] = kernels[name]
-    return out
+    return by_variant(kernels, {variant: rf"\d{kernel}E" for variant, kernel in KERNELS.items()})
 
 
 @pytest.mark.slow

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, ptxas_entries, requires_nvcc, sass_opcodes)
+                          assert_exports, by_variant, ptxas_entries, requires_nvcc, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -87,15 +86,6 @@ def test_cpu_tensors_are_a_requirement_error_before_any_build(monkeypatch, mod, 
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def _by_variant(library: Path) -> dict:
-    ops = sass_opcodes(library)
-    out = {}
-    for variant, pattern in KERNELS.items():
-        (name,) = [k for k in ops if re.search(pattern, k)]
-        out[variant] = ops[name]
-    return out
-
-
 @pytest.mark.slow
 @requires_nvcc
 def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
@@ -124,7 +114,7 @@ def test_bad_arguments_are_refused_before_any_cuda_call(built, mod):
 @pytest.mark.slow
 @requires_nvcc
 def test_sass_shows_sync_staging_in_the_baseline_and_cp_async_in_the_pipelined_kernels(built):
-    sass = _by_variant(built[0])
+    sass = by_variant(sass_opcodes(built[0]), KERNELS)
     for variant, ops in sass.items():
         assert ops["LDL"] == ops["STL"] == 0, variant                       # no local memory
         assert ops["FFMA"] == 64, variant                                   # the same fully unrolled 64-term dot product
