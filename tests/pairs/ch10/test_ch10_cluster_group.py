@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ctypes
 import re
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc, sass_functions)
+                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc)
 
 torch = pytest.importorskip("torch")
 
@@ -86,10 +85,9 @@ def test_no_cluster_support_is_a_requirement_error(monkeypatch, mod):
 
 # --- the CUDA source ------------------------------------------------------------------------
 
-def sass_by_kernel(library: Path) -> dict[str, str]:
-    """`cuobjdump -sass` of `library`, one entry per kernel, keyed by the name in KERNELS."""
-    return {next(k for k in KERNELS if re.search(rf"\d{k}E", mangled)): body
-            for mangled, body in sass_functions(library).items()}
+def kernel_of(mangled: str) -> str:
+    """The name in KERNELS of a mangled kernel name (the `sass` fixture keys by it)."""
+    return next(k for k in KERNELS if re.search(rf"\d{k}E", mangled))
 
 
 @pytest.mark.slow
@@ -105,8 +103,7 @@ def test_builds_for_sm90a_with_symbols_and_no_local_memory(built):
 
 @pytest.mark.slow
 @requires_nvcc
-def test_sass_shows_each_variants_mechanism(built):
-    sass = sass_by_kernel(built[0])
+def test_sass_shows_each_variants_mechanism(sass):
     assert set(sass) == set(KERNELS)
     for name, body in sass.items():
         assert "STL" not in body and "LDL" not in body, name              # no local memory
