@@ -394,6 +394,27 @@ def check_on_gpu(name: str, which: str, **options):
     return result
 
 
+def run_with_inputs_freed(mod: ModuleType, variant: str, sizes: dict, calls: int = 1, device: str = "cuda"):
+    """Call `variant`'s launch `calls` times after its inputs (seed 5) were deleted and a NaN buffer
+    of 16 MiB now lies where they were: bench.timing keeps only the closure, so the closure must
+    own its inputs. Gives ([each call's output], the reference computed before the deletion);
+    every output but the last is a copy, in case the launch reuses one buffer. (`device` "cpu"
+    runs the same steps without a GPU, to check this helper on a pair that runs on the CPU.)"""
+    import torch
+
+    inputs = mod.make_inputs(sizes, device, 5)
+    ref = mod.reference(inputs)
+    launch = mod.PAIR.variants[variant](inputs)
+    del inputs
+    junk = torch.full((1 << 22,), float("nan"), device=device)   # would reuse a freed input
+    outs = [launch().clone() for _ in range(calls - 1)]
+    outs.append(launch())
+    if device == "cuda":
+        torch.cuda.synchronize()
+    del junk
+    return outs, ref
+
+
 def device_events_per_call(launch) -> list[str]:
     """Names of the GPU activities (kernels, memsets, copies) one call of `launch` issues, from
     torch.profiler's CUDA activities, after one unprofiled call (compiles, caches, autotuning)."""

@@ -11,7 +11,7 @@ import subprocess
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, import_fresh, ptxas_entries, requires_nvcc,
-                          run_nvcc)
+                          run_nvcc, run_with_inputs_freed)
 
 torch = pytest.importorskip("torch")
 
@@ -157,14 +157,7 @@ def test_all_variants_pass_check_on_gpu(sizes):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_closure_owns_its_inputs_on_gpu(mod, variant):
     # bench.timing keeps only the closure; x must not be freed and recycled under the kernel.
-    inputs = mod.make_inputs({"n": 1 << 20, "degree": 32}, "cuda", 5)
-    ref = mod.reference(inputs)
-    launch = getattr(mod, variant)(inputs)
-    del inputs
-    junk = torch.full((1 << 22,), float("nan"), device="cuda")   # would reuse a freed x
-    out = launch()
-    torch.cuda.synchronize()
-    del junk
+    (out,), ref = run_with_inputs_freed(mod, variant, {"n": 1 << 20, "degree": 32})
     assert float((out.double() - ref).norm() / ref.norm()) < 1e-5
 
 

@@ -17,7 +17,7 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
                           assert_exports, assert_probe_gates, fake_library, opcode_counts, ptxas_entries,
-                          requires_nvcc, sass_functions)
+                          requires_nvcc, run_with_inputs_freed, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -240,12 +240,5 @@ def test_a_refused_width_skips_the_variant_before_it_allocates(monkeypatch, mod)
 @requires_nvcc
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_closure_owns_its_inputs_on_gpu(mod, variant):
-    inputs = mod.make_inputs({"m": 512, "n": 512, "k": 384, "cluster": 16}, "cuda", 5)
-    ref = mod.reference(inputs)
-    launch = mod.PAIR.variants[variant](inputs)
-    del inputs
-    junk = torch.full((1 << 22,), float("nan"), device="cuda")   # would reuse a freed A or B
-    out = launch()
-    torch.cuda.synchronize()
-    del junk
+    (out,), ref = run_with_inputs_freed(mod, variant, {"m": 512, "n": 512, "k": 384, "cluster": 16})
     assert torch.equal(out.double(), ref)

@@ -15,7 +15,7 @@ import re
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc)
+                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc, run_with_inputs_freed)
 
 torch = pytest.importorskip("torch")
 
@@ -156,12 +156,5 @@ def test_every_variant_is_exact_on_gpu(n):
 @requires_nvcc
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_closure_owns_its_inputs_on_gpu(mod, variant):
-    inputs = mod.make_inputs({"n": 1 << 20}, "cuda", 5)
-    ref = mod.reference(inputs)
-    launch = mod.PAIR.variants[variant](inputs)
-    del inputs
-    junk = torch.full((1 << 22,), float("nan"), device="cuda")   # would reuse a freed x
-    out = launch()
-    torch.cuda.synchronize()
-    del junk
+    (out,), ref = run_with_inputs_freed(mod, variant, {"n": 1 << 20})
     assert torch.equal(out.double(), ref)

@@ -20,7 +20,7 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, can_build_cutlass, cutlass_build, forbid_build,
                           have_nvcc, hide_cutlass_headers, import_fresh, opcode_counts, record_library_loads,
-                          runnable_variants, sass_functions)
+                          run_with_inputs_freed, runnable_variants, sass_functions)
 
 torch = pytest.importorskip("torch")
 
@@ -267,14 +267,7 @@ def test_the_books_size_passes(mod):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_closure_owns_its_inputs(mod, variant):
     _require_hopper_and_cutlass()
-    inputs = mod.make_inputs({"m": 512, "n": 512, "k": 384}, "cuda", 5)
-    ref = mod.reference(inputs)
-    launch = mod.PAIR.variants[variant](inputs)
-    del inputs
-    junk = torch.full((1 << 22,), float("nan"), device="cuda")   # would reuse a freed A or B
-    out = launch()
-    torch.cuda.synchronize()
-    del junk
+    (out,), ref = run_with_inputs_freed(mod, variant, {"m": 512, "n": 512, "k": 384})
     err = float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
     assert err < mod.PAIR.tolerance
 

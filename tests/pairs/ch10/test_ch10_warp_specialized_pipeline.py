@@ -15,7 +15,8 @@ import re
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, by_variant, ptxas_entries, requires_nvcc, sass_opcodes)
+                          assert_exports, by_variant, ptxas_entries, requires_nvcc, run_with_inputs_freed,
+                          sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -150,13 +151,5 @@ def test_every_variant_is_exact_on_gpu(tiles):
 @requires_nvcc
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_closure_owns_its_inputs_and_repeats_on_gpu(mod, variant):
-    inputs = mod.make_inputs({"tiles": 300}, "cuda", 5)
-    ref = mod.reference(inputs)
-    launch = mod.PAIR.variants[variant](inputs)
-    del inputs
-    junk = torch.full((1 << 22,), float("nan"), device="cuda")   # would reuse a freed A or B
-    first = launch().clone()
-    out = launch()
-    torch.cuda.synchronize()
-    del junk
+    (first, out), ref = run_with_inputs_freed(mod, variant, {"tiles": 300}, calls=2)
     assert torch.equal(first, out) and torch.equal(out.double(), ref)
