@@ -378,6 +378,25 @@ def ptxas_entries(report: str, arch: str = "sm_90a") -> tuple[list[str], int]:
     return re.findall(rf"Compiling entry function '(\S+)' for '{arch}'", report), len(frames)
 
 
+def dispatched_ops(launch) -> list[str]:
+    """The aten ops one call of `launch` dispatches, in order, by short name (aten.bmm.default is
+    "bmm"): what an eager variant does, seen on the CPU."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(str(func).split(".")[1])
+            return func(*args, **(kwargs or {}))
+
+    with Ops() as ops:
+        launch()
+    return ops.seen
+
+
 # --- on the GPU ----------------------------------------------------------------------------
 
 def check_on_gpu(name: str, which: str, **options):

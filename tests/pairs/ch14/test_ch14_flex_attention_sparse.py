@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import check_on_gpu, device_events_per_call, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, dispatched_ops, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -80,20 +80,9 @@ def test_both_variants_pass_check_on_cpu_at_a_ragged_size(mod):
 
 @pytest.mark.slow
 def test_baseline_negates_the_mask_every_call(mod):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        seen: list = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.seen.append(str(func).split(".")[1])
-            return func(*args, **(kwargs or {}))
-
-    launch = mod.baseline(mod.make_inputs(TINY, "cpu", 0))
-    with Ops() as ops:
-        launch()
-    assert ops.seen.count("bmm") == 2 and ops.seen.count("masked_fill_") == 1
-    assert ops.seen.count("bitwise_not") + ops.seen.count("logical_not") == 1
+    seen = dispatched_ops(mod.baseline(mod.make_inputs(TINY, "cpu", 0)))
+    assert seen.count("bmm") == 2 and seen.count("masked_fill_") == 1
+    assert seen.count("bitwise_not") + seen.count("logical_not") == 1
 
 
 def test_missing_flex_attention_is_a_requirement_error(mod, monkeypatch):

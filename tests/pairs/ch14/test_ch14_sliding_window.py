@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import check_on_gpu, device_events_per_call, import_fresh, runnable_variants
+from pair_testing import check_on_gpu, device_events_per_call, dispatched_ops, import_fresh, runnable_variants
 
 torch = pytest.importorskip("torch")
 
@@ -165,19 +165,8 @@ def test_additive_band_is_aligned_and_matches_the_band(mod):
 
 
 def test_baseline_materializes_the_scores(mod):
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Ops(TorchDispatchMode):
-        seen: list = []
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            self.seen.append(str(func).split(".")[1])
-            return func(*args, **(kwargs or {}))
-
-    launch = mod.baseline(mod.make_inputs(TINY, "cpu", 0))
-    with Ops() as ops:
-        launch()
-    assert ops.seen.count("bmm") == 2 and ops.seen.count("masked_fill_") == 1 and "_softmax" in ops.seen
+    seen = dispatched_ops(mod.baseline(mod.make_inputs(TINY, "cpu", 0)))
+    assert seen.count("bmm") == 2 and seen.count("masked_fill_") == 1 and "_softmax" in seen
 
 
 def test_gpu_only_backend_and_missing_flex_are_requirement_errors(mod, monkeypatch):
