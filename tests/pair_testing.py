@@ -50,6 +50,20 @@ def hide_package(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
         monkeypatch.setitem(sys.modules, module, None)   # `import NAME` and `import NAME.x` now fail
 
 
+def assert_every_variant_needs_triton_when_missing(monkeypatch: pytest.MonkeyPatch, pair_path: Path, name: str,
+                                                   sizes: dict) -> None:
+    """Where triton is not installed the pair at `pair_path` still imports (under `name`) and makes
+    CPU inputs at `sizes`, and every variant is a RequirementError saying it needs triton."""
+    from aisp_prof.errors import RequirementError
+
+    hide_package(monkeypatch, "triton")                        # makes `import triton` fail
+    module = import_fresh(pair_path, name)
+    inputs = module.make_inputs(sizes, "cpu", 0)
+    for factory in module.PAIR.variants.values():
+        with pytest.raises(RequirementError, match="needs triton"):
+            factory(inputs)
+
+
 def forbid_import_side_effects(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make building, running tools, touching CUDA or jitting raise while a pair is imported."""
     def forbidden(*args, **kwargs):

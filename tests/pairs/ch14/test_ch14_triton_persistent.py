@@ -19,8 +19,8 @@ from dataclasses import replace
 
 import pytest
 from repo_paths import ROOT
-from pair_testing import (check_on_gpu, device_events_per_call, hide_package, import_fresh, runnable_variants,
-                          triton_sass_opcodes)
+from pair_testing import (assert_every_variant_needs_triton_when_missing, check_on_gpu, device_events_per_call,
+                          runnable_variants, triton_sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
@@ -37,12 +37,7 @@ interpreting = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
 def test_imports_without_triton(monkeypatch):
-    hide_package(monkeypatch, "triton")                        # makes `import triton` fail
-    module = import_fresh(PAIR_PATH, "ch14_triton_persistent_no_triton")
-    inputs = module.make_inputs(TINY, "cpu", 0)
-    for factory in module.PAIR.variants.values():
-        with pytest.raises(RequirementError, match="needs triton"):
-            factory(inputs)
+    assert_every_variant_needs_triton_when_missing(monkeypatch, PAIR_PATH, "ch14_triton_persistent_no_triton", TINY)
 
 
 @pytest.mark.slow
