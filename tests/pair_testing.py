@@ -282,11 +282,12 @@ def fake_library(query: str, code: int, error_text: bytes = b"fake CUDA error") 
 
 
 def assert_probe_gates(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, query: str, require,
-                       unsupported: str) -> Exception:
+                       unsupported: str, require_on_error=None) -> Exception:
     """A pair's capability check `require()` (it calls the library's zero-argument probe `query`)
     against a library that is never built: not supported is a RequirementError matching
     `unsupported` (a skip), 0 passes, any other CUDA error (cudaErrorNoDevice, 100) is a failure,
-    not a skip. Gives the RequirementError, for a test that reads more of its text."""
+    not a skip (asked through `require_on_error` where given: another variant's check). Gives the
+    RequirementError, for a test that reads more of its text."""
     from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED
     from aisp_prof.errors import RequirementError
 
@@ -297,7 +298,7 @@ def assert_probe_gates(monkeypatch: pytest.MonkeyPatch, mod: ModuleType, query: 
     require()                                                 # supported: no error
     monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))
     with pytest.raises(RuntimeError, match="cudaError 100"):
-        require()
+        (require_on_error or require)()
     return info.value
 
 

@@ -17,15 +17,13 @@ import numpy as np
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, by_variant, fake_library, ptxas_entries, requires_nvcc, sass_functions,
-                          sass_opcodes)
+                          assert_exports, assert_probe_gates, by_variant, ptxas_entries, requires_nvcc,
+                          sass_functions, sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "warp_spec_pingpong.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -107,15 +105,9 @@ def test_library_is_declared_for_sm90a(mod):
 
 
 def test_too_little_shared_memory_is_a_requirement_error(monkeypatch, mod):
-    query = "aisp_warp_spec_pingpong_smem_support"
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match="96 KiB of shared memory"):
-        mod._require_smem("pingpong_mbarrier")
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 0))
-    mod._require_smem("pingpong_mbarrier")                  # enough: no error
-    monkeypatch.setattr(mod, "LIBRARY", fake_library(query, 100))   # cudaErrorNoDevice: a failure, not a skip
-    with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_smem("pingpong_flags")
+    assert_probe_gates(monkeypatch, mod, "aisp_warp_spec_pingpong_smem_support",
+                       lambda: mod._require_smem("pingpong_mbarrier"), "96 KiB of shared memory",
+                       require_on_error=lambda: mod._require_smem("pingpong_flags"))
 
 
 # --- the CUDA source ------------------------------------------------------------------------

@@ -17,14 +17,13 @@ import re
 import pytest
 from repo_paths import ROOT
 from pair_testing import (assert_cpu_tensors_refused_before_any_build, assert_every_variant_needs_gpu_and_nvcc,
-                          assert_exports, fake_library, ptxas_entries, requires_nvcc, sass_functions, sass_opcodes)
+                          assert_exports, assert_probe_gates, ptxas_entries, requires_nvcc, sass_functions,
+                          sass_opcodes)
 
 torch = pytest.importorskip("torch")
 
-from aisp_kernels.binding import CUDA_ERROR_NOT_SUPPORTED  # noqa: E402
 from aisp_prof import pairs  # noqa: E402
 from aisp_prof.collect.correctness import check  # noqa: E402
-from aisp_prof.errors import RequirementError  # noqa: E402
 
 PAIR_PATH = ROOT / "kernels" / "ch10" / "warp_specialized_cluster_pipeline.py"
 CU_PATH = PAIR_PATH.with_suffix(".cu")
@@ -103,14 +102,9 @@ def test_library_is_declared_for_sm90a(mod):
 
 
 def test_clusters_that_cannot_be_resident_are_a_requirement_error(monkeypatch, mod):
-    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_wscp_cluster_support", CUDA_ERROR_NOT_SUPPORTED))
-    with pytest.raises(RequirementError, match="4-CTA thread-block clusters"):
-        mod._require_clusters("async_copy_pipeline")
-    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_wscp_cluster_support", 0))
-    mod._require_clusters("async_copy_pipeline")          # resident: no error
-    monkeypatch.setattr(mod, "LIBRARY", fake_library("aisp_wscp_cluster_support", 100))   # cudaErrorNoDevice
-    with pytest.raises(RuntimeError, match="cudaError 100"):
-        mod._require_clusters("baseline")
+    assert_probe_gates(monkeypatch, mod, "aisp_wscp_cluster_support",
+                       lambda: mod._require_clusters("async_copy_pipeline"), "4-CTA thread-block clusters",
+                       require_on_error=lambda: mod._require_clusters("baseline"))
 
 
 # --- the CUDA source ------------------------------------------------------------------------
