@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from interrupts import python_ctrl_c
 
 torch = pytest.importorskip("torch")
 
@@ -306,14 +307,9 @@ def test_an_interrupt_kills_the_check_process_and_its_children(monkeypatch, tmp_
         pids.extend(map(int, next(tmp_path.glob("aisp-check-*/results.jsonl.pids")).read_text().split()))
         os.kill(os.getpid(), signal.SIGINT)
     # Python's own Ctrl-C handler, as a fresh `aisp-prof` process has. In the whole suite this test once ran
-    # on for 60 s (DID NOT RAISE): a SIGINT handler left by an earlier test in this process (torch's elastic
-    # launcher and Inductor's compile workers install their own) kept it from becoming a KeyboardInterrupt
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            shape_check.check_in_children(pair, [{"rows": r, "cols": 8} for r in (1, 2, 3)], ["baseline"], done=done)
-    finally:
-        signal.signal(signal.SIGINT, before)
+    # on for 60 s (DID NOT RAISE): a SIGINT handler left by an earlier test kept it from becoming a KeyboardInterrupt
+    with python_ctrl_c(), pytest.raises(KeyboardInterrupt):
+        shape_check.check_in_children(pair, [{"rows": r, "cols": 8} for r in (1, 2, 3)], ["baseline"], done=done)
     assert [r.status for r in results] == ["pass"] and results[0].wall_s == 0.2
     assert len(pids) == 2 and all(_gone(pid) for pid in pids)
 

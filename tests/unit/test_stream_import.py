@@ -23,7 +23,7 @@ from aisp_prof.parse.nsys import stream, stream_aside
 from aisp_prof.parse.nsys import tables as export_tables
 from aisp_prof.parse.nsys.sqlite_export import KERNEL_COLUMNS
 from aisp_prof.store.ingest import load_export, store_path
-from interrupts import interrupt_on_call
+from interrupts import interrupt_on_call, python_ctrl_c
 from sample_files import plain_path
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -333,10 +333,12 @@ def test_ctrl_c_while_the_parse_sets_aside_stops_at_once(tmp_path, monkeypatch, 
         if scanning.wait(timeout=20):
             time.sleep(0.3)                   # the windows' thread has sorted its kernels and waits
             os.kill(os.getpid(), signal.SIGINT)
-    threading.Thread(target=ctrl_c, daemon=True).start()
-    t0 = time.perf_counter()
-    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
-    took_s = time.perf_counter() - t0
+    with python_ctrl_c():
+        threading.Thread(target=ctrl_c, daemon=True).start()
+        t0 = time.perf_counter()
+        res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"),
+                                       str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+        took_s = time.perf_counter() - t0
     assert scanning.is_set() and res.exit_code == 130 and "interrupted" in res.output, res.output
     assert took_s < 10, took_s
     assert not [t.name for t in threading.enumerate() if t.name.startswith(("aisp-nsys", "aisp-nvtx", "aisp-runtime"))]
