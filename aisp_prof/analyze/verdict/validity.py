@@ -68,10 +68,10 @@ def modes(values: Sequence[float], far_ratio: float = FAR_RATIO) -> dict[str, fl
             "half_width": math.exp((x[i + half] - x[i]) / 2)}
 
 
-def _rows(inp: RuleInput, variant: str, timer: str | None) -> pd.DataFrame:
+def _rows(s: pd.DataFrame, variant: str, timer: str | None) -> pd.DataFrame:
     """The variant's samples of the kind `timer` summarizes (all of a legacy run's), in the order
-    taken, with their process and round where the run has them."""
-    s = slowest_ranks(inp.samples)        # a multi-rank call's time is its slowest rank's
+    taken, with their process and round where the run has them; `s` is the run's samples one row a
+    call (`slowest_ranks`: a multi-rank call's time is its slowest rank's)."""
     if s.empty or timer not in SAMPLE_KINDS or "variant" not in s:
         return pd.DataFrame(columns=["time_ns"])
     rows = s[s["variant"] == variant]
@@ -84,7 +84,7 @@ def _rows(inp: RuleInput, variant: str, timer: str | None) -> pd.DataFrame:
 
 
 def _series(inp: RuleInput, variant: str, timer: str | None) -> list[float]:
-    return [float(t) for t in _rows(inp, variant, timer)["time_ns"]]
+    return [float(t) for t in _rows(slowest_ranks(inp.samples), variant, timer)["time_ns"]]
 
 
 def _keys(rows: pd.DataFrame) -> list[tuple[int, int]]:
@@ -104,16 +104,17 @@ def _stretches(keys: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
     return out
 
 
-def where_far(inp: RuleInput, variant: str, timer: str | None, m: Mapping[str, float],
-              far_ratio: float) -> tuple[str, bool]:
+def where_far(samples: pd.DataFrame, variants: Sequence[str], variant: str, timer: str | None,
+              m: Mapping[str, float], far_ratio: float) -> tuple[str, bool]:
     """Where a variant's far group lies and who moved with it: the rounds of the far samples, and each
     other variant's median in those rounds against its median in the rest. Variants that moved the
     same way (at least half as far) say the machine changed state under every call, not that this
     variant's code runs two ways (ch14.graph_break_control_flow on an H200: both variants ~35-40%
     faster from round 250 on); a host-bound variant moving while a GPU-bound one does not says the host
     did (ch14.triton_persistent: its 64-launch baseline and persistent_128 +55%, the one-launch persistent 0%).
-    Returns the text and whether another variant moved with it."""
-    rows = _rows(inp, variant, timer)
+    `samples` as `_rows` takes them, `variants` the run's. Returns the text and whether another variant
+    moved with it."""
+    rows = _rows(samples, variant, timer)
     if timer not in TIMER_KINDS or "round" not in rows or rows["round"].isna().any():
         return "", False    # the legacy timer (times hung on a call's position in a queued block) or no rounds
     keys = _keys(rows)
@@ -127,9 +128,9 @@ def where_far(inp: RuleInput, variant: str, timer: str | None, m: Mapping[str, f
     text = (f"all in {span}" if len(runs) == 1 else f"in {len(runs)} stretches of rounds (the longest {span})")
     own = m["far_median_ns"] / m["centre_ns"]
     moved, still = [], []
-    for other in dict.fromkeys(r["variant"] for r in inp.summary):
-        o = _rows(inp, other, timer) if other != variant else None
-        if o is None or o.empty or "round" not in o or o["round"].isna().any():
+    for other in variants:
+        o = _rows(samples, other, timer)
+        if other == variant or o.empty or "round" not in o or o["round"].isna().any():
             continue
         inside = [k in far for k in _keys(o)]
         a = o["time_ns"][inside]
@@ -138,7 +139,10 @@ def where_far(inp: RuleInput, variant: str, timer: str | None, m: Mapping[str, f
             continue
         shift = float(a.median()) / float(b.median())
         same_way = (shift - 1) * (own - 1) > 0 and abs(math.log(shift)) >= 0.5 * abs(math.log(own))
-        (moved if same_way else still).append(f"{other} {shift - 1:+.0%}" if same_way else other)
+        if same_way:
+            moved.append(f"{other} {shift - 1:+.0%}")
+        else:
+            still.append(other)
     if moved:
         text += (f"; in those rounds {', '.join(moved)} moved with it" + (f", {', '.join(still)} did not" if still
                  else "") + ": the machine changed state under the calls, not the variant's code")
@@ -150,16 +154,18 @@ def where_far(inp: RuleInput, variant: str, timer: str | None, m: Mapping[str, f
 def bimodal(inp: RuleInput) -> list[Finding]:
     """A warning for each variant whose headline timer's samples are not one group."""
     out = []
+    samples = slowest_ranks(inp.samples)
+    variants = list(dict.fromkeys(r["variant"] for r in inp.summary))
     for r in inp.summary:
         v, timer = r["variant"], r.get("speedup_timer")
         far_ratio = HOST_FAR_RATIO if timer in HOST_TIMERS else FAR_RATIO
-        m = modes(_series(inp, v, timer), far_ratio)
+        m = modes(_rows(samples, v, timer)["time_ns"].astype(float).tolist(), far_ratio)
         if m is None:
             continue
         if m["far_share"] >= FAR_SHARE and m["half_width"] <= far_ratio:
             what = (f"{m['far_share']:.0%} of them lie near {duration(m['far_median_ns'])}, the rest near "
                     f"{duration(m['centre_ns'])}")
-            where, machine = where_far(inp, v, timer, m, far_ratio)
+            where, machine = where_far(samples, variants, v, timer, m, far_ratio)
             what += f", {where}" if where else ""
         elif m["half_width"] > far_ratio:
             what = f"even their densest half spreads over +-{m['half_width'] - 1:.0%} around {duration(m['centre_ns'])}"
