@@ -29,17 +29,9 @@ from pathlib import Path
 
 from aisp_prof.api.database import open_db
 from aisp_prof.errors import AispError, ExportParseError
-from aisp_prof.naming import RUN_JSON
+from shrink_samples import run_folders     # dev/ is the script's folder: on sys.path
 
 ACTIVITY = "CUPTI_ACTIVITY_KIND_%"
-
-
-def run_folders(paths: list[Path]) -> list[Path]:
-    """The run folders named, or found one level under a folder of them (profiles/samples*/)."""
-    out = []
-    for p in paths:
-        out += [p] if (p / RUN_JSON).is_file() else sorted(q for q in p.iterdir() if (q / RUN_JSON).is_file())
-    return out
 
 
 def trim_export(db: Path) -> int:

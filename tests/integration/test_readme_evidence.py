@@ -3,12 +3,12 @@ between `<!-- evidence-table: PATH -->` and `<!-- /evidence-table -->` equals wh
 dev/evidence_table.py prints for PATH (render.readme.evidence_table)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 
 import pytest
 
+from pair_testing import import_fresh
 from repo_paths import ROOT as REPO_ROOT
 
 from aisp_prof.pairs.book import Book
@@ -19,10 +19,7 @@ READMES = sorted((REPO_ROOT / "kernels").glob("ch*/README.md"))
 
 
 def _dev_script():
-    spec = importlib.util.spec_from_file_location("evidence_table_dev", REPO_ROOT / "dev" / "evidence_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(REPO_ROOT / "dev" / "evidence_table.py", "evidence_table_dev")
 
 
 def _blocks():

@@ -4,11 +4,11 @@ printed, never typed (issue 28): every block between `<!-- run-table: FOLDER -->
 a row's numbers are the summary's own."""
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
 
+from pair_testing import import_fresh
 from repo_paths import ROOT as REPO_ROOT
 
 from aisp_prof.render.readme.run_table import markdown, row
@@ -18,10 +18,7 @@ READMES = sorted((REPO_ROOT / "kernels").glob("ch*/README.md"))
 
 
 def _dev_script():
-    spec = importlib.util.spec_from_file_location("run_table_dev", REPO_ROOT / "dev" / "run_table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(REPO_ROOT / "dev" / "run_table.py", "run_table_dev")
 
 
 def _blocks():

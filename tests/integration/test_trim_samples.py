@@ -4,23 +4,22 @@ trim that would change it is refused with the exports put back, and a trimmed ex
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import shutil
 import sqlite3
 
 import pytest
 
-from tests.repo_paths import ROOT
+from pair_testing import import_fresh
+from repo_paths import ROOT
 
 RUN = ROOT / "profiles" / "samples_h100_ch14" / "20261126T144407Z-ch14.graph_break_control_flow-65b4"
 
 
 @pytest.fixture(scope="module")
 def trim_mod():
-    spec = importlib.util.spec_from_file_location("trim_samples", ROOT / "dev" / "trim_samples.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(ROOT / "dev"))         # as when run as a script: it imports shrink_samples
+        return import_fresh(ROOT / "dev" / "trim_samples.py", "trim_samples_dev")
 
 
 def _untrimmed(run, tmp_path):

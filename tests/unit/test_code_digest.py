@@ -3,11 +3,11 @@ measurements out of a docstring keeps the GPU evidence recorded before it; a cha
 changes it, as it changes the text digest (`sha256`)."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 
 import pytest
+from pair_testing import import_fresh
 from repo_paths import ROOT
 
 from aisp_prof.analyze.gate import expectations as exp
@@ -121,10 +121,7 @@ def test_python_code_keeps_strings_and_drops_only_comments_and_docstrings():
 
 
 def _backfill_module():
-    spec = importlib.util.spec_from_file_location("backfill_code_digest_dev", ROOT / "dev" / "backfill_code_digest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_fresh(ROOT / "dev" / "backfill_code_digest.py", "backfill_code_digest_dev")
 
 
 def _git(repo, *args):
