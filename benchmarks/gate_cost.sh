@@ -2,7 +2,8 @@
 # What the whole-book gate costs on this GPU machine (issue 28: at most 10 minutes on one GPU), one call:
 # `aisp-prof bench run` of TARGETS against the shipped evidence, every progress line stamped with the
 # seconds since the start, so the time per pair, per build and per timing process can be read off
-# (benchmarks/gate_cost_table.py). From the repository root, on the GPU machine:
+# (benchmarks/gate_cost_table.py), with each check process's wall and compile seconds from the run folders.
+# From the repository root, on the GPU machine:
 #
 #   COLD=1 bash benchmarks/gate_cost.sh     # empty build, Triton and Inductor caches (a fresh machine)
 #   bash benchmarks/gate_cost.sh            # the caches the previous call left (a gate run after a gate run)
@@ -26,9 +27,12 @@ START=$(date +%s.%N)
 stamp() { python3 -u -c 'import sys, time
 for line in sys.stdin: print(f"{time.time() - float(sys.argv[1]):7.1f} {line}", end="", flush=True)' "$START"; }
 timeout --signal=INT --kill-after=10 "${LIMIT_S:-575}" python3 -m aisp_prof bench run "${args[@]}" \
-  --db /tmp/gate_cost.db --profiles-dir /tmp/gate_cost_profiles --json > "$OUT/${NAME}.json" 2> >(stamp > "$OUT/${NAME}.log")
+  --db /tmp/gate_cost.db --profiles-dir /tmp/gate_cost_profiles --json > "$OUT/${NAME}.json" \
+  2> >(stamp > "$OUT/${NAME}.log")
 rc=$?
 sleep 1
 echo "exit $rc after $(( $(date +%s) - ${START%.*} )) s" >> "$OUT/${NAME}_env.txt"
-python3 benchmarks/gate_cost_table.py "$OUT/${NAME}.log" | tee "$OUT/${NAME}_table.txt"
+table=(python3 benchmarks/gate_cost_table.py "$OUT/${NAME}.log" --runs /tmp/gate_cost_profiles)
+"${table[@]}" --json > "$OUT/${NAME}_cost.json"
+"${table[@]}" | tee "$OUT/${NAME}_table.txt"
 tail -1 "$OUT/${NAME}_env.txt"

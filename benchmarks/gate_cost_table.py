@@ -6,11 +6,16 @@ processes it started, and how much of it went to the first process (check, compi
 timing) against the further ones; per chapter and in all, with the CUDA builds apart. A log cut off
 by the call's limit gives the pairs it reached and says which one was cut.
 
-    python benchmarks/gate_cost_table.py cold.log [--json]
+    python benchmarks/gate_cost_table.py cold.log [--json] [--runs PROFILES_DIR]
+
+`--runs` adds, from the gate's run folders, what each pair's processes said of themselves: the check
+process's wall time and the seconds its variants' factories took in the check (torch.compile's
+compile, a CUDA library's load), so a pair's cost splits into start-up, compile and the rest.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import sys
@@ -51,6 +56,26 @@ def read(log: str) -> dict:
     return {"pairs": pairs, "builds": builds, "log_s": last_s}
 
 
+def _json(path: Path) -> dict:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+def runs(profiles: Path) -> list[dict]:
+    """Per run folder under `profiles` (a gate's --profiles-dir, or shipped samples): the pair, the check
+    process's wall seconds, and the seconds of its factories in the check (first trial: the compiles)."""
+    out = []
+    for check in sorted(profiles.glob("*/check.json*")):
+        report = _json(check)
+        compiles = (report.get("check") or {}).get("compiles") or []
+        factory_s = sum((c.get("factory_wall_ns") or 0) + (c.get("first_call_wall_ns") or 0) for c in compiles) / 1e9
+        pair = ((report.get("check") or {}).get("pair")) or check.parent.name.split("-")[1]
+        out.append({"pair": pair, "run": check.parent.name, "check_process_wall_s": round(report.get("wall_s") or 0, 1),
+                    "factories_in_check_s": round(factory_s, 1)})
+    return out
+
+
 def table(cost: dict) -> str:
     """Per chapter: pairs, seconds, of which first processes; then the builds and the whole."""
     lines = [f"{'part':<12} {'pairs':>5} {'s':>7} {'first processes s':>18} {'further processes s':>20}"]
@@ -66,8 +91,9 @@ def table(cost: dict) -> str:
     cut = [p["pair"] for p in cost["pairs"] if p["status"] == "cut off"]
     lines.append(f"{'log':<12} {len(cost['pairs']):>5} {cost['log_s']:>7.1f}" +
                  (f"  (cut off in {cut[-1]})" if cut else ""))
-    lines.append("slowest pairs: " + ", ".join(f"{p['pair']} {p['s']:.0f} s ({p['processes']} proc)" for p in
-                                                sorted(cost["pairs"], key=lambda p: -p["s"])[:8]))
+    lines.append("slowest pairs:")
+    lines += [f"  {p['pair']:<44} {p['s']:>6.1f} s  {p['processes']} process(es)  {p['status']}"
+              for p in sorted(cost["pairs"], key=lambda p: -p["s"])[:8]]
     return "\n".join(lines)
 
 
@@ -75,13 +101,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("log", type=Path)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--runs", type=Path,
+                    help="the gate's --profiles-dir: each check process's wall and compile seconds")
     a = ap.parse_args(argv)
     try:
         cost = read(a.log.read_text(errors="replace"))
-    except OSError as e:
-        print(f"gate_cost_table: cannot read {a.log}: {e.strerror}", file=sys.stderr)
+        if a.runs is not None:
+            cost["runs"] = runs(a.runs)
+    except (OSError, ValueError) as e:
+        why = getattr(e, "strerror", None) or e
+        print(f"gate_cost_table: cannot read {a.log if a.runs is None else a.runs}: {why}", file=sys.stderr)
         return 2
-    print(json.dumps(cost, indent=1) if a.json else table(cost))
+    if a.json:
+        print(json.dumps(cost, indent=1))
+        return 0
+    print(table(cost))
+    for r in cost.get("runs", []):
+        print(f"  {r['pair']:<44} check process {r['check_process_wall_s']:>6.1f} s, factories in the check "
+              f"{r['factories_in_check_s']:>6.1f} s")
     return 0
 
 
