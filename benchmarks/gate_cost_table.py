@@ -9,8 +9,10 @@ by the call's limit gives the pairs it reached and says which one was cut.
     python benchmarks/gate_cost_table.py cold.log [--json] [--runs PROFILES_DIR]
 
 `--runs` adds, from the gate's run folders, what each pair's processes said of themselves: the check
-process's wall time and the seconds its variants' factories took in the check (torch.compile's
-compile, a CUDA library's load), so a pair's cost splits into start-up, compile and the rest.
+process's wall time, the seconds its variants' factories took in the check (torch.compile's
+compile, a CUDA library's load) and, from runs made since the child reports them, its phases
+(torch's import, the pair's load, the check, the timing): a pair's cost split into start-up,
+compile and the rest.
 """
 from __future__ import annotations
 
@@ -72,7 +74,7 @@ def runs(profiles: Path) -> list[dict]:
         factory_s = sum((c.get("factory_wall_ns") or 0) + (c.get("first_call_wall_ns") or 0) for c in compiles) / 1e9
         pair = ((report.get("check") or {}).get("pair")) or check.parent.name.split("-")[1]
         out.append({"pair": pair, "run": check.parent.name, "check_process_wall_s": round(report.get("wall_s") or 0, 1),
-                    "factories_in_check_s": round(factory_s, 1)})
+                    "factories_in_check_s": round(factory_s, 1), "phases_s": report.get("phases_s") or {}})
     return out
 
 
@@ -117,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(table(cost))
     for r in cost.get("runs", []):
-        print(f"  {r['pair']:<44} check process {r['check_process_wall_s']:>6.1f} s, factories in the check "
-              f"{r['factories_in_check_s']:>6.1f} s")
+        phases = ", ".join(f"{k} {v:.1f}" for k, v in r["phases_s"].items())
+        print(f"  {r['pair']:<40} check process {r['check_process_wall_s']:>5.1f} s, factories in the check "
+              f"{r['factories_in_check_s']:>5.1f} s" + (f" ({phases})" if phases else ""))
     return 0
 
 

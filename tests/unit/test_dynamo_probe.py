@@ -220,3 +220,35 @@ def test_run_timing_processes_option_reaches_the_collection():
 
     timing = RunRequest(timing_processes=2).options(find("ch09.fused_l2norm")).timing
     assert (timing.processes, timing.max_processes) == (2, 2)
+
+
+def test_the_check_process_says_where_its_time_went(monkeypatch, tmp_path):
+    """child.main's report carries phases_s (torch's import, the pair's load, the check, the timing):
+    the gate's cost (benchmarks/gate_cost_table.py --runs) splits a pair's seconds with it."""
+    import json
+    from types import SimpleNamespace
+
+    from aisp_prof.collect.correctness import check
+    from aisp_prof.collect.process import child
+    from aisp_prof.collect.timing import timer
+
+    passed = {"value": False}
+
+    def fake_check(pair, sizes, device, variants):
+        return SimpleNamespace(passed=passed["value"], skipped_variants={},
+                               to_dict=lambda: {"passed": passed["value"], "skipped_variants": {}})
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(timer, "l2_flush_bytes", lambda: 0)
+    monkeypatch.setattr(child, "software_env", lambda: {})
+    monkeypatch.setattr(check, "check_pair", fake_check)
+    monkeypatch.setattr(child, "run_timing", lambda *a, **k: {"timing": {"baseline": {}}})
+    out = tmp_path / "check.json"
+    args = ["--pair", "ch09.fused_l2norm", "--variants", "baseline,cuda", "--sizes", "rows=4,cols=8",
+            "--mode", "check", "--out", str(out), "--nsys-iterations", "0"]
+    assert child.main(args) == 0
+    phases = json.loads(out.read_text())["phases_s"]
+    assert set(phases) == {"import_torch", "load_pair", "check"} and all(v >= 0 for v in phases.values())
+    passed["value"] = True                 # a passed check goes on to the timing, which is timed too
+    assert child.main(args) == 0
+    assert set(json.loads(out.read_text())["phases_s"]) == {"import_torch", "load_pair", "check", "timing"}

@@ -80,11 +80,15 @@ def run_check(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list[
     first timing process)."""
     from ..correctness.check import check_pair
 
+    began = time.monotonic()
     result = check_pair(pair, sizes, device="cuda", variants=variants)
-    report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": software_env()}
+    report: dict[str, Any] = {"check": result.to_dict(), "timing": {}, "samples": [], "env": software_env(),
+                              "phases_s": {"check": round(time.monotonic() - began, 3)}}
     ran = [v for v in variants if v not in result.skipped_variants]   # no kernel at these sizes: not timed
     if result.passed and "baseline" in ran:   # no timing of a variant that is wrong
+        began = time.monotonic()
         report.update(run_timing(pair, sizes, ran, plan, references=references, process=0))
+        report["phases_s"]["timing"] = round(time.monotonic() - began, 3)
     return report
 
 
@@ -247,10 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     if rank is not None:          # one rank of a torchrun job: its own reports
         args.out = rank_path(args.out, rank.rank)
         args.nsys_out = rank_path(args.nsys_out or args.out.with_name(NSYS_CHILD_JSON), rank.rank)
+    laps: dict[str, float] = {}    # seconds of each phase before the check: report["phases_s"] (the gate's cost)
     try:
         import torch
 
-        pair = None
+        laps["import_torch"] = round(time.time() - started, 3)
+        pair, began = None, time.time()
         if args.wait_for is not None:      # started beside the check: load everything, then wait for the GPU
             pair = load_pair(args.pair, args.pair_file)
             wait_for_release(args.wait_for, args.wait_parent)
@@ -259,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         if rank is not None:
             ranks.join(rank)
         pair = pair or load_pair(args.pair, args.pair_file)
+        laps["load_pair"] = round(time.time() - began, 3)     # with the wait for the GPU, for a child beside the check
         sizes = pairs_mod.pair_sizes(pair, args.sizes)
         variants = args.variants.split(",")
         if args.mode == "profile":
@@ -276,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                       else run_timing(pair, sizes, variants, plan, args.references, args.process))
         if args.mode == "check":           # the capture leaves out what had no kernel at these sizes
             variants = [v for v in variants if v not in report["check"].get("skipped_variants", {})]
-        report.update(ok=True, sizes=sizes, wall_s=time.time() - started, builds=builds_so_far())
+        report.update(ok=True, sizes=sizes, wall_s=time.time() - started, builds=builds_so_far(),
+                      phases_s={**laps, **report.get("phases_s", {})})
         code = 0
     except AispError as exc:
         report = {"ok": False, "error": str(exc), "error_type": type(exc).__name__}
