@@ -49,6 +49,16 @@
 #   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
 #   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
 #   SLOW=0.10 SLOW_PAIR=ch14.quantized_allreduce DEADLINE=420 bash dev/gpu_visit.sh
+# The H100 half of issue 28 (its evidence files are format 2, outdated: every pair recorded again, then a fresh-lease
+# gate). Recording takes RECORD_PROCESSES=3 processes a pair, each compiling afresh: from the H200's gate costs
+# (benchmarks/results/gate_cost_h200.md) ~7.5 min for ch09, ~10 for ch10 and ~17 for ch14, so two sessions' device
+# time. One call each (DEADLINE leaves the slowest pair room inside the call's 10 minutes); after every call copy
+# $OUT/chNN_expectations_h100_80gb_hbm3.json over kernels/chNN/expectations_h100_80gb_hbm3.json and commit it, as the
+# next call gets this tree again; give the next call the pairs the last did not start ("record P not started"):
+#   STEPS=record DEADLINE=420 PAIRS="$(ls kernels/ch09/*.py | sed 's|kernels/\(ch09\)/\(.*\)\.py|\1.\2|' | tr '\n' ' ')"
+#   (the same for ch10, in two calls); ch14 with DEADLINE=330 (regional_triton ~4 min: three cold compiles)
+# then, on a later lease, no code change: STEPS=gate PAIRS="ch09 ch10 ch14" (or benchmarks/gate_cost.sh) and
+# SLOW=0.10 for the planted slowdown; `aisp-prof bench agree` of the shipped H100 runs against the new evidence.
 # Carry what dev/device_env.sh unpacks (.whl, .devlib, .cutlass_xz, .cudapy, .device_sha). Multi-GPU
 # pairs run with NVLink multicast off (NCCL_NVLS_ENABLE=0 and the like), as the machines ask.
 set -u -o pipefail
