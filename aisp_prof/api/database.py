@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import functools
 import shutil
-import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +26,7 @@ from ..store.select import resolve_run, select_runs
 from ..store.variants import check_variant
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
+    from ..bench.gate import Gate
     from ..bench.runner import PairOutcome
     from ..calibrate.run import CalibrateOutcome
     from ..analyze.roofline.build import RooflineResult
@@ -336,32 +336,15 @@ class RunDatabase:
 
         return calibrate_link(self.path, gpus, write_json)
 
-    def bench(self, targets: Sequence[str], options: dict[str, Any],
-              track: Callable[[list[Any]], Iterable[Any]] = list,
-              progress: Progress = lambda m: None) -> tuple[str, list[PairOutcome]]:
+    def bench(self, targets: Sequence[str], options: dict[str, Any], progress: Progress = lambda m: None,
+              tick: Callable[[], None] = lambda: None) -> Gate:
         """`bench run`: every pair of `targets` checked, timed and judged against its recorded
-        evidence (`bench.runner`; `options`: BenchOptions' fields); (hardware key, outcomes).
-        `track(pairs)` may wrap the pairs in a progress bar; `progress` hears each pair's start (with the
-        time so far), its steps and its outcome in one line, so a log of a cut-off gate says how far it
-        got and what each pair cost. First the pending CUDA libraries of
-        the pairs that run here are built in parallel (`collect.code.prebuild`, said on `progress`):
-        nothing is timed until they are."""
-        from ..bench.runner import BenchOptions, bench_one, current_hardware_key
-        from ..collect.code.prebuild import prebuild
-        from ..pairs import select
-        from ..pairs.capabilities import detect_machine, runnable
+        evidence (`bench.gate.run_gate`; `options`: BenchOptions' fields). `progress` hears each pair's
+        start, steps and outcome, so a log of a cut-off gate says how far it got; Ctrl-C (or `tick`
+        raising KeyboardInterrupt) stops it with the finished pairs' outcomes and the rest "not run"."""
+        from ..bench.gate import run_gate
 
-        selected, key = select(list(targets)), current_hardware_key()
-        opts = BenchOptions(**options)
-        machine = detect_machine()
-        prebuild([p for p in selected if runnable(p, machine).ok], progress)
-        started, outcomes = time.monotonic(), []
-        for i, pair in enumerate(track(selected), 1):
-            progress(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench")
-            began = time.monotonic()
-            outcomes.append(bench_one(pair, self, key, opts, progress, machine))
-            progress(f"   {outcomes[-1].line()} ({time.monotonic() - began:.1f} s)")
-        return key, outcomes
+        return run_gate(self, targets, options, progress, tick)
 
     def bench_record(self, runs: Sequence[str], expectations: Path | None = None,
                      force: bool = False) -> list[PairOutcome]:

@@ -5,9 +5,10 @@ Both are made from `bench run --json`'s payload ({"hardware_key", "fails", "pair
 GitLab, GitHub test reporters and Jenkins read): one <testsuite> per pair, one <testcase> per
 variant (classname = the pair, name = the variant), a <failure> whose message is the verdict's
 cause where the variant fails the gate (SLOWER, MISSING; AMBIGUOUS with --strict), <error> for a
-pair that could not be judged, <skipped> for one that cannot run here; every case's verdict and
-change with its 95% interval in <system-out>. Markdown: one table row per pair and variant, for a
-job summary or a pull-request comment.
+pair that could not be judged, <skipped> for one that cannot run here or that a gate cut off part
+way ("interrupted": true) did not run; every case's verdict and change with its 95% interval in
+<system-out>. Markdown: one table row per pair and variant, for a job summary or a pull-request
+comment, and a line saying when the gate was cut off and which pairs it did not run.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 FAILING = ("SLOWER", "MISSING")
+SKIPPED = ("skipped", "not run")          # a pair's status whose case is <skipped>: cannot run here, or cut off
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")     # characters XML 1.0 cannot hold
 
 
@@ -53,11 +55,11 @@ def _pair_suite(root: ET.Element, pair: dict[str, Any], strict: bool) -> dict[st
     status, message = pair.get("status"), pair.get("message") or ""
     if status != "ok" and not pair.get("verdicts"):
         case = _case(suite, pair["pair"], "(pair)")
-        kind = {"skipped": "skipped", "error": "error"}.get(status, "failure")
+        kind = "skipped" if status in SKIPPED else {"error": "error"}.get(status, "failure")
         attrs = {"message": _text(message or status)} | ({} if kind == "skipped" else {"type": _text(status)})
         ET.SubElement(case, kind, attrs).text = _text(message or status)
         counts["tests"] += 1
-        counts[{"skipped": "skipped", "error": "errors"}.get(status, "failures")] += 1
+        counts[{"skipped": "skipped", "error": "errors", "failure": "failures"}[kind]] += 1
     for v in pair.get("verdicts") or []:
         case = _case(suite, pair["pair"], v["variant"])
         counts["tests"] += 1
@@ -94,8 +96,13 @@ def markdown(payload: dict[str, Any], strict: bool = False) -> str:
     pairs = payload.get("pairs") or []
     fails = sum(1 for p in pairs for v in p.get("verdicts") or [] if variant_fails(v, strict)) + \
         sum(1 for p in pairs if p.get("status") in ("error", "failed_check"))
-    head = (f"## aisp-prof bench: {'FAIL' if payload.get('fails') else 'pass'} "
+    result = "FAIL" if payload.get("fails") else "INTERRUPTED" if payload.get("interrupted") else "pass"
+    head = (f"## aisp-prof bench: {result} "
             f"({len(pairs)} pair(s) on {payload.get('hardware_key') or 'an unknown GPU'}, {fails} failing)\n\n")
+    if payload.get("interrupted"):
+        left = [p["pair"] for p in pairs if p.get("status") == "not run"]
+        head += (f"**The gate was cut off (interrupted) after {len(pairs) - len(left)} of {len(pairs)} pair(s)**; "
+                 f"not run: {', '.join(left)}.\n\n")
     rows = ["| pair | variant | verdict | change (95% interval) | cause |", "| --- | --- | --- | --- | --- |"]
     for p in pairs:
         if p.get("status") != "ok" and not p.get("verdicts"):

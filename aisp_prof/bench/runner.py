@@ -85,7 +85,7 @@ class BenchOptions:
 class PairOutcome:
     pair: str
     run_id: str | None
-    status: str                       # ok, failed_check, skipped, error
+    status: str                       # ok, failed_check, skipped, error; "not run" (bench.gate: cut off)
     message: str = ""
     verdicts: list[VariantVerdict] = field(default_factory=list)
     recorded: str | None = None       # the expectations file a session was added to

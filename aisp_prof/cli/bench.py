@@ -6,8 +6,9 @@ from typing import Any
 
 import click
 
+from ..errors import INTERRUPTED_EXIT_CODE
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
-                     table_width, wide_option)
+                     table_width, terminate_as_interrupt, wide_option)
 
 
 @click.group("bench")
@@ -123,6 +124,11 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, junit: P
     Exit 11 on a regression or a variant gone missing (with --strict, also on AMBIGUOUS), 7 on a
     failed check, 3 without a GPU.
 
+    Stopped part way (Ctrl-C, or SIGTERM as a CI job's time limit sends), the pair in progress is
+    abandoned (nothing of it stored) and the pairs that finished are still reported: the table,
+    --json ("interrupted": true, the rest with status "not run"), --junit (skipped cases) and
+    --markdown; then exit 130, or 7 or 11 if a finished pair failed (never hidden by the interrupt).
+
     \b
     Example:
       aisp-prof bench run --targets ch09                         # the gate
@@ -130,32 +136,44 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, junit: P
       aisp-prof bench run --targets ch09.fused_l2norm --json
       aisp-prof bench run --targets ch14.quantized_allreduce --nproc-per-node 4 --profile minimal
       aisp-prof bench run --targets ch09 --junit gate.xml --markdown gate.md   # files for a CI job
+      timeout 3000 aisp-prof bench run --targets ch09 --json   # cut off (SIGTERM): the finished pairs
     """
-    from ..bench.runner import gate_error
-
     _check_out_files(junit, markdown)
 
     # A line per pair and step on stderr (not a progress bar, which a log shows only at its end): a
-    # gate cut off by a CI job's time limit says how far it got and what each pair cost.
-    key, outcomes = database(db).bench(targets, options, progress=lambda m: click.echo(m, err=True))
-    payload = {"hardware_key": key, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]}
-    _write_ci_files(payload, junit, markdown, options["strict"])
-    if as_json:
-        echo_json(payload)
-    else:
-        from ..render.table import bench_table
-
-        click.echo(f"hardware key: {key}")
-        click.echo(bench_table(outcomes, table_width()))
-        for o in outcomes:
-            if o.hardware_key and o.hardware_key != key:
-                click.echo(f"{o.pair}: judged against the {o.hardware_key} evidence (a call's slowest rank)")
-            for b in o.bus_bandwidth:
-                click.echo(f"  {o.pair} {b['variant']} {b['op']}: {_gb(b.get('busbw_gb_per_s'))} bus bandwidth "
-                           f"(nccl-tests), transfer {_us(b.get('collective_ns'))} after the last rank arrived")
-    error = gate_error(outcomes, options["update_expectations"])
+    # gate cut off by a CI job's time limit says how far it got and what each pair cost. SIGTERM (the
+    # time limit) stops it as Ctrl-C does, at its next step; the pairs that finished are still reported.
+    with terminate_as_interrupt() as stop:
+        gate = database(db).bench(targets, options, progress=lambda m: click.echo(m, err=True), tick=stop.check)
+        payload = gate.payload()
+        _write_ci_files(payload, junit, markdown, options["strict"])
+        if as_json:
+            echo_json(payload)
+        else:
+            _print_gate(gate)
+        stop.seen = False        # a SIGTERM after the gate: its report is whole, its exit code stands
+    error = gate.error(options["update_expectations"])
     if error is not None:
         raise error
+    if gate.interrupted:
+        click.echo(f"aisp-prof: {gate.stop_line()}", err=True)
+        raise click.exceptions.Exit(INTERRUPTED_EXIT_CODE)
+
+
+def _print_gate(gate: Any) -> None:
+    """The text table of `bench run`, and what each multi-rank pair was judged against."""
+    from ..render.table import bench_table
+
+    click.echo(f"hardware key: {gate.hardware_key}")
+    click.echo(bench_table(gate.outcomes, table_width()))
+    for o in gate.outcomes:
+        if o.hardware_key and o.hardware_key != gate.hardware_key:
+            click.echo(f"{o.pair}: judged against the {o.hardware_key} evidence (a call's slowest rank)")
+        for b in o.bus_bandwidth:
+            click.echo(f"  {o.pair} {b['variant']} {b['op']}: {_gb(b.get('busbw_gb_per_s'))} bus bandwidth "
+                       f"(nccl-tests), transfer {_us(b.get('collective_ns'))} after the last rank arrived")
+    if gate.interrupted:
+        click.echo(gate.stop_line())
 
 
 @bench_group.command("agree")

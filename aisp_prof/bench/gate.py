@@ -1,0 +1,100 @@
+"""`aisp-prof bench run` as a whole: every selected pair in turn (`runner.bench_one`), and what a gate
+cut off part way (Ctrl-C, or SIGTERM as a CI job's time limit sends it) still reports.
+
+An interrupted gate keeps the outcomes of the pairs that finished; the pair in progress is abandoned
+(its partial run folder removed, nothing of it stored: `collect.output` and `RunDatabase.profile`) and
+it and every pair not reached are outcomes of status NOT_RUN. The payload of `--json`, `--junit` and
+`--markdown` is then the finished gate's, with "interrupted": true. Exit: a failed check (7) or a
+regression (11) among the finished pairs wins, since a wrong or slower kernel must never read as a
+mere interrupt; else 130 (INTERRUPTED_EXIT_CODE).
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ..errors import AispError, CorrectnessError, RegressionError
+from . import runner
+
+NOT_RUN = "not run"
+ABANDONED = "interrupted while it ran: nothing of it stored"
+NOT_REACHED = "not reached: the gate was interrupted"
+
+
+@dataclass
+class Gate:
+    """What `bench run` found: the hardware key, one outcome per selected pair (NOT_RUN for those an
+    interrupt left), and whether it was interrupted."""
+
+    hardware_key: str
+    outcomes: list[runner.PairOutcome]
+    interrupted: bool = False
+
+    @property
+    def not_run(self) -> list[str]:
+        return [o.pair for o in self.outcomes if o.status == NOT_RUN]
+
+    def payload(self) -> dict[str, Any]:
+        """`bench run --json` (and the CI files' source): a finished gate's fields, plus "interrupted"."""
+        return {"hardware_key": self.hardware_key, "fails": any(o.fails for o in self.outcomes),
+                "pairs": [o.to_dict() for o in self.outcomes], "interrupted": self.interrupted}
+
+    def stop_line(self) -> str:
+        """'interrupted: 43 of 49 pair(s) finished, 6 not run (ch10.a, ch10.b, ...)'."""
+        left = self.not_run
+        return (f"interrupted: {len(self.outcomes) - len(left)} of {len(self.outcomes)} pair(s) finished, "
+                f"{len(left)} not run ({', '.join(left[:5])}{', ...' if len(left) > 5 else ''})")
+
+    def error(self, updating: bool = False) -> AispError | None:
+        """What fails the gate (`runner.gate_error`). Interrupted: a failed check (7) or a regression (11)
+        among the finished pairs, its message saying the gate was cut off; anything else (a pair not
+        recorded with --update-expectations, exit 1) yields to the interrupt: None, and the caller
+        exits 130."""
+        error = runner.gate_error(self.outcomes, updating)
+        if not self.interrupted:
+            return error
+        if isinstance(error, (CorrectnessError, RegressionError)):
+            return type(error)(f"{error} ({self.stop_line()})")
+        return None
+
+
+def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
+             progress: Callable[[str], None] = lambda m: None, tick: Callable[[], None] = lambda: None) -> Gate:
+    """Every pair of `targets` checked, timed and judged into the RunDatabase `runs` (`runner.bench_one`);
+    first the pending CUDA libraries of the pairs that run here are built in parallel
+    (`collect.code.prebuild`). `progress` hears each pair's start (with the time so far), its steps and
+    its outcome in one line. KeyboardInterrupt (Ctrl-C, or raised by `tick`, called at every progress
+    line of the main thread: SIGTERM) stops it: the Gate holds the finished pairs' outcomes and NOT_RUN
+    for the rest."""
+    from ..collect.code.prebuild import prebuild
+    from ..pairs import select
+    from ..pairs.capabilities import detect_machine, runnable
+
+    selected, key = select(list(targets)), runner.current_hardware_key()
+    opts, machine = runner.BenchOptions(**options), detect_machine()
+
+    def say(message: str) -> None:
+        progress(message)
+        if threading.current_thread() is threading.main_thread():
+            tick()
+    outcomes: list[runner.PairOutcome] = []
+    running = -1                         # the index of the pair in progress
+    try:
+        prebuild([p for p in selected if runnable(p, machine).ok], say)
+        started = time.monotonic()
+        for i, pair in enumerate(selected, 1):
+            running = i - 1
+            say(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench")
+            began = time.monotonic()
+            outcome = runner.bench_one(pair, runs, key, opts, say, machine)
+            if outcome.status == "error":    # a SIGTERM to the process group (`timeout`) kills its child too:
+                tick()                       # the pair failed of the stop, not of its code: abandoned
+            outcomes.append(outcome)
+            say(f"   {outcome.line()} ({time.monotonic() - began:.1f} s)")
+    except KeyboardInterrupt:
+        left = [runner.PairOutcome(p.name, None, NOT_RUN, ABANDONED if i == running else NOT_REACHED)
+                for i, p in enumerate(selected) if i >= len(outcomes)]
+        return Gate(key, outcomes + left, bool(left))     # every pair finished: a whole gate
+    return Gate(key, outcomes)
