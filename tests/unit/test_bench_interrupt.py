@@ -205,3 +205,69 @@ def test_ctrl_c_before_the_first_pair_reports_every_pair_not_run(monkeypatch, tm
     assert res.exit_code == 130, res.output
     assert [(p["pair"], p["message"]) for p in json.loads(res.stdout)["pairs"]] == \
         [(CUT, "not reached: the gate was interrupted")]
+
+
+DRIVER = '''
+import pickle, sys, time
+from aisp_prof.bench import runner
+from aisp_prof.collect.process import runner as collect_runner
+from aisp_prof.pairs.capabilities import Machine
+import aisp_prof.collect.code.prebuild as prebuild
+import aisp_prof.pairs.capabilities as capabilities
+
+finished, real = pickle.load(open(sys.argv[1], "rb")), runner.bench_one
+
+def collect_into(ctx, *args, **kwargs):       # the pair in progress: a timing process that takes its time
+    (ctx.folder / "timing_p1.json").write_text('{"samples": [')
+    print("HALF-WRITTEN", file=sys.stderr, flush=True)
+    for _ in range(60):
+        time.sleep(0.5)
+        ctx.progress("      timing process 2")
+    print("NEVER STOPPED", file=sys.stderr, flush=True)
+
+runner.current_hardware_key = lambda *a: "h200"
+runner.bench_one = lambda pair, *a, **k: finished if pair.name == finished.pair else real(pair, *a, **k)
+capabilities.detect_machine = lambda: Machine.of("gpu", "triton", gpu_name="NVIDIA H200")
+prebuild.prebuild = lambda *a, **k: []
+collect_runner.provenance = lambda: {"gpu": {}}
+collect_runner.collect_into = collect_into
+from aisp_prof.cli import main
+sys.argv = ["aisp-prof", *sys.argv[2:]]
+main()
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_a_real_bench_run_process(tmp_path, lease, sig):
+    """SIGINT (Ctrl-C, or the device's time limit) and SIGTERM (`timeout`) sent to a real `aisp-prof bench
+    run` process while its second pair is timed: --json of the first pair's real verdicts with the rest
+    "not run", the JUnit file written, exit 11 (the finished fused_l2norm regressed), no partial folder."""
+    import pickle
+    import subprocess
+    import sys
+
+    from repo_paths import ROOT
+
+    (tmp_path / "finished.pickle").write_bytes(pickle.dumps(lease[SLOWED]))
+    (tmp_path / "driver.py").write_text(DRIVER)
+    args = ["bench", "run", "--targets", "ch09.fused_l2norm", "--targets", CUT, "--targets", NOT_REACHED[0],
+            "--db", str(tmp_path / "a.db"), "--profiles-dir", str(tmp_path / "p"), "--json",
+            "--junit", str(tmp_path / "gate.xml")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    proc = subprocess.Popen([sys.executable, str(tmp_path / "driver.py"), str(tmp_path / "finished.pickle"), *args],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    for line in proc.stderr:                          # the log, up to the pair in progress's half-written file
+        if line.startswith("HALF-WRITTEN"):
+            break
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 11, err
+    assert "NEVER STOPPED" not in err and "Traceback" not in err
+    assert "(interrupted: 1 of 3 pair(s) finished, 2 not run (ch09.memory_bound, ch09.triton))" in err
+    payload = json.loads(out)
+    assert payload["interrupted"] is True and payload["pairs"][0] == json.loads(json.dumps(lease[SLOWED].to_dict()))
+    assert [p["status"] for p in payload["pairs"]] == ["ok", "not run", "not run"]
+    assert junit_problems((tmp_path / "gate.xml").read_text()) == []
+    assert list((tmp_path / "p").iterdir()) == []
