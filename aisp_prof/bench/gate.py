@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..errors import AispError, CorrectnessError, RegressionError
+from ..store.history import gate_seconds
 from . import runner
 
 NOT_RUN = "not run"
@@ -60,6 +61,18 @@ class Gate:
         return None
 
 
+def time_left(pairs: Sequence[str], last: dict[str, float]) -> str:
+    """', ~312 s left by the last gate here' (the pairs from this one on, each at its latest stored gate
+    run's seconds on this kind of GPU: `store.history.gate_seconds`), naming how many pairs have no such
+    run; '' when none has (a fresh database: a CI job's)."""
+    known = [last[p] for p in pairs if p in last]
+    if not known:
+        return ""
+    unknown = len(pairs) - len(known)
+    return f", ~{sum(known):.0f} s left by the last gate here" + (f" (+ {unknown} pair(s) never gated here)"
+                                                                   if unknown else "")
+
+
 def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
              progress: Callable[[str], None] = lambda m: None, tick: Callable[[], None] = lambda: None) -> Gate:
     """Every pair of `targets` checked, timed and judged into the RunDatabase `runs` (`runner.bench_one`);
@@ -82,11 +95,14 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
     outcomes: list[runner.PairOutcome] = []
     running = -1                         # the index of the pair in progress
     try:
-        prebuild([p for p in selected if runnable(p, machine).ok], say)
+        can_run = [p for p in selected if runnable(p, machine).ok]
+        prebuild(can_run, say)
+        last, here = gate_seconds(runs.path, key), {p.name for p in can_run}
         started = time.monotonic()
         for i, pair in enumerate(selected, 1):
             running = i - 1
-            say(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench")
+            say(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench"
+                + time_left([p.name for p in selected[i - 1:] if p.name in here], last))
             began = time.monotonic()
             outcome = runner.bench_one(pair, runs, key, opts, say, machine)
             if outcome.status == "error":    # a SIGTERM to the process group (`timeout`) kills its child too:

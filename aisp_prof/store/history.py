@@ -41,3 +41,26 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
         if r["variant"] and r["role"] is None:
             r["role"] = "baseline" if r["variant"] == "baseline" else "optimization"
     return rows
+
+
+def gate_seconds(db: Path, key: str) -> dict[str, float]:
+    """Each pair's seconds in its latest stored gate run (`bench run`, label bench:*) on a GPU of
+    hardware key `key` (naming.hardware_key), from run.json's wall_s.total: what a new gate's
+    progress estimates its time left from. A recording's runs (each process compiling afresh,
+    several processes) are left out: they take far longer than a gate."""
+    from ..naming import FRESH_COMPILE_CACHE, hardware_key
+
+    if not Path(db).is_file():            # a first gate: nothing stored yet
+        return {}
+    with Reader(db) as conn:
+        if not conn.has("runs"):
+            return {}
+        rows = conn.query("SELECT pair, gpu_name, info_json FROM runs WHERE label LIKE 'bench:%' AND status = 'ok' "
+                          "ORDER BY created_at, run_id")
+    seconds: dict[str, float] = {}
+    for r in rows:
+        info = json.loads(r["info_json"] or "{}")
+        wall = (info.get("wall_s") or {}).get("total")
+        if hardware_key(r["gpu_name"]) == key and wall and info.get("compile_cache") != FRESH_COMPILE_CACHE:
+            seconds[r["pair"]] = float(wall)
+    return seconds
