@@ -2,7 +2,6 @@
 Tests marked `gpu` skip cleanly where torch sees no CUDA GPU; torch is imported only to ask."""
 from __future__ import annotations
 
-import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -100,23 +99,25 @@ def samples_db(sample_dbs, tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def quickstart_without_gpu(tmp_path_factory) -> SimpleNamespace:
-    """`aisp-prof quickstart --db <folder>/a.db` where torch sees no GPU (it stores and summarizes
-    the shipped samples and writes <folder>/reports/quickstart), run once per session in a fresh
-    folder: `folder`, `db`, `exit_code`, `stdout`, `output`. Shared: read it, never write it."""
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
+def installed_quickstart(tmp_path_factory) -> SimpleNamespace:
+    """README command 1's light install in a fresh venv, a non-editable copy over it and
+    `aisp-prof quickstart` from an empty folder on that copy, no GPU (tests/installed_quickstart.py):
+    the session's one quickstart of every shipped sample run. Shared: read it, never write it."""
+    from installed_quickstart import install_and_quickstart
+
+    return install_and_quickstart(tmp_path_factory.mktemp("install"))
+
+
+@pytest.fixture(scope="session")
+def quickstart_without_gpu(installed_quickstart) -> SimpleNamespace:
+    """`aisp-prof quickstart` where there is no GPU (it stores and summarizes the shipped samples
+    and writes <folder>/reports/quickstart): the session's one, run by the installed copy from an
+    empty folder (`installed_quickstart`): `folder`, `db`, `exit_code`, `stdout`, `output`.
+    Shared: read it, never write it."""
+    if _have_gpu():
         pytest.skip("on a GPU quickstart profiles instead")
-    from click.testing import CliRunner
-
-    from aisp_prof.cli import cli
-
-    folder = tmp_path_factory.mktemp("quickstart")
-    before = os.getcwd()
-    os.chdir(folder)                         # the report goes to ./reports/quickstart
-    try:
-        res = CliRunner().invoke(cli, ["quickstart", "--db", str(folder / "a.db")])
-    finally:
-        os.chdir(before)
-    return SimpleNamespace(folder=folder, db=folder / "a.db", exit_code=res.exit_code, stdout=res.stdout,
-                           output=res.output)
+    proc, folder = installed_quickstart.quickstart, installed_quickstart.work
+    install = installed_quickstart.install
+    output = proc.stdout + proc.stderr + ("" if install.returncode == 0 else f"\ninstall failed: {install.stderr[-2000:]}")
+    return SimpleNamespace(folder=folder, db=folder / "profiles" / "aisp.db", exit_code=proc.returncode,
+                           stdout=proc.stdout, output=output)

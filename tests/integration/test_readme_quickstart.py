@@ -10,23 +10,8 @@ import subprocess
 import sys
 
 import pytest
+from installed_quickstart import numbered, quick_start
 from repo_paths import ROOT
-
-
-def quick_start() -> list[str]:
-    """The quick start's bash block, one entry per command line (comments and blanks dropped)."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## Quick start"):]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    return [line for line in block.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-
-
-def numbered(n: int) -> str:
-    """The command under the README's '# n.' comment."""
-    text = (ROOT / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text[text.index("## Quick start"):], re.S).group(1)
-    after = block.split(f"\n# {n}.", 1)[1]
-    return next(line for line in after.splitlines()[1:] if line.strip() and not line.startswith("#"))
 
 
 def test_quick_start_has_a_venv_then_the_two_commands():
