@@ -1,0 +1,469 @@
+"""Replay the timer's stopping rule on real samples at looser targets, and judge the truncated samples
+with the gate's own code: would a stop derived from the margin save sampling time without moving a
+verdict?
+
+A timing process (collect.timing.timer.time_rounds) samples interleaved rounds until every series
+(variant x kind, the reference kernels' gpu samples included) has its median's 95% interval within
+`target_rel_ci` (+-0.25%, stats.median_rel_halfwidth), or its time budget is spent (2.0 s in the gate),
+after at least `min_rounds` (10). The gate then judges against margins of at least 2%. Here, per
+timing process of a stored run and per target, the first round r >= min_rounds at which every series
+of the gate's kind of time (analyze.gate.rules.gate_kind; the references' gpu samples beside them,
+as exp.of_kind keeps them) is within the target; the run's samples cut there (each process at its
+own round) are judged as bench.runner judges a run: `judge`, then `one_machine`, then
+`compile_draw`, against the same evidence entry (the pair's kernels/chNN/expectations_<gpu>.json,
+or --expectations). A target "margin/K" gives each series its own: the smallest recorded margin of
+its variant (time, cycles, ratio) over K.
+
+Sources (real samples only):
+  --db G.DB         runs a `bench run` stored (the gate's own processes: its kind and the references
+                    only, min 10 rounds, 2 s budget); their stored verdicts are the oracle of the judging
+  --runs DIR        `aisp-prof run` folders (check.json.gz 'samples'); only the gate's kind is replayed,
+                    though the process sampled all three kinds (its rounds were set by all of them)
+  --evidence FILE   the recording sessions of an expectations file: each process of a recording is a
+                    gate process (same plan); judged against the entry that holds it (circular: shows
+                    only whether a cut widens an interval past the margin)
+
+Seconds saved are estimated from the samples alone: a round costs at least the sum over its rows of
+time_ns x calls (calls: a steady sample's back-to-back count, else 1). That leaves out the L2 flush
+before each gpu/latency sample, the launch and synchronize of each sample, the sensor read and any
+host-bound wait: a lower bound (the report compares it with the 2 s budget where a process ran out).
+
+    python benchmarks/sampling_replay.py --db g.db --runs profiles/samples_h200_ch10/*/ \\
+        --evidence kernels/ch09/expectations_h200.json --json
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.analyze.gate.rules import compile_draw, compiled_variants, hopeless, one_machine
+from aisp_prof.analyze.gate.verdict import AMBIGUOUS, MetricVerdict, VariantVerdict, decide, judge
+from aisp_prof.analyze.timing.intervals import Interval
+from aisp_prof.analyze.timing.speedup import headline_kind
+from aisp_prof.naming import hardware_key
+from aisp_prof.paths import data_root
+from aisp_prof.stats import median_rel_halfwidth
+
+GATE_TARGET = 0.0025          # SamplingPlan.target_rel_ci
+GATE_MIN_ROUNDS = 10          # BenchOptions.repeats
+GATE_BUDGET_S = 2.0           # BenchOptions.budget_s
+MAX_ROUNDS = 400              # SamplingPlan.max_rounds
+TARGETS = ("0.0025", "0.005", "0.01", "margin/4")
+Target = Callable[[str], float]
+
+
+class ReplayError(Exception):
+    """Input the replay cannot read: said in one line, exit 2."""
+
+
+@dataclass
+class Timed:
+    """One timed run: its samples of the gate's kind (+ the references' gpu ones) and its evidence."""
+
+    source: str
+    pair: str
+    run_id: str
+    kind: str
+    samples: pd.DataFrame
+    entry: dict[str, Any] | None
+    sm_clock_max_mhz: float | None = None
+    compiles: pd.DataFrame = field(default_factory=pd.DataFrame)
+    stored: dict[str, str] = field(default_factory=dict)    # variant -> verdict the gate stored
+    outdated: str = ""
+    note: str = ""
+
+
+def gate_verdicts(t: Timed, samples: pd.DataFrame) -> list[VariantVerdict]:
+    """The verdicts bench.runner.bench_one stores for these samples (its `annotate`, the same calls)."""
+    verdicts = judge(t.pair, exp.of_kind(samples, t.kind), t.entry, t.sm_clock_max_mhz, t.outdated)
+    return compile_draw(one_machine(verdicts, t.kind, t.entry), t.entry, compiled_variants(t.compiles))
+
+
+def stop_round(rows: pd.DataFrame, target: Target, min_rounds: int = GATE_MIN_ROUNDS) -> int | None:
+    """time_rounds' stop by precision on one process's rows: the number of rounds after which every
+    (variant, kind) series has median_rel_halfwidth <= target(variant); None if it never does."""
+    series: dict[tuple[str, str], list[float]] = {}
+    for i, (_, g) in enumerate(rows.groupby("round", sort=True)):
+        for v, k, t in zip(g["variant"], g["kind"].fillna("legacy"), g["time_ns"]):
+            series.setdefault((str(v), str(k)), []).append(float(t))
+        if i + 1 >= min_rounds and all(median_rel_halfwidth(s) <= target(v) for (v, _), s in series.items()):
+            return i + 1
+    return None
+
+
+def round_seconds(rows: pd.DataFrame) -> pd.Series:
+    """Per round, the timed seconds its samples hold (time_ns x calls): a lower bound of its wall time."""
+    calls = pd.to_numeric(rows["calls"], errors="coerce").fillna(1.0) if "calls" in rows else 1.0
+    return (rows["time_ns"].astype(float) * calls).groupby(rows["round"]).sum() / 1e9
+
+
+def margin_target(entry: dict[str, Any] | None, divisor: float) -> Target:
+    """Each series' target: the smallest recorded margin of its variant over `divisor` (the gate's
+    0.25% where the entry records none)."""
+    recorded = ((entry or {}).get("summary") or {}).get("variants", {})
+
+    def target(variant: str) -> float:
+        margins = [m for m in ((recorded.get(variant) or {}).get("margin") or {}).values() if m]
+        return min(margins) / divisor if margins else GATE_TARGET
+    return target
+
+
+def parse_target(text: str, entry: dict[str, Any] | None) -> Target:
+    if text.startswith("margin/"):
+        return margin_target(entry, float(text.split("/", 1)[1]))
+    value = float(text)
+    return lambda _v: value
+
+
+def how_stopped(rows: pd.DataFrame, taken: int, min_rounds: int) -> str:
+    """Why the real process stopped where it did: by precision (the replay at the gate's target stops
+    there), at the most rounds, or else by its time budget (or, for a run folder, another kind's series)."""
+    if stop_round(rows, lambda _v: GATE_TARGET, min_rounds) == taken:
+        return "ci"
+    return "max_rounds" if taken >= MAX_ROUNDS else "budget"
+
+
+def replay(t: Timed, targets: Iterable[str], min_rounds: int = GATE_MIN_ROUNDS) -> dict[str, Any]:
+    """Per process the rounds taken and kept at each target, the seconds estimate, and every verdict
+    that the cut samples change against the uncut ones."""
+    full = {v.variant: v for v in gate_verdicts(t, t.samples)}
+    procs = {int(p): g for p, g in t.samples.groupby("process", sort=True)}
+    out: dict[str, Any] = {
+        "source": t.source, "pair": t.pair, "run_id": t.run_id, "kind": t.kind, "note": t.note,
+        "verdicts": {v: x.verdict for v, x in full.items()}, "stored_verdicts": t.stored,
+        "processes": [{"process": p, "rounds_taken": int(g["round"].nunique()),
+                       "how_stopped": how_stopped(g, int(g["round"].nunique()), min_rounds),
+                       "timed_s": float(round_seconds(g).sum())} for p, g in procs.items()],
+        "targets": {}}
+    for text in targets:
+        out["targets"][text] = cut_and_judge(t, procs, parse_target(text, t.entry), full, min_rounds)
+    out["budget"] = rounds_to_decide(full.values(), out["processes"])
+    return out
+
+
+def cut_and_judge(t: Timed, procs: dict[int, pd.DataFrame], target: Target, full: dict[str, VariantVerdict],
+                  min_rounds: int) -> dict[str, Any]:
+    kept_rows, per_process = [], []
+    for p, g in procs.items():
+        rounds = sorted(g["round"].unique())
+        stop = stop_round(g, target, min_rounds)
+        kept = len(rounds) if stop is None else min(stop, len(rounds))
+        cut = g[g["round"].isin(rounds[:kept])]
+        secs = round_seconds(g)
+        per_process.append({"process": p, "rounds_kept": kept, "rounds_taken": len(rounds),
+                            "saved_s": float(secs.sum() - secs.loc[rounds[:kept]].sum())})
+        kept_rows.append(cut)
+    cut = {v.variant: v for v in gate_verdicts(t, pd.concat(kept_rows, ignore_index=True))}
+    changes = [{"variant": v, "from": full[v].verdict, "to": cut[v].verdict if v in cut else "MISSING",
+                "why": undecided_text(cut.get(v))} for v in full if (cut[v].verdict if v in cut else "MISSING")
+               != full[v].verdict]
+    return {"processes": per_process, "changes": changes}
+
+
+def undecided_text(v: VariantVerdict | None) -> str:
+    """Each metric of `v` whose verdict is not SAME: 'time +1.2% [-0.3, +2.6] (margin 2.0%)'."""
+    if v is None:
+        return ""
+    return ", ".join(f"{m.metric} {m.verdict} {(m.change.value - 1) * 100:+.1f}% [{(m.change.low - 1) * 100:+.1f}, "
+                     f"{(m.change.high - 1) * 100:+.1f}] (margin {m.margin * 100:.1f}%)"
+                     for m in v.metrics if m.verdict != "SAME")
+
+
+def rounds_to_decide(verdicts: Iterable[VariantVerdict], processes: list[dict[str, Any]],
+                     most: int = MAX_ROUNDS) -> dict[str, Any] | None:
+    """For a run with an AMBIGUOUS variant: the fewest rounds per process (up to `most`) at which the
+    gate's own `hopeless` test (each interval shrunk by sqrt(n / N)) no longer says every AMBIGUOUS
+    metric would stay undecided, and the timed seconds that many rounds hold. An extrapolation: it
+    treats rounds of one process like independent processes (what `hopeless` assumes of processes)."""
+    unsure = [v for v in verdicts if v.verdict == AMBIGUOUS and not v.is_reference
+              and any(m.verdict == AMBIGUOUS for m in v.metrics)]     # not the one-machine rule's
+    if not unsure:
+        return None
+    n = min(p["rounds_taken"] for p in processes)
+    s_per_round = sum(p["timed_s"] for p in processes) / sum(p["rounds_taken"] for p in processes)
+    need = {v.variant: next((m for m in range(n, most + 1) if not hopeless(v, n, m)), None) for v in unsure}
+    worst = None if None in need.values() else max(need.values())
+    return {"rounds_now": n, "rounds_needed": need, "timed_s_per_round": s_per_round,
+            "timed_s_needed": None if worst is None else worst * s_per_round}
+
+
+def add_wall_estimates(results: list[dict[str, Any]], min_rounds: int = GATE_MIN_ROUNDS) -> float:
+    """Each cut's wall seconds saved, estimated: its timed seconds saved plus, per round dropped, the
+    part of a round the samples do not hold (flushes, launches, synchronizes, the sensor, the host). A
+    process of the gate's plan that ran out of its budget past min_rounds measured that part: (budget -
+    timed) / rounds; the others get the median of those. None for run folders (they sampled three
+    kinds, the gate samples one). Returns the median, s per round."""
+    own = {}
+    for r in results:
+        for p in r["processes"]:
+            if r["source"] != "run folder" and p["how_stopped"] == "budget" and p["rounds_taken"] > min_rounds:
+                own[(r["run_id"], r["pair"], p["process"])] = (GATE_BUDGET_S - p["timed_s"]) / p["rounds_taken"]
+    median = statistics.median(own.values()) if own else 0.0
+    for r in results:
+        for cut in r["targets"].values():
+            for p in cut["processes"]:
+                extra = own.get((r["run_id"], r["pair"], p["process"]), median)
+                p["saved_wall_s"] = None if r["source"] == "run folder" else \
+                    p["saved_s"] + (p["rounds_taken"] - p["rounds_kept"]) * extra
+    return median
+
+
+def interval_scaling(t: Timed, short: int = 20, min_long: int = 80) -> list[dict[str, Any]]:
+    """Checks the sqrt(n) extrapolation of `rounds_to_decide` on real processes: per process of at
+    least `min_long` rounds, each variant's time interval (the gate's own judging of that process
+    alone) from its first `short` rounds against all, as the width ratio over sqrt(rounds / short)."""
+    out = []
+    for p, g in t.samples.groupby("process", sort=True):
+        rounds = sorted(g["round"].unique())
+        if len(rounds) < min_long:
+            continue
+        whole = {v.variant: v.metric("time") for v in gate_verdicts(t, g)}
+        head = {v.variant: v.metric("time") for v in gate_verdicts(t, g[g["round"].isin(rounds[:short])])}
+        for v, m in whole.items():
+            h = head.get(v)
+            if m is None or h is None or v.startswith("ref:") or m.change.high <= m.change.low:
+                continue
+            ratio = (h.change.high - h.change.low) / (m.change.high - m.change.low)
+            out.append({"pair": t.pair, "process": int(p), "variant": v, "rounds": len(rounds),
+                        "width_ratio_over_sqrt": ratio / math.sqrt(len(rounds) / short)})
+    return out
+
+
+GATE_LINE = re.compile(r"(?P<variant>[\w:]+) AMBIGUOUS (?P<metric>time|ratio|cycles) (?P<c>[+-][\d.]+)% "
+                       r"\[(?P<lo>[+-][\d.]+), (?P<hi>[+-][\d.]+)\] \(margin (?P<m>[\d.]+)%\)")
+PAIR_LINE = re.compile(r"(?P<pair>ch\d+\.\S+): ok: (?P<rest>.*)$")
+
+
+def what_if_longer(log: Path, evidence: list[Timed]) -> list[dict[str, Any]]:
+    """For each AMBIGUOUS interval a gate's progress log printed (one timing process, its interval
+    straddling the margin), the rounds per process at which the gate's `hopeless` test says the
+    interval would fit (sqrt(n / N) shrink), n being the rounds the same plan took in the pair's
+    recording processes, and the timed seconds per round those held. The log prints one metric
+    (time or ratio), rounded to 0.1%."""
+    out = []
+    for line in log.read_text().splitlines():
+        m = PAIR_LINE.search(line)
+        if not m:
+            continue
+        mine = [p for t in evidence if t.pair == m["pair"] for _, p in t.samples.groupby("process")]
+        for g in GATE_LINE.finditer(m["rest"]):
+            c, margin = tuple(1 + float(g[k]) / 100 for k in ("c", "lo", "hi")), float(g["m"]) / 100
+            metric = MetricVerdict(g["metric"], Interval(*c), 0.0, 0.0, margin, decide(Interval(*c), margin))
+            if metric.verdict != AMBIGUOUS or not mine:
+                continue
+            n = int(statistics.median(p["round"].nunique() for p in mine))
+            s_round = statistics.median(float(round_seconds(p).sum()) / p["round"].nunique() for p in mine)
+            v = VariantVerdict(m["pair"], g["variant"], AMBIGUOUS, metrics=[metric])
+            need = next((k for k in range(n, MAX_ROUNDS + 1) if not hopeless(v, n, k)), None)
+            out.append({"pair": m["pair"], "variant": g["variant"], "metric": g["metric"], "interval": g[0],
+                        "rounds_now": n, "rounds_needed": need, "timed_s_per_round": s_round,
+                        "timed_s_needed": None if need is None else need * s_round})
+    return out
+
+
+# ------------------------------------------------------------------ sources
+
+
+def evidence_entry(pair: str, gpu_name: str | None, override: Path | None) -> tuple[dict[str, Any] | None, str]:
+    """The entry the gate would judge `pair` by on this GPU, and the file's `outdated` note."""
+    path = override or exp.expectations_path(data_root() / "kernels", pair.split(".", 1)[0],
+                                              hardware_key(gpu_name, 1))
+    if not path.exists():
+        raise ReplayError(f"no evidence file {path} for {pair}")
+    recorded = load_evidence(path)
+    return recorded["pairs"].get(pair), recorded.get("outdated", "")
+
+
+def load_evidence(path: Path) -> dict[str, Any]:
+    """exp.load, of a gzipped copy too (tests/fixtures/gate keeps one)."""
+    if path.suffix != ".gz":
+        return exp.load(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / path.stem
+        plain.write_bytes(gzip.decompress(path.read_bytes()))
+        return exp.load(plain)
+
+
+def from_db(path: Path, override: Path | None) -> list[Timed]:
+    """Every run of a `bench run` database, read through the API as the gate stored it."""
+    from aisp_prof.api import open_db
+
+    if not path.exists():
+        raise ReplayError(f"no database {path}")
+    db = open_db(path)
+    out = []
+    for row in db.run_list():
+        data = db.run(row["run_id"])
+        if data.samples.empty or int(data.info.get("world_size") or 1) > 1:
+            continue
+        entry, outdated = evidence_entry(row["pair"], data.run.get("gpu_name"), override)
+        stored = {} if data.verdicts.empty else dict(zip(data.verdicts["variant"], data.verdicts["verdict"]))
+        kind = headline_kind(data.info)
+        out.append(Timed("gate db", row["pair"], row["run_id"], kind, exp.of_kind(data.samples, kind), entry,
+                         (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), data.compiles, stored, outdated))
+    return out
+
+
+def from_run_folder(folder: Path, override: Path | None) -> Timed | None:
+    """An `aisp-prof run` folder's timed samples (check.json.gz), the gate's kind only; None without samples."""
+    run_json, check = folder / "run.json", folder / "check.json.gz"
+    if not run_json.exists() or not check.exists():
+        raise ReplayError(f"{folder} is not a run folder (run.json and check.json.gz)")
+    info = json.loads(run_json.read_text())
+    samples = pd.DataFrame(json.loads(gzip.open(check).read()).get("samples") or [])
+    if samples.empty:
+        return None
+    legacy = "kind" not in samples or samples["kind"].isna().all()
+    kind = headline_kind(info)
+    if legacy:
+        samples = samples.drop(columns=["kind"], errors="ignore").assign(kind="legacy")
+    entry, outdated = evidence_entry(info["pair"], (info.get("gpu") or {}).get("gpu_name"), override)
+    note = "legacy samples: one timer" if legacy else f"run: all 3 kinds sampled, {kind} replayed"
+    return Timed("run folder", info["pair"], info["run_id"], kind,
+                 samples if legacy else exp.of_kind(samples, kind), entry,
+                 (info.get("sensor") or {}).get("sm_clock_max_mhz"), note=note, outdated=outdated)
+
+
+def from_evidence(path: Path) -> list[Timed]:
+    """Each recording session of each pair in an expectations file, its processes as gate processes
+    (round = position in the process's list: a sample the recording left out, throttled or a spin
+    block discarded, shifts the later ones of its series by one)."""
+    if not path.exists():
+        raise ReplayError(f"no evidence file {path}")
+    recorded = load_evidence(path)
+    out = []
+    for pair, entry in recorded["pairs"].items():
+        for session in entry.get("sessions") or []:
+            if session.get("world_size"):
+                continue
+            rows = [{"process": p, "round": i, "variant": v, "time_ns": t,
+                     "kind": "gpu" if v.startswith("ref:") else session["kind"],
+                     "sm_clock_mhz": (per["sm_clock_mhz"][p][i] if p < len(per["sm_clock_mhz"])
+                                      and i < len(per["sm_clock_mhz"][p]) else None)}
+                    for v, per in session["samples"].items() for p, times in enumerate(per["time_ns"])
+                    for i, t in enumerate(times)]
+            out.append(Timed("evidence", pair, session.get("run_id") or "?", session["kind"], pd.DataFrame(rows),
+                             entry, (session.get("clocks") or {}).get("sm_clock_max_mhz"),
+                             note="recording judged against its own entry"))
+    return out
+
+
+# ------------------------------------------------------------------ report
+
+
+def totals(results: list[dict[str, Any]], targets: Iterable[str]) -> list[dict[str, Any]]:
+    """Per source and target: processes, rounds kept of taken, timed and wall seconds saved (the wall
+    also as one process per pair: each pair's mean over its processes, summed), every verdict changed."""
+    out = []
+    for source in dict.fromkeys(r["source"] for r in results):
+        mine = [r for r in results if r["source"] == source]
+        held = sum(p["timed_s"] for r in mine for p in r["processes"])
+        for t in targets:
+            procs = [p for r in mine for p in r["targets"][t]["processes"]]
+            walls = [p.get("saved_wall_s") for p in procs]
+            per_pair: dict[str, list[float]] = {}
+            for r in mine:
+                per_pair.setdefault(r["pair"], []).extend(p.get("saved_wall_s") or 0.0 for p in r["targets"][t]["processes"])
+            out.append({"source": source, "target": t, "processes": len(procs), "pairs": len(per_pair),
+                        "rounds_kept": sum(p["rounds_kept"] for p in procs),
+                        "rounds_taken": sum(p["rounds_taken"] for p in procs),
+                        "timed_s_saved": sum(p["saved_s"] for p in procs), "timed_s_held": held,
+                        "wall_s_saved": None if None in walls else sum(walls),
+                        "wall_s_saved_one_process_per_pair": None if None in walls else
+                        sum(statistics.mean(v) for v in per_pair.values()),
+                        "changes": [f"{r['pair']}:{c['variant']} {c['from']}->{c['to']}"
+                                    for r in mine for c in r["targets"][t]["changes"]]})
+    return out
+
+
+def _s(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    targets, results = doc["targets"], doc["runs"]
+    lines = ["| source | target | pairs | processes | rounds kept / taken | timed s saved / held | wall s saved "
+             "(1 process a pair) | verdicts changed |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for t in doc["totals"]:
+        lines.append(f"| {t['source']} | {t['target']} | {t['pairs']} | {t['processes']} | {t['rounds_kept']} / "
+                     f"{t['rounds_taken']} | {t['timed_s_saved']:.2f} / {t['timed_s_held']:.2f} | {_s(t['wall_s_saved'])} "
+                     f"({_s(t['wall_s_saved_one_process_per_pair'])}) | {'; '.join(t['changes']) or 'none'} |")
+    lines += ["", "| source | pair | kind | taken (how) | " + " | ".join(f"kept {t}" for t in targets) + " | changes |",
+              "| --- | --- | --- | --- | " + " | ".join("---:" for _ in targets) + " | --- |"]
+    for r in results:
+        taken = ", ".join(f"{p['rounds_taken']} ({p['how_stopped']})" for p in r["processes"])
+        kept = [", ".join(str(p["rounds_kept"]) for p in r["targets"][t]["processes"]) for t in targets]
+        changes = "; ".join(f"{t}: {c['variant']} {c['from']}->{c['to']} ({c['why']})" for t in targets
+                            for c in r["targets"][t]["changes"])
+        lines.append(f"| {r['source']} | {r['pair']} | {r['kind']} | {taken} | " + " | ".join(kept)
+                     + f" | {changes or 'none'} |")
+    if doc.get("scaling"):
+        q = sorted(x["width_ratio_over_sqrt"] for x in doc["scaling"])
+        lines += ["", f"sqrt(n) check: {len(q)} variant-processes of >= 80 rounds, interval width at 20 rounds / at all, "
+                  f"over sqrt(rounds / 20): median {statistics.median(q):.2f}, range {q[0]:.2f}-{q[-1]:.2f}"]
+    if doc.get("what_if"):
+        lines += ["", "| pair | variant | gate's interval | rounds now | rounds to decide | timed s/round | timed s then |",
+                  "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
+        lines += [f"| {w['pair']} | {w['variant']} | {w['interval']} | {w['rounds_now']} | {w['rounds_needed'] or '>400'} "
+                  f"| {w['timed_s_per_round']:.3f} | {_s(w['timed_s_needed'])} |" for w in doc["what_if"]]
+    lines += ["", f"overhead per round beyond the timed samples (median of budget-stopped gate processes): "
+              f"{doc['overhead_s_per_round'] * 1e3:.1f} ms"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="example: python benchmarks/sampling_replay.py --db g.db --runs "
+                                        "profiles/samples_h200_ch10/*/ --evidence kernels/ch09/expectations_h200.json")
+    ap.add_argument("--db", type=Path, action="append", default=[], help="a `bench run` database (repeatable)")
+    ap.add_argument("--runs", type=Path, nargs="*", default=[], help="`aisp-prof run` folders")
+    ap.add_argument("--evidence", type=Path, action="append", default=[], help="an expectations file's sessions")
+    ap.add_argument("--expectations", type=Path, help="judge --db/--runs against this file (default: the shipped one)")
+    ap.add_argument("--gate-log", type=Path, help="a gate's progress log: rounds its AMBIGUOUS intervals would need")
+    ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated: fractions or margin/K")
+    ap.add_argument("--min-rounds", type=int, default=GATE_MIN_ROUNDS)
+    ap.add_argument("--json", action="store_true", help="print the raw results as JSON")
+    ap.add_argument("--save-json", type=Path, help="also write the raw results here")
+    args = ap.parse_args(argv)
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    try:
+        for t in targets:
+            parse_target(t, None)
+        timed = [t for db in args.db for t in from_db(db, args.expectations)]
+        timed += [t for f in args.runs if (t := from_run_folder(f, args.expectations)) is not None]
+        evidence = [t for e in args.evidence for t in from_evidence(e)]
+        if args.gate_log and not args.gate_log.exists():
+            raise ReplayError(f"no gate log {args.gate_log}")
+    except (ReplayError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    results = [replay(t, targets, args.min_rounds) for t in timed + evidence]
+    doc = {"targets": targets, "min_rounds": args.min_rounds,
+           "overhead_s_per_round": add_wall_estimates(results, args.min_rounds)}
+    doc.update(totals=totals(results, targets), runs=results,
+               scaling=[x for t in timed + evidence if t.source != "run folder" for x in interval_scaling(t)],
+               what_if=what_if_longer(args.gate_log, evidence) if args.gate_log else [])
+    if args.save_json:
+        args.save_json.write_text(json.dumps(doc, indent=1, default=_plain) + "\n")
+    print(json.dumps(doc, indent=1, default=_plain) if args.json else markdown(doc))
+    return 0
+
+
+def _plain(x: Any) -> Any:
+    return None if isinstance(x, float) and math.isnan(x) else str(x)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
