@@ -60,7 +60,9 @@ GATE_TARGET = 0.0025          # SamplingPlan.target_rel_ci
 GATE_MIN_ROUNDS = 10          # BenchOptions.repeats
 GATE_BUDGET_S = 2.0           # BenchOptions.budget_s
 MAX_ROUNDS = 400              # SamplingPlan.max_rounds
-TARGETS = ("0.0025", "0.005", "0.01", "margin/4")
+DECIDED = "decided"           # stop once the process's own samples leave no variant AMBIGUOUS (decided_round)
+TARGETS = ("0.0025", "0.005", "0.01", "margin/4", "margin/8", DECIDED)
+GRID_GROWTH = 1.25            # "decided" judges at min_rounds, then every 25% more rounds
 Target = Callable[[str], float]
 
 
@@ -121,6 +123,8 @@ def margin_target(entry: dict[str, Any] | None, divisor: float) -> Target:
 
 
 def parse_target(text: str, entry: dict[str, Any] | None) -> Target:
+    if text == DECIDED:
+        return lambda _v: GATE_TARGET          # stands in where a precision is asked (rounds_to_target)
     if text.startswith("margin/"):
         return margin_target(entry, float(text.split("/", 1)[1]))
     value = float(text)
@@ -148,28 +152,91 @@ def replay(t: Timed, targets: Iterable[str], min_rounds: int = GATE_MIN_ROUNDS) 
                        "timed_s": float(round_seconds(g).sum())} for p, g in procs.items()],
         "targets": {}}
     for text in targets:
-        out["targets"][text] = cut_and_judge(t, procs, parse_target(text, t.entry), full, min_rounds)
+        out["targets"][text] = cut_and_judge(t, procs, text, full, min_rounds)
     out["budget"] = rounds_to_decide(full.values(), out["processes"])
     return out
 
 
-def cut_and_judge(t: Timed, procs: dict[int, pd.DataFrame], target: Target, full: dict[str, VariantVerdict],
+def decided_round(t: Timed, rows: pd.DataFrame, min_rounds: int = GATE_MIN_ROUNDS) -> int | None:
+    """A stop by verdict rather than precision: the first of min_rounds, then every GRID_GROWTH more,
+    at which `judge` of the process's own samples so far leaves no variant AMBIGUOUS (the reference
+    kernels and the one-machine rule aside); None if that never happens."""
+    rounds = sorted(rows["round"].unique())
+    n = min_rounds
+    while n <= len(rounds):
+        cut = rows[rows["round"].isin(rounds[:n])]
+        verdicts = judge(t.pair, exp.of_kind(cut, t.kind), t.entry, t.sm_clock_max_mhz, t.outdated)
+        if not any(v.verdict == AMBIGUOUS for v in verdicts if not v.is_reference):
+            return n
+        n = max(n + 1, int(n * GRID_GROWTH))
+    return None
+
+
+def cut_and_judge(t: Timed, procs: dict[int, pd.DataFrame], text: str, full: dict[str, VariantVerdict],
                   min_rounds: int) -> dict[str, Any]:
     kept_rows, per_process = [], []
+    target = parse_target(text, t.entry)
     for p, g in procs.items():
         rounds = sorted(g["round"].unique())
-        stop = stop_round(g, target, min_rounds)
+        stop = decided_round(t, g, min_rounds) if text == DECIDED else stop_round(g, target, min_rounds)
         kept = len(rounds) if stop is None else min(stop, len(rounds))
         cut = g[g["round"].isin(rounds[:kept])]
         secs = round_seconds(g)
         per_process.append({"process": p, "rounds_kept": kept, "rounds_taken": len(rounds),
-                            "saved_s": float(secs.sum() - secs.loc[rounds[:kept]].sum())})
+                            "saved_s": float(secs.sum() - secs.loc[rounds[:kept]].sum()),
+                            "rounds_to_target": None if stop is not None else
+                            (undecided_rounds(t, g) if text == DECIDED else rounds_to_target(g, target))})
         kept_rows.append(cut)
     cut = {v.variant: v for v in gate_verdicts(t, pd.concat(kept_rows, ignore_index=True))}
     changes = [{"variant": v, "from": full[v].verdict, "to": cut[v].verdict if v in cut else "MISSING",
                 "why": undecided_text(cut.get(v))} for v in full if (cut[v].verdict if v in cut else "MISSING")
                != full[v].verdict]
     return {"processes": per_process, "changes": changes}
+
+
+def rounds_to_target(rows: pd.DataFrame, target: Target) -> int:
+    """For a process that ended before its series met the target: the rounds they would take, each
+    series' half-width shrunk as 1/sqrt(n) (an extrapolation; the sqrt(n) check in the report says
+    how well real intervals follow it)."""
+    n = int(rows["round"].nunique())
+    need = [n * (median_rel_halfwidth(list(g["time_ns"].astype(float))) / target(str(v))) ** 2
+            for (v, _), g in rows.groupby(["variant", rows["kind"].fillna("legacy")])]
+    return int(math.ceil(max(need))) if need else n
+
+
+def undecided_rounds(t: Timed, rows: pd.DataFrame) -> int:
+    """For "decided": the rounds at which the gate's `hopeless` test (sqrt(n / N)) lets every AMBIGUOUS
+    variant of the process's judged samples decide (MAX_ROUNDS when it never would)."""
+    n = int(rows["round"].nunique())
+    found = rounds_to_decide(judge(t.pair, exp.of_kind(rows, t.kind), t.entry, t.sm_clock_max_mhz, t.outdated),
+                             [{"rounds_taken": n, "timed_s": 0.0}])
+    return MAX_ROUNDS if found is None or found["timed_s_needed"] is None and None in found["rounds_needed"].values() \
+        else max(found["rounds_needed"].values())
+
+
+def budget_cost(results: list[dict[str, Any]], target: str, caps_s: Iterable[float]) -> list[dict[str, Any]]:
+    """A process of the gate's plan that ran out of its 2 s budget before its series met `target`
+    would, under a larger cap, go on to the rounds `rounds_to_target` says (at most 400, or the cap);
+    each more round costs what its rounds cost (2 s / rounds). Per cap: the wall seconds they add, one
+    process a pair (each pair's mean over its processes, summed), against the seconds `target` saves."""
+    out = []
+    for cap in caps_s:
+        per_pair: dict[tuple[str, str], list[float]] = {}
+        for r in results:
+            if r["source"] == "run folder":
+                continue
+            for p, how in zip(r["targets"][target]["processes"], r["processes"]):
+                extra = 0.0
+                if how["how_stopped"] == "budget" and p["rounds_to_target"] is not None:
+                    per_round = GATE_BUDGET_S / p["rounds_taken"]
+                    more = min(p["rounds_to_target"], MAX_ROUNDS, int(cap / per_round)) - p["rounds_taken"]
+                    extra = max(0, more) * per_round
+                per_pair.setdefault((r["source"], r["pair"]), []).append(extra - (p["saved_wall_s"] or 0.0))
+        for source in dict.fromkeys(k[0] for k in per_pair):
+            net = [statistics.mean(v) for k, v in per_pair.items() if k[0] == source]
+            out.append({"source": source, "target": target, "cap_s": cap, "pairs": len(net),
+                        "net_wall_s_one_process_per_pair": sum(net)})
+    return out
 
 
 def undecided_text(v: VariantVerdict | None) -> str:
@@ -418,6 +485,11 @@ def markdown(doc: dict[str, Any]) -> str:
                   "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
         lines += [f"| {w['pair']} | {w['variant']} | {w['interval']} | {w['rounds_now']} | {w['rounds_needed'] or '>400'} "
                   f"| {w['timed_s_per_round']:.3f} | {_s(w['timed_s_needed'])} |" for w in doc["what_if"]]
+    if doc.get("budget_caps"):
+        lines += ["", "| source | target | budget cap s | net wall s a gate (one process a pair; + costs) |",
+                  "| --- | --- | ---: | ---: |"]
+        lines += [f"| {b['source']} | {b['target']} | {b['cap_s']:.0f} | {b['net_wall_s_one_process_per_pair']:+.1f} |"
+                  for b in doc["budget_caps"]]
     lines += ["", f"overhead per round beyond the timed samples (median of budget-stopped gate processes): "
               f"{doc['overhead_s_per_round'] * 1e3:.1f} ms"]
     return "\n".join(lines)
@@ -454,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
            "overhead_s_per_round": add_wall_estimates(results, args.min_rounds)}
     doc.update(totals=totals(results, targets), runs=results,
                scaling=[x for t in timed + evidence if t.source != "run folder" for x in interval_scaling(t)],
-               what_if=what_if_longer(args.gate_log, evidence) if args.gate_log else [])
+               what_if=what_if_longer(args.gate_log, evidence) if args.gate_log else [],
+               budget_caps=[x for t in targets for x in budget_cost(results, t, (2.0, 5.0, 10.0))])
     if args.save_json:
         args.save_json.write_text(json.dumps(doc, indent=1, default=_plain) + "\n")
     print(json.dumps(doc, indent=1, default=_plain) if args.json else markdown(doc))
