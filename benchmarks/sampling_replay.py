@@ -217,7 +217,7 @@ def undecided_rounds(t: Timed, rows: pd.DataFrame) -> int:
 def budget_cost(results: list[dict[str, Any]], target: str, caps_s: Iterable[float]) -> list[dict[str, Any]]:
     """A process of the gate's plan that ran out of its 2 s budget before its series met `target`
     would, under a larger cap, go on to the rounds `rounds_to_target` says (at most 400, or the cap);
-    each more round costs what its rounds cost (2 s / rounds). Per cap: the wall seconds they add, one
+    each more round costs what its rounds cost (max(2 s, timed s) / rounds). Per cap: the wall seconds they add, one
     process a pair (each pair's mean over its processes, summed), against the seconds `target` saves."""
     out = []
     for cap in caps_s:
@@ -228,7 +228,7 @@ def budget_cost(results: list[dict[str, Any]], target: str, caps_s: Iterable[flo
             for p, how in zip(r["targets"][target]["processes"], r["processes"]):
                 extra = 0.0
                 if how["how_stopped"] == "budget" and p["rounds_to_target"] is not None:
-                    per_round = GATE_BUDGET_S / p["rounds_taken"]
+                    per_round = max(GATE_BUDGET_S, how["timed_s"]) / p["rounds_taken"]
                     more = min(p["rounds_to_target"], MAX_ROUNDS, int(cap / per_round)) - p["rounds_taken"]
                     extra = max(0, more) * per_round
                 per_pair.setdefault((r["source"], r["pair"]), []).append(extra - (p["saved_wall_s"] or 0.0))
@@ -236,6 +236,22 @@ def budget_cost(results: list[dict[str, Any]], target: str, caps_s: Iterable[flo
             net = [statistics.mean(v) for k, v in per_pair.items() if k[0] == source]
             out.append({"source": source, "target": target, "cap_s": cap, "pairs": len(net),
                         "net_wall_s_one_process_per_pair": sum(net)})
+    return out
+
+
+def floor_cost(results: list[dict[str, Any]], floor: int = 40) -> list[dict[str, Any]]:
+    """What a floor of `floor` rounds for a process that ran out of its 2 s budget short of it would
+    add (its rounds cost max(2 s, timed s) / rounds taken each), one process a pair, and which pairs pay it."""
+    out = []
+    for source in dict.fromkeys(r["source"] for r in results if r["source"] != "run folder"):
+        per_pair: dict[str, list[float]] = {}
+        for r in (r for r in results if r["source"] == source):
+            per_pair.setdefault(r["pair"], []).extend(
+                max(0, floor - p["rounds_taken"]) * max(GATE_BUDGET_S, p["timed_s"]) / p["rounds_taken"]
+                if p["how_stopped"] == "budget" else 0.0 for p in r["processes"])
+        cost = {pair: statistics.mean(v) for pair, v in per_pair.items() if statistics.mean(v) > 0}
+        out.append({"source": source, "floor_rounds": floor, "wall_s_one_process_per_pair": sum(cost.values()),
+                    "pairs": {k: round(v, 1) for k, v in sorted(cost.items(), key=lambda kv: -kv[1])}})
     return out
 
 
@@ -490,6 +506,10 @@ def markdown(doc: dict[str, Any]) -> str:
                   "| --- | --- | ---: | ---: |"]
         lines += [f"| {b['source']} | {b['target']} | {b['cap_s']:.0f} | {b['net_wall_s_one_process_per_pair']:+.1f} |"
                   for b in doc["budget_caps"]]
+    for f in doc.get("floor") or []:
+        lines += ["", f"{f['source']}: at least {f['floor_rounds']} rounds where the 2 s budget ran out short of them: "
+                  f"+{f['wall_s_one_process_per_pair']:.1f} s a gate, "
+                  + ", ".join(f"{k} +{v}" for k, v in f["pairs"].items())]
     lines += ["", f"overhead per round beyond the timed samples (median of budget-stopped gate processes): "
               f"{doc['overhead_s_per_round'] * 1e3:.1f} ms"]
     return "\n".join(lines)
@@ -527,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     doc.update(totals=totals(results, targets), runs=results,
                scaling=[x for t in timed + evidence if t.source != "run folder" for x in interval_scaling(t)],
                what_if=what_if_longer(args.gate_log, evidence) if args.gate_log else [],
-               budget_caps=[x for t in targets for x in budget_cost(results, t, (2.0, 5.0, 10.0))])
+               budget_caps=[x for t in targets for x in budget_cost(results, t, (2.0, 5.0, 10.0))],
+               floor=floor_cost(results))
     if args.save_json:
         args.save_json.write_text(json.dumps(doc, indent=1, default=_plain) + "\n")
     print(json.dumps(doc, indent=1, default=_plain) if args.json else markdown(doc))
