@@ -295,6 +295,10 @@ def add_wall_estimates(results: list[dict[str, Any]], min_rounds: int = GATE_MIN
                 own[(r["run_id"], r["pair"], p["process"])] = (GATE_BUDGET_S - p["timed_s"]) / p["rounds_taken"]
     median = statistics.median(own.values()) if own else 0.0
     for r in results:
+        for p in r["processes"]:
+            key = (r["run_id"], r["pair"], p["process"])
+            p["wall_s_est"] = None if r["source"] == "run folder" else \
+                max(GATE_BUDGET_S, p["timed_s"]) if key in own else p["timed_s"] + median * p["rounds_taken"]
         for cut in r["targets"].values():
             for p in cut["processes"]:
                 extra = own.get((r["run_id"], r["pair"], p["process"]), median)
@@ -459,6 +463,9 @@ def totals(results: list[dict[str, Any]], targets: Iterable[str]) -> list[dict[s
             per_pair: dict[str, list[float]] = {}
             for r in mine:
                 per_pair.setdefault(r["pair"], []).extend(p.get("saved_wall_s") or 0.0 for p in r["targets"][t]["processes"])
+            held_wall: dict[str, list[float]] = {}
+            for r in mine:
+                held_wall.setdefault(r["pair"], []).extend(p.get("wall_s_est") or 0.0 for p in r["processes"])
             out.append({"source": source, "target": t, "processes": len(procs), "pairs": len(per_pair),
                         "rounds_kept": sum(p["rounds_kept"] for p in procs),
                         "rounds_taken": sum(p["rounds_taken"] for p in procs),
@@ -466,6 +473,8 @@ def totals(results: list[dict[str, Any]], targets: Iterable[str]) -> list[dict[s
                         "wall_s_saved": None if None in walls else sum(walls),
                         "wall_s_saved_one_process_per_pair": None if None in walls else
                         sum(statistics.mean(v) for v in per_pair.values()),
+                        "wall_s_held_one_process_per_pair": None if None in walls else
+                        sum(statistics.mean(v) for v in held_wall.values()),
                         "changes": [f"{r['pair']}:{c['variant']} {c['from']}->{c['to']}"
                                     for r in mine for c in r["targets"][t]["changes"]]})
     return out
@@ -478,11 +487,13 @@ def _s(x: float | None) -> str:
 def markdown(doc: dict[str, Any]) -> str:
     targets, results = doc["targets"], doc["runs"]
     lines = ["| source | target | pairs | processes | rounds kept / taken | timed s saved / held | wall s saved "
-             "(1 process a pair) | verdicts changed |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "(a gate: 1 process a pair, of its s sampling) | verdicts changed |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for t in doc["totals"]:
         lines.append(f"| {t['source']} | {t['target']} | {t['pairs']} | {t['processes']} | {t['rounds_kept']} / "
                      f"{t['rounds_taken']} | {t['timed_s_saved']:.2f} / {t['timed_s_held']:.2f} | {_s(t['wall_s_saved'])} "
-                     f"({_s(t['wall_s_saved_one_process_per_pair'])}) | {'; '.join(t['changes']) or 'none'} |")
+                     f"({_s(t['wall_s_saved_one_process_per_pair'])} of {_s(t['wall_s_held_one_process_per_pair'])}) "
+                     f"| {'; '.join(t['changes']) or 'none'} |")
     lines += ["", "| source | pair | kind | taken (how) | " + " | ".join(f"kept {t}" for t in targets) + " | changes |",
               "| --- | --- | --- | --- | " + " | ".join("---:" for _ in targets) + " | --- |"]
     for r in results:
