@@ -513,10 +513,14 @@ def markdown(doc: dict[str, Any]) -> str:
         lines += [f"| {w['pair']} | {w['variant']} | {w['interval']} | {w['rounds_now']} | {w['rounds_needed'] or '>400'} "
                   f"| {w['timed_s_per_round']:.3f} | {_s(w['timed_s_needed'])} |" for w in doc["what_if"]]
     if doc.get("budget_caps"):
-        lines += ["", "| source | target | budget cap s | net wall s a gate (one process a pair; + costs) |",
-                  "| --- | --- | ---: | ---: |"]
-        lines += [f"| {b['source']} | {b['target']} | {b['cap_s']:.0f} | {b['net_wall_s_one_process_per_pair']:+.1f} |"
-                  for b in doc["budget_caps"]]
+        caps = list(dict.fromkeys(b["cap_s"] for b in doc["budget_caps"]))
+        net: dict[tuple[str, str], dict[float, float]] = {}
+        for b in doc["budget_caps"]:
+            net.setdefault((b["source"], b["target"]), {})[b["cap_s"]] = b["net_wall_s_one_process_per_pair"]
+        lines += ["", "net wall s a gate (one process a pair; - saves, + costs) with the budget capped at:", "",
+                  "| source | target | " + " | ".join(f"{c:.0f} s" for c in caps) + " |",
+                  "| --- | --- | " + " | ".join("---:" for _ in caps) + " |"]
+        lines += [f"| {src} | {t} | " + " | ".join(f"{by[c]:+.1f}" for c in caps) + " |" for (src, t), by in net.items()]
     for f in doc.get("floor") or []:
         lines += ["", f"{f['source']}: at least {f['floor_rounds']} rounds where the 2 s budget ran out short of them: "
                   f"+{f['wall_s_one_process_per_pair']:.1f} s a gate, "
@@ -539,7 +543,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-rounds", type=int, default=GATE_MIN_ROUNDS)
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON")
     ap.add_argument("--save-json", type=Path, help="also write the raw results here")
+    ap.add_argument("--from-json", type=Path, help="print the tables of results saved by --save-json (no replay)")
     args = ap.parse_args(argv)
+    if args.from_json:
+        if not args.from_json.exists():
+            print(f"error: no results file {args.from_json}", file=sys.stderr)
+            return 2
+        print(markdown(json.loads(args.from_json.read_text())))
+        return 0
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     try:
         for t in targets:

@@ -91,12 +91,15 @@ def test_the_command_writes_its_results_as_json_and_a_table(db, tmp_path, capsys
     first = {t["target"]: t for t in json.loads(out.read_text())["totals"]}
     assert first["0.0025"]["rounds_kept"] == first["0.0025"]["rounds_taken"] == 1832
     assert first["0.0025"]["changes"] == [] and first["0.01"]["rounds_kept"] < 1832
-    assert "| gate db | 0.01 |" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| gate db | 0.01 |" in printed
+    assert main(["--from-json", str(out)]) == 0 and capsys.readouterr().out.strip() == printed.strip()
 
 
 def test_bad_input_is_one_line_and_exit_2(db, tmp_path, capsys):
     assert main(["--db", str(tmp_path / "none.db")]) == 2
     assert main(["--db", str(db), "--targets", "tight"]) == 2
     assert main(["--runs", str(tmp_path)]) == 2
+    assert main(["--from-json", str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 3 and "Traceback" not in err and "none.db" in err
+    assert err.count("\n") == 4 and "Traceback" not in err and "none.db" in err
