@@ -484,6 +484,14 @@ def _s(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}"
 
 
+def _saved(run: dict[str, Any], target: str) -> str:
+    """The seconds a cut saves in a run, summed over its processes: wall (estimated), else timed ('t')."""
+    procs = run["targets"][target]["processes"]
+    if all(p.get("saved_wall_s") is not None for p in procs):
+        return f"{sum(p['saved_wall_s'] for p in procs):.2f}"
+    return f"{sum(p['saved_s'] for p in procs):.2f}t"
+
+
 def markdown(doc: dict[str, Any]) -> str:
     targets, results = doc["targets"], doc["runs"]
     lines = ["| source | target | pairs | processes | rounds kept / taken | timed s saved / held | wall s saved "
@@ -494,11 +502,13 @@ def markdown(doc: dict[str, Any]) -> str:
                      f"{t['rounds_taken']} | {t['timed_s_saved']:.2f} / {t['timed_s_held']:.2f} | {_s(t['wall_s_saved'])} "
                      f"({_s(t['wall_s_saved_one_process_per_pair'])} of {_s(t['wall_s_held_one_process_per_pair'])}) "
                      f"| {'; '.join(t['changes']) or 'none'} |")
-    lines += ["", "| source | pair | kind | taken (how) | " + " | ".join(f"kept {t}" for t in targets) + " | changes |",
+    lines += ["", "rounds kept at each target per process (s saved: wall estimated; t: timed only, a run folder)", "",
+              "| source | pair | kind | taken (how) | " + " | ".join(f"kept {t}" for t in targets) + " | changes |",
               "| --- | --- | --- | --- | " + " | ".join("---:" for _ in targets) + " | --- |"]
     for r in results:
         taken = ", ".join(f"{p['rounds_taken']} ({p['how_stopped']})" for p in r["processes"])
-        kept = [", ".join(str(p["rounds_kept"]) for p in r["targets"][t]["processes"]) for t in targets]
+        kept = [", ".join(str(p["rounds_kept"]) for p in r["targets"][t]["processes"]) + f" ({_saved(r, t)})"
+                for t in targets]
         changes = "; ".join(f"{t}: {c['variant']} {c['from']}->{c['to']} ({c['why']})" for t in targets
                             for c in r["targets"][t]["changes"])
         lines.append(f"| {r['source']} | {r['pair']} | {r['kind']} | {taken} | " + " | ".join(kept)
