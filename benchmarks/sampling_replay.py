@@ -48,7 +48,8 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.analyze.gate.rules import compile_draw, compiled_variants, hopeless, one_machine
+from aisp_prof.analyze.gate import rules
+from aisp_prof.analyze.gate.rules import hopeless
 from aisp_prof.analyze.gate.verdict import AMBIGUOUS, MetricVerdict, VariantVerdict, decide, judge
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.analyze.timing.speedup import headline_kind
@@ -89,8 +90,7 @@ class Timed:
 
 def gate_verdicts(t: Timed, samples: pd.DataFrame) -> list[VariantVerdict]:
     """The verdicts bench.runner.bench_one stores for these samples (its `annotate`, the same calls)."""
-    verdicts = judge(t.pair, exp.of_kind(samples, t.kind), t.entry, t.sm_clock_max_mhz, t.outdated)
-    return compile_draw(one_machine(verdicts, t.kind, t.entry), t.entry, compiled_variants(t.compiles))
+    return rules.gate_verdicts(t.pair, samples, t.kind, t.entry, t.sm_clock_max_mhz, t.outdated, t.compiles)
 
 
 def stop_round(rows: pd.DataFrame, target: Target, min_rounds: int = GATE_MIN_ROUNDS) -> int | None:

@@ -27,9 +27,9 @@ from ..pairs.source import source_mismatch
 from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import data_root, kernels_root
 from ..analyze.gate import expectations as exp
-from ..analyze.gate.rules import (PAIR_BUDGET_S, compile_draw, compiled_variants, failing, gate_kind, one_machine,
-                                   refusal, undecided, verdict_frame)
-from ..analyze.gate.verdict import AMBIGUOUS, VariantVerdict, judge
+from ..analyze.gate.rules import (PAIR_BUDGET_S, failing, gate_kind, gate_verdicts, refusal, undecided,
+                                   verdict_frame)
+from ..analyze.gate.verdict import AMBIGUOUS, VariantVerdict
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
@@ -184,10 +184,9 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:
-            verdicts = judge(pair.name, exp.of_kind(data.samples, kind), entry,
-                             (data.info.get("sensor") or {}).get("sm_clock_max_mhz"), recorded.get("outdated", ""))
-            found.extend(compile_draw(one_machine(verdicts, kind, entry, link_bound=pair.distributed), entry,
-                                      compiled_variants(data.compiles)))
+            found.extend(gate_verdicts(pair.name, data.samples, kind, entry,
+                                       (data.info.get("sensor") or {}).get("sm_clock_max_mhz"),
+                                       recorded.get("outdated", ""), data.compiles, link_bound=pair.distributed))
             for v in found:
                 if chase.stopped and v.verdict == AMBIGUOUS and not v.is_reference:
                     v.cause = "; ".join(c for c in (v.cause, chase.stopped) if c)

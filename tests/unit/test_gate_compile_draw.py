@@ -8,14 +8,12 @@ evidence before that recording (expectations_h200_regional_triton_shared_cache.j
 kernels/ch14/expectations_h200.json at 73149f6^) and the shipped evidence after it."""
 from __future__ import annotations
 
-import gzip
-import shutil
-
 import pytest
+from sample_files import plain_file
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.analyze.gate.rules import compile_draw, compiled_variants, one_machine
-from aisp_prof.analyze.gate.verdict import FASTER, judge
+from aisp_prof.analyze.gate.rules import compiled_variants, gate_verdicts
+from aisp_prof.analyze.gate.verdict import FASTER
 from aisp_prof.api import open_db
 from aisp_prof.paths import data_root
 
@@ -25,18 +23,14 @@ PAIR = "ch14.regional_triton"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lease") / "g.db"
-    with gzip.open(GATE / "h200_fresh_lease_ch14_gate.db.gz") as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    db = open_db(path)
+    db = open_db(plain_file(GATE / "h200_fresh_lease_ch14_gate.db", tmp_path_factory.mktemp("lease") / "g.db"))
     return db.run(next(r["run_id"] for r in db.run_list() if r["pair"] == PAIR))
 
 
 def _verdicts(run, entry):
-    samples = exp.of_kind(run.samples, "gpu")
-    verdicts = judge(PAIR, samples, entry, (run.info.get("sensor") or {}).get("sm_clock_max_mhz"))
-    return {v.variant: v for v in compile_draw(one_machine(verdicts, "gpu", entry), entry,
-                                                 compiled_variants(run.compiles))}
+    return {v.variant: v for v in gate_verdicts(PAIR, run.samples, "gpu", entry,
+                                                (run.info.get("sensor") or {}).get("sm_clock_max_mhz"),
+                                                compiles=run.compiles)}
 
 
 def test_the_compiled_variants_are_the_ones_torch_compile_ran(run):

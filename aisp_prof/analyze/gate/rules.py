@@ -177,6 +177,16 @@ def compile_draw(verdicts: list[VariantVerdict], entry: Any, compiled: set[str])
     return verdicts
 
 
+def gate_verdicts(pair: str, samples: pd.DataFrame, kind: str, entry: Any, sm_clock_max_mhz: float | None = None,
+                  outdated: str = "", compiles: pd.DataFrame | None = None,
+                  link_bound: bool = False) -> list[VariantVerdict]:
+    """What `bench run` says of a run's samples: each variant judged by the gate's kind of time
+    (`judge`), the one-machine rule (`one_machine`), and where a compiled variant's change may be
+    the compiler's draw (`compile_draw`, the variants `compiles` shows torch.compile compiled)."""
+    verdicts = judge(pair, exp.of_kind(samples, kind), entry, sm_clock_max_mhz, outdated)
+    return compile_draw(one_machine(verdicts, kind, entry, link_bound=link_bound), entry, compiled_variants(compiles))
+
+
 def _within_machine_spread(v: VariantVerdict) -> bool:
     """Whether the change that decided v (its cycles, else its time) may lie within MACHINE_SPREAD_GPU."""
     m = v.metric("cycles") or v.metric("time")
