@@ -197,14 +197,10 @@ def test_an_unreadable_expectations_file_is_one_line(sample_dbs, tmp_path, monke
 def fresh_lease_db(tmp_path_factory):
     """`bench run --targets ch14` on a fresh H200 lease (tests/fixtures/gate/README.md), judged here
     against the shipped H200 evidence: recorded on other leases, except regional_triton's second session."""
-    import gzip
-    import shutil
+    from sample_files import plain_file
 
-    path = tmp_path_factory.mktemp("lease") / "g.db"
-    with gzip.open(KERNELS.parent / "tests/fixtures/gate/h200_fresh_lease_ch14_gate.db.gz") as src, \
-            open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
+    return plain_file(KERNELS.parent / "tests/fixtures/gate/h200_fresh_lease_ch14_gate.db",
+                      tmp_path_factory.mktemp("lease") / "g.db")
 
 
 def test_a_fresh_lease_differs_only_where_machines_do(fresh_lease_db):

@@ -3,14 +3,13 @@ this kind of GPU (store.history.gate_seconds -> bench.gate.time_left). Read from
 an H200 ch14 gate (tests/fixtures/gate/h200_fresh_lease_ch14_gate.db.gz: 11 runs of `bench run`)."""
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
 import sqlite3
 
 import pytest
 from click.testing import CliRunner
 from repo_paths import ROOT
+from sample_files import plain_file
 
 from aisp_prof.bench.gate import time_left
 from aisp_prof.cli import cli
@@ -18,15 +17,12 @@ from aisp_prof.naming import FRESH_COMPILE_CACHE
 from aisp_prof.pairs.capabilities import Machine
 from aisp_prof.store.history import gate_seconds
 
-FIXTURE = ROOT / "tests" / "fixtures" / "gate" / "h200_fresh_lease_ch14_gate.db.gz"
+FIXTURE = ROOT / "tests" / "fixtures" / "gate" / "h200_fresh_lease_ch14_gate.db"     # shipped gzipped
 
 
 @pytest.fixture
 def gate_db(tmp_path):
-    path = tmp_path / "gate.db"
-    with gzip.open(FIXTURE) as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
+    return plain_file(FIXTURE, tmp_path / "gate.db")
 
 
 def _walls(path):

@@ -7,13 +7,12 @@ stopped; and the uncut samples judged against the evidence the gate read that da
 the gate stored, every one: the replay's verdicts are the gate's."""
 from __future__ import annotations
 
-import gzip
 import json
-import shutil
 import sys
 
 import pytest
 from repo_paths import FIXTURES, ROOT
+from sample_files import plain_file
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -30,10 +29,7 @@ BY_PRECISION = {"ch14.cublas_vs_cutlass": [43], "ch14.cuda_python": [29], "ch14.
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    path = tmp_path_factory.mktemp("lease") / "g.db"
-    with gzip.open(GATE / "h200_fresh_lease_ch14_gate.db.gz") as src, open(path, "wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
+    return plain_file(GATE / "h200_fresh_lease_ch14_gate.db", tmp_path_factory.mktemp("lease") / "g.db")
 
 
 @pytest.fixture(scope="module")
