@@ -92,9 +92,9 @@ def test_every_reader_of_a_runs_samples_sees_one_per_call(samples):
     through intervals.slowest_ranks: two ranks' samples pooled would look like two groups of calls."""
     from aisp_prof.analyze.rule_input import RuleInput
     from aisp_prof.analyze.timing.intervals import paired_groups, slowest_ranks
-    from aisp_prof.analyze.verdict.validity import _series
+    from aisp_prof.analyze.verdict.validity import _one_per_call, _series
 
-    assert len(_series(RuleInput({}, [], samples=samples), "int8", "cuda_events")) == 140
+    assert len(_series(_one_per_call(RuleInput({}, [], samples=samples)), "int8", "cuda_events")) == 140
     base, int8 = paired_groups(slowest_ranks(samples), "baseline", "int8")
     assert [len(g) for g in base] == [140] and [len(g) for g in int8] == [140]
     one = samples[samples["rank"] == 0].drop(columns="rank")

@@ -83,8 +83,15 @@ def _rows(s: pd.DataFrame, variant: str, timer: str | None) -> pd.DataFrame:
     return rows[rows["time_ns"].notna()]
 
 
-def _series(inp: RuleInput, variant: str, timer: str | None) -> list[float]:
-    return [float(t) for t in _rows(slowest_ranks(inp.samples), variant, timer)["time_ns"]]
+def _series(samples: pd.DataFrame, variant: str, timer: str | None) -> list[float]:
+    """The variant's times as `_rows` takes them from `samples`, one row a call (`_one_per_call`)."""
+    return [float(t) for t in _rows(samples, variant, timer)["time_ns"]]
+
+
+def _one_per_call(inp: RuleInput) -> pd.DataFrame:
+    """The run's samples one row a call (`slowest_ranks`: a multi-rank call's time is its slowest
+    rank's; two ranks' samples pooled would look like two groups of calls), for `_rows`."""
+    return slowest_ranks(inp.samples)
 
 
 def _keys(rows: pd.DataFrame) -> list[tuple[int, int]]:
@@ -154,12 +161,12 @@ def where_far(samples: pd.DataFrame, variants: Sequence[str], variant: str, time
 def bimodal(inp: RuleInput) -> list[Finding]:
     """A warning for each variant whose headline timer's samples are not one group."""
     out = []
-    samples = slowest_ranks(inp.samples)
+    samples = _one_per_call(inp)
     variants = list(dict.fromkeys(r["variant"] for r in inp.summary))
     for r in inp.summary:
         v, timer = r["variant"], r.get("speedup_timer")
         far_ratio = HOST_FAR_RATIO if timer in HOST_TIMERS else FAR_RATIO
-        m = modes(_rows(samples, v, timer)["time_ns"].astype(float).tolist(), far_ratio)
+        m = modes(_series(samples, v, timer), far_ratio)
         if m is None:
             continue
         if m["far_share"] >= FAR_SHARE and m["half_width"] <= far_ratio:
