@@ -132,17 +132,17 @@ def samples_cmd(run: str, variants: tuple[str, ...], kind: str | None, rounds: b
     """
     from ..analyze.records import frame_records
 
+    runs = database(db)
     if rounds:
-        frame = database(db).samples(run, variants, kind)
-        records = frame_records(frame)
+        frame = runs.samples(run, variants, kind)
     else:
-        opened = database(db).open(run)
+        opened = runs.open(run)
         frame = opened.sample_groups(variants, kind)
-        records = frame_records(frame)
+    records = frame_records(frame)
     if as_json:
         echo_json(records)
     if frame.empty:
-        click.echo(f"run {database(db).resolve(run)} has no timed samples stored (an import of bare ncu or nsys "
+        click.echo(f"run {runs.resolve(run)} has no timed samples stored (an import of bare ncu or nsys "
                    "exports has none): nothing to show", err=as_json)
     elif not as_json:
         click.echo(_rounds_table(records) if rounds else _groups_table(records, opened.headline_timer))

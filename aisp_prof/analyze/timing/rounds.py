@@ -145,8 +145,9 @@ def sample_groups(frame: pd.DataFrame, variants: Sequence[str] = (), headline_ki
     `headline`: the kind is `headline_kind`, the one the run's headline speedup is the median of."""
     if frame.empty:
         return pd.DataFrame(columns=list(GROUP_COLUMNS))
-    times = frame.groupby(["variant", "kind"])["time_ns"]
-    out = pd.DataFrame({"samples": times.size(), "processes": frame.groupby(["variant", "kind"])["process"].nunique(),
+    groups = frame.groupby(["variant", "kind"])
+    times = groups["time_ns"]
+    out = pd.DataFrame({"samples": times.size(), "processes": groups["process"].nunique(),
                         "median_ns": times.median(), "p10_ns": times.quantile(0.1), "p90_ns": times.quantile(0.9),
                         "min_ns": times.min(), "max_ns": times.max()}).reset_index()
     out["headline"] = out["kind"] == headline_kind
