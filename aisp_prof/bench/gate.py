@@ -77,11 +77,14 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
              progress: Callable[[str], None] = lambda m: None, tick: Callable[[], None] = lambda: None) -> Gate:
     """Every pair of `targets` checked, timed and judged into the RunDatabase `runs` (`runner.bench_one`);
     first the pending CUDA libraries of the pairs that run here are built in parallel
-    (`collect.code.prebuild`). `progress` hears each pair's start (with the time so far), its steps and
+    (`collect.code.prebuild`), while a process imports torch once for every check and timing process
+    to be forked from (`collect.process.preload`; `preload` False: each a fresh process). `progress` hears each pair's start (with the time so far), its steps and
     its outcome in one line. KeyboardInterrupt (Ctrl-C, or raised by `tick`, called at every progress
     line of the main thread: SIGTERM) stops it: the Gate holds the finished pairs' outcomes and NOT_RUN
     for the rest."""
     from ..collect.code.prebuild import prebuild
+    from ..collect.process.preload import serving
+    from ..collect.process.steps import child_env
     from ..pairs import select
     from ..pairs.capabilities import detect_machine, runnable
 
@@ -96,19 +99,20 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
     running = -1                         # the index of the pair in progress
     try:
         can_run = [p for p in selected if runnable(p, machine).ok]
-        prebuild(can_run, say)
-        last, here = gate_seconds(runs.path, key), {p.name for p in can_run}
-        started = time.monotonic()
-        for i, pair in enumerate(selected, 1):
-            running = i - 1
-            say(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench"
-                + time_left([p.name for p in selected[i - 1:] if p.name in here], last))
-            began = time.monotonic()
-            outcome = runner.bench_one(pair, runs, key, opts, say, machine)
-            if outcome.status == "error":    # a SIGTERM to the process group (`timeout`) kills its child too:
-                tick()                       # the pair failed of the stop, not of its code: abandoned
-            outcomes.append(outcome)
-            say(f"   {outcome.line()} ({time.monotonic() - began:.1f} s)")
+        with serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)):
+            prebuild(can_run, say)         # (the preloaded process imports torch meanwhile)
+            last, here = gate_seconds(runs.path, key), {p.name for p in can_run}
+            started = time.monotonic()
+            for i, pair in enumerate(selected, 1):
+                running = i - 1
+                say(f"== {pair.name} ({i}/{len(selected)}), {time.monotonic() - started:.0f} s into the bench"
+                    + time_left([p.name for p in selected[i - 1:] if p.name in here], last))
+                began = time.monotonic()
+                outcome = runner.bench_one(pair, runs, key, opts, say, machine)
+                if outcome.status == "error":    # a SIGTERM to the process group (`timeout`) kills its child too:
+                    tick()                       # the pair failed of the stop, not of its code: abandoned
+                outcomes.append(outcome)
+                say(f"   {outcome.line()} ({time.monotonic() - began:.1f} s)")
     except KeyboardInterrupt:
         left = [runner.PairOutcome(p.name, None, NOT_RUN, ABANDONED if i == running else NOT_REACHED)
                 for i, p in enumerate(selected) if i >= len(outcomes)]

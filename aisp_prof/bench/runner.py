@@ -56,6 +56,8 @@ class BenchOptions:
     strict: bool = False               # AMBIGUOUS fails the gate too (CI that must decide)
     profiles_dir: Path = Path("profiles")
     expectations: Path | None = None   # default: kernels/chNN/expectations_<hardware key>.json
+    preload: bool = True               # fork each check and timing process from one that imported torch
+                                       # (collect.process.preload); False: each a fresh process
     nproc_per_node: int | None = None  # ranks of a multi-rank pair (default: its world_size); its evidence
                                        # is keyed by the rank count too: expectations_<W>x_<gpu>.json
 
@@ -255,7 +257,8 @@ def provenance(data: Any) -> dict[str, Any]:
             "triton_version": env.get("triton_version"), "host": info.get("host"), "boot_id": info.get("boot_id"),
             "source_sha256": (info.get("source") or {}).get("sha256"),
             "code_sha256": (info.get("source") or {}).get("code_sha256"),
-            "compile_cache": info.get("compile_cache", "shared")}
+            "compile_cache": info.get("compile_cache", "shared"),
+            "child_start": "forked" if info.get("forked_from_preload") else "fresh"}
 
 
 def current_hardware_key(machine: Machine | None = None) -> str:

@@ -26,6 +26,7 @@ from .. import commands
 from ..output.run_folder import gzip_file
 from ..ranks.follow import Board
 from ..ranks.launch import Agent, Launch, node_folder
+from . import preload
 from .agents import assemble, run_agents
 
 Progress = Callable[[str], None]
@@ -78,7 +79,12 @@ class StepContext:
         what agents of several nodes wrote into their own folders into the run folder
         (`assemble`). Returns (exit code, log text, the first agent's command line)."""
         started = self.agents(name, command_of)
-        rc, text, wall = run_agents(started, self.folder / log_name, self.env)
+        server = preload.current()
+        if server is not None and len(started) == 1 and server.serves(started[0].argv, {**self.env, **started[0].env}):
+            rc, text, wall = server.run_logged(started[0].argv, self.folder / log_name, {**self.env, **started[0].env})
+            self.info.setdefault("forked_from_preload", []).append(name)   # see collect.process.preload
+        else:
+            rc, text, wall = run_agents(started, self.folder / log_name, self.env)
         for agent in started:
             self.record(name if agent is started[0] else f"{name}_node{agent.node}", agent.argv, wall)
         nodes = self.launch_plan.nnodes if self.launch_plan is not None else 1
