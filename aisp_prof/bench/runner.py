@@ -47,6 +47,7 @@ class BenchOptions:
     profile: str = "none"
     repeats: int = 10                  # interleaved rounds per process, at least
     budget_s: float = 2.0              # sampling time per process
+    floor_rounds: int = 40             # ... or on to this many rounds where it runs out first (SamplingPlan)
     processes: int = 1                 # timing processes per pair, at least (`undecided` asks for more)
     max_processes: int = 5             # ... and at most: a second confirms a change, more while AMBIGUOUS
     pair_budget_s: float | None = PAIR_BUDGET_S   # ... and while another fits in the pair's time (None: no budget)
@@ -67,7 +68,8 @@ class BenchOptions:
         compiler's choices as a fresh machine draws them."""
         count = self.record_processes if self.update_expectations else self.processes
         top = count if self.update_expectations else max(count, self.max_processes)
-        return TimingOptions(min_rounds=self.repeats, budget_s=self.budget_s, processes=count, max_processes=top,
+        return TimingOptions(min_rounds=self.repeats, budget_s=self.budget_s, floor_rounds=self.floor_rounds,
+                             processes=count, max_processes=top,
                              references=True, more=None if self.update_expectations else more, kinds=(kind,),
                              fresh_compile_cache=self.update_expectations)
 

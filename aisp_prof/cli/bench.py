@@ -86,6 +86,10 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               show_default=True, help="none: timing only; minimal: + nsys; roofline: + ncu; full: + both, more metrics.")
 @click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
 @click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
+@click.option("--floor-rounds", default=40, show_default=True, type=click.IntRange(0),
+              help="Where a process's budget runs out before its medians are known to 0.25%, it samples on to "
+                   "this many rounds (at most 5 budgets of wall time): a slow pair's one process can decide. "
+                   "0: none (e.g. --floor-rounds 0 for the old stop).")
 @click.option("--processes", default=1, show_default=True,
               help="Timing processes per pair, at least; a second always confirms a FASTER or SLOWER.")
 @click.option("--max-processes", default=5, show_default=True,

@@ -140,7 +140,8 @@ import argparse, json, os, time
 from pathlib import Path
 started = time.time()
 ap = argparse.ArgumentParser()
-for flag in ("--pair", "--variants", "--sizes", "--mode", "--repeats", "--budget-s", "--process", "--nsys-out"):
+for flag in ("--pair", "--variants", "--sizes", "--mode", "--repeats", "--budget-s", "--floor-rounds", "--process",
+             "--nsys-out"):
     ap.add_argument(flag)
 ap.add_argument("--out", type=Path)
 ap.add_argument("--nsys-iterations", type=int, default=0)

@@ -36,7 +36,7 @@ from ...naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from ..ranks import group as ranks
 from ..code.builds import builds_so_far
 from ..code.compile_cache import fresh_compile_cache
-from .child_args import parser
+from .child_args import parser, sampling_plan
 from ..code.dynamo import stop_compile_workers
 from ..timing.timer import SamplingPlan
 
@@ -275,10 +275,9 @@ def main(argv: list[str] | None = None) -> int:
 
             report = {"check": check_pair(pair, sizes, device="cuda", variants=variants).to_dict()}
         else:
-            from ..timing.timer import SamplingPlan, l2_flush_bytes
+            from ..timing.timer import l2_flush_bytes
 
-            plan = SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, flush_bytes=l2_flush_bytes(),
-                                kinds=tuple(args.kinds.split(",")))
+            plan = sampling_plan(args, l2_flush_bytes())
             report = (run_check(pair, sizes, variants, plan, args.references) if args.mode == "check"
                       else run_timing(pair, sizes, variants, plan, args.references, args.process))
         if args.mode == "check":           # the capture leaves out what had no kernel at these sizes

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..timing.samplers import KINDS
+from ..timing.timer import SamplingPlan
 
 
 def parser() -> argparse.ArgumentParser:
@@ -21,6 +22,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--iterations", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=20, help="timing: rounds at least")
     ap.add_argument("--budget-s", type=float, default=2.0, help="timing: wall seconds of sampling")
+    ap.add_argument("--floor-rounds", type=int, default=0,
+                    help="timing: where the budget runs out first, rounds at least (0: none; timer.SamplingPlan)")
     ap.add_argument("--process", type=int, default=0, help="bench: which repeat process this is")
     ap.add_argument("--references", action="store_true", help="bench: time the reference kernels too")
     ap.add_argument("--kinds", default=",".join(KINDS), help="timing: which kinds of time (collect.timing.samplers)")
@@ -37,3 +40,9 @@ def parser() -> argparse.ArgumentParser:
                                                   "before any CUDA call (the check process's --release)")
     ap.add_argument("--wait-parent", type=int, default=0, help="with --wait-for: give up if this process ends")
     return ap
+
+
+def sampling_plan(args: argparse.Namespace, flush_bytes: int) -> SamplingPlan:
+    """The timing plan of the child's flags (stored with its samples, `child.run_timing`)."""
+    return SamplingPlan(min_rounds=args.repeats, budget_s=args.budget_s, floor_rounds=args.floor_rounds,
+                        flush_bytes=flush_bytes, kinds=tuple(args.kinds.split(",")))

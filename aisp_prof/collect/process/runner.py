@@ -54,10 +54,12 @@ GPU_FIELDS = ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_by
 class TimingOptions:
     """How the variants are timed after the check: interleaved samples in `processes` fresh
     processes (more, up to `max_processes`, while `more(samples)` says so: the bench's
-    sequential stop), each sampling for at most `budget_s`."""
+    sequential stop), each sampling for at most `budget_s`, or on to `floor_rounds` rounds where
+    the budget ran out first (collect.timing.timer.SamplingPlan; 0: no floor)."""
 
     min_rounds: int = 20
     budget_s: float = 2.0
+    floor_rounds: int = 0
     processes: int = 1
     max_processes: int = 1
     references: bool = False
@@ -124,8 +126,9 @@ def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, 
 
 
 def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
-    """The child's timing flags: rounds, budget, which process, kinds of time, reference kernels."""
-    return ["--repeats", str(timing.min_rounds), "--budget-s", str(timing.budget_s), "--process", str(process),
+    """The child's timing flags: rounds, budget, floor, which process, kinds of time, reference kernels."""
+    return ["--repeats", str(timing.min_rounds), "--budget-s", str(timing.budget_s),
+            "--floor-rounds", str(timing.floor_rounds), "--process", str(process),
             "--kinds", ",".join(timing.kinds), *(["--references"] if timing.references else []),
             *(["--fresh-compile-cache"] if timing.fresh_compile_cache else [])]
 
