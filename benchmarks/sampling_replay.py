@@ -53,6 +53,7 @@ from aisp_prof.analyze.gate.rules import hopeless
 from aisp_prof.analyze.gate.verdict import AMBIGUOUS, MetricVerdict, VariantVerdict, decide, judge
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.analyze.timing.speedup import headline_kind
+from aisp_prof.collect.timing.timer import SamplingPlan
 from aisp_prof.naming import hardware_key
 from aisp_prof.paths import data_root
 from aisp_prof.stats import median_rel_halfwidth
@@ -60,6 +61,7 @@ from aisp_prof.stats import median_rel_halfwidth
 GATE_TARGET = 0.0025          # SamplingPlan.target_rel_ci
 GATE_MIN_ROUNDS = 10          # BenchOptions.repeats
 GATE_BUDGET_S = 2.0           # BenchOptions.budget_s
+FLOOR_ROUNDS = 40             # BenchOptions.floor_rounds (the cap: SamplingPlan's, 5 budgets)
 MAX_ROUNDS = 400              # SamplingPlan.max_rounds
 DECIDED = "decided"           # stop once the process's own samples leave no variant AMBIGUOUS (decided_round)
 TARGETS = ("0.0025", "0.005", "0.01", "margin/4", "margin/8", DECIDED)
@@ -239,19 +241,122 @@ def budget_cost(results: list[dict[str, Any]], target: str, caps_s: Iterable[flo
     return out
 
 
-def floor_cost(results: list[dict[str, Any]], floor: int = 40) -> list[dict[str, Any]]:
-    """What a floor of `floor` rounds for a process that ran out of its 2 s budget short of it would
-    add (its rounds cost max(2 s, timed s) / rounds taken each), one process a pair, and which pairs pay it."""
+def precise_by_round(rows: pd.DataFrame, target: float = GATE_TARGET) -> list[bool]:
+    """After each round of one process: whether every series' median is known to `target` (the
+    timer's precision test, `stop_round`'s, at every round rather than the first)."""
+    series: dict[tuple[str, str], list[float]] = {}
     out = []
-    for source in dict.fromkeys(r["source"] for r in results if r["source"] != "run folder"):
+    for _, g in rows.groupby("round", sort=True):
+        for v, k, t in zip(g["variant"], g["kind"].fillna("legacy"), g["time_ns"]):
+            series.setdefault((str(v), str(k)), []).append(float(t))
+        out.append(all(median_rel_halfwidth(s) <= target for s in series.values()))
+    return out
+
+
+def gate_clock(rows: pd.DataFrame, overhead_s: float) -> list[float]:
+    """The gate process's wall seconds after each round: its samples' timed seconds plus `overhead_s`
+    a round (what the samples do not hold; see add_wall_estimates)."""
+    return list((round_seconds(rows) + overhead_s).cumsum())
+
+
+def rule_stop(plan: SamplingPlan, clock: list[float], precise: list[bool]) -> int | None:
+    """The rounds after which the timer's own rule (`SamplingPlan.stops`) stops, on this clock and
+    precision; None if it would go on past the samples (or to max_rounds)."""
+    return next((n for n in range(plan.min_rounds, min(len(clock), plan.max_rounds) + 1)
+                 if plan.stops(n, clock[n - 1], precise[n - 1])), None)
+
+
+def own_overhead(rows: pd.DataFrame, how: str, source: str, median_s: float) -> float:
+    """A round's wall seconds beyond its timed samples: a gate process that ran out of its budget
+    measured its own (the budget crossed midway through its last round), the rest get the median."""
+    if source == "run folder" or how != "budget":
+        return median_s
+    timed = float(round_seconds(rows).sum())
+    return max(0.0, (GATE_BUDGET_S - timed) / (rows["round"].nunique() - 0.5))
+
+
+def floor_process(rows: pd.DataFrame, how: str, source: str, plans: tuple[SamplingPlan, SamplingPlan],
+                  median_s: float) -> dict[str, Any]:
+    """One process under the gate's rule without and with the floor: the rounds each keeps and the
+    wall seconds the floor adds. A process of the gate's plan stopped where the rule without the floor
+    stopped it; a run folder's gate stop is found on its estimated clock. `beyond`: the samples end
+    before the floor's stop, whose rounds are then extrapolated (each series' half-width as 1/sqrt(n),
+    the floor, the cap); `rounds_gate` None: they end before the gate's own stop too."""
+    without, floor = plans
+    clock = gate_clock(rows, own_overhead(rows, how, source, median_s))
+    taken = len(clock)
+    if source == "run folder":
+        precise = precise_by_round(rows)
+        old, new = rule_stop(without, clock, precise), rule_stop(floor, clock, precise)
+    else:
+        old = taken
+        new = taken if how != "budget" or taken >= floor.floor_rounds else None
+    out = {"rounds_taken": taken, "how_stopped": how, "rounds_gate": old, "beyond": new is None}
+    if old is None:
+        return {**out, "rounds_floor": None, "extra_wall_s": 0.0, "wall_s_gate": None}
+    if new is None:
+        per_round = clock[old - 1] / old
+        to_cap = int(max(floor.budget_s, floor.floor_cap_s or 0.0) / per_round) + 1
+        new = max(old, min(floor.floor_rounds, rounds_to_target(rows, lambda _v: GATE_TARGET), to_cap,
+                           floor.max_rounds))
+        extra = (new - old) * per_round
+    else:
+        extra = clock[new - 1] - clock[old - 1]
+    return {**out, "rounds_floor": new, "extra_wall_s": extra, "wall_s_gate": clock[old - 1]}
+
+
+def cut_at(procs: dict[int, pd.DataFrame], per: list[dict[str, Any]], key: str) -> pd.DataFrame:
+    """Each process's first `per[i][key]` rounds, together."""
+    return pd.concat([g[g["round"].isin(sorted(g["round"].unique())[:x[key]])] for g, x in zip(procs.values(), per)],
+                     ignore_index=True)
+
+
+def floor_replay(timed: list[Timed], floor_rounds: int = FLOOR_ROUNDS,
+                 median_s: float = 0.0, min_rounds: int = GATE_MIN_ROUNDS,
+                 budget_s: float = GATE_BUDGET_S) -> list[dict[str, Any]]:
+    """The round floor (`SamplingPlan.floor_rounds`, the gate's `--floor-rounds`) replayed per run:
+    each process's gate rule with and without it (`floor_process`), and where the samples reach both
+    stops, the run judged cut at each (`gate_verdicts`): the verdicts the floor changes. Run folders
+    sampled three kinds (min 20 rounds), so a gate process of their kind alone would have stopped
+    sooner: there the samples can go past the gate's cut. A gate process that ran out of its budget
+    ended at the gate's cut: the floor's rounds past it are extrapolated, not judged (`changes` None).
+    `budget_s` other than the gate's: a run folder's samples as if its rounds were slower (a test)."""
+    plans = (SamplingPlan(min_rounds=min_rounds, budget_s=budget_s),
+             SamplingPlan(min_rounds=min_rounds, budget_s=budget_s, floor_rounds=floor_rounds))
+    out = []
+    for t in timed:
+        procs = {int(p): g for p, g in t.samples.groupby("process", sort=True)}
+        per = [floor_process(g, how_stopped(g, int(g["round"].nunique()), min_rounds), t.source, plans, median_s)
+               for g in procs.values()]
+        if not any(p["rounds_floor"] != p["rounds_gate"] for p in per):
+            continue
+        changes = None
+        if not any(p["beyond"] or p["rounds_gate"] is None for p in per):
+            gate, floor = ({x.variant: x for x in gate_verdicts(t, cut_at(procs, per, key))}
+                           for key in ("rounds_gate", "rounds_floor"))
+            changes = [{"variant": v, "from": x.verdict, "to": floor[v].verdict, "why_before": undecided_text(x),
+                        "why_after": undecided_text(floor[v])}
+                       for v, x in gate.items() if v in floor and floor[v].verdict != x.verdict]
+        out.append({"source": t.source, "pair": t.pair, "run_id": t.run_id, "kind": t.kind,
+                    "floor_rounds": floor_rounds, "cap_s": plans[1].floor_cap_s, "processes": per,
+                    "changes": changes})
+    return out
+
+
+def floor_totals(floors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per source: the wall seconds the floor adds to a gate (one process a pair: each pair's mean over
+    its processes and runs, summed), the pairs it acts on, and the verdicts it changes where judged."""
+    out = []
+    for source in dict.fromkeys(f["source"] for f in floors):
+        mine = [f for f in floors if f["source"] == source]
         per_pair: dict[str, list[float]] = {}
-        for r in (r for r in results if r["source"] == source):
-            per_pair.setdefault(r["pair"], []).extend(
-                max(0, floor - p["rounds_taken"]) * max(GATE_BUDGET_S, p["timed_s"]) / p["rounds_taken"]
-                if p["how_stopped"] == "budget" else 0.0 for p in r["processes"])
-        cost = {pair: statistics.mean(v) for pair, v in per_pair.items() if statistics.mean(v) > 0}
-        out.append({"source": source, "floor_rounds": floor, "wall_s_one_process_per_pair": sum(cost.values()),
-                    "pairs": {k: round(v, 1) for k, v in sorted(cost.items(), key=lambda kv: -kv[1])}})
+        for f in mine:
+            per_pair.setdefault(f["pair"], []).extend(p["extra_wall_s"] for p in f["processes"])
+        out.append({"source": source, "runs": len(mine), "pairs": len(per_pair),
+                    "wall_s_one_process_per_pair": sum(statistics.mean(v) for v in per_pair.values()),
+                    "judged": sum(f["changes"] is not None for f in mine),
+                    "changes": [f"{f['pair']}:{c['variant']} {c['from']}->{c['to']}" for f in mine
+                                for c in f["changes"] or []]})
     return out
 
 
@@ -531,13 +636,48 @@ def markdown(doc: dict[str, Any]) -> str:
                   "| source | target | " + " | ".join(f"{c:.0f} s" for c in caps) + " |",
                   "| --- | --- | " + " | ".join("---:" for _ in caps) + " |"]
         lines += [f"| {src} | {t} | " + " | ".join(f"{by[c]:+.1f}" for c in caps) + " |" for (src, t), by in net.items()]
-    for f in doc.get("floor") or []:
-        lines += ["", f"{f['source']}: at least {f['floor_rounds']} rounds where the 2 s budget ran out short of them: "
-                  f"+{f['wall_s_one_process_per_pair']:.1f} s a gate, "
-                  + ", ".join(f"{k} +{v}" for k, v in f["pairs"].items())]
+    lines += floor_markdown(doc.get("floor") or [], doc.get("floor_totals") or [])
+    for st in doc.get("floor_stress") or []:
+        lines += floor_stress_markdown(st)
     lines += ["", f"overhead per round beyond the timed samples (median of budget-stopped gate processes): "
               f"{doc['overhead_s_per_round'] * 1e3:.1f} ms"]
     return "\n".join(lines)
+
+
+def floor_markdown(floors: list[dict[str, Any]], floor_totals_: list[dict[str, Any]]) -> list[str]:
+    """The floor's tables: per source its cost and changes, then per run each process's rounds."""
+    if not floors:
+        return []
+    f0 = floors[0]
+    lines = ["", f"The round floor: at least {f0['floor_rounds']} rounds where the 2 s budget runs out first (at most "
+             f"{f0['cap_s']:.0f} s), replayed (`floor_replay`):", "",
+             "| source | runs | pairs | + wall s a gate (1 process a pair) | runs judged | verdicts changed |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    lines += [f"| {t['source']} | {t['runs']} | {t['pairs']} | +{t['wall_s_one_process_per_pair']:.1f} | {t['judged']} "
+              f"| {'; '.join(t['changes']) or 'none'} |" for t in floor_totals_]
+    lines += ["", "| source | pair | rounds: taken (how) -> gate's stop -> floor's (* past the samples) | + wall s "
+              "| verdicts |", "| --- | --- | --- | ---: | --- |"]
+    for f in floors:
+        procs = ", ".join(f"{p['rounds_taken']} ({p['how_stopped']}) -> {p['rounds_gate']} -> {p['rounds_floor']}"
+                          + ("*" if p["beyond"] else "") for p in f["processes"])
+        verdicts = ("not judged: the samples end at the gate's cut" if f["changes"] is None else
+                    "; ".join(f"{c['variant']} {c['from']}->{c['to']} ({c['why_before']} -> {c['why_after']})"
+                              for c in f["changes"]) or "none changed")
+        lines.append(f"| {f['source']} | {f['pair']} | {procs} | +{sum(p['extra_wall_s'] for p in f['processes']):.1f} "
+                     f"| {verdicts} |")
+    return lines
+
+
+def floor_stress_markdown(stress: dict[str, Any]) -> list[str]:
+    """One line per budget of the stress replay: where the floor acted and every verdict it changed."""
+    runs = stress["runs"]
+    judged = [f for f in runs if f["changes"] is not None]
+    changes = [f"{f['pair']}:{c['variant']} {c['from']}->{c['to']}" for f in judged for c in f["changes"]]
+    rounds = ", ".join(f"{f['pair'].split('.', 1)[1]} " + "/".join(f"{p['rounds_gate']}->{p['rounds_floor']}"
+                                                                    + ("*" if p["beyond"] else "") for p in f["processes"])
+                       for f in runs)
+    return ["", f"Run folders as if their budget were {stress['budget_s']} s: the floor acts on {len(runs)} runs "
+            f"({rounds}); {len(judged)} judged at both stops, verdicts changed: {'; '.join(changes) or 'none'}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -551,6 +691,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gate-log", type=Path, help="a gate's progress log: rounds its AMBIGUOUS intervals would need")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated: fractions or margin/K")
     ap.add_argument("--min-rounds", type=int, default=GATE_MIN_ROUNDS)
+    ap.add_argument("--floor-rounds", type=int, default=FLOOR_ROUNDS,
+                    help="the round floor to replay (the gate's --floor-rounds; e.g. --floor-rounds 30)")
+    ap.add_argument("--floor-stress-budgets", default="0.05,0.2",
+                    help="also replay the floor on the run folders as if each had only this many seconds of budget "
+                         "(comma-separated; '' for none): their rounds go on past that cut, so the verdicts the "
+                         "floor's extra rounds change are judged on real samples")
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON")
     ap.add_argument("--save-json", type=Path, help="also write the raw results here")
     ap.add_argument("--from-json", type=Path, help="print the tables of results saved by --save-json (no replay)")
@@ -563,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     try:
+        stress = [float(b) for b in args.floor_stress_budgets.split(",") if b.strip()]
         for t in targets:
             parse_target(t, None)
         timed = [t for db in args.db for t in from_db(db, args.expectations)]
@@ -580,7 +727,13 @@ def main(argv: list[str] | None = None) -> int:
                scaling=[x for t in timed + evidence if t.source != "run folder" for x in interval_scaling(t)],
                what_if=what_if_longer(args.gate_log, evidence) if args.gate_log else [],
                budget_caps=[x for t in targets for x in budget_cost(results, t, (2.0, 5.0, 10.0))],
-               floor=floor_cost(results))
+               floor=floor_replay(timed + evidence, args.floor_rounds, doc["overhead_s_per_round"],
+                                  args.min_rounds))
+    doc["floor_totals"] = floor_totals(doc["floor"])
+    folders = [t for t in timed if t.source == "run folder"]
+    doc["floor_stress"] = [{"budget_s": b, "totals": floor_totals(fl), "runs": fl} for b in stress
+                           for fl in [floor_replay(folders, args.floor_rounds, doc["overhead_s_per_round"],
+                                                   args.min_rounds, b)]]
     if args.save_json:
         args.save_json.write_text(json.dumps(doc, indent=1, default=_plain) + "\n")
     print(json.dumps(doc, indent=1, default=_plain) if args.json else markdown(doc))

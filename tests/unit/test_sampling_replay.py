@@ -99,3 +99,45 @@ def test_bad_input_is_one_line_and_exit_2(db, tmp_path, capsys):
     assert main(["--from-json", str(tmp_path / "none.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 4 and "Traceback" not in err and "none.db" in err
+
+
+def _floor(timed, **kw):
+    from sampling_replay import floor_replay
+
+    return {f["pair"]: f for f in floor_replay(timed, **kw)}
+
+
+def test_the_replay_reports_the_floor_where_the_budget_ran_out_first():
+    """The ch09 recordings (the gate's plan): ffn and micro_tiling_matmul ran out of their 2 s at 10
+    rounds, structured_sparsity at 37; the floor takes them on to 40 rounds (the 10-s cap allows it),
+    past the samples, so the rounds are extrapolated, the seconds estimated and nothing judged.
+    Processes that stopped by precision are not its business."""
+    from sampling_replay import from_evidence
+
+    timed = from_evidence(ROOT / "kernels/ch09/expectations_h200.json")
+    floor = _floor(timed)
+    assert set(floor) == {"ch09.micro_tiling_matmul", "ch09.structured_sparsity", "ch09.structured_sparsity_ffn"}
+    ffn = floor["ch09.structured_sparsity_ffn"]
+    assert [(p["rounds_gate"], p["rounds_floor"], p["beyond"]) for p in ffn["processes"]] == [(10, 40, True)] * 2
+    assert all(6.0 < p["extra_wall_s"] < 7.5 for p in ffn["processes"])      # 30 rounds of ~0.22 s
+    assert ffn["changes"] is None and ffn["cap_s"] == 10.0
+    assert [p["rounds_floor"] for p in floor["ch09.structured_sparsity"]["processes"]] == [40, 40]
+    assert _floor(timed, floor_rounds=10) == {}                               # a floor at min_rounds: no change
+
+
+def test_where_the_samples_go_on_past_the_cut_the_floor_is_judged():
+    """An `aisp-prof run` folder took 201 rounds of attention_eager_sdpa (all three kinds sampled): as
+    if its rounds were ten times slower (a 0.2-s budget) the gate would stop at 19 and the floor at 40,
+    both within the samples, so both cuts are judged and the floor changes no verdict. cublas_vs_cutlass's
+    run the same way: its baseline, AMBIGUOUS at the gate's 22 rounds (+1.9% of a 2% margin), is SAME at 40."""
+    from sampling_replay import from_run_folder
+
+    run = from_run_folder(ROOT / "profiles/samples_h200_ch14/20261129T055034Z-ch14.attention_eager_sdpa-1dfa", None)
+    sdpa = _floor([run], budget_s=0.2, median_s=0.0085)["ch14.attention_eager_sdpa"]
+    assert [(p["rounds_gate"], p["rounds_floor"], p["beyond"]) for p in sdpa["processes"]] == [(19, 40, False)]
+    assert sdpa["changes"] == []
+    assert _floor([run], median_s=0.0085) == {}      # at the gate's 2 s its rounds never run the budget out
+    run = from_run_folder(ROOT / "profiles/samples_h200_ch14/20261129T055435Z-ch14.cublas_vs_cutlass-c3cf", None)
+    cublas = _floor([run], budget_s=0.2, median_s=0.0085)["ch14.cublas_vs_cutlass"]
+    assert [(p["rounds_gate"], p["rounds_floor"]) for p in cublas["processes"]] == [(22, 40)]
+    assert [(c["variant"], c["from"], c["to"]) for c in cublas["changes"]] == [("baseline", "AMBIGUOUS", "SAME")]
