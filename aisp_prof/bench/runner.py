@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..analyze.timing.speedup import headline_kind
+from ..collect.process.preload import paused
 from ..collect.process.runner import RunOptions, TimingOptions
 from ..errors import AispError, CorrectnessError, NoGpuError, NotRecordedError, RegressionError
 from ..naming import hardware_key, utc_now
@@ -57,8 +58,8 @@ class BenchOptions:
     strict: bool = False               # AMBIGUOUS fails the gate too (CI that must decide)
     profiles_dir: Path = Path("profiles")
     expectations: Path | None = None   # default: kernels/chNN/expectations_<hardware key>.json
-    preload: bool = True               # fork each check and timing process from one that imported torch
-                                       # (collect.process.preload); False: each a fresh process
+    preload: bool = True               # fork the check and timing processes of a GPU-timed pair from one
+                                       # that imported torch (collect.process.preload); False: all fresh
     nproc_per_node: int | None = None  # ranks of a multi-rank pair (default: its world_size); its evidence
                                        # is keyed by the rank count too: expectations_<W>x_<gpu>.json
 
@@ -199,7 +200,8 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
         source = data.info.get("source") or {}
         said.append(exp.other_code(entry, source.get("sha256"), source.get("code_sha256")))
     try:
-        result = runs.profile(opts.run_options(pair, chase), progress, annotate)
+        with paused(kind != "gpu"):      # host-side time: fresh processes (collect.process.preload)
+            result = runs.profile(opts.run_options(pair, chase), progress, annotate)
     except AispError as e:                 # a profiler failed: the gate must fail too
         return PairOutcome(pair.name, None, "error", str(e))
     if result.error is not None:

@@ -109,8 +109,9 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
                    "rank count and card, kernels/chNN/expectations_<N>x_<gpu>.json, and a call's time is its "
                    "slowest rank's. With --profile minimal the collectives' bus bandwidth is shown too.")
 @click.option("--fresh-processes", "preload", flag_value=False, default=True,
-              help="Start every check and timing process afresh (each imports torch: ~4 s on an H200 machine) "
-                   "instead of forking it from one process that imported torch once (the default).")
+              help="Start every check and timing process afresh (each imports torch: ~4 s on an H200 machine). "
+                   "By default those of a GPU-timed pair are forked from one process that imported torch once; "
+                   "a pair judged by host-side time always gets fresh ones.")
 @click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "
                    "message the verdict's cause (e.g. --junit gate.xml).")

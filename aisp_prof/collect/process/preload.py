@@ -21,7 +21,16 @@ per-run compile caches, CACHE_VARS) gets a new server started with it.
 
 `serving(env)` makes a server current for a block (the gate's pairs); `steps.StepContext.run` asks
 `current()` whether it serves a step's command, and runs it as a fresh process otherwise (profilers,
-ranks, a server that could not start).
+ranks, a server that could not start, and a pair `paused` for).
+
+Only GPU time is measured in forked children. Host-side time is not the same there: on one H200
+(2026-11-29, code 7a6c850) ch14.triton_persistent's baseline, judged by its steady (host-side) time,
+came out +13.5% against its evidence in a forked process and -9.2% in a fresh one, one after the other
+(+36.2% in a forked process of the whole-book gate; -9.2% to -17.4% in fresh ones on three leases). Why
+is not established (one candidate: the interpreter's hot path on pages the fork shares copy-on-write,
+split into small pages, where a fresh process has its own). The gate therefore starts the processes of a
+pair it judges by latency or steady time (`analyze.gate.rules.gate_kind`) afresh (`paused`); the
+GPU-timed pairs (every kernel held behind a spin: the host's speed is not in their time) are forked.
 """
 from __future__ import annotations
 
@@ -68,6 +77,20 @@ def serving(env: Mapping[str, str], enabled: bool = True) -> Iterator["Preloaded
     finally:
         _current.reset(token)
         server.close()
+
+
+@contextlib.contextmanager
+def paused(when: bool = True) -> Iterator[None]:
+    """Inside the block (when `when`), no server is current: every child a fresh process. For a pair
+    whose gate judges host-side time, which a forked child does not reproduce (see the module's note)."""
+    if not when:
+        yield
+        return
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 def import_env(env: Mapping[str, str]) -> dict[str, str]:
