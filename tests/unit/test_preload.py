@@ -221,3 +221,28 @@ def test_the_gate_forks_only_the_processes_of_a_gpu_timed_pair(monkeypatch, name
         runner.bench_one(find(name), Runs(), "h200", runner.BenchOptions(),
                          machine=Machine.of("gpu", "triton", "nvcc", "cutlass", gpu_name="NVIDIA H200"))
     assert seen == [server if forked else None]
+
+
+def test_without_fork_there_is_no_server(monkeypatch):
+    monkeypatch.delattr(os, "fork")
+    with preload.serving(child_env()) as server:
+        assert server is None and preload.current() is None
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_a_forked_check_passes_and_times_without_importing_torch_again(tmp_path):
+    """The GPU machine's half: a real check and timing of ch09.fused_l2norm at a small size, forked, as the
+    gate runs it (the timing flags of runner.timing_args), passes and reports the phases of a process that
+    found torch imported."""
+    from aisp_prof.collect.process.runner import TimingOptions, timing_args
+
+    pair = find("ch09.fused_l2norm")
+    cmd = child_command(pair, ["baseline", "cuda", "triton"], {"rows": 1024, "cols": 1024}, "check",
+                        tmp_path / "check.json", *timing_args(TimingOptions(min_rounds=10, budget_s=0.5)))
+    ctx = StepContext(tmp_path, {})
+    with preload.serving(ctx.env):
+        rc, text, _ = ctx.run("check", lambda rank: cmd, "check.log")
+    report = json.loads((tmp_path / "check.json").read_text())
+    assert rc == 0 and report["ok"] and report["check"]["passed"], text[-2000:]
+    assert ctx.info["forked_from_preload"] == ["check"] and report["phases_s"]["import_torch"] < 0.5
+    assert {s["variant"] for s in report["samples"]} >= {"baseline", "cuda", "triton"}

@@ -66,8 +66,9 @@ def current() -> "Preloaded | None":
 def serving(env: Mapping[str, str], enabled: bool = True) -> Iterator["Preloaded | None"]:
     """A server started now (its import of torch runs while the caller goes on, e.g. building the
     pairs' CUDA libraries) and current inside the block; stopped, with any child of it, when the
-    block ends however it ends. `enabled` False: no server, every child a fresh process."""
-    if not enabled:
+    block ends however it ends. `enabled` False, or no os.fork (Windows): no server, every child a fresh
+    process."""
+    if not enabled or not hasattr(os, "fork"):
         yield None
         return
     server = Preloaded(env)
