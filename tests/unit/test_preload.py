@@ -155,6 +155,7 @@ def test_ctrl_c_kills_the_child_in_progress_and_the_server(tmp_path):
         with pytest.raises(KeyboardInterrupt):
             server.run_logged(probe_command(out), tmp_path / "p.log", env)
         server_pid = server.proc.pid
+        assert not server.serves(probe_command(out), env)          # stopped: what follows runs fresh
     assert gone(wait_for(out)["pid"]) and gone(server_pid)
 
 

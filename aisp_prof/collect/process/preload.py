@@ -135,8 +135,12 @@ class Preloaded:
         return not self.broken
 
     def _reply(self) -> dict[str, Any]:
+        """The server's next line; {} at its end (or should a line not be its JSON)."""
         line = self.proc.stdout.readline() if self.proc.stdout else ""
-        return json.loads(line) if line.strip() else {}
+        try:
+            return json.loads(line) if line.strip() else {}
+        except ValueError:
+            return {}
 
     def _break(self, why: str) -> None:
         self._errors.seek(0)
@@ -169,7 +173,9 @@ class Preloaded:
         return int(done["rc"]), log_path.read_text(errors="replace"), time.time() - started
 
     def close(self) -> None:
-        """End the server (its stdin closed: it exits; killed if it does not within 5 s)."""
+        """End the server (its stdin closed: it exits; killed if it does not within 5 s); from then on
+        it serves nothing."""
+        self.broken = self.broken or "stopped"
         with contextlib.suppress(OSError, ValueError):
             if self.proc.stdin:
                 self.proc.stdin.close()
