@@ -39,7 +39,10 @@ def probe_command(out: Path) -> list[str]:
 
 
 def probe_env(out: Path, **extra: str) -> dict[str, str]:
-    return {**child_env(), "AISP_PROBE_OUT": str(out), **extra}
+    """A child's environment without the compile-cache variables an earlier test's Inductor may have left in
+    this process's (Inductor sets TORCHINDUCTOR_CACHE_DIR for its subprocesses), plus `extra`."""
+    env = {k: v for k, v in child_env().items() if not k.startswith(("TRITON_", "TORCHINDUCTOR_"))}
+    return {**env, "AISP_PROBE_OUT": str(out), **extra}
 
 
 def wait_for(path: Path, seconds: float = 30) -> dict:
