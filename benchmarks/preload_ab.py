@@ -7,6 +7,8 @@ fills (`bench run` forked, `bench run --fresh-processes`, alternated on one leas
 
 A forked/fresh ratio within both arms' spread says the fork does not move that time; one outside it (as
 ch14.triton_persistent's steady time did: +13.5% forked, -9.2% fresh against its evidence) says it does.
+A pair the gate judges by latency or steady time runs fresh processes in both arms (`bench.runner`:
+`paused`): its rows are marked * and say nothing about the fork.
 """
 from __future__ import annotations
 
@@ -45,16 +47,19 @@ def compare(forked: Path, fresh: Path) -> pd.DataFrame:
                                   f"{arm}_spread_pct": (per.max() / per.min() - 1) * 100}))
     table = rows[0].join(rows[1], how="outer").reset_index()
     table["forked_over_fresh"] = table["forked_us"] / table["fresh_us"]
+    table["both_fresh"] = table["kind"] != "gpu"       # host-timed pairs are never forked
     return table
 
 
 def render(table: pd.DataFrame, counts: dict[str, dict[str, int]]) -> str:
     lines = [f"{'pair':<36} {'variant':<22} {'kind':<7} {'forked us':>10} {'fresh us':>10} {'f/f':>6} "
-             f"{'spread % (n)':>20}"]
+             f"{'spread % (n)':>20}"]      # (+ " *": 119 columns at most)
     for r in table.itertuples():
         spread = f"{r.forked_spread_pct:.1f} ({r.forked_processes:.0f}) / {r.fresh_spread_pct:.1f} ({r.fresh_processes:.0f})"
         lines.append(f"{r.pair[:36]:<36} {r.variant[:22]:<22} {r.kind:<7} {r.forked_us:>10.2f} {r.fresh_us:>10.2f} "
-                     f"{r.forked_over_fresh:>6.3f} {spread:>20}")
+                     f"{r.forked_over_fresh:>6.3f} {spread:>20}" + (" *" if r.both_fresh else ""))
+    if table["both_fresh"].any():
+        lines.append("* judged by host-side time: fresh processes in both arms (never forked)")
     for arm in ARMS:
         lines.append(f"{arm} verdicts: " + ", ".join(f"{v} {n}" for v, n in sorted(counts[arm].items())))
     return "\n".join(lines)

@@ -262,7 +262,15 @@ def provenance(data: Any) -> dict[str, Any]:
             "source_sha256": (info.get("source") or {}).get("sha256"),
             "code_sha256": (info.get("source") or {}).get("code_sha256"),
             "compile_cache": info.get("compile_cache", "shared"),
-            "child_start": "forked" if info.get("forked_from_preload") else "fresh"}
+            "child_start": child_start(info)}
+
+
+def child_start(info: dict[str, Any]) -> str:
+    """How the run's check and timing processes started: "forked" (all from the preloaded torch process,
+    collect.process.preload), "fresh" (none), "mixed" (the server stopped serving part way)."""
+    forked = set(info.get("forked_from_preload") or [])
+    steps = {name for name in info.get("commands") or {} if name == "check" or name.startswith("timing_p")}
+    return "fresh" if not forked else ("forked" if forked >= steps else "mixed")
 
 
 def current_hardware_key(machine: Machine | None = None) -> str:

@@ -97,9 +97,51 @@ def test_each_child_gets_its_requests_environment_folder_and_signals_and_its_own
     for k, snap in enumerate(snaps):
         assert snap["env"] == {"AISP_PROBE_OUT": str(out), "TRITON_CACHE_DIR": str(tmp_path / f"triton{k}")}
         assert snap["cwd"] == str(tmp_path) and snap["ppid"] == server_pid and snap["pgrp"] == os.getpgrp()
-        assert snap["sigint_default"] and snap["sigterm_default"] and snap["stdin_is_null"] is not False
+        assert snap["sigint_default"] and snap["sigterm_default"] and snap["stdin_is_null"] is True
         assert snap["torch_loaded"] and snap["argv0"].endswith(os.path.join("process", "child.py"))
-    assert snaps[0]["random"] != snaps[1]["random"] and snaps[0]["numpy"] != snaps[1]["numpy"]
+    assert snaps[0]["random"] != snaps[1]["random"]
+    out.unlink(missing_ok=True)
+    run_logged(probe_command(out), tmp_path / "fresh.log", probe_env(out))
+    assert snaps[0]["fds"] == snaps[1]["fds"] == wait_for(out)["fds"]          # no fd a fresh one lacks
+
+
+def test_numpys_global_generator_is_reseeded_in_a_forked_child():
+    """Should the server's imports ever create numpy's global generator, two children draw apart."""
+    import numpy.random
+
+    from aisp_prof.collect.process import preload_server
+
+    numpy.random.seed(1)
+    draws = []
+    for _ in range(2):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            preload_server._reseed()
+            os.write(w, repr(float(numpy.random.random())).encode())
+            os._exit(0)
+        os.close(w)
+        draws.append(os.read(r, 64))
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert draws[0] != draws[1]
+
+
+def test_a_forked_child_ends_as_a_fresh_one_does_joined_threads_and_ctrl_c(tmp_path):
+    out, joined = tmp_path / "p.json", tmp_path / "joined"
+    env = probe_env(out, AISP_PROBE_THREAD=str(joined))
+    with preload.serving(env) as server:
+        assert server.serves(probe_command(out), env)
+        server.run_logged(probe_command(out), tmp_path / "p.log", env)
+        assert joined.read_text() == "joined"                  # the non-daemon thread finished first
+        codes = []
+        block = probe_env(out, AISP_PROBE_BLOCK="1")
+        for run in (lambda: server.run_logged(probe_command(out), tmp_path / "b.log", block),
+                    lambda: run_logged(probe_command(out), tmp_path / "f.log", block)):
+            out.unlink(missing_ok=True)
+            threading.Thread(target=lambda: os.kill(wait_for(out)["pid"], signal.SIGINT), daemon=True).start()
+            codes.append(run()[0])
+    assert codes == [-signal.SIGINT, -signal.SIGINT]            # an uncaught Ctrl-C: ended by SIGINT
 
 
 def test_only_an_environment_import_torch_may_read_starts_another_server(tmp_path):
@@ -147,6 +189,34 @@ def test_a_step_forked_from_the_server_says_so_in_run_json(tmp_path):
     ctx.run("timing_p2", lambda rank: cmd, "timing_p2.log")            # no server: a fresh process
     assert ctx.info["forked_from_preload"] == ["check", "timing_p1"]
     assert set(ctx.info["commands"]) == {"check", "timing_p1", "timing_p2"}
+
+
+def test_a_server_that_died_leaves_the_next_steps_to_fresh_processes(tmp_path):
+    pair = find("ch09.fused_l2norm")
+    cmd = child_command(pair, ["baseline"], dict(pair.sizes), "check", tmp_path / "check.json")
+    ctx = StepContext(tmp_path, {})
+    with preload.serving(ctx.env) as server:
+        assert ctx.run("check", lambda rank: cmd, "check.log")[0] == 3
+        server.proc.kill()
+        server.proc.wait()
+        assert ctx.run("timing_p1", lambda rank: cmd, "timing_p1.log")[0] == 3     # fresh, no BrokenPipeError
+        assert "ended (exit -9)" in server.broken
+    assert ctx.info["forked_from_preload"] == ["check"]
+
+
+def test_a_server_that_never_says_ready_is_given_up(tmp_path, monkeypatch):
+    fake = tmp_path / "fake" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("import time\ntime.sleep(60)\n")
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fake.parent), env.get("PYTHONPATH", ""), str(ROOT)])
+    monkeypatch.setattr(preload, "READY_TIMEOUT_S", 1.0)
+    began = time.monotonic()
+    with preload.serving(env) as server:
+        assert not server.serves(probe_command(tmp_path / "p.json"), env)
+        assert "did not import torch within 1 s" in server.broken
+        pid = server.proc.pid
+    assert time.monotonic() - began < 20 and gone(pid)
 
 
 def test_ctrl_c_kills_the_child_in_progress_and_the_server(tmp_path):
@@ -250,3 +320,12 @@ def test_on_a_gpu_a_forked_check_passes_and_times_without_importing_torch_again(
     assert rc == 0 and report["ok"] and report["check"]["passed"], text[-2000:]
     assert ctx.info["forked_from_preload"] == ["check"] and report["phases_s"]["import_torch"] < 0.5
     assert {s["variant"] for s in report["samples"]} >= {"baseline", "cuda", "triton"}
+
+
+def test_a_session_says_how_its_processes_started():
+    from aisp_prof.bench.runner import child_start
+
+    commands = {"check": [], "timing_p1": [], "timing_p2": []}
+    assert child_start({"commands": commands}) == "fresh"
+    assert child_start({"commands": commands, "forked_from_preload": ["check", "timing_p1", "timing_p2"]}) == "forked"
+    assert child_start({"commands": commands, "forked_from_preload": ["check"]}) == "mixed"

@@ -41,5 +41,7 @@ def test_a_moved_variant_shows_there_only(gate_db, tmp_path, capsys):
     assert preload_ab.main([str(gate_db), str(fresh)]) == 0
     out = capsys.readouterr().out
     assert "0.833" in out and max(len(line) for line in out.splitlines()) <= 120 and "forked verdicts: " in out
+    steady = [line for line in out.splitlines() if " steady " in line]
+    assert steady and all(line.endswith(" *") for line in steady)        # never forked: no evidence of the fork
     assert preload_ab.main([str(gate_db), str(tmp_path / "none.db")]) == 2
     assert capsys.readouterr().err.count("\n") == 1

@@ -7,17 +7,19 @@ torch again. A child forked from a process that has imported torch, and nothing 
 no allocator, no compiled code, no pair loaded: the server checks `torch.cuda.is_initialized()` before
 every fork), starts in ~0.01 s and then does what a fresh process does: creates its own CUDA context
 (0.4-0.5 s to its first kernel on an H200), loads the pair, builds its inputs, compiles, checks, times.
-What it shares with its siblings is only what `import torch` leaves, which a fresh process rebuilds
-identically; Python's `random` reseeds itself in a forked child (and numpy's global generator, should
-the server have created it, is reseeded here), so no two children draw the same numbers.
+What it shares with its siblings is what `import torch` leaves, which a fresh process rebuilds the same,
+and what `preload_server` lists: the string hash seed, torch's objects frozen out of the collector.
+Python's `random` reseeds itself in a forked child (numpy's global generator, should the server have
+created it, is reseeded), so no two children draw the same numbers.
 
-The server (`python -m aisp_prof.collect.process.preload`) reads one JSON request a line on stdin (the
+The server (`python -m aisp_prof.collect.process.preload_server`) reads one JSON request a line on stdin (the
 child's arguments, environment, working folder and log file), forks, answers the child's pid, waits for
 it and answers its exit code: one child at a time, as the gate runs them. The child stays in the
 caller's process group (Ctrl-C and a CI job's SIGTERM reach it as they reach a subprocess), dies with
 the server (PR_SET_PDEATHSIG), and the server dies with its caller: no process outlives the command.
 A request whose environment differs from the server's in anything `import torch` may read (all but the
-per-run compile caches, CACHE_VARS) gets a new server started with it.
+per-run compile caches, CACHE_VARS) gets a new server started with it. A server that does not say it is
+ready within READY_TIMEOUT_S, or dies, serves no more: that step and the rest run as fresh processes.
 
 `serving(env)` makes a server current for a block (the gate's pairs); `steps.StepContext.run` asks
 `current()` whether it serves a step's command, and runs it as a fresh process otherwise (profilers,
@@ -46,14 +48,13 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ...errors import ProfilerFailedError
 from ..code.generated import CACHE_VARS
 from ..commands import python_module
 
-SERVER_MODULE = "aisp_prof.collect.process.preload"
+SERVER_MODULE = "aisp_prof.collect.process.preload_server"
 CHILD_MODULE = "aisp_prof.collect.process.child"
 LAZY_ENV = frozenset(CACHE_VARS)      # read when the first compile happens, never by `import torch`
-PR_SET_PDEATHSIG = 1
+READY_TIMEOUT_S = 180.0      # import torch: ~4 s on the GPU machines, far longer from a cold page cache
 _current: contextvars.ContextVar["Preloaded | None"] = contextvars.ContextVar("preloaded", default=None)
 
 
@@ -123,10 +124,18 @@ class Preloaded:
         if import_env(env) != import_env(self.env):
             self.close()
             self._start(env)
+        if self.ready is not None and self.proc.poll() is not None:
+            self._break(f"the preloaded torch process ended (exit {self.proc.returncode})")
         return self._wait_ready()
 
     def _wait_ready(self) -> bool:
         if self.ready is None and not self.broken:
+            import select
+
+            assert self.proc.stdout is not None      # nothing else is sent before this first line
+            if not select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)[0]:
+                self._break(f"it did not import torch within {READY_TIMEOUT_S:.0f} s")
+                return False
             reply = self._reply()
             if reply.get("ready"):
                 self.ready = reply
@@ -148,27 +157,32 @@ class Preloaded:
         self.broken = f"{why}{': ' + tail[0][:200] if tail else ''}"
         self.close()
 
-    def run_logged(self, argv: Sequence[str], log_path: Path, env: Mapping[str, str]) -> tuple[int, str, float]:
+    def run_logged(self, argv: Sequence[str], log_path: Path,
+                   env: Mapping[str, str]) -> tuple[int, str, float] | None:
         """Fork the child `argv` names, its stdout and stderr into `log_path` after the command line;
-        (exit code, log text, wall seconds). Interrupted (Ctrl-C), the child is killed and the
-        server stopped; a server that dies under it is a ProfilerFailedError."""
+        (exit code, log text, wall seconds). None when the server failed it (it died, before or while
+        the child ran, which then died with it): the caller runs the step as a fresh process, and
+        this server serves no more. Interrupted (Ctrl-C), the child is killed and the server stopped."""
         started = time.time()
         log_path.write_text("$ " + " ".join(map(str, argv)) + "\n")
         request = {"argv": list(argv[3:]), "env": dict(env), "cwd": os.getcwd(), "log": str(log_path)}
-        pid = 0
+        pid, done = 0, {}
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
             pid = int(self._reply().get("pid") or 0)
-            done = self._reply()
+            done = self._reply() if pid else {}
+        except OSError:                        # its stdin closed: it has died
+            pass
         except BaseException:
             _kill(pid)
             self.close()
             raise
         if "rc" not in done:
-            self._break("the preloaded torch process ended while its child ran")
-            raise ProfilerFailedError(f"{self.broken} (log: {log_path})")
+            _kill(pid)
+            self._break("the preloaded torch process ended" + (" while its child ran" if pid else ""))
+            return None
         self.forked += 1
         return int(done["rc"]), log_path.read_text(errors="replace"), time.time() - started
 
@@ -176,6 +190,8 @@ class Preloaded:
         """End the server (its stdin closed: it exits; killed if it does not within 5 s); from then on
         it serves nothing."""
         self.broken = self.broken or "stopped"
+        if self.ready is None:                 # still importing (ignoring Ctrl-C): no wait for it
+            self.proc.kill()
         with contextlib.suppress(OSError, ValueError):
             if self.proc.stdin:
                 self.proc.stdin.close()
@@ -195,111 +211,3 @@ def _kill(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _die_with_parent() -> None:
-    """SIGKILL this process when the one that started it ends (Linux; elsewhere nothing)."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _send(fd: int, message: dict[str, Any]) -> None:
-    os.write(fd, (json.dumps(message) + "\n").encode())
-
-
-def serve() -> int:
-    """The server: import torch once, then fork one child per request line until stdin ends."""
-    _die_with_parent()
-    for sig in (signal.SIGINT, signal.SIGTERM):     # it ends with its stdin or its caller, not a group signal
-        signal.signal(sig, signal.SIG_IGN)
-    replies = os.dup(1)
-    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)     # what imports print must not mix with the replies
-    began = time.perf_counter()
-    try:
-        import gc
-
-        import torch
-
-        from . import child as child_module       # noqa: F401  (its imports, too, paid once)
-    except BaseException as exc:                  # noqa: BLE001 (said to the caller, who runs fresh processes)
-        _send(replies, {"ready": False, "error": f"import failed: {type(exc).__name__}: {exc}"})
-        return 1
-    gc.collect()
-    gc.freeze()                                   # no collection in a child touches the shared pages
-    _send(replies, {"ready": True, "torch": torch.__version__, "import_s": round(time.perf_counter() - began, 3)})
-    for line in sys.stdin:
-        if torch.cuda.is_initialized():           # never: nothing here touches CUDA; a child would inherit it
-            _send(replies, {"error": "CUDA was initialized in the preloaded process"})
-            return 1
-        request = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            os.close(replies)
-            _child(request)
-        _send(replies, {"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        _send(replies, {"pid": pid, "rc": os.waitstatus_to_exitcode(status)})
-    return 0
-
-
-def _child(request: dict[str, Any]) -> None:
-    """In the forked child: the request's files, environment, folder and signals, then the child's
-    main as `python -m aisp_prof.collect.process.child ARGS` would run it, exit handlers included.
-    Never returns."""
-    code: Any = 1
-    try:
-        _die_with_parent()
-        log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.environ.clear()
-        os.environ.update(request["env"])
-        os.chdir(request["cwd"])
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        _reseed()
-        from . import child as child_module
-
-        sys.argv = [child_module.__file__, *request["argv"]]
-        code = child_module.main(list(request["argv"]))
-    except SystemExit as exc:
-        code = exc.code
-    except BaseException:                         # noqa: BLE001 (as the interpreter would: traceback, exit 1)
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    finally:
-        os._exit(_finish(code))
-
-
-def _reseed() -> None:
-    """numpy's global generator, had the server's imports created it (torch 2.11-2.13 leave numpy.random
-    unimported: each child then seeds its own on import, as a fresh process does)."""
-    random_module = sys.modules.get("numpy.random")
-    if random_module is not None:
-        random_module.seed()
-
-
-def _finish(code: Any) -> int:
-    """What the interpreter does at exit: run the exit handlers, flush; the exit code of `code`."""
-    import atexit
-
-    with contextlib.suppress(BaseException):
-        atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(BaseException):
-            stream.flush()
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    with contextlib.suppress(BaseException):
-        print(code, file=sys.stderr)
-        sys.stderr.flush()
-    return 1
-
-
-if __name__ == "__main__":
-    sys.exit(serve())

@@ -79,9 +79,12 @@ class StepContext:
         what agents of several nodes wrote into their own folders into the run folder
         (`assemble`). Returns (exit code, log text, the first agent's command line)."""
         started = self.agents(name, command_of)
-        server = preload.current()
-        if server is not None and len(started) == 1 and server.serves(started[0].argv, {**self.env, **started[0].env}):
-            rc, text, wall = server.run_logged(started[0].argv, self.folder / log_name, {**self.env, **started[0].env})
+        server, env = preload.current(), {**self.env, **started[0].env}
+        forked = None
+        if server is not None and len(started) == 1 and server.serves(started[0].argv, env):
+            forked = server.run_logged(started[0].argv, self.folder / log_name, env)
+        if forked is not None:
+            rc, text, wall = forked
             self.info.setdefault("forked_from_preload", []).append(name)   # see collect.process.preload
         else:
             rc, text, wall = run_agents(started, self.folder / log_name, self.env)
