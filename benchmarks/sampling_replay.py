@@ -135,7 +135,10 @@ def parse_target(text: str, entry: dict[str, Any] | None) -> Target:
 
 def how_stopped(rows: pd.DataFrame, taken: int, min_rounds: int) -> str:
     """Why the real process stopped where it did: by precision (the replay at the gate's target stops
-    there), at the most rounds, or else by its time budget (or, for a run folder, another kind's series)."""
+    there), at the most rounds, or else by its time budget (or, for a run folder, another kind's series).
+    A process sampled with the round floor (gate runs of dbfb913 on: `--floor-rounds`, stored only in its
+    run folder's plan) reads as "budget" here and its floor as costing nothing: replay samples taken
+    without a floor."""
     if stop_round(rows, lambda _v: GATE_TARGET, min_rounds) == taken:
         return "ci"
     return "max_rounds" if taken >= MAX_ROUNDS else "budget"
