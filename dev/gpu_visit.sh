@@ -49,8 +49,11 @@
 # fresh processes (collect/process/preload.py)? One call, alternating both arms on the one machine:
 #   PAIRS="ch10.warp_specialization ch10.matmul_wgmma_pipelined ch09.fused_l2norm ch10.persistent_matmul_tma" \
 #   ROUNDS=3 bash benchmarks/preload_ab.sh          # ~6 min; table.txt: forked/fresh per variant vs each arm's spread
-# then the whole book in one call, libraries built by an earlier call (COLD=1 TARGETS="ch10 ch09" first):
-#   TARGETS="ch14 ch09 ch10" LIMIT_S=585 bash benchmarks/gate_cost.sh      (benchmarks/results/gate_cost_h200.md)
+# then a shared compile cache (the 10-minute question for a runner that keeps its caches), two calls back to back
+# on the same lease (the machine goes back after 30 s idle): the first builds and compiles, the second is the gate:
+#   COLD=1 SHARED_COMPILE_CACHE=1 NAME=shared_cold TARGETS="ch14 ch09" LIMIT_S=585 bash benchmarks/gate_cost.sh
+#   SHARED_COMPILE_CACHE=1 NAME=shared_warm TARGETS="ch14 ch09 ch10" LIMIT_S=585 bash benchmarks/gate_cost.sh
+# (benchmarks/results/gate_cost_h200.md has the default, each run compiling afresh: ~11.0 min, assembled)
 # The 4-GPU visit of the multi-rank pair (issue 34), one command:
 #   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
 #   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
