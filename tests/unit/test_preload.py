@@ -84,7 +84,7 @@ def test_a_forked_child_reports_what_a_fresh_one_does(tmp_path):
 def test_each_child_gets_its_requests_environment_folder_and_signals_and_its_own_random_draws(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "probe.json"
-    with preload.serving(probe_env(out)) as server:
+    with python_ctrl_c(), preload.serving(probe_env(out)) as server:     # (not a suite's `&`: SIGINT ignored)
         snaps = []
         for k in range(2):
             env = probe_env(out, TRITON_CACHE_DIR=str(tmp_path / f"triton{k}"))
@@ -130,7 +130,7 @@ def test_numpys_global_generator_is_reseeded_in_a_forked_child():
 def test_a_forked_child_ends_as_a_fresh_one_does_joined_threads_and_ctrl_c(tmp_path):
     out, joined = tmp_path / "p.json", tmp_path / "joined"
     env = probe_env(out, AISP_PROBE_THREAD=str(joined))
-    with preload.serving(env) as server:
+    with python_ctrl_c(), preload.serving(env) as server:       # (a suite started with `&` ignores SIGINT)
         assert server.serves(probe_command(out), env)
         server.run_logged(probe_command(out), tmp_path / "p.log", env)
         assert joined.read_text() == "joined"                  # the non-daemon thread finished first
@@ -329,3 +329,20 @@ def test_a_session_says_how_its_processes_started():
     assert child_start({"commands": commands}) == "fresh"
     assert child_start({"commands": commands, "forked_from_preload": ["check", "timing_p1", "timing_p2"]}) == "forked"
     assert child_start({"commands": commands, "forked_from_preload": ["check"]}) == "mixed"
+
+
+def test_a_signal_the_caller_ignores_stays_ignored_in_a_forked_child_as_in_a_fresh_one(tmp_path):
+    """A gate started in the background (`cmd &`) ignores SIGINT; so does every fresh child it starts."""
+    out = tmp_path / "p.json"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with preload.serving(probe_env(out)) as server:
+            assert server.serves(probe_command(out), probe_env(out))
+            server.run_logged(probe_command(out), tmp_path / "forked.log", probe_env(out))
+            forked = wait_for(out)
+        out.unlink()
+        run_logged(probe_command(out), tmp_path / "fresh.log", probe_env(out))
+        fresh = wait_for(out)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert forked["sigint_ignored"] and fresh["sigint_ignored"] and not forked["sigint_default"]

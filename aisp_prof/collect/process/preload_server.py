@@ -3,7 +3,8 @@
 It imports torch (and the pair child's modules) once, says it is ready, then forks one child per request
 line on stdin and answers the child's pid and, when it ends, its exit code. Each child becomes what `python
 -m aisp_prof.collect.process.child ARGS` would be, as far as its work can tell: the request's environment,
-folder and log as stdin-less stdout and stderr, default signal handlers, only fds 0-2, its exit through the
+folder and log as stdin-less stdout and stderr, the signal handlers a fresh interpreter starts with (a
+signal the caller ignored stays ignored, as across an exec), only fds 0-2, its exit through the
 interpreter's own steps (non-daemon threads joined, exit handlers run; an uncaught Ctrl-C ends it by SIGINT,
 exit -2). What it cannot be: its string hash seed is the server's (every child of one server orders a set of
 strings the same way; fresh processes each draw one), the objects `import torch` made are frozen out of its
@@ -38,6 +39,9 @@ def _send(fd: int, message: dict[str, Any]) -> None:
 def serve() -> int:
     """The server: import torch once, then fork one child per request line until stdin ends."""
     _die_with_parent()
+    # what a fresh child would start with: Python's Ctrl-C handler, SIG_DFL for SIGTERM, but a signal the caller
+    # ignored (a gate started in the background: `cmd &` ignores SIGINT) stays ignored, as across an exec
+    inherited = {sig: signal.getsignal(sig) == signal.SIG_IGN for sig in (signal.SIGINT, signal.SIGTERM)}
     for sig in (signal.SIGINT, signal.SIGTERM):     # it ends with its stdin or its caller, not a group signal
         signal.signal(sig, signal.SIG_IGN)
     replies = os.dup(1)
@@ -68,14 +72,14 @@ def serve() -> int:
             pid = os.fork()                                          # kill this process after the fork
         if pid == 0:
             os.close(replies)
-            _child(request, me)
+            _child(request, me, inherited)
         _send(replies, {"pid": pid})
         _, status = os.waitpid(pid, 0)
         _send(replies, {"pid": pid, "rc": os.waitstatus_to_exitcode(status)})
     return 0
 
 
-def _child(request: dict[str, Any], server: int) -> None:
+def _child(request: dict[str, Any], server: int, ignored: dict[int, bool]) -> None:
     """In the forked child: the request's files, environment, folder and signals, then the child's
     main as `python -m aisp_prof.collect.process.child ARGS` would run it, exit handlers included.
     Never returns."""
@@ -94,8 +98,8 @@ def _child(request: dict[str, Any], server: int) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         os.chdir(request["cwd"])
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if ignored[signal.SIGINT] else signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if ignored[signal.SIGTERM] else signal.SIG_DFL)
         _reseed()
         from . import child as child_module
 
