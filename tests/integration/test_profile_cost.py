@@ -167,9 +167,9 @@ if args.nsys_iterations and passed:
     time.sleep(0.05)
     Path(args.nsys_out).write_text(json.dumps({{"ok": True, "iterations": args.nsys_iterations,
                                                 "capture_started_at": began}}))
-if args.release is not None and passed:
-    args.release.write_text(str(time.time()))
+if args.release is not None and passed:      # the time first: a child may see the release at once
     Path(str(args.release) + ".checked_at").write_text(str(time.time()))
+    args.release.write_text(str(time.time()))
 """
 
 
