@@ -17,11 +17,16 @@ from typing import Sequence
 from ..ranks.launch import Agent, removing_scratch
 
 
+def command_header(cmd: Sequence[str]) -> str:
+    """The first line of a step's log: the command line it ran."""
+    return "$ " + " ".join(map(str, cmd)) + "\n"
+
+
 def run_logged(cmd: Sequence[str], log_path: Path, env: dict[str, str]) -> tuple[int, str, float]:
     """Run `cmd` with stdout+stderr into `log_path`; (exit code, log text, wall seconds)."""
     started = time.time()
     with open(log_path, "w") as fh:
-        fh.write("$ " + " ".join(map(str, cmd)) + "\n")
+        fh.write(command_header(cmd))
         fh.flush()
         proc = subprocess.run(list(cmd), stdout=fh, stderr=subprocess.STDOUT, env=env)
     return proc.returncode, log_path.read_text(errors="replace"), time.time() - started
@@ -45,7 +50,7 @@ def _side_by_side(started: list[Agent], log_path: Path, env: dict[str, str]) -> 
             path = log_path if agent is started[0] else log_path.with_name(f"{log_path.stem}.node{agent.node}{log_path.suffix}")
             logs.append(path)
             with open(path, "w") as fh:
-                fh.write("$ " + " ".join(map(str, agent.argv)) + "\n")
+                fh.write(command_header(agent.argv))
                 fh.flush()
                 procs.append(subprocess.Popen(agent.argv, stdout=fh, stderr=subprocess.STDOUT,
                                               env={**env, **agent.env}, start_new_session=True))

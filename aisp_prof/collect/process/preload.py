@@ -50,6 +50,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from ..code.generated import CACHE_VARS
 from ..commands import python_module
+from .agents import command_header
 
 SERVER_MODULE = "aisp_prof.collect.process.preload_server"
 CHILD_MODULE = "aisp_prof.collect.process.child"
@@ -164,7 +165,7 @@ class Preloaded:
         the child ran, which then died with it): the caller runs the step as a fresh process, and
         this server serves no more. Interrupted (Ctrl-C), the child is killed and the server stopped."""
         started = time.time()
-        log_path.write_text("$ " + " ".join(map(str, argv)) + "\n")
+        log_path.write_text(command_header(argv))
         request = {"argv": list(argv[3:]), "env": dict(env), "cwd": os.getcwd(), "log": str(log_path)}
         pid, done = 0, {}
         try:

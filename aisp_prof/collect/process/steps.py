@@ -27,7 +27,7 @@ from ..output.run_folder import gzip_file
 from ..ranks.follow import Board
 from ..ranks.launch import Agent, Launch, node_folder
 from . import preload
-from .agents import assemble, run_agents
+from .agents import assemble, command_header, run_agents
 
 Progress = Callable[[str], None]
 _PASSES = re.compile(r"- (\d+) passes?")
@@ -271,7 +271,7 @@ class Background:
         procs = []
         with open(log_path, "w") as fh:
             for cmd in cmds:
-                fh.write("$ " + " ".join(map(str, cmd)) + "\n")
+                fh.write(command_header(cmd))
                 fh.flush()
                 # its own process group, so that cancel() also stops what it started
                 procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
