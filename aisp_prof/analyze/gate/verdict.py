@@ -12,6 +12,9 @@ time or its ratio is SLOWER too, unless its time relative to a reference kernel 
 a cuBLAS GEMM, timed in the same processes) is SAME: the reference moved as far, the machine did. Time SLOWER with cycles SAME is the SM
 clock moving (reported, not failed); cycles moving with time SAME is a memory-bound kernel
 running at another clock. AMBIGUOUS means sample more; FASTER needs cycles and time (or ratio).
+A verdict that rests on the ratio alone (the variant's own time does not agree) needs a baseline whose
+own time held: where the baseline's time moved the other way past its margin, the ratio measured the
+baseline, and the verdict is AMBIGUOUS (`_ratio_alone`).
 """
 from __future__ import annotations
 
@@ -104,8 +107,10 @@ def _pct(x: float) -> str:
     return f"{(x - 1) * 100:+.1f}%"
 
 
-def classify(pair: str, variant: str, metrics: list[MetricVerdict], references: list["VariantVerdict"]) -> VariantVerdict:
-    """The rule of the module docstring, with the cause in words."""
+def classify(pair: str, variant: str, metrics: list[MetricVerdict], references: list["VariantVerdict"],
+             baseline_time: MetricVerdict | None = None) -> VariantVerdict:
+    """The rule of the module docstring, with the cause in words (`baseline_time`: the baseline's own
+    time metric in the same samples, which a verdict resting on the ratio alone needs)."""
     by = {m.metric: m for m in metrics}
     t, c, r = (by[k].verdict if k in by else None for k in ("time", "cycles", "ratio"))
     c_eff = c if c is not None else t              # no clock readings: cycles unknown, time decides
@@ -118,6 +123,9 @@ def classify(pair: str, variant: str, metrics: list[MetricVerdict], references: 
             return VariantVerdict(pair, variant, SAME, f"moved with the machine: {moved.variant} "
                                   f"{_pct(ref_change)} here too ({_pct(by['time'].change.value / ref_change)} "
                                   "relative to it)", metrics)
+    alone = _ratio_alone(SLOWER if regressed else FASTER, by, baseline_time)
+    if alone and (regressed or (c_eff == FASTER and FASTER in (t, r))):
+        return VariantVerdict(pair, variant, AMBIGUOUS, alone, metrics)
     if regressed:
         what = "time" if t == SLOWER else "time relative to the baseline"
         return VariantVerdict(pair, variant, SLOWER, f"{what} {_pct(by['ratio' if t != SLOWER else 'time'].change.value)} "
@@ -128,6 +136,24 @@ def classify(pair: str, variant: str, metrics: list[MetricVerdict], references: 
         return VariantVerdict(pair, variant, AMBIGUOUS, "an interval straddles the margin: more samples would decide",
                               metrics)
     return VariantVerdict(pair, variant, SAME, _same_cause(by), metrics)
+
+
+def _ratio_alone(direction: str, by: Mapping[str, MetricVerdict], baseline_time: MetricVerdict | None) -> str:
+    """Why a `direction` verdict resting on the ratio alone is not this variant's: its own time is not
+    `direction`, and the baseline's own time moved the opposite way past its margin ("" otherwise).
+    On an H200 whose power cap held the SM clock at ~1.7 instead of ~1.87 GHz for a few minutes,
+    ch10.warp_specialization's GEMM baseline ran +6-7% (the reference GEMM as far) and its
+    warp-specialized variants +1-2%: their ratio fell 5% and read FASTER, with no code change
+    (tests/fixtures/gate/README.md); kernels answer a clock change unevenly."""
+    t, r = by.get("time"), by.get("ratio")
+    opposite = FASTER if direction == SLOWER else SLOWER
+    if r is None or r.verdict != direction or baseline_time is None or baseline_time.verdict != opposite \
+            or (t is not None and t.verdict == direction):
+        return ""
+    own = f"its own time {_pct(t.change.value)}" if t is not None else "its own time unknown"
+    return (f"{direction.lower()} only relative to the baseline (ratio {_pct(r.change.value)}), whose own time moved "
+            f"{_pct(baseline_time.change.value)} past its margin ({own}): the baseline moved, not this variant; "
+            "a machine whose SM clock or power moved runs kernels unevenly slower, another session decides")
 
 
 def _moved_with(ref: VariantVerdict, time_metric: MetricVerdict | None) -> bool:
@@ -166,6 +192,8 @@ def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
     recorded = ((entry or {}).get("summary") or {}).get("variants", {})
     present = list(dict.fromkeys(df["variant"]))
     order = sorted(present, key=lambda v: not v.startswith(REF_PREFIX))
+    base = measure(df, "baseline", recorded["baseline"]) if "baseline" in present and "baseline" in recorded else []
+    base_time = next((m for m in base if m.metric == "time"), None)
     out: list[VariantVerdict] = []
     for v in order:
         if v not in recorded:
@@ -173,7 +201,7 @@ def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
             continue
         metrics = measure(df, v, recorded[v])
         refs = [x for x in out if x.is_reference]
-        out.append(classify(pair, v, metrics, refs) if not v.startswith(REF_PREFIX)
+        out.append(classify(pair, v, metrics, refs, base_time) if not v.startswith(REF_PREFIX)
                    else VariantVerdict(pair, v, metrics[0].verdict if metrics else NEW, "reference kernel", metrics))
     out += [VariantVerdict(pair, v, MISSING, "recorded but not measured now") for v in recorded
             if v not in present and not v.startswith(REF_PREFIX)]

@@ -1,0 +1,99 @@
+"""Issue 28 (no FASTER with no code change): a verdict resting on the ratio to the baseline alone,
+while the baseline's own time moved the other way, is the baseline's, not the variant's.
+
+The real samples (tests/fixtures/gate/README.md): three `bench run`s of ch10.warp_specialization, no
+code change, on one H200 lease. In the first two the software power cap held the SM clock near 1.7 GHz
+(1.87 in the third): the GEMM baseline ran +6-7% by time, as far as the reference GEMM, and the
+warp-specialized variants +1-2%, so their ratio to the baseline fell ~5% and the gate read FASTER."""
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aisp_prof.analyze.gate import expectations as exp
+from aisp_prof.analyze.gate.rules import gate_verdicts
+from aisp_prof.analyze.gate.verdict import (AMBIGUOUS, FASTER, SAME, SLOWER, MetricVerdict, classify)
+from aisp_prof.analyze.timing.intervals import Interval
+from aisp_prof.paths import data_root
+
+GATE = data_root() / "tests" / "fixtures" / "gate"
+PAIR = "ch10.warp_specialization"
+CAPPED = ("20261129T150844Z-ch10.warp_specialization-17ae", "20261129T151032Z-ch10.warp_specialization-d37d")
+NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
+
+
+@pytest.fixture(scope="module")
+def con(tmp_path_factory) -> sqlite3.Connection:
+    db = tmp_path_factory.mktemp("db") / "runs.db"
+    db.write_bytes(gzip.decompress((GATE / "h200_power_cap_warp_specialization.db.gz").read_bytes()))
+    return sqlite3.connect(db)
+
+
+@pytest.fixture(scope="module")
+def entry() -> dict:
+    return exp.load(GATE / "expectations_h200_ch10_warp_specialization.json")["pairs"][PAIR]
+
+
+def _samples(con: sqlite3.Connection, run: str) -> tuple[pd.DataFrame, float]:
+    s = pd.read_sql_query("SELECT * FROM samples WHERE run_id = ?", con, params=(run,))
+    info = json.loads(con.execute("SELECT info_json FROM runs WHERE run_id = ?", (run,)).fetchone()[0])
+    return s, info["sensor"]["sm_clock_max_mhz"]
+
+
+def _judged(con, entry, run: str, scale: dict[str, float] | None = None) -> dict:
+    s, clock = _samples(con, run)
+    for variant, k in (scale or {}).items():
+        s.loc[s["variant"] == variant, "time_ns"] = s.loc[s["variant"] == variant, "time_ns"] * k
+    return {v.variant: v for v in gate_verdicts(PAIR, s, "gpu", entry, clock)}
+
+
+@pytest.mark.parametrize("run", CAPPED)
+def test_a_power_capped_baseline_no_longer_makes_its_variants_faster(con, entry, run):
+    stored = dict(con.execute("SELECT variant, verdict FROM verdicts WHERE run_id = ?", (run,)).fetchall())
+    assert stored["warp_specialized"] == FASTER                      # what the gate said then
+    s, _ = _samples(con, run)
+    assert s["sm_clock_mhz"].mean() < 1750 and set(s["clock_event_reasons"]) == {4}   # SW power cap
+    now = _judged(con, entry, run)
+    assert FASTER not in {v.verdict for v in now.values()}
+    ws = now["warp_specialized"]
+    assert ws.verdict == AMBIGUOUS and ws.cause.startswith("faster only relative to the baseline")
+    assert ws.metric("ratio").verdict == FASTER and ws.metric("time").verdict != FASTER
+    assert now["baseline"].verdict == SAME and now["baseline"].metric("time").verdict == SLOWER
+
+
+def test_the_run_at_the_full_clock_is_judged_as_before(con, entry):
+    s, _ = _samples(con, NORMAL)
+    assert s["sm_clock_mhz"].mean() > 1850
+    stored = dict(con.execute("SELECT variant, verdict FROM verdicts WHERE run_id = ?", (NORMAL,)).fetchall())
+    now = _judged(con, entry, NORMAL)
+    assert {v: now[v].verdict for v in stored} == stored and set(stored.values()) == {SAME}
+
+
+def test_a_speedup_the_variant_s_own_time_shows_is_still_faster(con, entry):
+    """10% off warp_specialized's samples in a capped run: its time agrees with its ratio."""
+    ws = _judged(con, entry, CAPPED[0], {"warp_specialized": 0.9})["warp_specialized"]
+    assert ws.verdict == FASTER and ws.metric("time").verdict == FASTER
+
+
+def test_a_slowdown_still_fails_at_either_clock(con, entry):
+    """+10% at the full clock; at the capped one +15% (there a +10% shows as cycles +3.2%, which the
+    one-machine rule, `one_machine`, holds AMBIGUOUS: within what two H200s ran apart, as before)."""
+    assert _judged(con, entry, NORMAL, {"warp_specialized": 1.1})["warp_specialized"].verdict == SLOWER
+    assert _judged(con, entry, CAPPED[0], {"warp_specialized": 1.15})["warp_specialized"].verdict == SLOWER
+
+
+def _m(metric: str, value: float, verdict: str) -> MetricVerdict:
+    return MetricVerdict(metric, Interval(value, value - 0.005, value + 0.005), value, 1.0, 0.02, verdict)
+
+
+def test_the_rule_holds_for_slower_too():
+    """The mirror case, rule only: cycles and ratio SLOWER, own time not, the baseline's time FASTER."""
+    metrics = [_m("time", 1.015, AMBIGUOUS), _m("cycles", 1.05, SLOWER), _m("ratio", 1.06, SLOWER)]
+    v = classify(PAIR, "x", metrics, [], baseline_time=_m("time", 0.95, FASTER))
+    assert v.verdict == AMBIGUOUS and v.cause.startswith("slower only relative to the baseline")
+    assert classify(PAIR, "x", metrics, [], baseline_time=_m("time", 1.0, SAME)).verdict == SLOWER
