@@ -125,6 +125,9 @@ def file_slug(text: str) -> str:
         return slug
     return f"{slug[: MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
-# a run's (and a recorded session's) `compile_cache` when each timing process compiled with empty
-# Inductor and Triton caches (collect.code.compile_cache), else "shared"
+# a run's (and a recorded session's) `compile_cache` (collect.code.compile_cache.compile_cache_kind): each
+# timing process compiled with empty Inductor and Triton caches; the caches were the user's, kept between
+# runs ($TORCHINDUCTOR_CACHE_DIR, bench run --compile-cache); else the run's own, shared by its processes
 FRESH_COMPILE_CACHE = "fresh per process"
+KEPT_COMPILE_CACHE = "kept between runs"
+SHARED_COMPILE_CACHE = "shared"

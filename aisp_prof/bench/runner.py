@@ -20,7 +20,7 @@ from ..analyze.timing.speedup import headline_kind
 from ..collect.process.preload import paused
 from ..collect.process.runner import RunOptions, TimingOptions
 from ..errors import AispError, CorrectnessError, NoGpuError, NotRecordedError, RegressionError
-from ..naming import hardware_key, utc_now
+from ..naming import SHARED_COMPILE_CACHE, hardware_key, utc_now
 from ..pairs import KernelPair
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
@@ -62,6 +62,8 @@ class BenchOptions:
                                        # that imported torch (collect.process.preload); False: all fresh
     nproc_per_node: int | None = None  # ranks of a multi-rank pair (default: its world_size); its evidence
                                        # is keyed by the rank count too: expectations_<W>x_<gpu>.json
+    compile_cache: Path | None = None  # Inductor's and Triton's caches kept here between gates
+                                       # (collect.code.compile_cache.kept_compile_cache); None: each run its own
 
     def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
         """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost. A
@@ -261,7 +263,7 @@ def provenance(data: Any) -> dict[str, Any]:
             "triton_version": env.get("triton_version"), "host": info.get("host"), "boot_id": info.get("boot_id"),
             "source_sha256": (info.get("source") or {}).get("sha256"),
             "code_sha256": (info.get("source") or {}).get("code_sha256"),
-            "compile_cache": info.get("compile_cache", "shared"),
+            "compile_cache": info.get("compile_cache", SHARED_COMPILE_CACHE),
             "child_start": child_start(info)}
 
 

@@ -1,13 +1,21 @@
-"""Where a timed process keeps what torch.compile and Triton compiled: by default the machine's
-caches, shared by every process; for a recording, an empty folder per process (`fresh_compile_cache`).
+"""Where a timed process keeps what torch.compile and Triton compiled: by default the run's own
+caches, shared by its processes; for a recording, an empty folder per process (`fresh_compile_cache`);
+with `kept_compile_cache`, a folder the user keeps between gates (`bench run --compile-cache`).
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Iterator
+
+from ...errors import OutputError
+from ...naming import FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
+
+CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
 def fresh_compile_cache(under: Path | None = None) -> Path:
@@ -23,3 +31,40 @@ def fresh_compile_cache(under: Path | None = None) -> Path:
     os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
     atexit.register(shutil.rmtree, folder, True)
     return folder
+
+
+@contextlib.contextmanager
+def kept_compile_cache(folder: Path | None) -> Iterator[None]:
+    """Inductor's and Triton's caches in `folder` (its inductor/ and triton/) for every process started
+    meanwhile, the environment restored after; None: nothing changes. A gate after a gate then finds its
+    compiles (and max-autotune's choices) done: on an H200 the whole book took 463 s instead of ~11 min
+    (benchmarks/results/gate_cost_h200.md). The run folders then index no generated code (the cache is
+    the user's, collect.code.generated) and each run says `compile_cache` "kept between runs"."""
+    if folder is None:
+        yield
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"the compile cache {folder} cannot be made ({exc.strerror or exc}): "
+                          "give --compile-cache a folder you can write") from None
+    before = {var: os.environ.get(var) for var in CACHE_VARS}
+    os.environ.update({"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")})
+    try:
+        yield
+    finally:
+        for var, value in before.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
+def compile_cache_kind(fresh: bool, environ: dict[str, str] | None = None) -> str:
+    """What a run's `compile_cache` says: each process its own empty one (a recording), one the user
+    pointed at ($TORCHINDUCTOR_CACHE_DIR or $TRITON_CACHE_DIR: kept between runs, so its compiles may be
+    an earlier run's), else the run's own, shared by its processes."""
+    env = os.environ if environ is None else environ
+    if fresh:
+        return FRESH_COMPILE_CACHE
+    return KEPT_COMPILE_CACHE if any(var in env for var in CACHE_VARS) else SHARED_COMPILE_CACHE

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...errors import CorrectnessError, RequirementError, ToolNotFoundError
-from ...naming import (CHECK_JSON, FRESH_COMPILE_CACHE, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON,
+from ...naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON,
                       TIMING_JSON, new_run_id, nvtx_path)
 from ...pairs import KernelPair
 from ...pairs import capabilities
@@ -36,6 +36,7 @@ from ...pairs.source import source_digest
 from ...parse.metrics.table import DEFAULT_GROUPS, metric_names
 from ... import tools
 from ..code.builds import build_lines, pending_line
+from ..code.compile_cache import compile_cache_kind
 from ..code.generated import cache_env, keep_generated
 from ..output.run_folder import atomic_folder, provenance, write_json
 from ..timing.samplers import KINDS
@@ -319,7 +320,7 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
     started beside the check)."""
     pair, folder = the_plan.pair, ctx.folder
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
-    ctx.info["compile_cache"] = FRESH_COMPILE_CACHE if opts.timing.fresh_compile_cache else "shared"
+    ctx.info["compile_cache"] = compile_cache_kind(opts.timing.fresh_compile_cache)
     if the_plan.ncu is None:
         return
     names = metric_names(opts.metric_groups)
