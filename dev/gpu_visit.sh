@@ -45,15 +45,11 @@
 #     cost       benchmarks/profile_cost.py on COST_PAIRS (default ch09.fused_l2norm), COST_REPEATS times,
 #                and first on the checkout COST_BEFORE (a folder carried along) if set
 # DEADLINE (seconds since the start): no step, and no pair of record or run, starts after it.
-# Issue 28's next call on any one-GPU lease, before anything else: are GPU-timed verdicts the same in forked and
-# fresh processes (collect/process/preload.py)? One call, alternating both arms on the one machine:
-#   PAIRS="ch10.warp_specialization ch10.matmul_wgmma_pipelined ch09.fused_l2norm ch10.persistent_matmul_tma" \
-#   ROUNDS=3 bash benchmarks/preload_ab.sh          # ~6 min; table.txt: forked/fresh per variant vs each arm's spread
-# then a shared compile cache (the 10-minute question for a runner that keeps its caches), two calls back to back
-# on the same lease (the machine goes back after 30 s idle): the first builds and compiles, the second is the gate:
-#   COLD=1 SHARED_COMPILE_CACHE=1 NAME=shared_cold TARGETS="ch14 ch09" LIMIT_S=585 bash benchmarks/gate_cost.sh
-#   SHARED_COMPILE_CACHE=1 NAME=shared_warm TARGETS="ch14 ch09 ch10" LIMIT_S=585 bash benchmarks/gate_cost.sh
-# (benchmarks/results/gate_cost_h200.md has the default, each run compiling afresh: ~11.0 min, assembled)
+# Issue 28 on a one-GPU H200 lease, done 2026-11-29: forked against fresh processes (benchmarks/preload_ab.sh,
+# benchmarks/results/preload_ab_h200.md: the same GPU time) and a compile cache kept between gates (gate_cost.sh
+# with SHARED_COMPILE_CACHE=1, twice: the book in 463 s). To repeat the whole-book cost with the kept cache:
+#   COLD=1 SHARED_COMPILE_CACHE=1 NAME=shared_cold TARGETS="ch14 ch09 ch10" LIMIT_S=580 bash benchmarks/gate_cost.sh
+#   SHARED_COMPILE_CACHE=1 NAME=shared_warm TARGETS="ch14 ch09 ch10" LIMIT_S=580 bash benchmarks/gate_cost.sh
 # The 4-GPU visit of the multi-rank pair (issue 34), one command:
 #   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
 #   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
