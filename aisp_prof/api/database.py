@@ -256,9 +256,11 @@ class RunDatabase:
         return self._page(self.resolve(run), file_calibrations(self.calibration_dirs)).data
 
     def report(self, runs: Sequence[str] = (), targets: Sequence[str] = (), out: str | Path | None = None,
-               progress: Callable[[str], None] | None = None, reports_dir: str | Path = "reports") -> Report:
+               progress: Callable[[str], None] | None = None, reports_dir: str | Path = "reports",
+               tick: Callable[[], None] | None = None) -> Report:
         """Write an HTML report of the runs (default: the latest run of every stored pair) into
-        `out` (default: reports_dir/<pair>-<time>); returns what was written."""
+        `out` (default: reports_dir/<pair>-<time>); returns what was written. `tick()` is called where
+        it may stop (`render.report.write_report`)."""
         from ..render.report import PageRef, write_report
 
         with store_db.Reader(self.path) as conn:
@@ -270,7 +272,7 @@ class RunDatabase:
         refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
         page_of = functools.partial(self._page, files=file_calibrations(self.calibration_dirs))   # in the workers
         return write_report(refs, page_of, out=Path(out) if out else None, reports_dir=Path(reports_dir),
-                            source=str(self.path), progress=progress)
+                            source=str(self.path), progress=progress, tick=tick)
 
     def compare_cards(self, pair: str, plot_dir: str | Path | None = None) -> dict[str, Any]:
         """`compare PAIR --cards`: the pair's latest run on each card (`analyze.page.cards`), the axes

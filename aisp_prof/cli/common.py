@@ -63,14 +63,22 @@ class AispGroup(click.Group):
 
 
 class Terminated:
-    """What `terminate_as_interrupt` yields: `check()` raises KeyboardInterrupt once SIGTERM came."""
+    """What `terminate_as_interrupt` yields: `check()` raises KeyboardInterrupt once SIGTERM came;
+    after `settle()` a SIGTERM changes nothing (the command's output is whole, its exit code stands)."""
 
     def __init__(self) -> None:
         self.seen = False
+        self.settled = False
 
     def check(self) -> None:
         if self.seen:
             raise KeyboardInterrupt
+
+    def settle(self) -> None:
+        """The output is complete and in place (a report renamed into its folder): a SIGTERM that came
+        since the last `check()` is forgotten and one that comes later is ignored until the block ends,
+        so the command does not say "interrupted" (130) about an output it finished and kept."""
+        self.seen, self.settled = False, True
 
 
 @contextlib.contextmanager
@@ -87,6 +95,8 @@ def terminate_as_interrupt() -> Iterator[Terminated]:
         return
 
     def interrupt(signum: int, frame: Any) -> None:
+        if state.settled:
+            return
         if state.seen:
             raise KeyboardInterrupt
         state.seen = True

@@ -103,12 +103,18 @@ def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None
       aisp-prof report latest --open
       aisp-prof report --targets ch09 --out reports/ch09
     """
-    store = database(db)
-    count = len(store.select(runs, targets))
-    with terminate_as_interrupt() as stop, click.progressbar(length=count, label="report", file=sys.stderr,
-                                                             item_show_func=lambda name: name) as bar:
-        result = store.report(runs, targets, out=out, progress=lambda name: (stop.check(), bar.update(1, name)))
-    click.echo(str(result.index))
+    # SIGTERM (`kill PID`, `timeout`) stops it as Ctrl-C does, at the next page or just before the finished
+    # folder is renamed into place: exit 130, nothing left. One that comes after the rename changes
+    # nothing: the report is whole and in place, so it exits 0 and prints its path (`Terminated.settle`).
+    # Before this command starts (Python importing aisp-prof, ~0.7 s) SIGTERM still kills it, with nothing written.
+    with terminate_as_interrupt() as stop:
+        store = database(db)
+        count = len(store.select(runs, targets))
+        stop.check()
+        with click.progressbar(length=count, label="report", file=sys.stderr, item_show_func=lambda name: name) as bar:
+            result = store.report(runs, targets, out=out, progress=lambda name: bar.update(1, name), tick=stop.check)
+        stop.settle()
+        click.echo(str(result.index))
     if open_browser:
         import webbrowser
 

@@ -233,12 +233,16 @@ def _die_with(parent: int) -> None:
 
 
 def _worker_start(parent: int) -> None:
-    """In each drawing process: it dies with `parent` (the report), and Ctrl-C is the parent's to
-    handle (it cancels the queued pages and waits for the running ones), so a terminal's SIGINT
-    to the whole group breaks no worker."""
+    """In each drawing process: it dies with `parent` (the report), and Ctrl-C and SIGTERM are the
+    parent's to handle (it cancels the queued pages and waits for the running ones), so a signal to
+    the whole group (a terminal's SIGINT; `timeout`, which sends SIGTERM to its process group, or
+    `kill -TERM -PGID`) breaks no worker. A worker that died of it had made the report fail with "a
+    chart-drawing process died" instead of exit 130, and left the database's -wal and -shm files
+    of the connection it held. Forked before this runs, a worker has the parent's SIGTERM handler,
+    which only marks its own copy of the state: ignored too."""
     _die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)      # not the parent's handler (cli.common)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 @contextmanager

@@ -209,14 +209,17 @@ def _rel(path: Path, img: Path) -> str:
 
 def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: Path | None = None,
                  reports_dir: Path = DEFAULT_REPORTS_DIR, source: str = "",
-                 progress: Callable[[str], None] | None = None) -> Report:
+                 progress: Callable[[str], None] | None = None, tick: Callable[[], None] | None = None) -> Report:
     """Write index.html and one page per run into `out` (default reports/<name>). `page_of(run_id)`
     computes a ref's page; it is called in the drawing processes (so pages are computed in parallel
     too) and must survive pickling (a module function or a method of a picklable object); `source`
     is what the index says the runs came from.
 
     The folder is built under a hidden partial name and renamed when complete; a previous
-    report in the same place is replaced. `progress(title)` is called after each page.
+    report in the same place is replaced. `progress(title)` is called after each page; `tick()` after
+    each page too and last just before the rename: what it raises (KeyboardInterrupt for a SIGTERM)
+    stops the report with its partial folder removed and the previous report kept. Once renamed, the
+    report is whole: there is no later point to stop at.
     """
     if not refs:
         raise UnknownTargetError("no runs to report on")
@@ -232,8 +235,9 @@ def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: P
             from . import roofline_plot  # noqa: F401
             from .output import bars, rounds, zoom  # noqa: F401
         assets["cross"] = {}                            # page -> [(card, page, roofline SVG)]: same axes
+        after = _after_page(progress, tick)
         finish = lambda name, page, images: _finish_page(env, assets, partial, name, page, images,  # noqa: E731
-                                                         generated, progress)
+                                                         generated, after)
         with drawing.pool(count) as charts:
             # each page computed and drawn in a worker; pages finish as they come back, a few queued each
             flight = _InFlight(charts, refs, names, partial / "img", finish)
@@ -251,6 +255,8 @@ def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: P
                                                         db=source, **assets)
         (partial / "index.html").write_text(html, encoding="utf-8")
         (partial / MARKER).write_text("written by aisp-prof report; replaced by the next report here\n")
+        if tick:             # the last point to stop at: a SIGTERM while the pool shut down or the index was written
+            tick()
     except BaseException as exc:             # Ctrl-C and a full disk included: no half report
         unlock(partial)
         shutil.rmtree(partial, ignore_errors=True)
@@ -260,6 +266,16 @@ def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: P
     unlock(partial)
     move_into_place(partial, out_dir)
     return Report(out_dir=out_dir, index=out_dir / "index.html", pages=written)
+
+
+def _after_page(progress: Callable[[str], None] | None, tick: Callable[[], None] | None) -> Callable[[str], None]:
+    """What runs after each page is written: `progress(title)`, then `tick()` (which may raise to stop)."""
+    def step(title: str) -> None:
+        if progress:
+            progress(title)
+        if tick:
+            tick()
+    return step
 
 
 def _cross_cards(batch: list[tuple[int, str, Page]], refs: Sequence[PageRef], cross: dict[str, Any]) -> Any:
