@@ -6,7 +6,11 @@ use when they run, so `aisp-prof runs` does not pay for matplotlib or torch.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
+import os
+import signal
 import sys
 
 import click
@@ -64,4 +68,43 @@ for _command in (list_cmd, run_cmd, check_cmd, import_cmd, rm_cmd, runs_cmd, ker
 
 
 def main() -> None:
-    cli(prog_name="aisp-prof")
+    """The `aisp-prof` program: the command, then the interpreter's shutdown, during which a SIGTERM
+    no longer turns the command's exit code into a death by signal (`_exit_code_stands`)."""
+    try:
+        cli(prog_name="aisp-prof")
+    except SystemExit as done:
+        _exit_code_stands(done.code)
+        raise
+
+
+_ENDED: list[int] = []         # the exit code of the command main() ran: what is left is the shutdown
+
+
+def _exit_code_stands(code: object) -> None:
+    """Once the command has ended with `code`, a SIGTERM while the interpreter shuts down (a `report`
+    killed then died of it, its folder whole) changes nothing: while threads are joined and atexit
+    functions run, the first is ignored and a second ends the process at once with `code` (a shutdown
+    that hangs still ends); from the last atexit function on (`_ignore_sigterm`), through the ~0.1 s
+    of freeing the modules (pandas, matplotlib), where Python has already set SIGTERM back to its
+    default, it is ignored. Where the caller ignores SIGTERM, or set a handler, that stays."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    came: list[int] = []
+
+    def ending(signum: int, frame: object) -> None:
+        if came:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(status)
+        came.append(signum)
+    with contextlib.suppress(ValueError):          # not the main thread: nothing to keep
+        signal.signal(signal.SIGTERM, ending)
+        _ENDED.append(status)
+
+
+@atexit.register       # on import: it runs after the atexit functions of what the command imported later
+def _ignore_sigterm() -> None:
+    if _ENDED:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -10,7 +10,7 @@ was in place, before the signal came). SIGTERM at each moment a report can get i
 the database, while it draws (to it alone, or to its process group as `timeout` sends it), while its
 pool shuts down after the last page (exit 130, nothing left: it used to rename the finished report
 into place and still say "interrupted"), just after the rename (exit 0: the
-report is whole)."""
+report is whole) and while the interpreter shuts down (exit 0, not a death by SIGTERM)."""
 from __future__ import annotations
 
 import os
@@ -143,10 +143,11 @@ def test_sigterm_exits_130_and_leaves_nothing(tmp_path, samples_db, where, group
     assert sorted(p.name for p in tmp_path.iterdir()) == ["samples.db"]
 
 
-@pytest.mark.parametrize("where", ["after:aisp_prof.render.report:move_into_place"], ids=["just-renamed"])
+@pytest.mark.parametrize("where", ["after:aisp_prof.render.report:move_into_place", "atexit", "teardown"],
+                         ids=["just-renamed", "atexit-functions-running", "modules-being-freed"])
 def test_sigterm_after_the_rename_keeps_the_whole_report_and_exit_0(tmp_path, samples_db, where):
-    """Once the report is in place it is whole: a SIGTERM then does not say "interrupted" (it said so,
-    exit 130, about a report it had finished and kept)."""
+    """Once the report is in place it is whole: a SIGTERM then neither says "interrupted" (it said so,
+    exit 130, about a report it had finished and kept) nor kills the process on its way out (exit -15)."""
     out = tmp_path / "rep"
     proc = _killed_at(samples_db, out, where, signal.SIGTERM)
     stdout, err = proc.communicate(timeout=120)
