@@ -1,8 +1,10 @@
 """benchmarks/gate_cost_table.py reads the time a gate spent per pair off its stamped progress log; the
-numbers of benchmarks/results/gate_cost_h200.md come from it. Checked on that file's three real logs
+numbers of benchmarks/results/gate_cost_h200.md come from it. Checked on that file's five real logs
 (H200, 2026-11-29: `fresh` processes on code a921a08, cut by the call's limit; `cold`, forked, finished;
-`warm`, forked with the libraries built, cut) against what the gate itself said of each pair, and the
-md's claims against the committed logs and cost files (the table's `--json --runs` output)."""
+`warm`, forked with the libraries built, cut; on another lease, code 08f7e5d, one compile cache kept
+between gates: `shared_cold` from empty caches, cut in ch10, then `shared_warm`, the whole book)
+against what the gate itself said of each pair, and the md's claims against the committed logs and cost
+files (the table's `--json --runs` output)."""
 from __future__ import annotations
 
 import json
@@ -17,7 +19,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from gate_cost_table import main, read, table  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
-CALLS = ("fresh", "cold", "warm")
+CALLS = ("fresh", "cold", "warm", "shared_cold", "shared_warm")
+# judged by host-side time: fresh processes again since 4e19d11 (the shared calls ran after it)
+HOST_TIMED = {"ch14.attention_eager_sdpa", "ch14.gpu_quantization", "ch14.graph_break_control_flow",
+              "ch14.triton_persistent"}
 LOG = {k: RESULTS / f"gate_cost_h200_{k}.log" for k in CALLS}
 COST = {k: RESULTS / f"gate_cost_h200_{k}_cost.json" for k in CALLS}
 OUTCOME = re.compile(r"^\s*[\d.]+\s+(ch\d+\.\S+): (?:ok|skipped)\b.*\((\d+\.\d) s\)$")
@@ -66,11 +71,14 @@ def test_the_builds_line():
     assert cost("fresh")["builds"] == {"libraries": 24, "built": 24, "s": 126.2}
     assert cost("cold")["builds"] == {"libraries": 24, "built": 24, "s": 106.6}
     assert cost("warm")["builds"] == {"libraries": 1, "built": 1, "s": 57.0}   # cublas_vs_cutlass.cu only
+    assert cost("shared_cold")["builds"] == {"libraries": 25, "built": 25, "s": 93.7}
+    assert cost("shared_warm")["builds"] == {"libraries": 0, "built": 0, "s": 0.0}   # every library kept: no line
 
 
 def test_forked_check_processes_did_not_import_torch_and_fresh_ones_did():
     """The md's claim: every forked check process spent < 0.1 s in import_torch, every fresh one > 2 s;
-    one check process per pair that ran (skipped pairs have none)."""
+    one check process per pair that ran (skipped pairs have none). In the shared calls (after 4e19d11)
+    the four host-timed ch14 pairs are the fresh ones."""
     for call in CALLS:
         runs = json.loads(COST[call].read_text())["runs"]
         ran = {p["pair"] for p in cost(call)["pairs"] if p["status"] == "ok"}
@@ -78,6 +86,10 @@ def test_forked_check_processes_did_not_import_torch_and_fresh_ones_did():
         imports = [r["phases_s"]["import_torch"] for r in runs]
         if call == "fresh":
             assert min(imports) > 2.0
+        elif call.startswith("shared"):
+            fresh = {r["pair"] for r in runs if r["phases_s"]["import_torch"] > 2.0}
+            assert fresh == HOST_TIMED, call
+            assert max(r["phases_s"]["import_torch"] for r in runs if r["pair"] not in fresh) < 0.1
         else:
             assert max(imports) < 0.1
 
@@ -90,6 +102,44 @@ def test_the_md_per_part_table_and_the_book_sum_are_the_logs():
     assert f"| ch14, 12 pairs | not run | not run | {chapter_s('warm', 'ch14')} " in md
     book = round(chapter_s("warm", "ch14") + chapter_s("cold", "ch09") + chapter_s("cold", "ch10"), 1)
     assert book == 640.3 and f"= {book} s" in md
+
+
+def test_the_shared_cache_calls_cut_and_finished():
+    """shared_cold was cut in ch10's third pair; shared_warm finished the whole book (49 pairs) in one call."""
+    cold, warm = cost("shared_cold"), cost("shared_warm")
+    assert [p["pair"] for p in cold["pairs"] if p["status"] == "cut off"] == ["ch10.cluster_group"]
+    assert [p["chapter"] for p in cold["pairs"]] == ["ch14"] * 12 + ["ch09"] * 13 + ["ch10"] * 3
+    assert len(warm["pairs"]) == 49 and all(p["status"] in ("ok", "skipped") for p in warm["pairs"])
+    assert warm["log_s"] == 461.0 and cold["log_s"] == 580.3
+
+
+def test_the_md_shared_cache_section_is_the_logs():
+    """The per-part table, the per-pair ch14 rows and the fresh-machine sum of the shared-cache section."""
+    md = (RESULTS / "gate_cost_h200.md").read_text()
+    cold, warm = cost("shared_cold"), cost("shared_warm")
+    assert f"| ch14, 12 pairs | {chapter_s('shared_cold', 'ch14')} | {chapter_s('shared_warm', 'ch14')} |" in md
+    assert f"| ch09, 13 pairs | {chapter_s('shared_cold', 'ch09')} | {chapter_s('shared_warm', 'ch09')} |" in md
+    assert f"| ch10, 24 pairs | {chapter_s('shared_cold', 'ch10')} (2 finished" in md
+    assert f"{chapter_s('shared_warm', 'ch10')} |" in md
+    assert f"| the log | {cold['log_s']} (cut) | {warm['log_s']} |" in md
+    first = [float(LOG[c].read_text().split()[0]) for c in ("shared_cold", "shared_warm")]   # the parent's start
+    assert f"| the parent's start (the first stamped line) | {first[0]} | {first[1]} |" in md
+    assert round(sum(chapter_s(c, ch) for c, ch in (("shared_warm", "ch14"), ("shared_warm", "ch09"),
+                                                   ("shared_warm", "ch10"))) + warm["pairs"][0]["start_s"], 1) \
+        == warm["log_s"]
+    own, runs = {p["pair"]: p for p in cost("warm")["pairs"]}, {}
+    for call in ("warm", "shared_cold", "shared_warm"):
+        runs[call] = {r["pair"]: r for r in json.loads(COST[call].read_text())["runs"]}
+    logs = {c: {p["pair"]: p["s"] for p in cost(c)["pairs"]} for c in ("shared_cold", "shared_warm")}
+    for pair in runs["shared_warm"]:
+        if pair.startswith("ch14."):
+            f = " / ".join(str(runs[c][pair]["factories_in_check_s"]) for c in ("warm", "shared_cold", "shared_warm"))
+            row = f"| {pair} | {own[pair]['s']} | {logs['shared_cold'][pair]} | {logs['shared_warm'][pair]} | {f} |"
+            assert row in md
+    ch10_at = next(p["start_s"] for p in cold["pairs"] if p["chapter"] == "ch10")
+    fresh_machine = round(ch10_at + chapter_s("cold", "ch10"), 1)
+    assert (ch10_at, fresh_machine) == (565.1, 717.2) and f"at {ch10_at} s" in md
+    assert f"**{fresh_machine} s, 12.0 minutes**" in md
 
 
 def test_a_second_timing_process_splits_the_pair():
