@@ -4,6 +4,7 @@ environment is given back after, the runs say so, and a recording refuses it."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -43,10 +44,21 @@ def test_what_a_run_says_of_its_compile_cache():
     assert compile_cache_kind(True, {"TORCHINDUCTOR_CACHE_DIR": "/c"}) == FRESH_COMPILE_CACHE
 
 
-def test_a_folder_that_cannot_be_made_is_one_line(tmp_path):
+@pytest.mark.parametrize("where", ["file/cc", "proc"])
+def test_a_folder_that_cannot_be_made_or_written_is_one_line(tmp_path, where):
+    """Under a file; an existing folder whose caches cannot be made in it (/proc, as root too)."""
     (tmp_path / "file").write_text("x")
-    with pytest.raises(OutputError, match="cannot be made"):
-        with kept_compile_cache(tmp_path / "file" / "cc"):
+    folder = tmp_path / where if where != "proc" else Path("/proc")
+    with pytest.raises(OutputError, match="cannot be made or written"):
+        with kept_compile_cache(folder):
+            pass
+    assert not any(var in os.environ for var in CACHE_VARS)
+
+
+def test_an_existing_folder_it_cannot_write_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    with pytest.raises(OutputError, match="cannot be made or written"):
+        with kept_compile_cache(tmp_path / "cc"):
             pass
 
 

@@ -62,7 +62,8 @@ class Chase:
     first by the check's process, which is dearer), or, from two processes on, when even the
     interval `max_processes` would give (its width x sqrt(n / max), the usual 1/sqrt(n) of
     independent processes) would still straddle the margin's edge for every AMBIGUOUS variant.
-    No process is asked for whose answer `one_machine` would overrule: a host-side time judged
+    A verdict AMBIGUOUS by a rule (`settled`: its ratio moved only with its baseline) stops it from two
+    processes on. No process is asked for whose answer `one_machine` would overrule: a host-side time judged
     against evidence from one machine ends AMBIGUOUS whatever it shows (on an H200 the confirming
     processes of ch14.graph_break_control_flow and gpu_quantization cost 22-24 s each for that)."""
 
@@ -99,7 +100,10 @@ class Chase:
         spent_s = now - self.started_s
         if n >= self.max_processes:
             self.stopped = f"still AMBIGUOUS after {n} timing processes, the most the gate takes (--max-processes)"
-        elif n >= 2 and all(hopeless(v, n, self.max_processes) for v in unsure):
+        elif n >= 2 and all(v.settled for v in unsure):
+            self.stopped = (f"AMBIGUOUS after {n} timing processes by a rule that more processes on this machine "
+                            "would not change (the ratio moved with the baseline)")
+        elif n >= 2 and all(v.settled or hopeless(v, n, self.max_processes) for v in unsure):
             self.stopped = (f"AMBIGUOUS after {n} timing processes, and {self.max_processes} would not decide it "
                             "(its interval narrowed by sqrt(n / max) still straddles the margin)")
         elif self.budget_s is not None and spent_s + process_s > self.budget_s:

@@ -54,6 +54,7 @@ class VariantVerdict:
     verdict: str
     cause: str = ""
     metrics: list[MetricVerdict] = field(default_factory=list)
+    settled: bool = False         # AMBIGUOUS by a rule, its metrics each decided: more samples won't decide it
 
     @property
     def is_reference(self) -> bool:
@@ -125,7 +126,7 @@ def classify(pair: str, variant: str, metrics: list[MetricVerdict], references: 
                                   "relative to it)", metrics)
     alone = _ratio_alone(SLOWER if regressed else FASTER, by, baseline_time)
     if alone and (regressed or (c_eff == FASTER and FASTER in (t, r))):
-        return VariantVerdict(pair, variant, AMBIGUOUS, alone, metrics)
+        return VariantVerdict(pair, variant, AMBIGUOUS, alone, metrics, settled=True)
     if regressed:
         what = "time" if t == SLOWER else "time relative to the baseline"
         return VariantVerdict(pair, variant, SLOWER, f"{what} {_pct(by['ratio' if t != SLOWER else 'time'].change.value)} "
@@ -143,7 +144,7 @@ def _ratio_alone(direction: str, by: Mapping[str, MetricVerdict], baseline_time:
     `direction`, and the baseline's own time moved the opposite way past its margin ("" otherwise).
     On an H200 whose power cap held the SM clock at ~1.7 instead of ~1.87 GHz for a few minutes,
     ch10.warp_specialization's GEMM baseline ran +6-7% (the reference GEMM as far) and its
-    warp-specialized variants +1-2%: their ratio fell 5% and read FASTER, with no code change
+    warp-specialized variants +1-4%: their ratio fell 3.5-5% and read FASTER, with no code change
     (tests/fixtures/gate/README.md); kernels answer a clock change unevenly."""
     t, r = by.get("time"), by.get("ratio")
     opposite = FASTER if direction == SLOWER else SLOWER
@@ -153,7 +154,7 @@ def _ratio_alone(direction: str, by: Mapping[str, MetricVerdict], baseline_time:
     own = f"its own time {_pct(t.change.value)}" if t is not None else "its own time unknown"
     return (f"{direction.lower()} only relative to the baseline (ratio {_pct(r.change.value)}), whose own time moved "
             f"{_pct(baseline_time.change.value)} past its margin ({own}): the baseline moved, not this variant; "
-            "a machine whose SM clock or power moved runs kernels unevenly slower, another session decides")
+            "a machine whose SM clock or power moved runs kernels unevenly, another session decides")
 
 
 def _moved_with(ref: VariantVerdict, time_metric: MetricVerdict | None) -> bool:

@@ -44,9 +44,12 @@ def kept_compile_cache(folder: Path | None) -> Iterator[None]:
         yield
         return
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        for sub in ("inductor", "triton"):
+            (folder / sub).mkdir(parents=True, exist_ok=True)
+            if not os.access(folder / sub, os.W_OK | os.X_OK):
+                raise PermissionError(13, "Permission denied")
     except OSError as exc:
-        raise OutputError(f"the compile cache {folder} cannot be made ({exc.strerror or exc}): "
+        raise OutputError(f"the compile cache {folder} cannot be made or written ({exc.strerror or exc}): "
                           "give --compile-cache a folder you can write") from None
     before = {var: os.environ.get(var) for var in CACHE_VARS}
     os.environ.update({"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")})
