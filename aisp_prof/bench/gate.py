@@ -82,7 +82,7 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
     its outcome in one line. KeyboardInterrupt (Ctrl-C, or raised by `tick`, called at every progress
     line of the main thread: SIGTERM) stops it: the Gate holds the finished pairs' outcomes and NOT_RUN
     for the rest."""
-    from ..collect.code.compile_cache import kept_compile_cache
+    from ..collect.code.compile_cache import compile_cache_kind, kept_compile_cache
     from ..collect.code.prebuild import prebuild
     from ..collect.process.preload import serving
     from ..collect.process.steps import child_env
@@ -103,7 +103,7 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
         with kept_compile_cache(opts.compile_cache), \
                 serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)):
             prebuild(can_run, say)         # (the preloaded process imports torch meanwhile)
-            last, here = gate_seconds(runs.path, key), {p.name for p in can_run}
+            last, here = gate_seconds(runs.path, key, compile_cache_kind(False)), {p.name for p in can_run}
             started = time.monotonic()
             for i, pair in enumerate(selected, 1):
                 running = i - 1

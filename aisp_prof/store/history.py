@@ -43,12 +43,13 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
     return rows
 
 
-def gate_seconds(db: Path, key: str) -> dict[str, float]:
+def gate_seconds(db: Path, key: str, compile_cache: str = "shared") -> dict[str, float]:
     """Each pair's seconds in its latest stored gate run (`bench run`, label bench:*) on a GPU of
     hardware key `key` (naming.hardware_key), from run.json's wall_s.total: what a new gate's
-    progress estimates its time left from. A recording's runs (each process compiling afresh,
-    several processes) are left out: they take far longer than a gate."""
-    from ..naming import FRESH_COMPILE_CACHE, hardware_key
+    progress estimates its time left from. Only runs whose compile cache was of the new gate's kind
+    (`compile_cache`, naming): a recording's (each process compiling afresh, several processes) take
+    far longer than a gate, a gate's with a kept cache far less (ch14.regional_triton 51 s against 97)."""
+    from ..naming import SHARED_COMPILE_CACHE, hardware_key
 
     if not Path(db).is_file():            # a first gate: nothing stored yet
         return {}
@@ -61,6 +62,7 @@ def gate_seconds(db: Path, key: str) -> dict[str, float]:
     for r in rows:
         info = json.loads(r["info_json"] or "{}")
         wall = (info.get("wall_s") or {}).get("total")
-        if hardware_key(r["gpu_name"]) == key and wall and info.get("compile_cache") != FRESH_COMPILE_CACHE:
+        if hardware_key(r["gpu_name"]) == key and wall and \
+                info.get("compile_cache", SHARED_COMPILE_CACHE) == compile_cache:
             seconds[r["pair"]] = float(wall)
     return seconds

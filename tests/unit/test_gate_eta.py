@@ -13,7 +13,7 @@ from sample_files import plain_file
 
 from aisp_prof.bench.gate import time_left
 from aisp_prof.cli import cli
-from aisp_prof.naming import FRESH_COMPILE_CACHE
+from aisp_prof.naming import FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE
 from aisp_prof.pairs.capabilities import Machine
 from aisp_prof.store.history import gate_seconds
 
@@ -49,6 +49,17 @@ def test_a_recording_or_a_plain_run_is_no_gate(gate_db):
     assert set(_walls(gate_db)) - set(gate_seconds(gate_db, "h200")) == {"ch14.regional_triton", "ch14.cuda_python"}
 
 
+def test_a_gate_with_a_kept_cache_is_estimated_by_such_gates_only(gate_db):
+    """A kept compile cache (bench run --compile-cache) takes ch14.regional_triton 51 s where a gate compiling
+    afresh takes 97: each kind of gate is estimated by its own kind."""
+    with sqlite3.connect(gate_db) as conn:
+        (info,) = conn.execute("SELECT info_json FROM runs WHERE pair = 'ch14.regional_triton'").fetchone()
+        conn.execute("UPDATE runs SET info_json = ? WHERE pair = 'ch14.regional_triton'",
+                     [json.dumps({**json.loads(info), "compile_cache": KEPT_COMPILE_CACHE})])
+    assert "ch14.regional_triton" not in gate_seconds(gate_db, "h200")
+    assert set(gate_seconds(gate_db, "h200", KEPT_COMPILE_CACHE)) == {"ch14.regional_triton"}
+
+
 def test_time_left_names_the_pairs_it_cannot_estimate(gate_db):
     last = gate_seconds(gate_db, "h200")
     text = time_left(["ch14.regional_triton", "ch14.cuda_python", "ch09.fused_l2norm"], last)
@@ -62,6 +73,8 @@ def test_the_gate_log_counts_down(monkeypatch, gate_db, tmp_path):
     quantized_allreduce) is no pair 'never gated here'."""
     from aisp_prof.bench import runner
 
+    for var in ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):      # set: a kept cache, estimated by its own gates
+        monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr("aisp_prof.pairs.capabilities.detect_machine",
                         lambda: Machine.of("gpu", "triton", gpu_name="NVIDIA H200"))
     monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h200")
