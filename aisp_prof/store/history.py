@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..naming import SHARED_COMPILE_CACHE
 from ..pairs.declared import with_declarations
 from ..pairs.roles import roles_of
 from .db import Reader
@@ -43,13 +44,13 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
     return rows
 
 
-def gate_seconds(db: Path, key: str, compile_cache: str = "shared") -> dict[str, float]:
+def gate_seconds(db: Path, key: str, compile_cache: str = SHARED_COMPILE_CACHE) -> dict[str, float]:
     """Each pair's seconds in its latest stored gate run (`bench run`, label bench:*) on a GPU of
     hardware key `key` (naming.hardware_key), from run.json's wall_s.total: what a new gate's
     progress estimates its time left from. Only runs whose compile cache was of the new gate's kind
     (`compile_cache`, naming): a recording's (each process compiling afresh, several processes) take
     far longer than a gate, a gate's with a kept cache far less (ch14.regional_triton 51 s against 97)."""
-    from ..naming import SHARED_COMPILE_CACHE, hardware_key
+    from ..naming import hardware_key
 
     if not Path(db).is_file():            # a first gate: nothing stored yet
         return {}

@@ -15,7 +15,12 @@ from typing import Iterator
 from ...errors import OutputError
 from ...naming import FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
 
-CACHE_VARS = ("TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}   # variable -> its folder
+
+
+def cache_dirs(folder: Path) -> dict[str, str]:
+    """The cache variables pointing into `folder`: Inductor's at folder/inductor, Triton's at folder/triton."""
+    return {var: str(folder / sub) for var, sub in CACHE_VARS.items()}
 
 
 def fresh_compile_cache(under: Path | None = None) -> Path:
@@ -27,8 +32,7 @@ def fresh_compile_cache(under: Path | None = None) -> Path:
     child's run folder: a process killed outright, whose exit handler never runs, leaves its cache
     there, and a failed or interrupted run's folder goes whole); default the temporary folder."""
     folder = Path(tempfile.mkdtemp(prefix="aisp-compile-", dir=under))
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder / "inductor")
-    os.environ["TRITON_CACHE_DIR"] = str(folder / "triton")
+    os.environ.update(cache_dirs(folder))
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
@@ -44,15 +48,15 @@ def kept_compile_cache(folder: Path | None) -> Iterator[None]:
         yield
         return
     try:
-        for sub in ("inductor", "triton"):
-            (folder / sub).mkdir(parents=True, exist_ok=True)
-            if not os.access(folder / sub, os.W_OK | os.X_OK):
+        for path in map(Path, cache_dirs(folder).values()):
+            path.mkdir(parents=True, exist_ok=True)
+            if not os.access(path, os.W_OK | os.X_OK):
                 raise PermissionError(13, "Permission denied")
     except OSError as exc:
         raise OutputError(f"the compile cache {folder} cannot be made or written ({exc.strerror or exc}): "
                           "give --compile-cache a folder you can write") from None
     before = {var: os.environ.get(var) for var in CACHE_VARS}
-    os.environ.update({"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")})
+    os.environ.update(cache_dirs(folder))
     try:
         yield
     finally:

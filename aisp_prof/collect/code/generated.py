@@ -43,19 +43,19 @@ from pathlib import Path, PurePath
 from typing import Any, Mapping
 
 from ...parse.code.ptx import kernel_code_summary
+from .compile_cache import CACHE_VARS, cache_dirs
 from ...naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
 from ...parse.code.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
                                          triton_kernel_dirs)
 
 log = logging.getLogger(__name__)
-CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}
 KEPT_STAGES = ("ttgir", "ptx", "source")          # Triton's text stages worth reading (ttir/llir: in between)
 MAX_CUOBJDUMP_WORKERS = 16   # cuobjdump -sass takes ~0.4 s a cubin, all of it in the child process
 
 
 def cache_env(folder: Path, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The children's cache variables: inside `folder`, each unless the user set it."""
-    return {var: str(folder / COMPILE_CACHE_DIR / sub) for var, sub in CACHE_VARS.items() if var not in environ}
+    return {var: path for var, path in cache_dirs(folder / COMPILE_CACHE_DIR).items() if var not in environ}
 
 
 def find_cuobjdump() -> Path | None:

@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..code.generated import CACHE_VARS
+from ..code.compile_cache import CACHE_VARS
 from ..commands import python_module
 from .agents import command_header
 
