@@ -87,7 +87,7 @@ STEPS=${STEPS:-}
 RUNS=/tmp/visit_profiles
 ARGS="--repeats ${REPEATS:-10} --budget-s ${BUDGET_S:-1.5} --db /tmp/visit_gate.db --profiles-dir /tmp/visit_bench --json ${BENCH_ARGS:-}"
 GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
-START=$(date +%s)
+START=$(date +%s); START_MARK=$W/.visit_start; touch "$START_MARK"
 t() { echo "t=$(( $(date +%s) - START ))s"; }
 targets() { for p in $PAIRS; do printf -- '--targets %s ' "$p"; done; }
 default_tests() {
@@ -123,7 +123,10 @@ for step in $STEPS; do
       # into profiles/calibration/ too, where the later steps' `ranks` find the link's bus bandwidth
       $AISP calibrate --link "${LINK:-$GPUS}" --write-json profiles/calibration --json > "$W/calibrate_link.json" \
         2> "$W/calibrate_link.err"; echo "link ${LINK:-$GPUS} rc $? $(t)"; tail -2 "$W/calibrate_link.err"
-      for f in profiles/calibration/"${LINK:-$GPUS}"x_*.json; do [ -f "$f" ] && cp "$f" "$W/" && cp "$f" "$OUT/"; done ;;
+      # only the file this calibration wrote (newer than its .err): the shipped links of other cards stay behind,
+      # as a call returns at most 8 files
+      for f in $(find profiles/calibration -name "${LINK:-$GPUS}x_*.json" -newer "$W/calibrate_link.err"); do
+        cp "$f" "$W/" && cp "$f" "$OUT/"; done ;;
     multinode)
       mkdir -p "$RUNS"
       nodes=${NNODES:-2}; per=${NODE_GPUS:-$(( GPUS / ${NNODES:-2} ))}
@@ -170,7 +173,9 @@ PY
         if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) - START )) -ge "$DEADLINE" ]; then echo "record $p not started: deadline"; continue; fi
         timeout "${PAIR_TIMEOUT:-420}" $AISP bench run --targets "$p" $ARGS --update-expectations \
           --record-processes "${RECORD_PROCESSES:-3}" > "$W/record_$p.json"; echo "record $p rc $? $(t)"; pack
-        for f in kernels/${p%%.*}/expectations_*.json; do cp "$f" "$OUT/${p%%.*}_$(basename "$f")"; cp "$f" "$W/"; done
+        # the chapter's files this visit's recordings wrote (not its other cards'): a call returns at most 8 files
+        for f in $(find "kernels/${p%%.*}" -name 'expectations_*.json' -newer "$START_MARK"); do
+          cp "$f" "$OUT/${p%%.*}_$(basename "$f")"; cp "$f" "$W/"; done
       done ;;
     run)
       mkdir -p "$RUNS"
