@@ -24,6 +24,7 @@ TRITON_P = "20261126T150937Z-ch14.triton_persistent-f89b"       # H100, the issu
 REGIONAL = "20261126T152032Z-ch14.regional_triton-0031"         # H100, recorded from older source
 L2NORM = "20261126T045251Z-ch09.fused_l2norm-ba93"              # H100, no samples: nsys headline only
 ALLREDUCE = "20261126T174545Z-ch14.quantized_allreduce-cbe0"    # 2 H100s: no 2x evidence shipped
+ALLREDUCE_H200 = "20261126T231409Z-ch14.quantized_allreduce-3c06"  # 2 H200s: kernels/ch14/expectations_2x_h200.json
 
 
 RUNS = {d.name: d for d in every_sample_run()}
@@ -107,6 +108,17 @@ def test_no_evidence_for_two_ranks(found):
     a = found[("ch14.quantized_allreduce", "int8", "2x_h100_80gb_hbm3")]
     assert a.verdict == "NO-EVIDENCE" and a.explained
     assert a.reasons == ["no kernels/ch14/expectations_2x_h100_80gb_hbm3.json"]
+
+
+def test_the_two_rank_h200_run_agrees_with_its_evidence(sample_dbs):
+    """kernels/ch14/expectations_2x_h200.json (2026-11-29, steady time of each call's slowest rank): the 2026-11-26
+    run's int8 (2.0x by its event timer) agrees with the gate's 2.0x; int8_overlap agrees only through the 81%
+    margin its bimodal recording earned (the gate calls it unguarded)."""
+    found = {(a.pair, a.variant, a.card): a for a in agree(open_db(_db(sample_dbs, ALLREDUCE_H200)))}
+    int8 = found[("ch14.quantized_allreduce", "int8", "2x_h200")]
+    assert int8.verdict == "AGREE" and int8.gate_timer == "steady" and int8.gate_margin < 0.03
+    assert abs(int8.gate_speedup - 2.0) < 0.05
+    assert found[("ch14.quantized_allreduce", "int8_overlap", "2x_h200")].gate_margin > 0.5
 
 
 def test_only_an_unexplained_difference_fails(found):
