@@ -40,8 +40,9 @@ def summarize_times(times_ns: Sequence[float]) -> dict[str, float]:
 def summarize_samples(samples: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per variant, the statistics of each kind of time: the gpu kind's unprefixed (`median_ns`,
     `p10_ns`, ...: what older runs' one CUDA-event timer filled), the others' prefixed with their
-    kind (`latency_median_ns`, `steady_p90_ns`), `latency_wall_median_ns` (the host clock), and
-    `waits_for_gpu`. Samples without a kind (runs before issue 28) are one legacy timer: their
+    kind (`latency_median_ns`, `steady_p90_ns`), `latency_wall_median_ns` (the host clock),
+    `steady_issue_median_ns` (the host's time to issue one call, where sampled) and `waits_for_gpu`.
+    Samples without a kind (runs before issue 28) are one legacy timer: their
     statistics are unprefixed and `design` stays unset."""
     by: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
     for s in samples:
@@ -57,6 +58,10 @@ def summarize_samples(samples: Sequence[Mapping[str, Any]]) -> dict[str, dict[st
                 row["latency_wall_median_ns"] = statistics.median(float(r["wall_ns"]) for r in rows)
             if kind == "steady":
                 row["steady_calls"] = int(max(int(r.get("calls") or 1) for r in rows))
+                issued = [float(r["issue_ns"]) for r in rows if r.get("issue_ns") is not None
+                          and r["issue_ns"] == r["issue_ns"]]
+                if issued:
+                    row["steady_issue_median_ns"] = statistics.median(issued)
         if "legacy" not in kinds:
             row["design"] = "kinds"
             row["waits_for_gpu"] = any(bool(r.get("waits_for_gpu")) for rows in kinds.values() for r in rows)

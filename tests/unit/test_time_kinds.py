@@ -104,3 +104,28 @@ def test_the_queued_design_of_calibration_probes_is_unchanged():
     dev = SimDevice(issue_ns=2 * US)
     samples = time_rounds({"x": [dev.variant(1 * US, 50 * US)]}, _plan(interleaved=False, max_rounds=5), device=dev)
     assert len(samples) == 5 and statistics.median(s["time_ns"] for s in samples) == pytest.approx(50 * US)
+
+
+def test_the_host_s_issue_time_is_sampled_and_a_variant_on_the_edge_is_host_paced():
+    """ch14.quantized_allreduce on 2x H200 (benchmarks/results/overlap_host_pace_2x_h200.md): int8 takes ~130 us
+    of host to issue and 511 us of GPU; int8_overlap ~530 us to issue (20 launches) and 637 us of GPU, on the
+    edge. Each steady sample carries the host's time to issue its first call; only int8_overlap is host-paced."""
+    from aisp_prof.analyze.rule_input import RuleInput
+    from aisp_prof.analyze.timing.time_kinds import host_paced, time_fields
+
+    dev = SimDevice(issue_ns=2 * US)
+    launches = {"baseline": [dev.variant(100 * US, 1027 * US)], "int8": [dev.variant(120 * US, 511 * US, launches=5)],
+                "int8_overlap": [dev.variant(490 * US, 637 * US, launches=20)]}
+    samples = time_rounds(launches, _plan(), device=dev)
+    steady = _by(samples, "int8_overlap", "steady")
+    assert steady and all(s["issue_ns"] == pytest.approx(490 * US + 20 * 2 * US) for s in steady)
+    stats = summarize_samples(samples)
+    assert stats["int8"]["steady_issue_median_ns"] == pytest.approx(130 * US)
+    summary = [{"variant": v, **time_fields({"variant": v, **stats[v]})} for v in launches]
+    assert {r["variant"]: r["time_class"] for r in summary} == {v: "gpu_bound" for v in launches}
+    found = host_paced(RuleInput(info={}, summary=summary))
+    assert [f.variant for f in found] == ["int8_overlap"] and found[0].severity == "warning"
+    assert "530.0 us to issue one call, 83% of its 637.0 us back to back" in found[0].message
+    # a host-bound variant is the host_bound rule's (time_kinds.host_share), not this one's
+    hb = {**summary[2], "time_class": "host_bound"}
+    assert host_paced(RuleInput(info={}, summary=[hb])) == []

@@ -18,12 +18,13 @@ baseline, and the verdict is AMBIGUOUS (`_ratio_alone`).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
 import pandas as pd
 
 from ..timing.intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
+from ..timing.time_kinds import HOST_PACE_SHARE, pace_share, pace_text
 
 FASTER, SLOWER, SAME, AMBIGUOUS = "FASTER", "SLOWER", "SAME", "AMBIGUOUS"
 NEW, MISSING = "NEW", "MISSING"
@@ -171,18 +172,31 @@ def _moved_with(ref: VariantVerdict, time_metric: MetricVerdict | None) -> bool:
 # same code disagreed that much (ch10.flash_attention cudnn on an H100: 55.2, 54.8 and 130.4 us,
 # a 272% margin), so SAME only says "not slower than the slowest process". Said, not failed.
 UNGUARDED_MARGIN = 0.25
+UNGUARDED = "unguarded:"
 
 
 def _same_cause(by: Mapping[str, MetricVerdict]) -> str:
     t, c = by.get("time"), by.get("cycles")
     if t and t.margin > UNGUARDED_MARGIN:
-        return (f"unguarded: the recorded processes of this code disagree by up to {t.margin * 100:.0f}%, so only a "
+        return (f"{UNGUARDED} the recorded processes of this code disagree by up to {t.margin * 100:.0f}%, so only a "
                 "larger change would show; find why they differ (a bimodal library choice?) and record again")
     if t and c and t.verdict == SLOWER and c.verdict != SLOWER:
         return f"time {_pct(t.change.value)} but cycles {_pct(c.change.value)}: the SM clock moved, not the code"
     if t and c and c.verdict in (SLOWER, FASTER) and t.verdict == SAME:
         return f"cycles {_pct(c.change.value)} with the same time: another SM clock, a memory-bound kernel"
     return ""
+
+
+def _paced(verdict: VariantVerdict, rows: pd.DataFrame) -> VariantVerdict:
+    """An unguarded verdict whose samples show the host setting the pace (`time_kinds.host_paced`)
+    says so, in place of the guess at a cause."""
+    if not verdict.cause.startswith(UNGUARDED) or "issue_ns" not in rows or rows["issue_ns"].isna().all():
+        return verdict
+    issue, steady = float(rows["issue_ns"].median()), float(rows["time_ns"].median())
+    share = pace_share(issue, steady)
+    if share is None or share < HOST_PACE_SHARE:
+        return verdict
+    return replace(verdict, cause=f"{verdict.cause.split(';')[0]}: in this run {pace_text(issue, steady)}")
 
 
 def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
@@ -202,8 +216,9 @@ def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
             continue
         metrics = measure(df, v, recorded[v])
         refs = [x for x in out if x.is_reference]
-        out.append(classify(pair, v, metrics, refs, base_time) if not v.startswith(REF_PREFIX)
-                   else VariantVerdict(pair, v, metrics[0].verdict if metrics else NEW, "reference kernel", metrics))
+        verdict = classify(pair, v, metrics, refs, base_time) if not v.startswith(REF_PREFIX) \
+            else VariantVerdict(pair, v, metrics[0].verdict if metrics else NEW, "reference kernel", metrics)
+        out.append(_paced(verdict, df[df["variant"] == v]))
     out += [VariantVerdict(pair, v, MISSING, "recorded but not measured now") for v in recorded
             if v not in present and not v.startswith(REF_PREFIX)]
     return out

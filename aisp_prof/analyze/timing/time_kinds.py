@@ -7,6 +7,11 @@
                 launches, copies it waits for) is longer than the GPU's. A variant that waits for
                 the GPU inside its call (a synchronous copy) is host-bound by construction.
 
+On the edge between the two, the host needs nearly as long to issue a call as the GPU to run it:
+back to back, whichever is slower at the moment sets the pace, and the steady time jumps with the
+host's jitter (`host_paced`; ch14.quantized_allreduce int8_overlap on 2x H200: 12 Triton launches
+and 8 collectives a call, ~530 us to issue, ~637 us of GPU work, 600-1300 us back to back).
+
 A speedup by GPU time says nothing of a host-bound variant's cost, and a speedup by steady time
 says nothing of its GPU work: the summary shows all three, and the pair names the one its lesson is
 about (`analyze.timing.speedup.timer_order`).
@@ -21,9 +26,10 @@ from ...units import duration
 from ..rule_input import Finding, RuleInput
 
 HOST_BOUND_RATIO = 1.25      # steady / GPU time: the GPU idles a fifth of a back-to-back loop or more
+HOST_PACE_SHARE = 0.8        # issue / steady time: the host's issue of one call is most of a back-to-back call
 LAUNCH_BOUND_RATIO = 1.5     # latency / GPU time: an idle-GPU call costs half again its GPU time or more
 GPU_BOUND, LAUNCH_BOUND, HOST_BOUND = "gpu_bound", "launch_bound", "host_bound"
-_COLUMNS = ("latency_median_ns", "latency_wall_median_ns", "steady_median_ns", "steady_calls")
+_COLUMNS = ("latency_median_ns", "latency_wall_median_ns", "steady_median_ns", "steady_calls", "steady_issue_median_ns")
 
 
 def time_class(gpu_ns: float | None, latency_ns: float | None, steady_ns: float | None,
@@ -85,4 +91,29 @@ def host_share(inp: RuleInput) -> list[Finding]:
             out.append(Finding("host_bound", "info", f"{v}: one call on an idle GPU takes {duration(latency)}, "
                                f"{duration(gpu)} of it on the GPU: launching and synchronizing cost the rest; back to "
                                f"back the host keeps ahead ({duration(steady)} per call)", v))
+    return out
+
+
+def pace_share(issue_ns: float | None, steady_ns: float | None) -> float | None:
+    """The host's time to issue one call over a back-to-back call's time (None where either is unknown)."""
+    return issue_ns / steady_ns if issue_ns and steady_ns else None
+
+
+def pace_text(issue_ns: float, steady_ns: float) -> str:
+    """What a host-paced variant's numbers say, in words."""
+    return (f"the host takes {duration(issue_ns)} to issue one call, {pace_share(issue_ns, steady_ns):.0%} of its "
+            f"{duration(steady_ns)} back to back: the host sets the pace, so its steady time follows the host's jitter")
+
+
+def host_paced(inp: RuleInput) -> list[Finding]:
+    """Rule `host_paced`: a variant not already host-bound whose host issue time is HOST_PACE_SHARE of
+    its steady time or more. Its back-to-back time is whichever of host and GPU is slower at the moment,
+    so processes and rounds disagree (two modes) though the code did not change."""
+    out = []
+    for r in inp.summary:
+        issue, steady = r.get("steady_issue_median_ns"), r.get("steady_median_ns")
+        share = pace_share(issue, steady)
+        if r.get("time_class") != HOST_BOUND and share is not None and share >= HOST_PACE_SHARE:
+            out.append(Finding("host_paced", "warning", f"{r['variant']}: {pace_text(issue, steady)}; fewer launches "
+                               "per call (a CUDA graph, fused kernels) would take the host off the pace", r["variant"]))
     return out

@@ -4,6 +4,8 @@ stored frames and its summary, returning zero or more `Finding`s built from thos
   host_bound       how much of a call is the host's: from the variant's own kinds of time where the
                    run has them (`time_kinds.host_share`); in older runs, CUDA events timing a call
                    longer than nsys saw the GPU busy (the gap is the host launching).
+  host_paced       the host's time to issue one call is most of a back-to-back call: the steady
+                   time follows the host's jitter (`time_kinds.host_paced`).
   timers_disagree  the speedup by CUDA events, nsys GPU time and ncu's replayed duration differ
                    by more than the timers' spread: the claim rests on one timer.
   mechanisms       the pair's declared `expect` (pairs.roles.Mechanism) against what moved.
@@ -24,7 +26,7 @@ from ...naming import TIMER_LABELS
 from ...pairs.roles import OPTIMIZATION, expectations_of
 from ...units import duration, si
 from ..rule_input import Finding, RuleInput
-from ..timing.time_kinds import host_share
+from ..timing.time_kinds import host_paced, host_share
 from .validity import below_floor, bimodal, drifted
 
 # The three timers run in separate processes (check, nsys, ncu) at clocks a few percent apart even
@@ -216,7 +218,7 @@ def skipped(inp: RuleInput) -> list[Finding]:
 
 
 RULES: tuple[Callable[[RuleInput], list[Finding]], ...] = (bimodal, drifted, below_floor, host_bound, host_share,
-                                                          timers_disagree, mechanisms, skipped)
+                                                          host_paced, timers_disagree, mechanisms, skipped)
 
 
 def findings(inp: RuleInput) -> list[Finding]:
