@@ -3,11 +3,11 @@ folder of `aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 1`
 two torchrun agents met at a c10d rendezvous on one host, one GPU each, node names vm-node0 and vm-node1,
 each agent's rank profiled into its own node folder. Beside it, what the GPU machine's own
 `aisp-prof ranks --json` printed of the run and of `import --job` of its node folders (visit_ranks_*.json):
-the oracle, so no number here is typed in.
+the oracle of every frame; the few numbers written below were read off these exports (README there).
 
 Held on these exports: the node folders import as one 2-rank job on the agents' two hosts, the same ranks,
-per-rank GPU busy time, stragglers and transfers as the assembled run folder and as on the GPU machine;
-after alignment the ends of all 105 matched NCCL kernels agree within 50 us (the bound test_job_nodes and
+per-rank GPU busy time, stragglers and transfers as the assembled run folder and as on the GPU machine,
+each rank on its own H200; after alignment the ends of all 105 matched NCCL kernels agree within 50 us (the bound test_job_nodes and
 test_report_ranks state; 29.0 us at most here, an all-to-all's SendRecv); rank 1's clock residual is the
 -4,166 ns the visit printed, the median of the raw end gaps, and smaller than those gaps' own scatter
 (median absolute deviation 10.0 us): the two agents' nsys read one host clock; `ranks` names a straggler
@@ -105,6 +105,14 @@ def test_the_cpu_reads_what_the_gpu_machine_read(stored, kind):
     for frame in want:
         assert (_no_path(got[frame]) if frame == "ranks" else got[frame]) == (
             _no_path(want[frame]) if frame == "ranks" else want[frame]), frame
+
+
+def test_each_agents_rank_ran_on_its_own_gpu(raw):
+    """Both ranks are LOCAL_RANK 0 of their agent and CUDA device 0 of their process; the agents were given
+    GPU 0 and GPU 1 (CUDA_VISIBLE_DEVICES), which the exports' device maps resolve to two different H200s."""
+    assert [(g["device_id"], g["bus_location"]) for g in raw.gpus.values()] == [(0, "0000:00:06.0"), (0, "0000:00:07.0")]
+    assert len({g["uuid"] for g in raw.gpus.values()}) == 2
+    assert {g["gpu_name"] for g in raw.gpus.values()} == {"NVIDIA H200"}
 
 
 # ------------------------------------------------------------------------------------ one clock
