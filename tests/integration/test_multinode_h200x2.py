@@ -97,6 +97,22 @@ def test_node_folders_are_one_job_of_two_ranks_on_the_agents_hosts_as_the_run_fo
 
 
 @pytest.mark.slow
+def test_the_jobs_timeline_is_the_run_folders(stored):
+    """What the summary reads off the timeline (rank 0's rows) is the same from the node folders as from the
+    run folder; only the headline's timer differs (the job has no CUDA events: nsys GPU time)."""
+    nsys = ("kernels_per_call", "gpu_time_ns", "kernel_time_ns", "memcpy_per_call", "memcpy_time_ns", "gap_per_call_ns")
+    rows = {}
+    for kind, run_id in (("run", RUN.name), ("job", stored["job"])):
+        res = invoke("summary", run_id, "--db", str(stored["db"]), "--json")
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        rows[kind] = [{k: r[k] for k in ("variant", *nsys)} for r in out["summary"]]
+        rows[kind + "_per_rank"] = out["per_rank"]
+    assert [r["variant"] for r in rows["job"]] == VARIANTS and rows["job"] == rows["run"]
+    assert rows["job_per_rank"] == rows["run_per_rank"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["run", "job"])
 def test_the_cpu_reads_what_the_gpu_machine_read(stored, kind):
     """`ranks --json` here equals the visit's on the GPU machine, frame by frame (paths aside)."""
