@@ -7,12 +7,12 @@ the oracle of every frame; the few numbers written below were read off these exp
 
 Held on these exports: the node folders import as one 2-rank job on the agents' two hosts, the same ranks,
 per-rank GPU busy time, stragglers and transfers as the assembled run folder and as on the GPU machine,
-each rank on its own H200; after alignment the ends of all 105 matched NCCL kernels agree within 50 us (the bound test_job_nodes and
-test_report_ranks state; 29.0 us at most here, an all-to-all's SendRecv); rank 1's clock residual is the
--4,166 ns the visit printed, the median of the raw end gaps, and smaller than those gaps' own scatter
-(median absolute deviation 10.0 us): the two agents' nsys read one host clock; `ranks` names a straggler
-per variant and int8's wire bytes 0.251x baseline's; the job's report page draws both ranks on one clock
-and fetches nothing. No GPU.
+each rank on its own H200; after alignment the ends of all 105 matched NCCL kernels agree within 50 us
+(the bound test_job_nodes and test_report_ranks state; 29.0 us at most here, an all-to-all's SendRecv);
+rank 1's clock residual is the -4,166 ns the visit printed, the median of the raw end gaps, and smaller
+than those gaps' own scatter (median absolute deviation 10.0 us): the two agents' nsys read one host
+clock; `ranks` names a straggler per variant and int8's wire bytes 0.251x baseline's; the job's report
+page draws both ranks on one clock and fetches nothing. No GPU.
 """
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ def test_the_cpu_reads_what_the_gpu_machine_read(stored, kind):
 def test_each_agents_rank_ran_on_its_own_gpu(raw):
     """Both ranks are LOCAL_RANK 0 of their agent and CUDA device 0 of their process; the agents were given
     GPU 0 and GPU 1 (CUDA_VISIBLE_DEVICES), which the exports' device maps resolve to two different H200s."""
-    assert [(g["device_id"], g["bus_location"]) for g in raw.gpus.values()] == [(0, "0000:00:06.0"), (0, "0000:00:07.0")]
+    assert [(g["device_id"], g["bus_location"]) for g in raw.gpus.values()] == [
+        (0, "0000:00:06.0"), (0, "0000:00:07.0")]
     assert len({g["uuid"] for g in raw.gpus.values()}) == 2
     assert {g["gpu_name"] for g in raw.gpus.values()} == {"NVIDIA H200"}
 
@@ -177,7 +178,8 @@ def test_ranks_names_a_straggler_per_variant_and_int8_moves_a_quarter_of_the_byt
     # the node folders alone name no pair, so no message size: the same times, no predicted bytes
     job = {w["variant"]: w for w in stored["ranks"]["job"]["wire"]}
     assert all(job[v]["wire_bytes_per_call"] is None for v in VARIANTS)
-    assert {v: job[v]["transfer_ns_per_call"] for v in VARIANTS} == {v: wire[v]["transfer_ns_per_call"] for v in VARIANTS}
+    assert {v: job[v]["transfer_ns_per_call"] for v in VARIANTS} == {
+        v: wire[v]["transfer_ns_per_call"] for v in VARIANTS}
 
 
 # ------------------------------------------------------------------------------------ the page
