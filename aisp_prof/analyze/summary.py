@@ -137,7 +137,8 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
             row["gpu_time_source"] = "ncu"
         if not timings.empty and v in set(timings["variant"]):
             timing = timings.loc[timings["variant"] == v].iloc[0].to_dict()
-            row.update(time_fields(timing, row.get("gpu_time_ns") if row.get("gpu_time_source") == "nsys" else None))
+            row.update(time_fields(timing, row.get("gpu_time_ns") if row.get("gpu_time_source") == "nsys" else None,
+                                   held=int(info.get("world_size") or 1) == 1))
         if not checks.empty and v in set(checks["variant"]):
             c = checks[checks["variant"] == v]
             row["correct"] = bool(c["passed"].astype(bool).all())
