@@ -129,3 +129,25 @@ def test_the_host_s_issue_time_is_sampled_and_a_variant_on_the_edge_is_host_pace
     # a host-bound variant is the host_bound rule's (time_kinds.host_share), not this one's
     hb = {**summary[2], "time_class": "host_bound"}
     assert host_paced(RuleInput(info={}, summary=[hb])) == []
+
+
+def test_the_issue_time_is_the_loop_s_where_a_first_call_after_a_synchronize_costs_more():
+    """On 2x H200 int8's first NCCL call after a synchronize took ~350 us to issue, ~150 us in a loop: its issue
+    time is the loop's, not the cold first call's (that read 0.74 of its steady time, near the host_paced line)."""
+    class ColdAfterSync(SimDevice):
+        cold = False
+
+        def synchronize(self) -> None:
+            super().synchronize()
+            self.cold = True
+
+    dev = ColdAfterSync(issue_ns=2 * US)
+
+    def int8() -> None:
+        dev.host(350 * US if dev.cold else 130 * US)
+        dev.cold = False
+        dev.gpu(511 * US)
+
+    stats = summarize_samples(time_rounds({"int8": [int8]}, _plan(), device=dev))
+    assert stats["int8"]["steady_issue_median_ns"] == pytest.approx(132 * US)
+    assert stats["int8"]["steady_median_ns"] == pytest.approx(511 * US, rel=0.01)
