@@ -50,6 +50,12 @@
 # with SHARED_COMPILE_CACHE=1, twice: the book in 463 s). To repeat the whole-book cost with the kept cache:
 #   COLD=1 SHARED_COMPILE_CACHE=1 NAME=shared_cold TARGETS="ch14 ch09 ch10" LIMIT_S=580 bash benchmarks/gate_cost.sh
 #   SHARED_COMPILE_CACHE=1 NAME=shared_warm TARGETS="ch14 ch09 ch10" LIMIT_S=580 bash benchmarks/gate_cost.sh
+# The 2-GPU half of issue 34, done 2026-11-29 on nvidia-h200-x2 (kernels/ch14/expectations_2x_h200.json; fixtures
+# tests/fixtures/gate/h200x2_* and tests/fixtures/multinode_h200x2): a record call, then each fresh lease the gate:
+#   PAIRS=ch14.quantized_allreduce STEPS="link record run multinode" LINK=2 RUN_ARGS="--nproc-per-node 2" NNODES=2 \
+#   NODE_GPUS=1 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 2 --profile minimal" RECORD_PROCESSES=3 bash dev/gpu_visit.sh
+#   PAIRS=ch14.quantized_allreduce STEPS=gate BENCH_ARGS="--nproc-per-node 2 --profile minimal" SLOW=0.10 \
+#   SLOW_PAIR=ch14.quantized_allreduce bash dev/gpu_visit.sh          (~70 s; the same on a 2x H100 records 2x_h100)
 # The 4-GPU visit of the multi-rank pair (issue 34), one command:
 #   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
 #   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
