@@ -114,7 +114,8 @@ def test_the_replay_reports_the_floor_where_the_budget_ran_out_first():
     Processes that stopped by precision are not its business."""
     from sampling_replay import from_evidence
 
-    timed = from_evidence(ROOT / "kernels/ch09/expectations_h200.json")
+    every = from_evidence(ROOT / "kernels/ch09/expectations_h200.json")
+    timed = [t for t in every if not t.run_id.startswith("20261129")]    # the first machine's sessions
     floor = _floor(timed)
     assert set(floor) == {"ch09.micro_tiling_matmul", "ch09.structured_sparsity", "ch09.structured_sparsity_ffn"}
     ffn = floor["ch09.structured_sparsity_ffn"]
@@ -123,6 +124,10 @@ def test_the_replay_reports_the_floor_where_the_budget_ran_out_first():
     assert ffn["changes"] is None and ffn["cap_s"] == 10.0
     assert [p["rounds_floor"] for p in floor["ch09.structured_sparsity"]["processes"]] == [40, 40]
     assert _floor(timed, floor_rounds=10) == {}                               # a floor at min_rounds: no change
+    # the second machine's session (2026-11-29): only ffn ran out of its 2 s, at 30 rounds
+    second = _floor([t for t in every if t.run_id.startswith("20261129")])
+    assert set(second) == {"ch09.structured_sparsity_ffn"}
+    assert [p["rounds_gate"] for p in second["ch09.structured_sparsity_ffn"]["processes"]] == [30, 30]
 
 
 def test_where_the_samples_go_on_past_the_cut_the_floor_is_judged():
