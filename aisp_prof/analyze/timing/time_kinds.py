@@ -58,7 +58,8 @@ def time_fields(timing: Mapping[str, Any] | None, nsys_gpu_ns: float | None = No
     """A variant's summary fields from its `timings` row: `cuda_event_median_ns` (its CUDA-event
     GPU time, or older runs' one event timer), and where the run took the three kinds
     `gpu_events_median_ns`, `latency_median_ns`, `latency_wall_median_ns` (host clock),
-    `steady_median_ns`, `steady_calls`, `waits_for_gpu` and `time_class` (by nsys GPU time where
+    `steady_median_ns`, `steady_calls`, `steady_issue_median_ns`, `waits_for_gpu`, `time_class` and
+    `class_gpu_ns`, the GPU time the class was judged against (nsys GPU time where
     the events could not time the GPU alone, and where `held` is False: the ranks of a job time their gpu
     samples unheld, so a host-paced call's host time is in them: ch14.quantized_allreduce int8_overlap on
     2x H200, 710 us by those events, 596 us of GPU work by nsys, 1.15 ms back to back)."""
