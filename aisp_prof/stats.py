@@ -89,12 +89,19 @@ def slowest_rank(samples: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     slowest rank's, whole (its time and its clocks), with `slowest_rank` naming it. Every rank
     times the same calls in the same rounds (the ranks stop together, collect.ranks.group.agree),
     and a collective is done only when the last rank is: the job's time of a call is its slowest
-    rank's. Samples without a rank (one process) come back as they are."""
+    rank's. Its `issue_ns` is the largest of its ranks' (the slowest host paces the collective,
+    whichever rank's GPU finished last). Samples without a rank (one process) come back as they are."""
     if not any("rank" in s for s in samples):
         return [dict(s) for s in samples]
     best: dict[tuple[Any, ...], dict[str, Any]] = {}
+    issued: dict[tuple[Any, ...], float] = {}
     for s in samples:
         key = tuple(s.get(k) for k in SAMPLE_KEYS)
         if key not in best or float(s["time_ns"]) > float(best[key]["time_ns"]):
             best[key] = dict(s, slowest_rank=s.get("rank"))
+        x = s.get("issue_ns")
+        if x is not None and x == x:
+            issued[key] = max(issued.get(key, float("-inf")), float(x))
+    for key, x in issued.items():
+        best[key]["issue_ns"] = x
     return list(best.values())

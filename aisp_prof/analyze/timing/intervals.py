@@ -53,12 +53,17 @@ POWER_CAP_BIT = 0x4
 def slowest_ranks(samples: pd.DataFrame) -> pd.DataFrame:
     """One row per timed call of a multi-rank run: the slowest rank's, its clocks with it
     (stats.slowest_rank: a collective is done when its last rank is); the frame itself when it has
-    no `rank` column (one process). Every analysis of a run's samples reads them through this."""
+    no `rank` column (one process); `issue_ns` the largest of the call's ranks' (the slowest host paces
+    the collective). Every analysis of a run's samples reads them through this."""
     if samples.empty or "rank" not in samples or samples["rank"].isna().all():
         return samples
     keys = [k for k in SAMPLE_KEYS if k in samples]
     order = samples.sort_values("time_ns", ascending=False, kind="stable")
     out = order.drop_duplicates(keys, keep="first").assign(slowest_rank=lambda d: d["rank"])
+    if "issue_ns" in samples:
+        most = samples.groupby(keys, dropna=False)["issue_ns"].max().rename("_issue")
+        out = out.merge(most, left_on=keys, right_index=True, how="left")
+        out = out.assign(issue_ns=out["_issue"]).drop(columns="_issue")
     return out.sort_values([k for k in ("process", "round", "slot") if k in out], kind="stable").reset_index(drop=True)
 
 
