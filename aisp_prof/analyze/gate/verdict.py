@@ -189,8 +189,11 @@ def _same_cause(by: Mapping[str, MetricVerdict]) -> str:
 
 def _paced(verdict: VariantVerdict, rows: pd.DataFrame) -> VariantVerdict:
     """An unguarded verdict whose samples show the host setting the pace (`time_kinds.host_paced`)
-    says so, in place of the guess at a cause."""
+    says so, in place of the guess at a cause. Not for a variant that waits for the GPU inside its call:
+    its issue time holds that wait (ch14.graph_break_control_flow's baseline)."""
     if not verdict.cause.startswith(UNGUARDED) or "issue_ns" not in rows or rows["issue_ns"].isna().all():
+        return verdict
+    if "waits_for_gpu" in rows and rows["waits_for_gpu"].fillna(False).astype(bool).any():
         return verdict
     issue, steady = float(rows["issue_ns"].median()), float(rows["time_ns"].median())
     share = pace_share(issue, steady)

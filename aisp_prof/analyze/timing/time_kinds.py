@@ -27,8 +27,9 @@ from ..rule_input import Finding, RuleInput
 
 HOST_BOUND_RATIO = 1.25      # steady / GPU time: the GPU idles a fifth of a back-to-back loop or more
 # issue / steady time: a host at 75% of the pace reaches it with the +30% its calls jitter between median and
-# p90 on an H200 machine (validity.HOST_FAR_RATIO's note). On 2x H200, int8_overlap 0.81-0.99, int8 0.27-0.30; on
-# one H200 ch10.stream_concurrency's baseline (128 launches a call) 0.98, ch09.fused_l2norm's variants 0.08-0.12
+# p90 on an H200 machine (validity.HOST_FAR_RATIO's note). On 2x H200 (each call's slowest host), int8_overlap 0.94
+# and int8 0.33 in a gate (tests/fixtures/gate/h200x2_*); on one H200 ch10.stream_concurrency's baseline (128
+# launches a call) 0.98, ch09.fused_l2norm's variants 0.08-0.12
 HOST_PACE_SHARE = 0.75
 LAUNCH_BOUND_RATIO = 1.5     # latency / GPU time: an idle-GPU call costs half again its GPU time or more
 GPU_BOUND, LAUNCH_BOUND, HOST_BOUND = "gpu_bound", "launch_bound", "host_bound"
@@ -62,7 +63,8 @@ def time_fields(timing: Mapping[str, Any] | None, nsys_gpu_ns: float | None = No
     `class_gpu_ns`, the GPU time the class was judged against (nsys GPU time where
     the events could not time the GPU alone, and where `held` is False: the ranks of a job time their gpu
     samples unheld, so a host-paced call's host time is in them: ch14.quantized_allreduce int8_overlap on
-    2x H200, 710 us by those events, 596 us of GPU work by nsys, 1.15 ms back to back)."""
+    2x H200, 1.105 ms by those events, 685.7 us by nsys, 907.8 us back to back in
+    profiles/samples_h200x2_ch14's 2026-11-29 run)."""
     if not timing:
         return {}
     out: dict[str, Any] = {}
