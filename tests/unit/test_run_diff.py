@@ -112,3 +112,16 @@ def test_primary_time_prefers_the_gate_timer():
         (2.0, "cuda_events")
     assert primary_time({"gpu_time_ns": 1.0, "gpu_time_source": "ncu"}) == (1.0, "ncu")
     assert primary_time({}) == (None, "")
+
+
+@pytest.mark.parametrize("run", [ROOT / "profiles" / "samples_h200_ch14" / "20261129T060052Z-ch14.graph_break_control_flow-acfd",
+                                 ROOT / "profiles" / "samples_h200x2_ch14" / "20261129T180029Z-ch14.quantized_allreduce-7cd8"])
+def test_a_run_against_itself_is_never_faster_or_slower(run, tmp_path):
+    """Runs timed in the three kinds: B's samples are read by the kind A's were (gpu), not every kind pooled, which
+    made a run against itself SLOWER (graph_break_control_flow tensor_branch +126%) or FASTER (2x H200 int8 -16%)."""
+    runs = api.open_db(tmp_path / "a.db")
+    rid = runs.import_path(run)
+    r = CliRunner().invoke(cli, ["diff", rid, rid, "--db", str(tmp_path / "a.db"), "--json"])
+    assert r.exit_code == 0, r.output
+    verdicts = {row["variant"]: row["verdict"] for row in json.loads(r.output)["variants"] if row["verdict"]}
+    assert verdicts and not {"FASTER", "SLOWER"} & set(verdicts.values()), verdicts
