@@ -318,8 +318,10 @@ def print_summary(result: dict[str, Any]) -> None:
     click.echo(summary_table(result["summary"], width))
     times = times_table(result["summary"], width)
     if times:
-        click.echo("\ntimes per call (GPU: CUDA events, calls queued ahead; latency: one call on an idle GPU; "
-                   "steady: back to back):")
+        click.echo("")
+        for line in wrap_lines(["times per call (GPU: CUDA events, calls queued ahead; latency: one call on an idle "
+                                "GPU; steady: back to back; host issue: the host's time to issue one call):"], width):
+            click.echo(line)
         click.echo(times)
     launches = launch_compile_table(result["summary"], width)
     if launches:
