@@ -93,9 +93,12 @@ def main() -> int:
     for v, fn in fns.items():
         keep(f"{v}/held", [sample(fn, args.calls, True) for _ in range(args.trials)])
         keep(f"{v}/steady", [sample(fn, args.calls, False) for _ in range(args.trials)])
-    ncpu = os.cpu_count() or 2
-    share = max(1, ncpu // world)
-    os.sched_setaffinity(0, set(range(rank * share, (rank + 1) * share)))
+    # this host's ranks split the cores this process may use (a cpuset or another node's numbering would make
+    # a global split name cores that are not there)
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    cpus = sorted(os.sched_getaffinity(0))
+    share = max(1, len(cpus) // local_world)
+    os.sched_setaffinity(0, set(cpus[local * share:(local + 1) * share]) or set(cpus))
     for v, fn in fns.items():
         keep(f"{v}/pinned", [sample(fn, args.calls, False) for _ in range(args.trials)])
     for v, fn in fns.items():
@@ -109,9 +112,16 @@ def main() -> int:
             with torch.cuda.graph(graph):
                 fn()
             torch.cuda.synchronize()
-            keep(f"{v}/graphed", [sample(graph.replay, args.calls, False) for _ in range(args.trials)])
+            failed = None
         except Exception as exc:               # noqa: BLE001 - a finding to record, not a failure
-            keep(f"{v}/graphed", f"capture failed: {type(exc).__name__}: {str(exc)[:200]}")
+            graph, failed = None, f"capture failed: {type(exc).__name__}: {str(exc)[:200]}"
+        # every rank samples the graph only if every rank captured it: one rank's replay alone would wait forever
+        everyone = torch.tensor([0 if failed else 1], device="cuda")
+        dist.all_reduce(everyone, op=dist.ReduceOp.MIN)
+        if everyone.item():
+            keep(f"{v}/graphed", [sample(graph.replay, args.calls, False) for _ in range(args.trials)])
+        else:
+            keep(f"{v}/graphed", failed or "capture failed on another rank")
     # no barrier or destroy_process_group after the captures: on the 2x H200 (torch 2.11, NCCL 2.28.9) the barrier
     # after two captured collectives never returned; every part is written above, so each rank just exits
     if rank == 0:

@@ -127,11 +127,12 @@ for step in $STEPS; do
       done ;;
     link)
       # into profiles/calibration/ too, where the later steps' `ranks` find the link's bus bandwidth
+      touch "$W/.link_start"
       $AISP calibrate --link "${LINK:-$GPUS}" --write-json profiles/calibration --json > "$W/calibrate_link.json" \
         2> "$W/calibrate_link.err"; echo "link ${LINK:-$GPUS} rc $? $(t)"; tail -2 "$W/calibrate_link.err"
-      # only the file this calibration wrote (newer than its .err): the shipped links of other cards stay behind,
-      # as a call returns at most 8 files
-      for f in $(find profiles/calibration -name "${LINK:-$GPUS}x_*.json" -newer "$W/calibrate_link.err"); do
+      # only the file this calibration wrote (newer than the mark touched before it): the shipped links of other
+      # cards stay behind, as a call returns at most 8 files
+      for f in $(find profiles/calibration -name "${LINK:-$GPUS}x_*.json" -newer "$W/.link_start"); do
         cp "$f" "$W/" && cp "$f" "$OUT/"; done ;;
     multinode)
       mkdir -p "$RUNS"
