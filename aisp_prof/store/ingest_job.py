@@ -11,6 +11,7 @@ by the parser before anything is stored.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -44,6 +45,25 @@ def fill_from_job(paths: Sequence[Path], pair: str | None, data: RunData, with_v
             "warnings": list(job.warnings), "world_size": len(job.ranks)}
 
 
+def declared_collectives(paths: Sequence[Path], world_size: int) -> dict[str, Any]:
+    """The message sizes of a job's collectives where its exports lie in the node folders of one `aisp-prof
+    run --nnodes` (RUN/node<i>/...): RUN/run.json declares them (analytic.collective_bytes, for the same rank
+    count), and the job's `ranks` then reads bus bandwidth and wire bytes as the run's does. {} for anyone
+    else's exports: nsys exports no NCCL payload, so their sizes are unknown."""
+    runs = {p.resolve().parent.parent for p in paths}
+    if len(runs) != 1 or not all(p.resolve().parent.name.startswith("node") for p in paths):
+        return {}
+    path = next(iter(runs)) / "run.json"
+    try:
+        info = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    sizes = (info.get("analytic") or {}).get("collective_bytes") if isinstance(info, dict) else None
+    if not isinstance(sizes, dict) or not sizes or str(info.get("world_size")) != str(world_size):
+        return {}
+    return {"analytic": {"collective_bytes": sizes}, "collective_bytes_from": str(path)}
+
+
 def load_job_exports(paths: Sequence[Path], job: str, label: str | None,
                      with_variant: Tagger, run_row: Callable[..., dict[str, Any]]) -> RunData:
     """`aisp-prof import --job NAME PATHS...`: the nsys SQLite exports of one job's ranks as one run."""
@@ -58,7 +78,7 @@ def load_job_exports(paths: Sequence[Path], job: str, label: str | None,
     info: dict[str, Any] = {
         "run_id": new_run_id(f"job-{job}"), "pair": None, "label": label or job, "job": job,
         "status": "imported", "created_at": utc_now(),
-        "imported_from": [str(p.resolve()) for p in paths], **extra,
+        "imported_from": [str(p.resolve()) for p in paths], **extra, **declared_collectives(paths, extra["world_size"]),
     }
     data.run = run_row(info, "import", None)
     return data

@@ -112,13 +112,21 @@ def test_the_jobs_timeline_is_the_run_folders(stored):
     assert rows["job_per_rank"] == rows["run_per_rank"]
 
 
+SIZED = ("bandwidth", "wire")      # the frames that need the collectives' message sizes
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["run", "job"])
 def test_the_cpu_reads_what_the_gpu_machine_read(stored, kind):
-    """`ranks --json` here equals the visit's on the GPU machine, frame by frame (paths aside)."""
+    """`ranks --json` here equals the visit's on the GPU machine, frame by frame (paths aside). The job's
+    sized frames are the run's now: import --job of a run's node folders reads the message sizes its run.json
+    declares (the visit's job, imported before that, had none)."""
     got, want = stored["ranks"][kind], VISIT[kind]
     assert set(got) == set(want)
     for frame in want:
+        if kind == "job" and frame in SIZED:
+            assert got[frame] == stored["ranks"]["run"][frame] != want[frame], frame
+            continue
         assert (_no_path(got[frame]) if frame == "ranks" else got[frame]) == (
             _no_path(want[frame]) if frame == "ranks" else want[frame]), frame
 
@@ -175,9 +183,9 @@ def test_ranks_names_a_straggler_per_variant_and_int8_moves_a_quarter_of_the_byt
     for v in ("int8", "int8_overlap"):
         assert wire[v]["bytes_vs_baseline"] == pytest.approx(PACKED / (4 * N)) == pytest.approx(0.251, abs=1e-3)
         assert 0.25 < wire[v]["time_vs_baseline"] < 0.45                      # measured: 0.31x and 0.41x
-    # the node folders alone name no pair, so no message size: the same times, no predicted bytes
+    # the job of the node folders reads the sizes the run declared (run.json beside them): the same bytes and times
     job = {w["variant"]: w for w in stored["ranks"]["job"]["wire"]}
-    assert all(job[v]["wire_bytes_per_call"] is None for v in VARIANTS)
+    assert {v: job[v]["wire_bytes_per_call"] for v in VARIANTS} == {v: wire[v]["wire_bytes_per_call"] for v in VARIANTS}
     assert {v: job[v]["transfer_ns_per_call"] for v in VARIANTS} == {
         v: wire[v]["transfer_ns_per_call"] for v in VARIANTS}
 
@@ -210,3 +218,21 @@ def test_the_jobs_report_page_draws_both_ranks_on_one_clock_offline(stored):
     chart = re.findall(r'<a href="(img/[^"]+-rank-timeline\.svg)"', text)
     assert len(chart) == 1 and (page.parent / chart[0]).stat().st_size > 10_000
     assert "http://" not in text and "https://" not in text and "<script src" not in text
+
+
+def test_message_sizes_come_only_from_the_run_whose_node_folders_hold_the_exports(tmp_path):
+    """declared_collectives: RUN/node<i>/ exports with RUN/run.json of the same rank count give its sizes; exports
+    elsewhere, a run.json of another rank count, or a broken one give none (nsys exports no NCCL payload)."""
+    from aisp_prof.store.ingest_job import declared_collectives
+
+    exports = [RUN / "node0" / "nsys.sqlite.gz", RUN / "node1" / "nsys.rank1.sqlite.gz"]
+    got = declared_collectives(exports, 2)
+    assert got["analytic"]["collective_bytes"]["int8/AlltoAll"] == PACKED
+    assert got["collective_bytes_from"].endswith("run.json")
+    assert declared_collectives(exports, 4) == {}                                   # another job's rank count
+    assert declared_collectives([RUN.parent.parent / "multigpu_h100x2" / "nsys.rank0.sqlite"], 2) == {}
+    for text in ("{", "[]", '{"world_size": 2}'):
+        (tmp_path / "run.json").write_text(text)
+        for n in (0, 1):
+            (tmp_path / f"node{n}").mkdir(exist_ok=True)
+        assert declared_collectives([tmp_path / "node0" / "a.sqlite", tmp_path / "node1" / "b.sqlite"], 2) == {}, text
