@@ -5,7 +5,6 @@ is SLOWER, and int8_overlap, whose recorded processes disagree by 81%, is unguar
 own samples show: the host needs most of a call's time just to issue it (time_kinds.host_paced)."""
 from __future__ import annotations
 
-import gzip
 import json
 import sqlite3
 
@@ -16,18 +15,14 @@ from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.rules import gate_verdicts
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER
 from aisp_prof.analyze.timing.time_kinds import HOST_PACE_SHARE
-from aisp_prof.paths import data_root
-
-GATE = data_root() / "tests" / "fixtures" / "gate"
+from gate_runs import GATE, gate_db, run_samples
 PAIR = "ch14.quantized_allreduce"
 PLAIN, SLOWED = "20261129T175923Z-ch14.quantized_allreduce-bd5c", "20261129T175950Z-ch14.quantized_allreduce-3149"
 
 
 @pytest.fixture(scope="module")
 def con(tmp_path_factory) -> sqlite3.Connection:
-    db = tmp_path_factory.mktemp("db") / "runs.db"
-    db.write_bytes(gzip.decompress((GATE / "h200x2_fresh_lease_quantized_allreduce.db.gz").read_bytes()))
-    return sqlite3.connect(db)
+    return gate_db("h200x2_fresh_lease_quantized_allreduce.db", tmp_path_factory.mktemp("db"))
 
 
 @pytest.fixture(scope="module")
@@ -35,14 +30,8 @@ def entry() -> dict:
     return exp.load(GATE / "expectations_2x_h200_quantized_allreduce.json")["pairs"][PAIR]
 
 
-def _samples(con, run: str) -> tuple[pd.DataFrame, float]:
-    s = pd.read_sql_query("SELECT * FROM samples WHERE run_id = ?", con, params=(run,))
-    info = json.loads(con.execute("SELECT info_json FROM runs WHERE run_id = ?", (run,)).fetchone()[0])
-    return s, info["sensor"]["sm_clock_max_mhz"]
-
-
 def _judged(con, entry, run: str) -> dict:
-    s, clock = _samples(con, run)
+    s, clock = run_samples(con, run)
     return {v.variant: v for v in gate_verdicts(PAIR, s, "steady", entry, clock, link_bound=True)}
 
 
@@ -51,7 +40,7 @@ def _stored(con, run: str) -> dict:
 
 
 def test_both_ranks_timed_every_call_and_the_evidence_is_another_lease_s(con, entry):
-    s, _ = _samples(con, PLAIN)
+    s, _ = run_samples(con, PLAIN)
     assert sorted(s["rank"].unique()) == [0, 1]
     boots = {json.loads(i)["boot_id"] for (i,) in con.execute("SELECT info_json FROM runs")}
     assert len(boots) == 1 and boots.isdisjoint({x["boot_id"] for x in entry["sessions"]})     # a fresh machine
@@ -73,7 +62,7 @@ def test_a_planted_int8_slowdown_is_caught_and_nothing_else_moves(con, entry):
 
 
 def test_the_unguarded_overlap_variant_names_the_host_pace_its_samples_show(con, entry):
-    s, _ = _samples(con, PLAIN)
+    s, _ = run_samples(con, PLAIN)
     steady = exp.of_kind(s, "steady")                 # each call's slowest rank, its slowest host's issue time
     share = {v: g["issue_ns"].median() / g["time_ns"].median() for v, g in steady.groupby("variant")}
     assert share["int8_overlap"] >= HOST_PACE_SHARE > 0.5 > 0.4 > share["int8"]      # measured 0.94 and 0.33
@@ -89,7 +78,7 @@ def test_a_call_s_issue_time_is_its_slowest_host_s(con):
     from aisp_prof.analyze.timing.intervals import slowest_ranks
     from aisp_prof.stats import slowest_rank
 
-    s, _ = _samples(con, PLAIN)
+    s, _ = run_samples(con, PLAIN)
     steady = s[s["kind"] == "steady"]
     most = steady.groupby(["process", "round", "variant"])["issue_ns"].max()
     framed = slowest_ranks(steady).set_index(["process", "round", "variant"])["issue_ns"]
@@ -103,7 +92,7 @@ def test_a_call_s_issue_time_is_its_slowest_host_s(con):
 
 def test_a_variant_that_waits_for_the_gpu_keeps_the_unguarded_cause(con, entry):
     """Its issue time holds the wait (ch14.graph_break_control_flow's baseline), so it says nothing of the host's pace."""
-    s, clock = _samples(con, PLAIN)
+    s, clock = run_samples(con, PLAIN)
     s = s.assign(waits_for_gpu=s["variant"] == "int8_overlap")
     cause = {v.variant: v for v in gate_verdicts(PAIR, s, "steady", entry, clock, link_bound=True)}["int8_overlap"].cause
     assert cause.startswith("unguarded:") and "library choice" in cause and "to issue one call" not in cause

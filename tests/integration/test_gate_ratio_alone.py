@@ -10,9 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
-from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from aisp_prof.analyze.gate import expectations as exp
@@ -20,8 +18,7 @@ from aisp_prof.analyze.gate.rules import Chase, gate_verdicts
 from aisp_prof.analyze.gate.verdict import (AMBIGUOUS, FASTER, SAME, SLOWER, MetricVerdict, classify)
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.paths import data_root
-
-GATE = data_root() / "tests" / "fixtures" / "gate"
+from gate_runs import GATE, gate_db, run_samples
 PAIR = "ch10.warp_specialization"
 CAPPED = ("20261129T150844Z-ch10.warp_specialization-17ae", "20261129T151032Z-ch10.warp_specialization-d37d")
 NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
@@ -29,9 +26,7 @@ NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
 
 @pytest.fixture(scope="module")
 def con(tmp_path_factory) -> sqlite3.Connection:
-    db = tmp_path_factory.mktemp("db") / "runs.db"
-    db.write_bytes(gzip.decompress((GATE / "h200_power_cap_warp_specialization.db.gz").read_bytes()))
-    return sqlite3.connect(db)
+    return gate_db("h200_power_cap_warp_specialization.db", tmp_path_factory.mktemp("db"))
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +34,8 @@ def entry() -> dict:
     return exp.load(GATE / "expectations_h200_ch10_warp_specialization.json")["pairs"][PAIR]
 
 
-def _samples(con: sqlite3.Connection, run: str) -> tuple[pd.DataFrame, float]:
-    s = pd.read_sql_query("SELECT * FROM samples WHERE run_id = ?", con, params=(run,))
-    info = json.loads(con.execute("SELECT info_json FROM runs WHERE run_id = ?", (run,)).fetchone()[0])
-    return s, info["sensor"]["sm_clock_max_mhz"]
-
-
 def _judged(con, entry, run: str, scale: dict[str, float] | None = None) -> dict:
-    s, clock = _samples(con, run)
+    s, clock = run_samples(con, run)
     for variant, k in (scale or {}).items():
         s.loc[s["variant"] == variant, "time_ns"] = s.loc[s["variant"] == variant, "time_ns"] * k
     return {v.variant: v for v in gate_verdicts(PAIR, s, "gpu", entry, clock)}
@@ -56,7 +45,7 @@ def _judged(con, entry, run: str, scale: dict[str, float] | None = None) -> dict
 def test_a_power_capped_baseline_no_longer_makes_its_variants_faster(con, entry, run):
     stored = dict(con.execute("SELECT variant, verdict FROM verdicts WHERE run_id = ?", (run,)).fetchall())
     assert stored["warp_specialized"] == FASTER                      # what the gate said then
-    s, _ = _samples(con, run)
+    s, _ = run_samples(con, run)
     assert s["sm_clock_mhz"].mean() < 1750 and set(s["clock_event_reasons"]) == {4}   # SW power cap
     now = _judged(con, entry, run)
     assert FASTER not in {v.verdict for v in now.values()}
@@ -67,7 +56,7 @@ def test_a_power_capped_baseline_no_longer_makes_its_variants_faster(con, entry,
 
 
 def test_the_run_at_the_full_clock_is_judged_as_before(con, entry):
-    s, _ = _samples(con, NORMAL)
+    s, _ = run_samples(con, NORMAL)
     assert s["sm_clock_mhz"].mean() > 1850
     stored = dict(con.execute("SELECT variant, verdict FROM verdicts WHERE run_id = ?", (NORMAL,)).fetchall())
     now = _judged(con, entry, NORMAL)
@@ -102,7 +91,7 @@ def test_the_rule_holds_for_slower_too():
 def test_the_chase_stops_once_the_rule_has_decided(con, entry):
     """No third process for a verdict that more processes of a capped machine cannot change: replayed
     process by process, the gate's chase stops after the two a FASTER took before the rule."""
-    s, _ = _samples(con, CAPPED[0])
+    s, _ = run_samples(con, CAPPED[0])
     chase = Chase(PAIR, entry, "gpu", budget_s=None)
     assert chase(s[s["process"] == 0].to_dict("records"))                 # one process: confirm
     assert not chase(s.to_dict("records")) and "the ratio moved with the baseline" in chase.stopped
