@@ -24,7 +24,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..timing.intervals import Interval, groups, median_interval, paired_groups, ratio_interval, with_cycles
-from ..timing.time_kinds import HOST_PACE_SHARE, pace_share, pace_text
+from ..timing.time_kinds import host_sets_pace, pace_text
 
 FASTER, SLOWER, SAME, AMBIGUOUS = "FASTER", "SLOWER", "SAME", "AMBIGUOUS"
 NEW, MISSING = "NEW", "MISSING"
@@ -196,8 +196,7 @@ def _paced(verdict: VariantVerdict, rows: pd.DataFrame) -> VariantVerdict:
     if "waits_for_gpu" in rows and rows["waits_for_gpu"].fillna(False).astype(bool).any():
         return verdict
     issue, steady = float(rows["issue_ns"].median()), float(rows["time_ns"].median())
-    share = pace_share(issue, steady)
-    if share is None or share < HOST_PACE_SHARE:
+    if not host_sets_pace(issue, steady):
         return verdict
     return replace(verdict, cause=f"{verdict.cause.split(';')[0]}: in this run {pace_text(issue, steady)}")
 

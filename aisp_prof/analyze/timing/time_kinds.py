@@ -109,6 +109,12 @@ def pace_share(issue_ns: float | None, steady_ns: float | None) -> float | None:
     return issue_ns / steady_ns if issue_ns and steady_ns else None
 
 
+def host_sets_pace(issue_ns: float | None, steady_ns: float | None) -> bool:
+    """Whether the host's issue time is HOST_PACE_SHARE of the back-to-back time or more."""
+    share = pace_share(issue_ns, steady_ns)
+    return share is not None and share >= HOST_PACE_SHARE
+
+
 def pace_text(issue_ns: float, steady_ns: float) -> str:
     """What a host-paced variant's numbers say, in words."""
     return (f"the host takes {duration(issue_ns)} to issue one call, {pace_share(issue_ns, steady_ns):.0%} of its "
@@ -122,8 +128,7 @@ def host_paced(inp: RuleInput) -> list[Finding]:
     out = []
     for r in inp.summary:
         issue, steady = r.get("steady_issue_median_ns"), r.get("steady_median_ns")
-        share = pace_share(issue, steady)
-        if r.get("time_class") != HOST_BOUND and share is not None and share >= HOST_PACE_SHARE:
+        if r.get("time_class") != HOST_BOUND and host_sets_pace(issue, steady):
             out.append(Finding("host_paced", "warning", f"{r['variant']}: {pace_text(issue, steady)}; fewer launches "
                                "per call (a CUDA graph, fused kernels) would take the host off the pace", r["variant"]))
     return out
