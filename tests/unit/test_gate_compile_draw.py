@@ -48,7 +48,7 @@ def test_against_shared_cache_evidence_the_faster_says_it_may_be_the_draw(run):
 
 def test_evidence_with_a_fresh_cache_session_holds_the_draw_and_says_nothing(run):
     entry = exp.load(data_root() / "kernels" / "ch14" / "expectations_h200.json")["pairs"][PAIR]
-    assert exp.fresh_compile_sessions(entry) == 1
+    assert exp.fresh_compile_sessions(entry) >= 1
     found = _verdicts(run, entry)
     assert {v.verdict for name, v in found.items() if not v.is_reference} <= {"SAME", "AMBIGUOUS"}
     assert all("compile cache" not in (v.cause or "") for v in found.values())
