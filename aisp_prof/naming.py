@@ -128,6 +128,7 @@ def file_slug(text: str) -> str:
 # a run's (and a recorded session's) `compile_cache` (collect.code.compile_cache.compile_cache_kind): each
 # timing process compiled with empty Inductor and Triton caches; the caches were the user's, kept between
 # runs ($TORCHINDUCTOR_CACHE_DIR, bench run --compile-cache); else the run's own, shared by its processes
+# (by its first timing process and its profilers in a gate, whose further timing processes compile anew)
 FRESH_COMPILE_CACHE = "fresh per process"
 KEPT_COMPILE_CACHE = "kept between runs"
 SHARED_COMPILE_CACHE = "shared"

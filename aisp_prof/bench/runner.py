@@ -68,13 +68,21 @@ class BenchOptions:
     def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
         """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost. A
         recording's processes compile anew each (`fresh_compile_cache`), so its margin holds the
-        compiler's choices as a fresh machine draws them."""
+        compiler's choices as a fresh machine draws them. So do a gate's processes after the first
+        (`fresh_further_caches`): one that confirms a change, or chases an AMBIGUOUS verdict, must be a
+        new draw, not the first process's compile again. On an H200 lease (2026-11-29, no code change)
+        ch14.regional_triton's max-autotuned baseline read -8.9% in its first process, and the second,
+        sharing the first's compile cache and so its choices, confirmed it: FASTER, margin 7.4%; that
+        lease's other two gates drew -7.3% and -1.5%. The first process keeps the run's own cache, which
+        the run's profilers then share (they profile what it timed); with `--compile-cache` the first finds
+        its compiles in the kept cache, and the further ones still draw anew."""
         count = self.record_processes if self.update_expectations else self.processes
         top = count if self.update_expectations else max(count, self.max_processes)
         return TimingOptions(min_rounds=self.repeats, budget_s=self.budget_s, floor_rounds=self.floor_rounds,
                              processes=count, max_processes=top,
                              references=True, more=None if self.update_expectations else more, kinds=(kind,),
-                             fresh_compile_cache=self.update_expectations)
+                             fresh_compile_cache=self.update_expectations,
+                             fresh_further_caches=not self.update_expectations)
 
     def run_options(self, pair: KernelPair, more: Callable[[list[dict[str, Any]]], bool] | None) -> RunOptions:
         with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]

@@ -146,6 +146,7 @@ for flag in ("--pair", "--variants", "--sizes", "--mode", "--repeats", "--budget
 ap.add_argument("--out", type=Path)
 ap.add_argument("--nsys-iterations", type=int, default=0)
 ap.add_argument("--references", action="store_true")
+ap.add_argument("--fresh-compile-cache", action="store_true")
 ap.add_argument("--kinds", default="gpu,latency,steady")
 ap.add_argument("--release", type=Path)
 ap.add_argument("--wait-for", type=Path)
@@ -367,6 +368,15 @@ def test_no_early_ncu_where_more_timing_processes_follow_the_check(tmp_path, mon
                     timing=runner.TimingOptions(processes=2, max_processes=2))
     assert "--wait-for" not in info["commands"]["ncu"] and "--release" not in info["commands"]["check"]
     assert "ncu_startup_overlapped" not in info["wall_s"] and info["timing_processes"] == 2
+
+
+@pytest.mark.slow
+def test_a_gate_s_further_timing_process_compiles_anew_and_its_first_does_not(tmp_path, monkeypatch):
+    """A confirming process must be a new draw of the compiler's choices (bench.runner.BenchOptions.timing)."""
+    info = _collect(tmp_path, monkeypatch, with_nsys=False,
+                    timing=runner.TimingOptions(processes=2, max_processes=2, fresh_further_caches=True))
+    assert "--fresh-compile-cache" not in info["commands"]["check"]
+    assert "--fresh-compile-cache" in info["commands"]["timing_p1"] and info["timing_processes"] == 2
 
 
 def test_the_waiting_child_gives_up_when_its_run_is_gone(tmp_path):

@@ -1,6 +1,7 @@
 """A recording's processes compile anew each (collect.code.compile_cache): the gate's margin must hold
 what a fresh machine's compiler chooses (ch14.regional_triton's max-autotune variants ran 8-10% apart
-between H200 leases), while a gate run keeps the machine's caches (a warm CI machine compiles nothing)."""
+between H200 leases), while a gate run's first process keeps the run's cache (its profilers profile what it
+timed) and its further processes, which confirm or chase a verdict, draw anew."""
 from __future__ import annotations
 
 import os
@@ -15,9 +16,14 @@ from aisp_prof.collect.process.child_args import parser
 from aisp_prof.collect.process.runner import TimingOptions, timing_args
 
 
-def test_a_recording_asks_each_process_for_a_fresh_cache_and_a_gate_does_not():
+def test_a_recording_asks_each_process_for_a_fresh_cache_and_a_gate_its_further_processes_only():
     assert BenchOptions(update_expectations=True).timing(None).fresh_compile_cache is True
     assert BenchOptions().timing(None).fresh_compile_cache is False
+    gate = BenchOptions().timing(None)
+    assert ["--fresh-compile-cache" in timing_args(gate, p) for p in range(3)] == [False, True, True]
+    recording = BenchOptions(update_expectations=True).timing(None)
+    assert all("--fresh-compile-cache" in timing_args(recording, p) for p in range(3))
+    assert not any("--fresh-compile-cache" in timing_args(TimingOptions(processes=3), p) for p in range(3))
     fresh = timing_args(TimingOptions(fresh_compile_cache=True))
     assert "--fresh-compile-cache" in fresh and "--fresh-compile-cache" not in timing_args(TimingOptions())
     base = ["--pair", "p", "--variants", "baseline", "--mode", "bench", "--out", "o.json"]

@@ -68,6 +68,8 @@ class TimingOptions:
     kinds: tuple[str, ...] = KINDS      # collect.timing.samplers; the gate takes its own only
     fresh_compile_cache: bool = False   # each process compiles (and autotunes) anew: a recording's A/A spread
                                         # then holds the compiler's choices too, as fresh machines draw them
+    fresh_further_caches: bool = False  # the processes after the first compile anew each (a gate's confirming
+                                        # and chasing processes: new draws of the compiler's choices)
 
 
 @dataclass
@@ -127,11 +129,14 @@ def child_command(pair: KernelPair | str, variants: list[str], sizes: dict[str, 
 
 
 def timing_args(timing: TimingOptions, process: int = 0) -> list[str]:
-    """The child's timing flags: rounds, budget, floor, which process, kinds of time, reference kernels."""
+    """The child's timing flags: rounds, budget, floor, which process, kinds of time, reference kernels,
+    and whether it compiles with empty caches of its own (every process of a recording; the processes
+    after the first with `fresh_further_caches`)."""
+    fresh = timing.fresh_compile_cache or (timing.fresh_further_caches and process > 0)
     return ["--repeats", str(timing.min_rounds), "--budget-s", str(timing.budget_s),
             "--floor-rounds", str(timing.floor_rounds), "--process", str(process),
             "--kinds", ",".join(timing.kinds), *(["--references"] if timing.references else []),
-            *(["--fresh-compile-cache"] if timing.fresh_compile_cache else [])]
+            *(["--fresh-compile-cache"] if fresh else [])]
 
 
 def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
