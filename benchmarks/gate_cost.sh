@@ -30,6 +30,7 @@ args=(); for t in ${TARGETS:-ch14 ch09 ch10}; do args+=(--targets "$t"); done
   echo "cache $CACHE: $(du -sh "$CACHE" | cut -f1) at the start; compile caches: ${TRITON_CACHE_DIR:-each run its own}"
   echo "flags: ${FLAGS:-none}"; } > "$OUT/${NAME}_env.txt" 2>&1
 START=$(date +%s.%N)
+echo "start_epoch_s $START" >> "$OUT/${NAME}_env.txt"
 stamp() { python3 -u -c 'import sys, time
 for line in sys.stdin: print(f"{time.time() - float(sys.argv[1]):7.1f} {line}", end="", flush=True)' "$START"; }
 timeout --signal=INT --kill-after=10 "${LIMIT_S:-575}" python3 -m aisp_prof bench run "${args[@]}" ${FLAGS:-} \
