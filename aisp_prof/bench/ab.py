@@ -9,7 +9,7 @@ times base:X and cand:X interleaved (`collect.process.ab_child`, the gate's time
 time); `analyze.gate.ab` judges each variant by the ratio cand/base. Processes: at least
 `processes` (the margin is learnt across them), then more while a verdict is AMBIGUOUS or a
 FASTER/SLOWER is not yet confirmed, up to `max_processes`. Nothing is stored and nothing is left
-behind: the extracted base and the processes' reports live in temporary folders.
+behind: the extracted base, the processes' reports and their compile caches live in temporary folders.
 """
 from __future__ import annotations
 
@@ -101,12 +101,15 @@ def run_child(command: list[str], report: Path, log: Path) -> dict[str, Any]:
 
 def child_args(pair: KernelPair, base_file: Path, variants: list[str], kind: str, opts: AbOptions,
                process: int, out: Path) -> list[str]:
-    """The timing process's command line (the first also checks both versions)."""
+    """The timing process's command line (the first also checks both versions). Each process compiles
+    with empty caches of its own (beside its report, in the temporary folder): a process that confirms
+    a verdict is a new draw of the compiler's choices, as a gate's is, and the machine's own compile
+    caches are not touched."""
     return python_module(CHILD_MODULE, "--pair", pair.name, "--base-file", str(base_file),
                          "--cand-file", str(Path(pair.source).resolve()), "--variants", ",".join(variants),
                          "--sizes", opts.sizes or "", "--kind", kind, "--repeats", str(opts.repeats),
                          "--budget-s", str(opts.budget_s), "--process", str(process), "--out", str(out),
-                         *(["--check"] if process == 0 else []))
+                         "--fresh-compile-cache", *(["--check"] if process == 0 else []))
 
 
 def _failed_checks(checks: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ and the command's orchestration, exit codes and table. The GPU run is the lead's
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -448,3 +449,32 @@ def test_the_host_plant_is_judged_against_the_real_pair(monkeypatch):
             assert new.variants["sdpa_flash"].__name__ == "slowed_sdpa_flash"
             assert old.variants["sdpa_flash"].__name__ != "slowed_sdpa_flash"
             assert old.variants["baseline"].__name__ == new.variants["baseline"].__name__
+
+
+def test_every_ab_process_compiles_in_empty_caches_of_its_own_beside_its_report(monkeypatch, tmp_path):
+    """A confirming process is a new draw of the compiler's choices, and bench ab leaves the machine's
+    compile caches alone: each process's caches are a fresh folder in the A/B's temporary folder."""
+    torch = pytest.importorskip("torch")
+    from aisp_prof.bench.ab import AbOptions, child_args
+    from aisp_prof.collect.code.compile_cache import CACHE_VARS
+    from aisp_prof.collect.process import ab_child, child
+    from aisp_prof.collect.timing import timer
+    from aisp_prof.pairs import find
+
+    pair = find("ch14.attention_eager_sdpa")
+    for p in (0, 1):
+        assert "--fresh-compile-cache" in child_args(pair, Path(pair.source), ["baseline"], "steady", AbOptions(),
+                                                     p, tmp_path / f"p{p}.json")
+    for var in CACHE_VARS:                       # restored after the test: main() points them at its folder
+        monkeypatch.setenv(var, "/nowhere")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(timer, "l2_flush_bytes", lambda: 0)
+    monkeypatch.setattr(child, "run_timing", lambda *a, **k: {"samples": []})
+    source = str(KERNELS / "ch14" / "attention_eager_sdpa.py")
+    out = tmp_path / "ab" / "r.json"
+    out.parent.mkdir()
+    assert ab_child.main(["--pair", "ch14.attention_eager_sdpa", "--base-file", source, "--cand-file", source,
+                          "--variants", "baseline", "--kind", "steady", "--out", str(out),
+                          "--fresh-compile-cache"]) == 0
+    folders = {Path(os.environ[var]).parent for var in CACHE_VARS}
+    assert len(folders) == 1 and next(iter(folders)).parent == out.parent

@@ -28,6 +28,7 @@ from ...errors import AispError, NoGpuError, UnknownTargetError
 from ...naming import AB_BASE, AB_CAND
 from ...pairs import KernelPair, pair_sizes
 from ...pairs.files import load_file
+from ..code.compile_cache import fresh_compile_cache
 
 SIDES = (("base", AB_BASE), ("cand", AB_CAND))
 
@@ -82,6 +83,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--process", type=int, default=0)
     ap.add_argument("--check", action="store_true", help="check both versions first (the first process)")
     ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--fresh-compile-cache", action="store_true",
+                    help="compile with empty Inductor and Triton caches of this process's own, beside --out")
     return ap
 
 
@@ -114,6 +117,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     started = time.time()
+    if args.fresh_compile_cache:
+        fresh_compile_cache(args.out.parent)     # in bench ab's temporary folder, removed with it
     try:
         report, code = run(args), 0
         report.update(ok=True, wall_s=time.time() - started)
