@@ -126,9 +126,11 @@ def file_slug(text: str) -> str:
     return f"{slug[: MAX_SLUG - 9].rstrip('-.')}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
 
 # a run's (and a recorded session's) `compile_cache` (collect.code.compile_cache.compile_cache_kind): each
-# timing process compiled with empty Inductor and Triton caches; the caches were the user's, kept between
-# runs ($TORCHINDUCTOR_CACHE_DIR, bench run --compile-cache); else the run's own, shared by its processes
-# (by its first timing process and its profilers in a gate, whose further timing processes compile anew)
+# timing process compiled with empty Inductor and Triton caches (a recording); the first process's caches
+# were the user's, kept between runs ($TORCHINDUCTOR_CACHE_DIR, bench run --compile-cache); the run's own
+# for its first timing process and its profilers, each further timing process an empty one of its own (a
+# gate since 6d84cc2); else the run's own, shared by all its processes (`run`, and gates before 6d84cc2)
 FRESH_COMPILE_CACHE = "fresh per process"
 KEPT_COMPILE_CACHE = "kept between runs"
+FRESH_AFTER_FIRST = "fresh after the first"
 SHARED_COMPILE_CACHE = "shared"

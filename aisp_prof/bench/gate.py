@@ -73,6 +73,15 @@ def time_left(pairs: Sequence[str], last: dict[str, float]) -> str:
                                                                    if unknown else "")
 
 
+def estimated_by(kind: str) -> tuple[str, ...]:
+    """The stored gates' compile-cache kinds a new gate of `kind` is estimated by: its own, and for a
+    gate whose further processes compile anew (6d84cc2) the gates before it too, whose processes all
+    shared the run's cache: a one-process pair took the same time in both."""
+    from ..naming import FRESH_AFTER_FIRST, SHARED_COMPILE_CACHE
+
+    return (kind, SHARED_COMPILE_CACHE) if kind == FRESH_AFTER_FIRST else (kind,)
+
+
 def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
              progress: Callable[[str], None] = lambda m: None, tick: Callable[[], None] = lambda: None) -> Gate:
     """Every pair of `targets` checked, timed and judged into the RunDatabase `runs` (`runner.bench_one`);
@@ -103,7 +112,8 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
         with kept_compile_cache(opts.compile_cache), \
                 serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)):
             prebuild(can_run, say)         # (the preloaded process imports torch meanwhile)
-            last, here = gate_seconds(runs.path, key, compile_cache_kind(False)), {p.name for p in can_run}
+            last, here = gate_seconds(runs.path, key, estimated_by(compile_cache_kind(False, fresh_further=True))), \
+                {p.name for p in can_run}
             started = time.monotonic()
             for i, pair in enumerate(selected, 1):
                 running = i - 1

@@ -114,8 +114,9 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
                    "a pair judged by host-side time always gets fresh ones.")
 @click.option("--compile-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep torch.compile's and Triton's caches in DIR between gates (e.g. --compile-cache "
-                   "~/.cache/aisp-gate): a gate after a gate finds its compiles and autotuning done (the whole "
-                   "book: 7.7 instead of ~11 minutes on an H200). Runs then say compile_cache 'kept between "
+                   "~/.cache/aisp-gate): a gate after a gate finds its pairs' first processes' compiles and "
+                   "autotuning done (the whole book: 7.7 instead of ~11 minutes on an H200); a process that "
+                   "confirms or chases a verdict still compiles anew. Runs then say compile_cache 'kept between "
                    "runs' and index no generated code. Default: each run compiles afresh in its own folder.")
 @click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "

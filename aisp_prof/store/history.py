@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from ..naming import SHARED_COMPILE_CACHE
 from ..pairs.declared import with_declarations
@@ -44,12 +44,14 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
     return rows
 
 
-def gate_seconds(db: Path, key: str, compile_cache: str = SHARED_COMPILE_CACHE) -> dict[str, float]:
+def gate_seconds(db: Path, key: str, compile_cache: str | Collection[str] = SHARED_COMPILE_CACHE) -> dict[str, float]:
     """Each pair's seconds in its latest stored gate run (`bench run`, label bench:*) on a GPU of
     hardware key `key` (naming.hardware_key), from run.json's wall_s.total: what a new gate's
     progress estimates its time left from. Only runs whose compile cache was of the new gate's kind
-    (`compile_cache`, naming): a recording's (each process compiling afresh, several processes) take
-    far longer than a gate, a gate's with a kept cache far less (ch14.regional_triton 51 s against 97)."""
+    (`compile_cache`: one of naming's, or several): a recording's (each process compiling afresh,
+    several processes) take far longer than a gate, a gate's with a kept cache far less
+    (ch14.regional_triton 51 s against 97)."""
+    kinds = {compile_cache} if isinstance(compile_cache, str) else set(compile_cache)
     from ..naming import hardware_key
 
     if not Path(db).is_file():            # a first gate: nothing stored yet
@@ -64,6 +66,6 @@ def gate_seconds(db: Path, key: str, compile_cache: str = SHARED_COMPILE_CACHE) 
         info = json.loads(r["info_json"] or "{}")
         wall = (info.get("wall_s") or {}).get("total")
         if hardware_key(r["gpu_name"]) == key and wall and \
-                info.get("compile_cache", SHARED_COMPILE_CACHE) == compile_cache:
+                info.get("compile_cache", SHARED_COMPILE_CACHE) in kinds:
             seconds[r["pair"]] = float(wall)
     return seconds

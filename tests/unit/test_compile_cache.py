@@ -79,3 +79,27 @@ def test_a_process_killed_outright_leaves_its_fresh_cache_under_the_folder_given
                          env={**os.environ, "TMPDIR": str(tmp_path / "tmp")}, timeout=120)
     assert out.returncode == -9
     assert Path(out.stdout.strip()).parent == tmp_path / "run" and not any((tmp_path / "tmp").iterdir())
+
+
+def test_a_gate_run_says_its_further_processes_compiled_anew_unless_the_cache_was_kept():
+    from aisp_prof.collect.code.compile_cache import compile_cache_kind
+    from aisp_prof.naming import FRESH_AFTER_FIRST, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
+
+    assert compile_cache_kind(False, {}, fresh_further=True) == FRESH_AFTER_FIRST
+    assert compile_cache_kind(False, {"TRITON_CACHE_DIR": "/kept"}, fresh_further=True) == KEPT_COMPILE_CACHE
+    assert compile_cache_kind(False, {}) == SHARED_COMPILE_CACHE
+
+
+def test_a_killed_process_s_empty_cache_is_removed_before_the_run_folder_is_stored(tmp_path):
+    """A timing process removes its own at exit; one SIGKILLed after writing its report cannot."""
+    from aisp_prof.collect.code.compile_cache import FRESH_PREFIX, in_fresh_cache, remove_fresh_caches
+
+    left = tmp_path / "run" / f"{FRESH_PREFIX}x1" / "inductor"
+    node = tmp_path / "run" / "node1" / f"{FRESH_PREFIX}x2" / "triton"
+    for folder in (left, node):
+        folder.mkdir(parents=True)
+        (folder / "k.py").write_text("#")
+    (tmp_path / "run" / "check.json").write_text("{}")
+    assert in_fresh_cache({"TORCHINDUCTOR_CACHE_DIR": str(left)}) and not in_fresh_cache({})
+    remove_fresh_caches(tmp_path / "run")
+    assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == ["check.json", "node1"]

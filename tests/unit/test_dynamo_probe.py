@@ -214,6 +214,23 @@ def test_a_later_timing_process_times_each_first_call(monkeypatch):
     assert rows["compiled"]["first_call_wall_ns"] > 0
 
 
+def test_a_later_process_with_empty_caches_of_its_own_says_so_and_is_not_read_as_warm(monkeypatch, tmp_path):
+    """A gate's further processes and a recording's compile anew: their first calls are "fresh_process",
+    which the compile summary does not take for a warm-cache first call."""
+    import pandas as pd
+
+    from aisp_prof.analyze.code.compiled import variant_compiles
+    from aisp_prof.collect.process.child import first_calls
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "aisp-compile-abc" / "inductor"))
+    rows = first_calls({"eager": [lambda: torch.ones(2)]}, ["eager"], process=1)
+    assert rows[0]["phase"] == "fresh_process"
+    assert variant_compiles(pd.DataFrame(rows), "eager").get("warm_process_first_call_ns") is None
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "compile_cache" / "inductor"))
+    assert first_calls({"eager": [lambda: torch.ones(2)]}, ["eager"], process=1)[0]["phase"] == "warm_process"
+
+
 def test_run_timing_processes_option_reaches_the_collection():
     from aisp_prof.api.profiling import RunRequest
     from aisp_prof.pairs import find

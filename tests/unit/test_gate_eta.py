@@ -60,6 +60,21 @@ def test_a_gate_with_a_kept_cache_is_estimated_by_such_gates_only(gate_db):
     assert set(gate_seconds(gate_db, "h200", KEPT_COMPILE_CACHE)) == {"ch14.regional_triton"}
 
 
+def test_a_gate_is_estimated_by_gates_before_its_further_processes_compiled_anew(gate_db):
+    """The fixture's gates shared one cache per run (before 6d84cc2); a gate now ("fresh after the first")
+    is estimated by those and by its own kind, a kept-cache gate by kept-cache gates only."""
+    from aisp_prof.bench.gate import estimated_by
+    from aisp_prof.naming import FRESH_AFTER_FIRST
+
+    with sqlite3.connect(gate_db) as conn:
+        (info,) = conn.execute("SELECT info_json FROM runs WHERE pair = 'ch14.regional_triton'").fetchone()
+        conn.execute("UPDATE runs SET info_json = ? WHERE pair = 'ch14.regional_triton'",
+                     [json.dumps({**json.loads(info), "compile_cache": FRESH_AFTER_FIRST})])
+    assert gate_seconds(gate_db, "h200", estimated_by(FRESH_AFTER_FIRST)) == _walls(gate_db)
+    assert "ch14.regional_triton" not in gate_seconds(gate_db, "h200")
+    assert gate_seconds(gate_db, "h200", estimated_by(KEPT_COMPILE_CACHE)) == {}
+
+
 def test_time_left_names_the_pairs_it_cannot_estimate(gate_db):
     last = gate_seconds(gate_db, "h200")
     text = time_left(["ch14.regional_triton", "ch14.cuda_python", "ch09.fused_l2norm"], last)

@@ -4,7 +4,8 @@
 Phases: "check" (per trial: the factory, the first call, which compiles, autotunes and fills
 caches, and a second call), "timing_warmup" and "timed" (the interleaved timing's untimed and
 timed calls), "warm_process" (the first call in a later timing process, where Dynamo traces
-again but Inductor's and Triton's on-disk caches are warm). A frame compiled in the timed phase
+again but Inductor's and Triton's on-disk caches are warm), "fresh_process" (the same in a process
+with empty caches of its own: not a warm first call). A frame compiled in the timed phase
 means some timed samples include compilation: a validity warning.
 """
 from __future__ import annotations

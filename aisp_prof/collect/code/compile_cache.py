@@ -1,6 +1,7 @@
 """Where a timed process keeps what torch.compile and Triton compiled: by default the run's own
-caches, shared by its processes; for a recording, an empty folder per process (`fresh_compile_cache`);
-with `kept_compile_cache`, a folder the user keeps between gates (`bench run --compile-cache`).
+caches, shared by its processes; for a recording, an empty folder per process (`fresh_compile_cache`),
+and for a gate's timing processes after the first too; with `kept_compile_cache`, a folder the user
+keeps between gates for their first processes (`bench run --compile-cache`).
 """
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from pathlib import Path
 from typing import Iterator
 
 from ...errors import OutputError
-from ...naming import FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
+from ...naming import FRESH_AFTER_FIRST, FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
 
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}   # variable -> its folder
+FRESH_PREFIX = "aisp-compile-"     # a process's empty caches (`fresh_compile_cache`)
 
 
 def cache_dirs(folder: Path) -> dict[str, str]:
@@ -31,19 +33,36 @@ def fresh_compile_cache(under: Path | None = None) -> Path:
     fresh H200 lease with no code change, outside that margin. `under`: where to make the folder (the
     child's run folder: a process killed outright, whose exit handler never runs, leaves its cache
     there, and a failed or interrupted run's folder goes whole); default the temporary folder."""
-    folder = Path(tempfile.mkdtemp(prefix="aisp-compile-", dir=under))
+    folder = Path(tempfile.mkdtemp(prefix=FRESH_PREFIX, dir=under))
     os.environ.update(cache_dirs(folder))
     atexit.register(shutil.rmtree, folder, True)
     return folder
+
+
+def in_fresh_cache(environ: dict[str, str] | None = None) -> bool:
+    """Whether this process compiles in empty caches of its own (`fresh_compile_cache` pointed it there)."""
+    env = os.environ if environ is None else environ
+    return any(Path(env[var]).parent.name.startswith(FRESH_PREFIX) for var in CACHE_VARS if env.get(var))
+
+
+def remove_fresh_caches(folder: Path) -> None:
+    """The empty-cache folders the timing processes made under a run folder, once they have all ended:
+    each removes its own at exit, but one killed after it wrote its report (a node's agent stopped when
+    another failed) leaves it, and the run folder would be stored with it."""
+    for path in sorted(folder.rglob(FRESH_PREFIX + "*")):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.contextmanager
 def kept_compile_cache(folder: Path | None) -> Iterator[None]:
     """Inductor's and Triton's caches in `folder` (its inductor/ and triton/) for every process started
     meanwhile, the environment restored after; None: nothing changes. A gate after a gate then finds its
-    compiles (and max-autotune's choices) done: on an H200 the whole book took 463 s instead of ~11 min
-    (benchmarks/results/gate_cost_h200.md). The run folders then index no generated code (the cache is
-    the user's, collect.code.generated) and each run says `compile_cache` "kept between runs"."""
+    first processes' compiles (and max-autotune's choices) done: on an H200 the whole book took 463 s
+    instead of ~11 min (benchmarks/results/gate_cost_h200.md, before 6d84cc2); a further process, which
+    confirms or chases a verdict, still compiles anew in an empty cache of its own. The run folders then
+    index no generated code (the cache is the user's, collect.code.generated) and each run says
+    `compile_cache` "kept between runs"."""
     if folder is None:
         yield
         return
@@ -67,11 +86,14 @@ def kept_compile_cache(folder: Path | None) -> Iterator[None]:
                 os.environ[var] = value
 
 
-def compile_cache_kind(fresh: bool, environ: dict[str, str] | None = None) -> str:
+def compile_cache_kind(fresh: bool, environ: dict[str, str] | None = None, fresh_further: bool = False) -> str:
     """What a run's `compile_cache` says: each process its own empty one (a recording), one the user
-    pointed at ($TORCHINDUCTOR_CACHE_DIR or $TRITON_CACHE_DIR: kept between runs, so its compiles may be
-    an earlier run's), else the run's own, shared by its processes."""
+    pointed at ($TORCHINDUCTOR_CACHE_DIR or $TRITON_CACHE_DIR: kept between runs, so the first process's
+    compiles may be an earlier run's), the run's own for the first process and an empty one for each
+    further (`fresh_further`: a gate), else the run's own, shared by its processes."""
     env = os.environ if environ is None else environ
     if fresh:
         return FRESH_COMPILE_CACHE
-    return KEPT_COMPILE_CACHE if any(var in env for var in CACHE_VARS) else SHARED_COMPILE_CACHE
+    if any(var in env for var in CACHE_VARS):
+        return KEPT_COMPILE_CACHE
+    return FRESH_AFTER_FIRST if fresh_further else SHARED_COMPILE_CACHE

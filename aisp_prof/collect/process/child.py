@@ -121,17 +121,19 @@ def run_timing(pair: pairs_mod.KernelPair, sizes: dict[str, int], variants: list
 def first_calls(launches: Any, variants: list[str], process: int) -> list[dict[str, Any]]:
     """In a timing process after the check's: each variant's first call, synchronized, timed on
     the wall and watched for compiles (phase "warm_process": Dynamo traces again in a new
-    process, while Inductor's and Triton's on-disk caches are warm from the check)."""
+    process, while Inductor's and Triton's on-disk caches are warm from the check; "fresh_process"
+    where this process compiles in empty caches of its own: a recording's, a gate's further ones)."""
     import torch
 
+    from ..code.compile_cache import in_fresh_cache
     from ..code.dynamo import CompileWatch, compile_row
 
-    rows = []
+    rows, phase = [], "fresh_process" if in_fresh_cache() else "warm_process"
     for v in variants:
         watch, began = CompileWatch(), time.perf_counter_ns()
         launches[v][0]()
         torch.cuda.synchronize()
-        rows.append(compile_row(v, process, "warm_process", watch.take(),
+        rows.append(compile_row(v, process, phase, watch.take(),
                                 first_call_wall_ns=time.perf_counter_ns() - began))
         stop_compile_workers()
     return rows
