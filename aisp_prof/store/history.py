@@ -51,8 +51,9 @@ def gate_seconds(db: Path, key: str, compile_cache: str | Collection[str] = SHAR
     (`compile_cache`: one of naming's, or several): a recording's (each process compiling afresh,
     several processes) take far longer than a gate, a gate's with a kept cache far less
     (ch14.regional_triton 51 s against 97)."""
-    kinds = {compile_cache} if isinstance(compile_cache, str) else set(compile_cache)
     from ..naming import hardware_key
+
+    kinds = {compile_cache} if isinstance(compile_cache, str) else set(compile_cache)
 
     if not Path(db).is_file():            # a first gate: nothing stored yet
         return {}

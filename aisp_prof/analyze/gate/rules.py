@@ -60,8 +60,8 @@ class Chase:
     AMBIGUOUS verdict stops (and `stopped` says why, for the verdict's cause) when another process
     would pass `budget_s` since the pair started (the next process is estimated by the last, the
     first by the check's process: like it, a gate's further process compiles anew, though with
-    `--compile-cache` the check's found its compiles and the estimate is low), or, from two processes on, when even the
-    interval `max_processes` would give (its width x sqrt(n / max), the usual 1/sqrt(n) of
+    `--compile-cache` the check's found its compiles and the estimate is low), or, from two processes
+    on, when even the interval `max_processes` would give (its width x sqrt(n / max), the usual 1/sqrt(n) of
     independent processes) would still straddle the margin's edge for every AMBIGUOUS variant.
     A verdict AMBIGUOUS by a rule (`settled`: its ratio moved only with its baseline) stops it from two
     processes on. No process is asked for whose answer `one_machine` would overrule: a host-side time judged

@@ -4,8 +4,9 @@ During a collection every child runs with Inductor's and Triton's caches inside 
 (`compile_cache/`, see `cache_env`): fresh for each run, so the check's first call compiles from
 nothing (its wall time is the honest compile cost) while the later children (timing, ncu, nsys)
 find the caches warm; a gate's further timing processes compile in empty caches of their own
-(collect.code.compile_cache), which are not indexed: the profilers profile what the first timed. When the children are done, `keep_generated` copies out what a reader
-needs and drops the rest (shared objects, cubins, pickled graphs):
+(collect.code.compile_cache), which are not indexed: the profilers profile what the first timed.
+When the children are done, `keep_generated` copies out what a reader needs and drops the rest
+(shared objects, cubins, pickled graphs):
 
     generated/index.json                 the kept Triton kernels, the dropped ones (one line each)
                                          and the output-code modules (below)
