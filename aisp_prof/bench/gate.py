@@ -112,8 +112,8 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
         with kept_compile_cache(opts.compile_cache), \
                 serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)):
             prebuild(can_run, say)         # (the preloaded process imports torch meanwhile)
-            last, here = gate_seconds(runs.path, key, estimated_by(compile_cache_kind(False, fresh_further=True))), \
-                {p.name for p in can_run}
+            kind = compile_cache_kind(opts.update_expectations, fresh_further=True)     # a recording: its own kind
+            last, here = gate_seconds(runs.path, key, estimated_by(kind)), {p.name for p in can_run}
             started = time.monotonic()
             for i, pair in enumerate(selected, 1):
                 running = i - 1

@@ -312,7 +312,13 @@ def bench_ab(targets: tuple[str, ...], base: str, as_json: bool, **options: Any)
     from ..api.profiling import bench_ab as run_ab
     from ..bench.runner import gate_error
 
-    outcomes = run_ab(targets, base, options, progress=lambda m: click.echo(m, err=True))
+    # SIGTERM (a CI job's time limit) stops it as Ctrl-C does, at its next step: its temporary folder (the
+    # extracted base, the reports, each process's compile cache) goes with it, exit 130
+    with terminate_as_interrupt() as stop:
+        def say(message: str) -> None:
+            click.echo(message, err=True)
+            stop.check()
+        outcomes = run_ab(targets, base, options, progress=say)
     if as_json:
         echo_json({"base": base, "fails": any(o.fails for o in outcomes), "pairs": [o.to_dict() for o in outcomes]})
     else:

@@ -467,6 +467,7 @@ def test_every_ab_process_compiles_in_empty_caches_of_its_own_beside_its_report(
                                                      p, tmp_path / f"p{p}.json")
     for var in CACHE_VARS:                       # restored after the test: main() points them at its folder
         monkeypatch.setenv(var, "/nowhere")
+    monkeypatch.delenv("AISP_FRESH_COMPILE_CACHE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(timer, "l2_flush_bytes", lambda: 0)
     monkeypatch.setattr(child, "run_timing", lambda *a, **k: {"samples": []})
@@ -478,3 +479,39 @@ def test_every_ab_process_compiles_in_empty_caches_of_its_own_beside_its_report(
                           "--fresh-compile-cache"]) == 0
     folders = {Path(os.environ[var]).parent for var in CACHE_VARS}
     assert len(folders) == 1 and next(iter(folders)).parent == out.parent
+
+
+def test_sigterm_stops_bench_ab_at_its_next_step_and_its_temporary_folder_goes(monkeypatch, tmp_path):
+    """A CI job's time limit (SIGTERM) stops `bench ab` as Ctrl-C does (exit 130): its temporary folder,
+    now holding every process's compile cache, is removed instead of left by a death by signal."""
+    import signal
+
+    from click.testing import CliRunner
+
+    from aisp_prof.api import profiling
+    from aisp_prof.cli import cli
+
+    made = []
+
+    def fake_ab(targets, base, options, progress=lambda m: None):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="aisp-ab-", dir=tmp_path) as work:
+            made.append(Path(work))
+            (Path(work) / "aisp-compile-x").mkdir()
+            os.kill(os.getpid(), signal.SIGTERM)
+            progress("ch14.attention_eager_sdpa: timing base and candidate side by side, process 2")
+            raise AssertionError("the SIGTERM did not stop bench ab at its next step")
+
+    def ours(signum, frame):                 # without the command's own handler the SIGTERM lands here, not on pytest
+        pass
+
+    monkeypatch.setattr(profiling, "bench_ab", fake_ab)
+    before = signal.signal(signal.SIGTERM, ours)
+    try:
+        res = CliRunner().invoke(cli, ["bench", "ab", "--targets", "ch14.attention_eager_sdpa", "--base", "kernels"])
+        assert signal.getsignal(signal.SIGTERM) is ours          # the command put the caller's back
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    assert res.exit_code == 130 and "interrupted" in res.stderr, res.output
+    assert made and not made[0].exists()

@@ -92,14 +92,21 @@ def test_a_gate_run_says_its_further_processes_compiled_anew_unless_the_cache_wa
 
 def test_a_killed_process_s_empty_cache_is_removed_before_the_run_folder_is_stored(tmp_path):
     """A timing process removes its own at exit; one SIGKILLed after writing its report cannot."""
-    from aisp_prof.collect.code.compile_cache import FRESH_PREFIX, in_fresh_cache, remove_fresh_caches
+    from aisp_prof.collect.code.compile_cache import (FRESH_MARK, FRESH_PREFIX, cache_dirs, in_fresh_cache,
+                                                      remove_fresh_caches)
 
     left = tmp_path / "run" / f"{FRESH_PREFIX}x1" / "inductor"
     node = tmp_path / "run" / "node1" / f"{FRESH_PREFIX}x2" / "triton"
-    for folder in (left, node):
+    kept = tmp_path / "run" / "generated" / "triton" / f"{FRESH_PREFIX}like" / "k.ptx"   # deeper: not a cache
+    for folder in (left, node, kept.parent):
         folder.mkdir(parents=True)
         (folder / "k.py").write_text("#")
     (tmp_path / "run" / "check.json").write_text("{}")
-    assert in_fresh_cache({"TORCHINDUCTOR_CACHE_DIR": str(left)}) and not in_fresh_cache({})
     remove_fresh_caches(tmp_path / "run")
-    assert sorted(p.name for p in (tmp_path / "run").rglob("*")) == ["check.json", "node1"]
+    assert sorted(str(p.relative_to(tmp_path / "run")) for p in (tmp_path / "run").rglob("*")) == [
+        "check.json", "generated", "generated/triton", f"generated/triton/{FRESH_PREFIX}like",
+        f"generated/triton/{FRESH_PREFIX}like/k.py", "node1"]
+    remove_fresh_caches(tmp_path / "gone")                # no such folder: nothing to do, no error
+    mine = tmp_path / f"{FRESH_PREFIX}abc"
+    assert in_fresh_cache({**cache_dirs(mine), FRESH_MARK: str(mine)})
+    assert not in_fresh_cache(cache_dirs(mine)) and not in_fresh_cache({})       # a like-named user cache: not ours

@@ -222,12 +222,16 @@ def test_a_later_process_with_empty_caches_of_its_own_says_so_and_is_not_read_as
     from aisp_prof.analyze.code.compiled import variant_compiles
     from aisp_prof.collect.process.child import first_calls
 
+    from aisp_prof.collect.code.compile_cache import FRESH_MARK, cache_dirs
+
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "aisp-compile-abc" / "inductor"))
+    mine = tmp_path / "aisp-compile-abc"
+    for var, path in {**cache_dirs(mine), FRESH_MARK: str(mine)}.items():
+        monkeypatch.setenv(var, path)
     rows = first_calls({"eager": [lambda: torch.ones(2)]}, ["eager"], process=1)
     assert rows[0]["phase"] == "fresh_process"
     assert variant_compiles(pd.DataFrame(rows), "eager").get("warm_process_first_call_ns") is None
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "compile_cache" / "inductor"))
+    monkeypatch.delenv(FRESH_MARK)
     assert first_calls({"eager": [lambda: torch.ones(2)]}, ["eager"], process=1)[0]["phase"] == "warm_process"
 
 

@@ -18,6 +18,7 @@ from ...naming import FRESH_AFTER_FIRST, FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE
 
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}   # variable -> its folder
 FRESH_PREFIX = "aisp-compile-"     # a process's empty caches (`fresh_compile_cache`)
+FRESH_MARK = "AISP_FRESH_COMPILE_CACHE"     # set by `fresh_compile_cache` to its folder: `in_fresh_cache`
 
 
 def cache_dirs(folder: Path) -> dict[str, str]:
@@ -35,22 +36,31 @@ def fresh_compile_cache(under: Path | None = None) -> Path:
     there, and a failed or interrupted run's folder goes whole); default the temporary folder."""
     folder = Path(tempfile.mkdtemp(prefix=FRESH_PREFIX, dir=under))
     os.environ.update(cache_dirs(folder))
+    os.environ[FRESH_MARK] = str(folder)
     atexit.register(shutil.rmtree, folder, True)
     return folder
 
 
 def in_fresh_cache(environ: dict[str, str] | None = None) -> bool:
-    """Whether this process compiles in empty caches of its own (`fresh_compile_cache` pointed it there)."""
+    """Whether this process compiles in empty caches of its own: `fresh_compile_cache` pointed the cache
+    variables into the folder it marked (a user's cache that merely has a like name is not one)."""
     env = os.environ if environ is None else environ
-    return any(Path(env[var]).parent.name.startswith(FRESH_PREFIX) for var in CACHE_VARS if env.get(var))
+    mark = env.get(FRESH_MARK)
+    return bool(mark) and all(env.get(var) == path for var, path in cache_dirs(Path(mark)).items())
 
 
 def remove_fresh_caches(folder: Path) -> None:
-    """The empty-cache folders the timing processes made under a run folder, once they have all ended:
-    each removes its own at exit, but one killed after it wrote its report (a node's agent stopped when
-    another failed) leaves it, and the run folder would be stored with it."""
-    for path in sorted(folder.rglob(FRESH_PREFIX + "*")):
-        if path.is_dir():
+    """The empty-cache folders the check and timing processes made in a run folder (or a node's folder in
+    it, where a rank's reports go), once they have all ended: each removes its own at exit, but one killed
+    after it wrote its report (a node's agent stopped when another failed) leaves it, and the run folder
+    would be stored with it. Best effort: a folder gone meanwhile (a rank of another node still exiting)
+    is no error."""
+    try:
+        found = [*folder.glob(FRESH_PREFIX + "*"), *folder.glob(f"*/{FRESH_PREFIX}*")]
+    except OSError:
+        return
+    for path in found:
+        if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
 
 

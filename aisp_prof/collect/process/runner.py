@@ -260,6 +260,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
                 (folder / "ncu.log").unlink(missing_ok=True)
                 ctx.info.get("tools", {}).pop("ncu", None)
             ctx.info["status"] = "failed_check"
+            remove_fresh_caches(folder)
             ctx.info["generated"] = keep_generated(folder, ctx.env)
             write_json(folder / RUN_JSON, ctx.info)
             return
@@ -273,6 +274,7 @@ def collect_into(ctx: StepContext, the_plan: _Plan, opts: RunOptions) -> None:
     finally:
         if early is not None:
             early.cancel()
+    remove_fresh_caches(folder)           # every process has ended: a killed one's empty cache goes too
     ctx.info["generated"] = keep_generated(folder, ctx.env)
     ctx.info["status"] = "ok"
     ctx.info["wall_s"]["total"] = round(time.time() - started, 2)
@@ -325,7 +327,6 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
     started beside the check)."""
     pair, folder = the_plan.pair, ctx.folder
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
-    remove_fresh_caches(folder)           # every timing process has ended: a killed one's cache goes too
     ctx.info["compile_cache"] = compile_cache_kind(opts.timing.fresh_compile_cache,
                                                    fresh_further=opts.timing.fresh_further_caches)
     if the_plan.ncu is None:
