@@ -160,6 +160,8 @@ if args.mode == "profile":
                                      "wait_parent": args.wait_parent}}))
     raise SystemExit(0)
 time.sleep({check_s})
+if os.environ.get("FAKE_LEAVE_CACHE"):      # a process killed after its report: its empty cache stays
+    (args.out.parent / "aisp-compile-left").mkdir(exist_ok=True)
 args.out.write_text(json.dumps({{"ok": True, "check": {{"passed": passed, "checks": []}}, "env": {{}},
                                  "timing": {{}}, "samples": []}}))
 if args.nsys_iterations and passed:
@@ -176,7 +178,7 @@ if args.release is not None and passed:      # the time first: a child may see t
 
 def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module: str = "fake_child",
              ncu: Path | None = None, export_s: float = 0, overlap_ncu: bool = False, check_s: float = 0,
-             timing: runner.TimingOptions | None = None) -> dict:
+             timing: runner.TimingOptions | None = None, leave_cache: bool = False) -> dict:
     tools_dir = tmp_path / "tools"
     tools_dir.mkdir(exist_ok=True)
     for name, text in (("nsys", FAKE_NSYS), ("ncu", FAKE_NCU)):
@@ -191,7 +193,8 @@ def _collect(tmp_path, monkeypatch, with_nsys: bool, passed: bool = True, module
     folder.mkdir()
     pair = find("ch09.fused_l2norm")
     ctx = StepContext(folder, {"gpu": {}, "wall_s": {}, "commands": {}, "tools": {}},
-                      env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tools_dir), "FAKE_EXPORT_S": str(export_s)})
+                      env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tools_dir), "FAKE_EXPORT_S": str(export_s),
+                           **({"FAKE_LEAVE_CACHE": "1"} if leave_cache else {})})
     plan = runner._Plan(pair, ["baseline"], dict(pair.sizes), ncu, nsys if with_nsys else None)
     opts = runner.RunOptions(pair=pair, nsys_iterations=4, overlap_ncu=overlap_ncu,
                              **({"timing": timing} if timing else {}))
@@ -377,6 +380,17 @@ def test_a_gate_s_further_timing_process_compiles_anew_and_its_first_does_not(tm
                     timing=runner.TimingOptions(processes=2, max_processes=2, fresh_further_caches=True))
     assert "--fresh-compile-cache" not in info["commands"]["check"]
     assert "--fresh-compile-cache" in info["commands"]["timing_p1"] and info["timing_processes"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("passed", [True, False])
+def test_a_killed_process_s_empty_cache_is_not_stored_with_the_run(tmp_path, monkeypatch, passed):
+    """A check or timing process killed after it wrote its report cannot remove its empty compile cache:
+    the collection does, before the folder is stored, whether the check passed or failed."""
+    info = _collect(tmp_path, monkeypatch, with_nsys=False, passed=passed, leave_cache=True,
+                    timing=runner.TimingOptions(processes=2, max_processes=2, fresh_further_caches=True))
+    assert info["status"] == ("ok" if passed else "failed_check")
+    assert not list((tmp_path / "run").glob("aisp-compile-*"))
 
 
 def test_the_waiting_child_gives_up_when_its_run_is_gone(tmp_path):
