@@ -10,7 +10,9 @@
 #
 # Triton's and Inductor's caches are what `bench run` gives each run (its own, in its run folder: every
 # pair compiles afresh in every gate), unless SHARED_COMPILE_CACHE=1 puts them under CACHE for every run (a
-# gate after a gate then finds its compiles done: a user's choice, not the default).
+# gate after a gate then finds its compiles done: a user's choice, not the default). Triton's compiled binaries
+# go through `bench run`'s binary store (collect.code.binary_store), here $CACHE/triton-binaries: a COLD call
+# starts it empty, a later call finds the binaries the calls before compiled (FLAGS=--fresh-binaries: none).
 # TARGETS (default "ch14 ch09 ch10"), LIMIT_S (default 575: the call's 10 minutes less the packing), CACHE
 # (default /tmp/gate_cache: $AISP_BUILD_DIR under it), NAME (default cold or warm), FLAGS (added to bench run,
 # e.g. --fresh-processes). A run cut off by LIMIT_S still returns its stamped log; a finished one its --json too.
@@ -21,13 +23,14 @@ NAME=${NAME:-$([ "${COLD:-0}" = 1 ] && echo cold || echo warm)}
 [ "${COLD:-0}" = 1 ] && rm -rf "$CACHE" /tmp/gate_cost.db
 PROFILES=/tmp/gate_cost_profiles_$NAME; rm -rf "$PROFILES"
 mkdir -p "$CACHE"
-export AISP_BUILD_DIR=$CACHE/build
+export AISP_BUILD_DIR=$CACHE/build AISP_TRITON_STORE=$CACHE/triton-binaries
 [ "${SHARED_COMPILE_CACHE:-0}" = 1 ] && export TRITON_CACHE_DIR=$CACHE/triton TORCHINDUCTOR_CACHE_DIR=$CACHE/inductor
 args=(); for t in ${TARGETS:-ch14 ch09 ch10}; do args+=(--targets "$t"); done
 { nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv,noheader
   echo "boot $(cat /proc/sys/kernel/random/boot_id) cpus $(nproc) git ${AISP_GIT_SHA:-?} $(date -u +%FT%TZ)"
   python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'
   echo "cache $CACHE: $(du -sh "$CACHE" | cut -f1) at the start; compile caches: ${TRITON_CACHE_DIR:-each run its own}"
+  echo "triton binaries: $([ -d "$AISP_TRITON_STORE" ] && du -sh "$AISP_TRITON_STORE" | cut -f1 || echo none) kept at the start"
   echo "flags: ${FLAGS:-none}"; } > "$OUT/${NAME}_env.txt" 2>&1
 START=$(date +%s.%N)
 echo "start_epoch_s $START" >> "$OUT/${NAME}_env.txt"

@@ -121,3 +121,10 @@ def quickstart_without_gpu(installed_quickstart) -> SimpleNamespace:
     output = proc.stdout + proc.stderr + ("" if install.returncode == 0 else f"\ninstall failed: {install.stderr[-2000:]}")
     return SimpleNamespace(folder=folder, db=folder / "profiles" / "aisp.db", exit_code=proc.returncode,
                            stdout=proc.stdout, output=output)
+
+
+@pytest.fixture(autouse=True)
+def _triton_store_of_the_test(monkeypatch, tmp_path_factory):
+    """A gate keeps Triton's binaries in ~/.cache/aisp-prof/triton-binaries (collect.code.binary_store):
+    a test's gate keeps them in a temporary folder instead, never in the user's cache."""
+    monkeypatch.setenv("AISP_TRITON_STORE", str(tmp_path_factory.mktemp("triton-binaries")))

@@ -91,6 +91,7 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
     its outcome in one line. KeyboardInterrupt (Ctrl-C, or raised by `tick`, called at every progress
     line of the main thread: SIGTERM) stops it: the Gate holds the finished pairs' outcomes and NOT_RUN
     for the rest."""
+    from ..collect.code.binary_store import default_store, kept_binaries
     from ..collect.code.compile_cache import compile_cache_kind, kept_compile_cache
     from ..collect.code.prebuild import prebuild
     from ..collect.process.preload import serving
@@ -110,6 +111,7 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
     try:
         can_run = [p for p in selected if runnable(p, machine).ok]
         with kept_compile_cache(opts.compile_cache), \
+                kept_binaries(None if opts.fresh_binaries or not can_run else default_store()), \
                 serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)):
             prebuild(can_run, say)         # (the preloaded process imports torch meanwhile)
             kind = compile_cache_kind(opts.update_expectations, fresh_further=True)     # a recording: its own kind

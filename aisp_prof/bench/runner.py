@@ -64,6 +64,8 @@ class BenchOptions:
                                        # is keyed by the rank count too: expectations_<W>x_<gpu>.json
     compile_cache: Path | None = None  # Inductor's and Triton's caches kept here between gates
                                        # (collect.code.compile_cache.kept_compile_cache); None: each run its own
+    fresh_binaries: bool = False       # compile every Triton binary anew; False: reuse those kept in the store
+                                       # (collect.code.binary_store): the choices are made anew either way
 
     def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
         """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost. A
@@ -272,7 +274,7 @@ def provenance(data: Any) -> dict[str, Any]:
             "source_sha256": (info.get("source") or {}).get("sha256"),
             "code_sha256": (info.get("source") or {}).get("code_sha256"),
             "compile_cache": info.get("compile_cache", SHARED_COMPILE_CACHE),
-            "child_start": child_start(info)}
+            "child_start": child_start(info), "triton_binaries": info.get("triton_binaries")}
 
 
 def child_start(info: dict[str, Any]) -> str:

@@ -118,6 +118,12 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
                    "autotuning done (the whole book: 7.7 instead of ~11 minutes on an H200); a process that "
                    "confirms or chases a verdict still compiles anew. Runs then say compile_cache 'kept between "
                    "runs' and index no generated code. Default: each run compiles afresh in its own folder.")
+@click.option("--fresh-binaries", is_flag=True,
+              help="Compile every Triton binary anew, as on a fresh machine. By default a gate keeps the cubins and "
+                   "launchers Triton compiles in ~/.cache/aisp-prof/triton-binaries ($AISP_TRITON_STORE) and finds "
+                   "them there in later gates; every torch.compile lowering and autotune choice is still made "
+                   "anew (ch14.regional_triton: 97 -> 70 s on an H200). Runs then say triton_binaries 'kept "
+                   "between runs'.")
 @click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "
                    "message the verdict's cause (e.g. --junit gate.xml).")

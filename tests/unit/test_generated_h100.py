@@ -69,6 +69,10 @@ def test_hand_written_kernels_and_runs_without_output_code_keep_everything(tmp_p
     run_cache = "/tmp/p6/.partial-x/compile_cache/inductor/pu/cpuharu.py"
     assert in_inductor_cache(run_cache, inductor) and in_inductor_cache(str(inductor / "ab" / "c.py"), inductor)
     assert not in_inductor_cache("/work/main/kernels/ch14/triton_persistent.py", inductor)
+    # a kernel found in the binary store keeps the path of the process that compiled it first: a gate's
+    # further process, in an empty cache of its own (collect.code.compile_cache.fresh_compile_cache)
+    assert in_inductor_cache("/p/run_x/aisp-compile-k2j3/inductor/ab/cab.py", inductor)
+    assert not in_inductor_cache("/p/run_x/aisp-compile-k2j3/triton/ab/cab.py", inductor)
     assert unused_candidate("triton_mm", run_cache, {"triton_poi_fused_mul_0"}, inductor)
     assert not unused_candidate("triton_poi_fused_mul_0", run_cache, {"triton_poi_fused_mul_0"}, inductor)
     assert not unused_candidate("triton_matmul", "/work/kernels/ch14/x.py", {"triton_poi_fused_mul_0"}, inductor)

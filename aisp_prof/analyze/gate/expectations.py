@@ -36,7 +36,8 @@ MARGIN_FACTOR = 2.0
 MARGIN_FLOOR = {"time": 0.02, "cycles": 0.02, "ratio": 0.01}
 PROVENANCE_KEYS = ("run_id", "date", "git_sha", "gpu_name", "driver_version", "torch_version", "cuda_version",
                    "triton_version", "host", "boot_id", "source_sha256", "code_sha256", "compile_cache",
-                   "child_start")          # "forked" (collect.process.preload) or "fresh"; None: before 2026-11-29
+                   "child_start",          # "forked" (collect.process.preload) or "fresh"; None: before 2026-11-29
+                   "triton_binaries")      # "kept between runs" (collect.code.binary_store); None: compiled in the run
 HOST_KINDS = ("latency", "steady")       # kinds of time that include the host's work (collect.timing.samplers)
 
 

@@ -45,7 +45,7 @@ from pathlib import Path, PurePath
 from typing import Any, Mapping
 
 from ...parse.code.ptx import kernel_code_summary
-from .compile_cache import CACHE_VARS, cache_dirs
+from .compile_cache import CACHE_VARS, FRESH_PREFIX, cache_dirs
 from ...naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
 from ...parse.code.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
                                          triton_kernel_dirs)
@@ -127,14 +127,16 @@ def _output_code(root: Path, out: Path) -> list[dict[str, Any]]:
 
 def in_inductor_cache(source_file: str | None, inductor_dir: Path) -> bool:
     """Whether a kernel's defining file lies in Inductor's cache: under `inductor_dir`, or under
-    any run folder's `compile_cache/inductor/` (the TTIR keeps the path the child compiled in)."""
+    any run folder's `compile_cache/inductor/` or a process's own `aisp-compile-*/inductor/` (the TTIR
+    keeps the path the kernel was first compiled in: with the binary store, an earlier run's)."""
     if not source_file:
         return False
     path = PurePath(source_file)
     if path.is_relative_to(inductor_dir):
         return True
     parts = path.parts
-    return any(parts[i:i + 2] == (COMPILE_CACHE_DIR, "inductor") for i in range(len(parts) - 1))
+    return any(parts[i + 1] == "inductor" and (parts[i] == COMPILE_CACHE_DIR or parts[i].startswith(FRESH_PREFIX))
+               for i in range(len(parts) - 1))
 
 
 def unused_candidate(name: str, source_file: str | None, used: set[str], inductor_dir: Path) -> bool:

@@ -1,0 +1,100 @@
+"""Triton's compiled binaries kept between gates, while every lowering and autotune choice is made anew.
+
+A gate compiles afresh in every run (collect.code.compile_cache): Dynamo traces, Inductor lowers and
+max-autotune draws its choices again, so a gate samples the compilers as a fresh machine would. Most of
+the cost is not those choices but Triton turning each candidate kernel into a cubin (ptxas) and building
+its launcher (gcc): on an H200, ch14.regional_triton took 96.6 s with Triton's binaries compiled anew and
+70.4 s with them found in a kept cache, every verdict SAME (benchmarks/results/gate_cost_h200.md, "Three
+leads"). A Triton binary is a pure function of its cache key (the kernel's source, its options, the
+target, Triton's own version and the environment variables that change a compile), so finding it kept
+changes nothing that runs; which kernels run is still decided afresh.
+
+`kept_binaries(store)` points every process started meanwhile at `binary_store_manager.StoreCacheManager`
+(Triton's TRITON_CACHE_MANAGER): a kernel or launcher missing from the run's own Triton cache is looked
+for in the store and copied in, so the run's cache still holds every kernel the run compiled or found
+(collect.code.generated indexes it); one compiled anew is put in the store too. Never kept: the results of
+Triton's own autotuner (`*.autotune.json`), which are choices. The store lives at `$AISP_TRITON_STORE`,
+else ~/.cache/aisp-prof/triton-binaries/, and is pruned to MAX_STORE_BYTES, least recently used first.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from ...errors import OutputError
+
+STORE_ENV = "AISP_TRITON_STORE"          # the user's choice of folder; also what the children read
+MANAGER_ENV = "TRITON_CACHE_MANAGER"     # Triton's: MODULE:CLASS of its cache manager
+MANAGER = "aisp_prof.collect.code.binary_store_manager:StoreCacheManager"
+MAX_STORE_BYTES = 4 << 30                # ch14.regional_triton's binaries: 74 MB on an H200
+KEPT_BINARIES = "kept between runs"      # run.json `triton_binaries` when the store was used
+
+
+def default_store(environ: Mapping[str, str] = os.environ) -> Path:
+    """$AISP_TRITON_STORE, else ~/.cache/aisp-prof/triton-binaries (beside the CUDA build cache)."""
+    chosen = environ.get(STORE_ENV)
+    return Path(chosen).expanduser() if chosen else Path.home() / ".cache" / "aisp-prof" / "triton-binaries"
+
+
+def store_in_use(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The store this process's Triton compiles go through, or None (Triton's own cache alone)."""
+    if environ.get(MANAGER_ENV) != MANAGER or not environ.get(STORE_ENV):
+        return None
+    return Path(environ[STORE_ENV])
+
+
+def binaries_kind(environ: Mapping[str, str] = os.environ) -> str | None:
+    """What a run's `triton_binaries` says: KEPT_BINARIES when its processes used the store, else None
+    (every binary compiled in the run: its first calls' times hold Triton's whole compile)."""
+    return KEPT_BINARIES if store_in_use(environ) is not None else None
+
+
+@contextlib.contextmanager
+def kept_binaries(store: Path | None) -> Iterator[None]:
+    """Every process started inside the block compiles through the store at `store` (made if missing,
+    pruned first); None: nothing changes. The environment is restored after. A user who set their own
+    TRITON_CACHE_MANAGER keeps it (no store). OutputError when the folder cannot be made or written."""
+    if store is None or os.environ.get(MANAGER_ENV, MANAGER) != MANAGER:
+        yield
+        return
+    store = store.expanduser().resolve()
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        if not os.access(store, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except OSError as exc:
+        raise OutputError(f"the Triton binary store {store} cannot be made or written ({exc.strerror or exc}): "
+                          f"set {STORE_ENV} to a folder you can write, or pass --fresh-binaries") from None
+    prune(store)
+    before = {var: os.environ.get(var) for var in (MANAGER_ENV, STORE_ENV)}
+    os.environ.update({MANAGER_ENV: MANAGER, STORE_ENV: str(store)})
+    try:
+        yield
+    finally:
+        for var, value in before.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
+def prune(store: Path, max_bytes: int = MAX_STORE_BYTES) -> int:
+    """Remove the least recently used entries (one folder per Triton cache key; a hit touches it) until
+    the store holds at most `max_bytes`; the bytes removed. Best effort: what cannot be read is left."""
+    entries = []
+    with contextlib.suppress(OSError):
+        for entry in store.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                with contextlib.suppress(OSError):
+                    size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+                    entries.append((entry.stat().st_mtime, size, entry))
+    total, removed = sum(size for _, size, _ in entries), 0
+    for _, size, entry in sorted(entries, key=lambda e: e[0]):
+        if total - removed <= max_bytes:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        removed += size
+    return removed

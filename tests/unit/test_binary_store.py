@@ -1,0 +1,196 @@
+"""Triton's binaries kept between gates (collect.code.binary_store, issue 28's 10-minute book): a second
+process with an empty Triton cache of its own finds a kernel the first compiled, copied whole into its own
+cache (which the run folder's generated-code index reads); Triton's autotuner timings (choices) are never
+kept; a torn or unwritable store is as if empty; the store is pruned least recently used first; a gate hands
+it to its processes and gives the environment back. Real compiles: Triton's bundled ptxas targets sm_90 on
+the CPU (tests/fixtures/triton_store/compile_one.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aisp_prof.collect.code.binary_store import (KEPT_BINARIES, MANAGER, MANAGER_ENV, STORE_ENV, binaries_kind,
+                                                 default_store, kept_binaries, prune, store_in_use)
+from aisp_prof.errors import OutputError
+from repo_paths import FIXTURES
+
+COMPILE_ONE = FIXTURES / "triton_store" / "compile_one.py"
+
+
+@pytest.fixture(autouse=True)
+def no_manager(monkeypatch):
+    monkeypatch.delenv(MANAGER_ENV, raising=False)
+
+
+def _compile(cache: Path, store: Path | None) -> tuple[str, int]:
+    """compile_one.py in a fresh process: ("HIT" or "MISS", cubin bytes)."""
+    pytest.importorskip("triton")
+    env = {k: v for k, v in os.environ.items() if k not in (MANAGER_ENV, STORE_ENV, "TRITON_INTERPRET")}
+    env["TRITON_CACHE_DIR"] = str(cache)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
+    if store is not None:
+        env.update({MANAGER_ENV: MANAGER, STORE_ENV: str(store)})
+    proc = subprocess.run([sys.executable, str(COMPILE_ONE)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    word, size = proc.stdout.split()
+    return word, int(size)
+
+
+def _only_entry(cache: Path) -> Path:
+    (entry,) = [p for p in cache.iterdir() if p.is_dir()]
+    return entry
+
+
+def test_a_second_process_finds_the_first_one_s_kernel_whole_in_its_own_cache(tmp_path):
+    store = tmp_path / "store"
+    assert _compile(tmp_path / "c1", store)[0] == "MISS"
+    word, size = _compile(tmp_path / "c2", store)
+    assert word == "HIT"                                 # without the store: an empty cache compiles (MISS)
+    assert _compile(tmp_path / "c3", None)[0] == "MISS"
+    first, second = _only_entry(tmp_path / "c1"), _only_entry(tmp_path / "c2")
+    names = sorted(p.name for p in first.iterdir())
+    assert sorted(p.name for p in second.iterdir()) == names      # every stage, for the generated-code index
+    assert (second / "double.cubin").read_bytes() == (first / "double.cubin").read_bytes()
+    assert size == len((first / "double.cubin").read_bytes())
+    group = json.loads((second / "__grp__double.json").read_text())["child_paths"]
+    assert all(Path(p).parent == second for p in group.values())     # the run's own cache, not the store
+    kept = store / first.name
+    assert sorted(p.name for p in kept.iterdir()) == names and not list(kept.glob(".*tmp"))
+
+
+def test_a_torn_store_entry_is_compiled_again(tmp_path):
+    store = tmp_path / "store"
+    _compile(tmp_path / "c1", store)
+    (store / _only_entry(tmp_path / "c1").name / "double.cubin").unlink()
+    assert _compile(tmp_path / "c2", store)[0] == "MISS"
+    assert _compile(tmp_path / "c3", store)[0] == "HIT"              # the compile made it whole again
+
+
+def test_a_store_that_cannot_be_written_compiles_as_without_one(tmp_path):
+    (tmp_path / "store").write_text("a file, not a folder")
+    assert _compile(tmp_path / "c1", tmp_path / "store") == _compile(tmp_path / "c2", tmp_path / "store")
+    assert _compile(tmp_path / "c3", tmp_path / "store")[0] == "MISS"
+
+
+def _manager(monkeypatch, cache: Path, store: Path, key: str = "KEY"):
+    pytest.importorskip("triton")
+    from aisp_prof.collect.code.binary_store_manager import StoreCacheManager
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(cache))
+    monkeypatch.setenv(STORE_ENV, str(store))
+    return StoreCacheManager(key)
+
+
+def test_launchers_are_kept_and_autotuner_timings_are_not(monkeypatch, tmp_path):
+    from aisp_prof.collect.code.binary_store_manager import MODULE_SUFFIX
+
+    store = tmp_path / "store"
+    first = _manager(monkeypatch, tmp_path / "c1", store)
+    first.put(b"\x7fELF launcher", "cuda_utils" + MODULE_SUFFIX)
+    first.put(json.dumps({"configs_timings": []}), "kernel.autotune.json", binary=False)
+    assert sorted(p.name for p in (store / "KEY").iterdir()) == ["cuda_utils" + MODULE_SUFFIX]
+    (store / "KEY" / "kernel.autotune.json").write_text("{}")       # even one put there by hand is not read
+    second = _manager(monkeypatch, tmp_path / "c2", store)
+    found = second.get_file("cuda_utils" + MODULE_SUFFIX)
+    assert found is not None and Path(found).parent == tmp_path / "c2" / "KEY"
+    assert Path(found).read_bytes() == b"\x7fELF launcher"
+    assert second.get_file("kernel.autotune.json") is None
+
+
+def test_override_and_dump_managers_never_touch_the_store(monkeypatch, tmp_path):
+    manager = _manager(monkeypatch, tmp_path / "c", tmp_path / "store")
+    monkeypatch.setenv("TRITON_DUMP_DIR", str(tmp_path / "dump"))
+    from aisp_prof.collect.code.binary_store_manager import StoreCacheManager
+
+    assert manager.store == tmp_path / "store" / "KEY"
+    assert StoreCacheManager("KEY", dump=True).store is None
+    assert StoreCacheManager("KEY", override=True).store is None
+
+
+def _entry(store: Path, name: str, size: int, age_s: float) -> Path:
+    entry = store / name
+    entry.mkdir(parents=True)
+    (entry / "k.cubin").write_bytes(b"x" * size)
+    then = time.time() - age_s
+    os.utime(entry, (then, then))
+    return entry
+
+
+def test_prune_removes_the_least_recently_used_first(tmp_path):
+    old, mid, new = (_entry(tmp_path, n, 1000, age) for n, age in (("old", 300), ("mid", 200), ("new", 100)))
+    assert prune(tmp_path, max_bytes=3000) == 0 and old.is_dir()
+    assert prune(tmp_path, max_bytes=1500) == 2000
+    assert not old.exists() and not mid.exists() and new.is_dir()
+
+
+def test_a_gate_hands_the_store_to_its_processes_and_gives_the_environment_back(monkeypatch, tmp_path):
+    monkeypatch.delenv(STORE_ENV, raising=False)
+    with kept_binaries(tmp_path / "store"):
+        assert os.environ[MANAGER_ENV] == MANAGER and store_in_use() == tmp_path / "store"
+        assert binaries_kind() == KEPT_BINARIES and (tmp_path / "store").is_dir()
+    assert MANAGER_ENV not in os.environ and STORE_ENV not in os.environ and binaries_kind() is None
+    with kept_binaries(None):
+        assert MANAGER_ENV not in os.environ
+
+
+def test_a_user_s_own_triton_cache_manager_is_left_alone(monkeypatch, tmp_path):
+    monkeypatch.setenv(MANAGER_ENV, "their.module:Manager")
+    with kept_binaries(tmp_path / "store"):
+        assert os.environ[MANAGER_ENV] == "their.module:Manager" and binaries_kind() is None
+    assert not (tmp_path / "store").exists()
+
+
+def test_a_store_that_cannot_be_made_is_one_line(monkeypatch, tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OutputError, match="cannot be made or written.*--fresh-binaries"):
+        with kept_binaries(tmp_path / "file" / "store"):
+            pass
+    assert MANAGER_ENV not in os.environ
+
+
+def test_the_store_s_folder(monkeypatch, tmp_path):
+    assert default_store({STORE_ENV: str(tmp_path)}) == tmp_path
+    assert default_store({}) == Path.home() / ".cache" / "aisp-prof" / "triton-binaries"
+
+
+@pytest.mark.parametrize("flags", [[], ["--fresh-binaries"]])
+def test_bench_run_hands_the_store_to_the_server_and_the_pairs(monkeypatch, tmp_path, flags):
+    from click.testing import CliRunner
+
+    from aisp_prof.bench import runner
+    from aisp_prof.cli import cli
+    from aisp_prof.collect.process import preload
+    from aisp_prof.collect.process.steps import child_env
+    from aisp_prof.pairs.capabilities import Machine
+
+    seen: dict = {}
+
+    class Server:
+        def close(self):
+            pass
+
+    def bench_one(pair, *args, **kwargs):
+        seen["pair_env"], seen["kind"] = child_env(), binaries_kind()
+        return runner.PairOutcome(pair.name, None, "ok")
+    monkeypatch.setenv(STORE_ENV, str(tmp_path / "store"))
+    monkeypatch.setattr("aisp_prof.pairs.capabilities.detect_machine",
+                        lambda: Machine.of("gpu", "triton", "nvcc", gpu_name="NVIDIA H200"))
+    monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h200")
+    monkeypatch.setattr(runner, "bench_one", bench_one)
+    monkeypatch.setattr("aisp_prof.collect.code.prebuild.prebuild", lambda pairs, say: None)
+    monkeypatch.setattr(preload, "Preloaded", lambda env: (seen.__setitem__("server_env", env), Server())[1])
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.fused_l2norm", "--db", "g.db",
+                                   "--profiles-dir", "p", *flags])
+    assert res.exit_code == 0, res.output
+    kept = not flags
+    for env in (seen["pair_env"], seen["server_env"]):
+        assert (env.get(MANAGER_ENV) == MANAGER) is kept
+    assert (seen["kind"] == KEPT_BINARIES) is kept and (tmp_path / "store").is_dir() is kept
+    assert MANAGER_ENV not in os.environ
