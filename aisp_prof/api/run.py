@@ -189,7 +189,7 @@ class Run:
 
         above = [{"severity": w.severity, "code": w.code, "message": w.message}
                  for w in point_warnings([p for p in self.points if p.kernel is None]) if w.code == "above_roof"]
-        return compile_warnings(self.summary) + above
+        return compile_warnings(self.summary, self.data.info) + above
 
     @cached_property
     def headline_timer(self) -> str | None:

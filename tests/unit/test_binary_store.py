@@ -200,3 +200,92 @@ def test_bench_run_hands_the_store_to_the_server_and_the_pairs(monkeypatch, tmp_
         assert (env.get(MANAGER_ENV) == MANAGER) is kept
     assert (seen["kind"] == KEPT_BINARIES) is kept and (tmp_path / "store").is_dir() is kept
     assert MANAGER_ENV not in os.environ
+
+
+def test_a_torn_or_foreign_group_file_reads_as_a_miss_and_never_raises(monkeypatch, tmp_path):
+    store = tmp_path / "store"
+    for text in ("{not json", '{"child_paths": "k.cubin"}', '{"child_paths": ["../k.cubin"]}',
+                 '{"child_paths": ["k\\u0000.cubin"]}', '{"child_paths": []}', '[]'):
+        (store / "KEY").mkdir(parents=True, exist_ok=True)
+        (store / "KEY" / "__grp__k.json").write_text(text)
+        (store / "KEY" / "k.cubin").write_bytes(b"x")
+        assert _manager(monkeypatch, tmp_path / "c", store).get_group("k.json") is None, text
+    assert _manager(monkeypatch, tmp_path / "c", store).get_file("a\0b.so") is None
+
+
+def test_a_hit_marks_the_entry_used_and_a_bad_file_there_is_replaced(monkeypatch, tmp_path):
+    from aisp_prof.collect.code.binary_store_manager import MODULE_SUFFIX
+
+    store, name = tmp_path / "store", "cuda_utils" + MODULE_SUFFIX
+    (store / "KEY").mkdir(parents=True)
+    (store / "KEY" / name).write_bytes(b"truncated")
+    _manager(monkeypatch, tmp_path / "c1", store).put(b"\x7fELF whole", name)
+    assert (store / "KEY" / name).read_bytes() == b"\x7fELF whole"         # a rebuild mends the store
+    os.utime(store / "KEY", (1000, 1000))
+    assert _manager(monkeypatch, tmp_path / "c2", store).get_file(name) is not None
+    assert (store / "KEY").stat().st_mtime > time.time() - 60                # used now: pruned last
+
+
+def test_a_failed_copy_into_the_store_fails_no_compile_and_leaves_no_partial_file(monkeypatch, tmp_path):
+    import shutil
+
+    manager = _manager(monkeypatch, tmp_path / "c", tmp_path / "store")
+    local = manager.put(b"cubin", "k.cubin")
+
+    def broken(src, dst):
+        Path(dst).write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(shutil, "copyfile", broken)
+    manager.put_group("k.json", {"k.cubin": local})
+    assert manager.get_group("k.json") == {"k.cubin": local}                 # the run's own cache has it
+    assert list((tmp_path / "store" / "KEY").iterdir()) == []                 # nothing half-written there
+
+
+@pytest.mark.parametrize("setting", ["TRITON_KERNEL_OVERRIDE", "TRITON_STORE_BINARY_ONLY", "TRITON_KERNEL_DUMP",
+                                     "TRITON_ALWAYS_COMPILE"])
+def test_a_setting_triton_leaves_out_of_its_key_keeps_the_process_off_the_store(monkeypatch, tmp_path, setting):
+    monkeypatch.setenv(setting, "1")
+    monkeypatch.setenv("TRITON_DUMP_DIR", str(tmp_path / "dump"))
+    monkeypatch.setenv("TRITON_OVERRIDE_DIR", str(tmp_path / "override"))
+    assert _manager(monkeypatch, tmp_path / "c", tmp_path / "store").store is None
+    monkeypatch.delenv(setting)
+    assert _manager(monkeypatch, tmp_path / "c", tmp_path / "store").store is not None
+
+
+def test_a_gate_prunes_the_store_before_it_starts(monkeypatch, tmp_path):
+    from aisp_prof.collect.code import binary_store
+
+    old, new = _entry(tmp_path / "s", "old", 1000, 300), _entry(tmp_path / "s", "new", 1000, 100)
+    monkeypatch.setattr(binary_store, "MAX_STORE_BYTES", 1500)
+    with kept_binaries(tmp_path / "s"):
+        assert not old.exists() and new.is_dir()
+
+
+def test_a_process_that_cannot_find_the_manager_refuses_to_compile(monkeypatch):
+    from aisp_prof.collect.code import binary_store
+    from aisp_prof.errors import InstallError
+
+    env = {MANAGER_ENV: MANAGER, STORE_ENV: "/s"}
+    binary_store.require_manager(env)                                        # found: nothing said
+    monkeypatch.setattr(binary_store, "MANAGER", "aisp_prof.no_such_module:StoreCacheManager")
+    with pytest.raises(InstallError, match="--fresh-binaries"):
+        binary_store.require_manager({MANAGER_ENV: binary_store.MANAGER, STORE_ENV: "/s"})
+    binary_store.require_manager({})                                         # no store: nothing to find
+
+
+def test_runs_and_recorded_sessions_say_the_binaries_were_kept():
+    from types import SimpleNamespace
+
+    from aisp_prof.analyze.code.compiled import compile_warnings
+    from aisp_prof.bench.runner import provenance
+    from aisp_prof.collect.code.compile_cache import compile_info
+
+    assert compile_info(False, True, {MANAGER_ENV: MANAGER, STORE_ENV: "/s"}) == {
+        "compile_cache": "fresh after the first", "triton_binaries": KEPT_BINARIES}
+    assert compile_info(False, True, {}) == {"compile_cache": "fresh after the first"}
+    data = SimpleNamespace(run={"run_id": "r"}, info={"triton_binaries": KEPT_BINARIES})
+    assert provenance(data)["triton_binaries"] == KEPT_BINARIES
+    compiled = [{"variant": "regional", "compiled": True}]
+    (said,) = compile_warnings(compiled, {"triton_binaries": KEPT_BINARIES})
+    assert said["code"] == "binaries_kept" and "first call leaves out Triton's compile" in said["message"]
+    assert compile_warnings(compiled, {}) == [] and compile_warnings([{"variant": "cuda"}], data.info) == []

@@ -73,6 +73,11 @@ def test_hand_written_kernels_and_runs_without_output_code_keep_everything(tmp_p
     # further process, in an empty cache of its own (collect.code.compile_cache.fresh_compile_cache)
     assert in_inductor_cache("/p/run_x/aisp-compile-k2j3/inductor/ab/cab.py", inductor)
     assert not in_inductor_cache("/p/run_x/aisp-compile-k2j3/triton/ab/cab.py", inductor)
+    # ... or under a cache a user kept: found by its content-hashed name in this run's own
+    (inductor / "xy").mkdir(parents=True)
+    (inductor / "xy" / "cxyhash.py").write_text("# a kernel")
+    assert in_inductor_cache("/home/u/.cache/gate/inductor/xy/cxyhash.py", inductor)
+    assert not in_inductor_cache("/home/u/.cache/gate/inductor/xy/other.py", inductor)
     assert unused_candidate("triton_mm", run_cache, {"triton_poi_fused_mul_0"}, inductor)
     assert not unused_candidate("triton_poi_fused_mul_0", run_cache, {"triton_poi_fused_mul_0"}, inductor)
     assert not unused_candidate("triton_matmul", "/work/kernels/ch14/x.py", {"triton_poi_fused_mul_0"}, inductor)

@@ -117,9 +117,16 @@ def break_even_calls(overhead_ns: float | None, baseline_ns: float | None, varia
     return max(0.0, overhead_ns) / (baseline_ns - variant_ns)
 
 
-def compile_warnings(summary: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """Validity warnings from the compile columns of a summary (`summarize` rows)."""
+def compile_warnings(summary: list[dict[str, Any]], info: dict[str, Any] | None = None) -> list[dict[str, str]]:
+    """Validity warnings from the compile columns of a summary (`summarize` rows), and from the run's
+    `info` (run.json): Triton binaries kept between runs (`bench run`, collect.code.binary_store)."""
     out = []
+    kept = (info or {}).get("triton_binaries")
+    if kept and any(s.get("compiled") for s in summary):
+        out.append({"severity": "info", "code": "binaries_kept", "message":
+                    f"Triton binaries {kept}: a compiled variant's first call leaves out Triton's compile (ptxas, "
+                    "the launcher's gcc) of each kernel an earlier run had compiled; a fresh machine's costs more "
+                    "(every lowering and autotune choice was still made in this run)"})
     for s in summary:
         n = s.get("timed_phase_compiles")
         if n:

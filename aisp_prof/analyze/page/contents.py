@@ -153,7 +153,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         "calibrated": any(c.get("measured") for c in ceilings),
         "flop_check": list((roof_dict or {}).get("flop_check") or []),
         "warnings": _warnings(row, summary, run.kernels, tl.empty, roof_dict, roof_error,
-                              (ranks or {}).get("warnings", [])),
+                              (ranks or {}).get("warnings", []), info),
         "provenance": _provenance(row, info, run.kernels), **({"ranks": ranks} if ranks else {}),
     }
 
@@ -282,7 +282,7 @@ def _ceiling_rows(roof: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.DataFrame,
               no_timeline: bool, roof: dict[str, Any] | None, roof_error: str | None,
-              rank_warnings: Sequence[str] = ()) -> list[dict[str, str]]:
+              rank_warnings: Sequence[str] = (), info: dict[str, Any] | None = None) -> list[dict[str, str]]:
     """What could make this page's numbers mislead: the report's own checks, a multi-rank run's
     (collectives left unmatched), then the roofline's."""
     out: list[str] = []
@@ -304,7 +304,7 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
     if roof_error:
         out.append(roof_error)
     found = ([{"severity": "warning", "code": "report", "message": m} for m in out]
-             + [{"severity": "warning", "code": "ranks", "message": m} for m in rank_warnings] + compile_warnings(summary))
+             + [{"severity": "warning", "code": "ranks", "message": m} for m in rank_warnings] + compile_warnings(summary, info))
     for w in (roof or {}).get("warnings") or []:
         found.append({"severity": str(w.get("severity") or "warning"), "code": str(w.get("code") or "roofline"),
                       "message": str(w.get("message"))})

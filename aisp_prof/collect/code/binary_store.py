@@ -46,6 +46,27 @@ def store_in_use(environ: Mapping[str, str] = os.environ) -> Path | None:
     return Path(environ[STORE_ENV])
 
 
+def require_manager(environ: Mapping[str, str] = os.environ) -> None:
+    """In a process that compiles through the store: InstallError unless Triton will find the manager (and
+    so will Inductor's compile workers, started on this process's path). Triton, failing to import it, would
+    fail every compile, and Inductor would drop each failed autotune candidate without a word. Found
+    without being imported (that imports triton: a CUDA pair's process need not)."""
+    if store_in_use(environ) is None:
+        return
+    import importlib.util
+
+    module = MANAGER.split(":")[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        from ...errors import InstallError
+
+        raise InstallError(f"Triton's binary store needs {module}, which this process cannot import; reinstall "
+                           "aisp-prof, or pass bench run --fresh-binaries")
+
+
 def binaries_kind(environ: Mapping[str, str] = os.environ) -> str | None:
     """What a run's `triton_binaries` says: KEPT_BINARIES when its processes used the store, else None
     (every binary compiled in the run: its first calls' times hold Triton's whole compile)."""
@@ -68,7 +89,7 @@ def kept_binaries(store: Path | None) -> Iterator[None]:
     except OSError as exc:
         raise OutputError(f"the Triton binary store {store} cannot be made or written ({exc.strerror or exc}): "
                           f"set {STORE_ENV} to a folder you can write, or pass --fresh-binaries") from None
-    prune(store)
+    prune(store, MAX_STORE_BYTES)
     before = {var: os.environ.get(var) for var in (MANAGER_ENV, STORE_ENV)}
     os.environ.update({MANAGER_ENV: MANAGER, STORE_ENV: str(store)})
     try:

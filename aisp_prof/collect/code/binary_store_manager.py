@@ -5,7 +5,13 @@ It is Triton's own file cache (the run's TRITON_CACHE_DIR) with one fallback and
 kernel (a cache group: source, IRs, PTX, cubin, metadata) or a launcher module missing from the run's cache
 is copied in from the store, and one compiled here is copied to the store. Every store file is written
 under a temporary name and renamed, the group last, so a process that sees a group sees it whole; a store
-that cannot be read or written is as if empty (the kernel is compiled, as without a store).
+that cannot be read or written, or holds anything unexpected, is as if empty (the kernel is compiled, as
+without a store): nothing of the store's may fail a compile, since Inductor drops an autotune candidate
+whose compile failed, and the choice would then be made among fewer.
+
+Triton leaves some settings out of its cache key (3.6: TRITON_KERNEL_OVERRIDE, TRITON_STORE_BINARY_ONLY,
+TRITON_KERNEL_DUMP, TRITON_ALWAYS_COMPILE, a stages inspection hook); with any of them on, this process
+neither reads nor writes the store (`_store_safe`), so a kernel compiled under one is never found without it.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Dict, Optional
 
+from triton import knobs
 from triton.runtime.cache import FileCacheManager
 
 from .binary_store import STORE_ENV
@@ -31,7 +38,7 @@ class StoreCacheManager(FileCacheManager):
     def __init__(self, key, override=False, dump=False):
         super().__init__(key, override=override, dump=dump)
         root = os.environ.get(STORE_ENV)
-        self.store = Path(root) / self.key if root and not (override or dump) else None
+        self.store = Path(root) / self.key if root and not (override or dump) and _store_safe() else None
 
     def get_group(self, filename: str) -> Optional[Dict[str, str]]:
         found = super().get_group(filename)
@@ -39,11 +46,13 @@ class StoreCacheManager(FileCacheManager):
             return found
         try:
             names = json.loads((self.store / (GROUP_PREFIX + filename)).read_text())["child_paths"]
+            if not isinstance(names, list) or not names:
+                return None
             group = {name: FileCacheManager.put(self, (self.store / _plain(name)).read_bytes(), name)
                      for name in names}
-        except (OSError, ValueError, KeyError, TypeError):
-            return None                   # not in the store, or not whole: compiled here
-        FileCacheManager.put_group(self, filename, group)
+            FileCacheManager.put_group(self, filename, group)
+        except Exception:                 # noqa: BLE001 (not in the store, or not whole: compiled here)
+            return None
         _touch(self.store)
         return super().get_group(filename)
 
@@ -58,11 +67,11 @@ class StoreCacheManager(FileCacheManager):
         if found is not None or self.store is None or not filename.endswith(MODULE_SUFFIX):
             return found                  # only launcher modules: an autotuner's timings are choices
         try:
-            data = (self.store / _plain(filename)).read_bytes()
-        except OSError:
+            path = FileCacheManager.put(self, (self.store / _plain(filename)).read_bytes(), filename)
+        except Exception:                 # noqa: BLE001 (not in the store: built here)
             return None
         _touch(self.store)
-        return FileCacheManager.put(self, data, filename)
+        return path
 
     def put(self, data, filename: str, binary: bool = True) -> str:
         path = super().put(data, filename, binary)
@@ -75,20 +84,26 @@ class StoreCacheManager(FileCacheManager):
         assert self.store is not None
         try:
             self.store.mkdir(parents=True, exist_ok=True)
-            for name, path in files.items():
-                target = self.store / _plain(name)
-                if not target.exists():
-                    _replace(target, lambda tmp, src=path: shutil.copyfile(src, tmp))
+            for name, path in files.items():     # replaced, not skipped: a bad file there is mended
+                _replace(self.store / _plain(name), lambda tmp, src=path: shutil.copyfile(src, tmp))
             if group is not None:
                 _replace(self.store / group, lambda tmp: tmp.write_text(text))
             _touch(self.store)
-        except (OSError, ValueError):
-            pass                          # a store that cannot be written: this run's cache still has it
+        except Exception:                 # noqa: BLE001 (a store that cannot be written: the run's cache has it)
+            pass
+
+
+def _store_safe() -> bool:
+    """Whether this process compiles as its cache key says: none of the settings Triton leaves out of it on."""
+    compilation, runtime = knobs.compilation, getattr(knobs, "runtime", None)
+    unkeyed = [getattr(compilation, name, False) for name in ("override", "store_binary_only", "dump_ir",
+                                                              "always_compile")]
+    return not any(unkeyed) and getattr(runtime, "add_stages_inspection_hook", None) is None
 
 
 def _plain(name: str) -> str:
     """A store file's name: Triton's own, refused if it would leave the key's folder."""
-    if not name or os.sep in name or name in (".", ".."):
+    if not isinstance(name, str) or not name or os.sep in name or "\0" in name or name in (".", ".."):
         raise ValueError(name)
     return name
 

@@ -11,9 +11,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Mapping
 
 from ...errors import OutputError
+from .binary_store import binaries_kind
 from ...naming import FRESH_AFTER_FIRST, FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
 
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}   # variable -> its folder
@@ -107,3 +108,13 @@ def compile_cache_kind(fresh: bool, environ: dict[str, str] | None = None, fresh
     if any(var in env for var in CACHE_VARS):
         return KEPT_COMPILE_CACHE
     return FRESH_AFTER_FIRST if fresh_further else SHARED_COMPILE_CACHE
+
+
+def compile_info(fresh: bool, fresh_further: bool, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What run.json says of its compiles: `compile_cache` (`compile_cache_kind`), and `triton_binaries`
+    where its processes compiled through a gate's binary store, whose found binaries cost its first calls
+    no Triton compile (collect.code.binary_store)."""
+    env = os.environ if environ is None else environ
+    kept = binaries_kind(env)
+    return {"compile_cache": compile_cache_kind(fresh, dict(env), fresh_further=fresh_further),
+            **({"triton_binaries": kept} if kept else {})}

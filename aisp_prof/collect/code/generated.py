@@ -128,11 +128,12 @@ def _output_code(root: Path, out: Path) -> list[dict[str, Any]]:
 def in_inductor_cache(source_file: str | None, inductor_dir: Path) -> bool:
     """Whether a kernel's defining file lies in Inductor's cache: under `inductor_dir`, or under
     any run folder's `compile_cache/inductor/` or a process's own `aisp-compile-*/inductor/` (the TTIR
-    keeps the path the kernel was first compiled in: with the binary store, an earlier run's)."""
+    keeps the path the kernel was first compiled in: with the binary store, an earlier run's, maybe under a
+    user's cache), or named as a file of `inductor_dir` (Inductor names its files by their content's hash)."""
     if not source_file:
         return False
     path = PurePath(source_file)
-    if path.is_relative_to(inductor_dir):
+    if path.is_relative_to(inductor_dir) or (inductor_dir / path.parent.name / path.name).is_file():
         return True
     parts = path.parts
     return any(parts[i + 1] == "inductor" and (parts[i] == COMPILE_CACHE_DIR or parts[i].startswith(FRESH_PREFIX))

@@ -35,6 +35,7 @@ from ...errors import AispError, NoGpuError, ProfilerFailedError
 from ...naming import NSYS_CHILD_JSON, nvtx_path, rank_path
 from ..ranks import group as ranks
 from ..code.builds import builds_so_far
+from ..code.binary_store import require_manager
 from ..code.compile_cache import fresh_compile_cache
 from .child_args import parser, sampling_plan
 from ..code.dynamo import stop_compile_workers
@@ -259,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
 
         laps["import_torch"] = round(time.time() - started, 3)
         pair, began = None, time.time()
+        require_manager()                  # Triton's binary store (a gate's): found before any compile
         if args.wait_for is not None:      # started beside the check: load everything, then wait for the GPU
             pair = load_pair(args.pair, args.pair_file)
             wait_for_release(args.wait_for, args.wait_parent)

@@ -36,8 +36,7 @@ from ...pairs.source import source_digest
 from ...parse.metrics.table import DEFAULT_GROUPS, metric_names
 from ... import tools
 from ..code.builds import build_lines, pending_line
-from ..code.binary_store import binaries_kind
-from ..code.compile_cache import compile_cache_kind, remove_fresh_caches
+from ..code.compile_cache import compile_info, remove_fresh_caches
 from ..code.generated import cache_env, keep_generated
 from ..output.run_folder import atomic_folder, provenance, write_json
 from ..timing.samplers import KINDS
@@ -328,10 +327,7 @@ def _profile(ctx: StepContext, the_plan: _Plan, opts: RunOptions, samples: list[
     started beside the check)."""
     pair, folder = the_plan.pair, ctx.folder
     ctx.info["timing_processes"] = 1 + more_timing(ctx, the_plan, opts.timing, samples)
-    ctx.info["compile_cache"] = compile_cache_kind(opts.timing.fresh_compile_cache,
-                                                   fresh_further=opts.timing.fresh_further_caches)
-    if binaries_kind() is not None:        # a gate's: Triton's binaries found in the store count no compile time
-        ctx.info["triton_binaries"] = binaries_kind()
+    ctx.info.update(compile_info(opts.timing.fresh_compile_cache, opts.timing.fresh_further_caches))
     if the_plan.ncu is None:
         return
     names = metric_names(opts.metric_groups)
