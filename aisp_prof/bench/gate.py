@@ -112,7 +112,7 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
         can_run = [p for p in selected if runnable(p, machine).ok]
         with kept_compile_cache(opts.compile_cache), \
                 kept_binaries(None if opts.fresh_binaries or not can_run else default_store()), \
-                serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)) as server:
+                serving(child_env(), enabled=opts.preload and any(not p.distributed for p in can_run)):
             prebuild(can_run, say)         # (the preloaded process imports torch meanwhile)
             kind = compile_cache_kind(opts.update_expectations, fresh_further=True)     # a recording: its own kind
             last, here = gate_seconds(runs.path, key, estimated_by(kind)), {p.name for p in can_run}
@@ -127,10 +127,6 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
                     tick()                       # the pair failed of the stop, not of its code: abandoned
                 outcomes.append(outcome)
                 say(f"   {outcome.line()} ({time.monotonic() - began:.1f} s)")
-            if server is not None:
-                server.settle()
-                if server.ending_line():
-                    say(server.ending_line())
     except KeyboardInterrupt:
         left = [runner.PairOutcome(p.name, None, NOT_RUN, ABANDONED if i == running else NOT_REACHED)
                 for i, p in enumerate(selected) if i >= len(outcomes)]

@@ -67,15 +67,9 @@ def test_bench_run_hands_the_folder_to_the_server_and_the_pairs(monkeypatch, tmp
 
     seen: dict = {}
 
-    class Server:                  # preload.Preloaded's part the gate uses
+    class Server:
         def close(self):
             pass
-
-        def settle(self):
-            pass
-
-        def ending_line(self):
-            return None
 
     def bench_one(pair, *args, **kwargs):
         seen["pair_env"], seen["kind"] = child_env(), compile_cache_kind(False)

@@ -102,12 +102,7 @@ def test_each_child_gets_its_requests_environment_folder_and_signals_and_its_own
     assert snaps[0]["random"] != snaps[1]["random"]
     out.unlink(missing_ok=True)
     run_logged(probe_command(out), tmp_path / "fresh.log", probe_env(out))
-    fresh = wait_for(out)
-    # no fd a fresh one lacks but the pipe on which it tells the server it is ending, which nothing it
-    # execs inherits
-    assert snaps[0]["fds"] == snaps[1]["fds"] and fresh["pipes"] == []
-    (pipe, inherited), = snaps[0]["pipes"]
-    assert sorted(fresh["fds"] + [pipe]) == snaps[0]["fds"] and not inherited
+    assert snaps[0]["fds"] == snaps[1]["fds"] == wait_for(out)["fds"]          # no fd a fresh one lacks
 
 
 def test_numpys_global_generator_is_reseeded_in_a_forked_child():
@@ -286,15 +281,9 @@ def test_the_gate_forks_only_the_processes_of_a_gpu_timed_pair(monkeypatch, name
     from aisp_prof.bench import runner
     from aisp_prof.pairs.capabilities import Machine
 
-    class Server:                  # preload.Preloaded's part the gate uses
+    class Server:
         def close(self):
             pass
-
-        def settle(self):
-            pass
-
-        def ending_line(self):
-            return None
 
     class Runs:
         def profile(self, *args, **kwargs):
@@ -357,47 +346,3 @@ def test_a_signal_the_caller_ignores_stays_ignored_in_a_forked_child_as_in_a_fre
     finally:
         signal.signal(signal.SIGINT, before)
     assert forked["sigint_ignored"] and fresh["sigint_ignored"] and not forked["sigint_default"]
-
-
-SLOW_END = FIXTURES / "preload" / "slow_end_server.py"
-
-
-def test_the_caller_waits_for_a_child_said_ending_before_it_starts_any_other_process(monkeypatch, tmp_path):
-    """A child is answered when it says it is ending (the caller stores its run meanwhile); its end (~0.9 s on
-    an H200: the driver releasing its CUDA context) is waited for before another process starts: a forked one,
-    a fresh one the server does not serve (a profiler), or a fresh one of a host-timed pair (`paused`)."""
-    real = preload.python_module
-    monkeypatch.setattr(preload, "python_module", lambda module, *args: [sys.executable, str(SLOW_END)]
-                        if module == preload.SERVER_MODULE else real(module, *args))
-    env = {**child_env(), "AISP_SLOW_END_S": "1.0"}
-    cmd = child_command("ch09.fused_l2norm", ["baseline"], {}, "check", tmp_path / "check.json")
-
-    def forked_then(step) -> tuple[float, float]:
-        began = time.monotonic()
-        assert server.run_logged(cmd, tmp_path / "c.log", env)[0] == 0
-        answered = time.monotonic()
-        step()
-        return answered - began, time.monotonic() - answered
-    with preload.serving(env) as server:
-        assert server.serves(cmd, env)
-        steps = (lambda: server.serves(cmd, env), lambda: server.serves(["nsys", "profile"], env),
-                 lambda: preload.paused().__enter__(), lambda: server.run_logged(cmd, tmp_path / "d.log", env))
-        times = [forked_then(step) for step in steps]
-        server.settle()
-    for answered_s, then_s in times:
-        assert answered_s < 0.8 and then_s >= 0.9          # answered at once; the next start waited for the end
-    assert len(server.endings) == 5 and all(e["process_end_s"] == 1.0 for e in server.endings)
-    assert server.ending_line().startswith("   5 forked processes ended 1.00-1.00 s after their exit handlers "
-                                           "(0.05-0.05 s), 5.0 s in all")
-
-
-def test_a_real_child_says_it_is_ending_after_its_exit_handlers(tmp_path):
-    out, joined = tmp_path / "p.json", tmp_path / "joined"
-    env = probe_env(out, AISP_PROBE_THREAD=str(joined))
-    with preload.serving(env) as server:
-        assert server.serves(probe_command(out), env)
-        server.run_logged(probe_command(out), tmp_path / "p.log", env)
-        server.settle()
-        (ending,) = server.endings
-    assert joined.read_text() == "joined" and ending["exit_handlers_s"] >= 0.4     # its thread joined first
-    assert 0 <= ending["process_end_s"] < 5 and not ending["rc_changed"]

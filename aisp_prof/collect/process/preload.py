@@ -14,10 +14,7 @@ created it, is reseeded), so no two children draw the same numbers.
 
 The server (`python -m aisp_prof.collect.process.preload_server`) reads one JSON request a line on stdin (the
 child's arguments, environment, working folder and log file), forks, answers the child's pid, waits for
-it and answers its exit code: one child at a time, as the gate runs them. A child that says it is ending
-(its work and exit handlers done, only the driver's release of its CUDA context left: ~0.9 s on an H200) is
-answered then, and the caller stores its run meanwhile; before any further process starts, forked or
-fresh, the caller waits until that child has ended (`Preloaded.settle`). The child stays in the
+it and answers its exit code: one child at a time, as the gate runs them. The child stays in the
 caller's process group (Ctrl-C and a CI job's SIGTERM reach it as they reach a subprocess), dies with
 the server (PR_SET_PDEATHSIG), and the server dies with its caller: no process outlives the command.
 A request whose environment differs from the server's in anything `import torch` may read (all but the
@@ -92,9 +89,6 @@ def paused(when: bool = True) -> Iterator[None]:
     if not when:
         yield
         return
-    server = _current.get()
-    if server is not None:
-        server.settle()                    # its last child ended before a fresh process starts
     token = _current.set(None)
     try:
         yield
@@ -113,8 +107,6 @@ class Preloaded:
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self.forked = 0                        # children it ran, over every server it started
-        self.endings: list[dict[str, float]] = []   # per child that said it was ending: the parts of its end
-        self._ending: tuple[int, float, int] | None = None   # (pid, when, rc) of a child ending, not yet ended
         self._start(env)
 
     def _start(self, env: Mapping[str, str]) -> None:
@@ -128,7 +120,6 @@ class Preloaded:
     def serves(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
         """True when `argv` is a pair child's command of this interpreter and the server, started
         with the same import-time environment (else it is restarted with this one), is up."""
-        self.settle()
         if list(argv[:3]) != python_module(CHILD_MODULE) or self.broken:
             return False
         if import_env(env) != import_env(self.env):
@@ -173,7 +164,6 @@ class Preloaded:
         (exit code, log text, wall seconds). None when the server failed it (it died, before or while
         the child ran, which then died with it): the caller runs the step as a fresh process, and
         this server serves no more. Interrupted (Ctrl-C), the child is killed and the server stopped."""
-        self.settle()
         started = time.time()
         log_path.write_text(command_header(argv))
         request = {"argv": list(argv[3:]), "env": dict(env), "cwd": os.getcwd(), "log": str(log_path)}
@@ -195,50 +185,12 @@ class Preloaded:
             self._break("the preloaded torch process ended" + (" while its child ran" if pid else ""))
             return None
         self.forked += 1
-        if done.get("ending"):
-            self._ending = (pid, time.time(), int(done["rc"]))
         return int(done["rc"]), log_path.read_text(errors="replace"), time.time() - started
-
-    def settle(self) -> None:
-        """Wait until the last child, answered when it said it was ending, has ended: no process of the
-        caller's starts beside one still releasing the GPU. Records how its end went (`endings`)."""
-        if self._ending is None:
-            return
-        pid, answered, rc = self._ending
-        self._ending = None
-        began = time.time()
-        try:
-            reply = self._reply()              # {} should the server have died meanwhile (its child with it)
-        except BaseException:
-            self.close()
-            raise
-        if reply.get("ended") == pid:
-            self.endings.append({"exit_handlers_s": float(reply.get("exit_handlers_s") or 0.0),
-                                 "process_end_s": float(reply.get("process_end_s") or 0.0),
-                                 "waited_s": round(time.time() - began, 3), "beside_s": round(began - answered, 3),
-                                 "rc_changed": reply.get("rc") != rc})
-        else:                                  # its stdout ended: it has died (killed, as its child then was)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
-            self._break(f"the preloaded torch process ended (exit {self.proc.poll()}) while its child was ending")
-
-    def ending_line(self) -> str | None:
-        """One line on how the forked children ended, for the gate's log; None when none said so."""
-        if not self.endings:
-            return None
-        ends = [e["process_end_s"] for e in self.endings]
-        handlers = [e["exit_handlers_s"] for e in self.endings]
-        waited = sum(e["waited_s"] for e in self.endings)
-        changed = sum(e["rc_changed"] for e in self.endings)
-        return (f"   {len(ends)} forked processes ended {min(ends):.2f}-{max(ends):.2f} s after their exit handlers "
-                f"({min(handlers):.2f}-{max(handlers):.2f} s), {sum(ends):.1f} s in all, {sum(ends) - waited:.1f} s "
-                "of it while the runs were stored" + (f"; {changed} ended with another exit code" if changed else ""))
 
     def close(self) -> None:
         """End the server (its stdin closed: it exits; killed if it does not within 5 s); from then on
         it serves nothing."""
         self.broken = self.broken or "stopped"
-        self._ending = None                    # the server waits for that child before it reads its stdin's end
         if self.ready is None:                 # still importing (ignoring Ctrl-C): no wait for it
             self.proc.kill()
         with contextlib.suppress(OSError, ValueError):

@@ -4,20 +4,11 @@ It imports torch (and the pair child's modules) once, says it is ready, then for
 line on stdin and answers the child's pid and, when it ends, its exit code. Each child becomes what `python
 -m aisp_prof.collect.process.child ARGS` would be, as far as its work can tell: the request's environment,
 folder and log as stdin-less stdout and stderr, the signal handlers a fresh interpreter starts with (a
-signal the caller ignored stays ignored, as across an exec), fds 0-2 and one pipe to the server (below),
-its exit through the interpreter's own steps (non-daemon threads joined, exit handlers run; an uncaught
-Ctrl-C ends it by SIGINT, exit -2). What it cannot be: its string hash seed is the server's (every child of
-one server orders a set of strings the same way; fresh processes each draw one), the objects `import torch`
-made are frozen out of its garbage collector (`gc.freeze`), and `__main__` is this module.
-
-A child's end takes ~0.9 s after its last exit handler on an H200 (0.59-1.27 s over 8 ch10 pairs,
-benchmarks/results/gate_cost_h200.md): the driver releasing its CUDA context, in `os._exit`, with nothing of
-the child's left to run. So the child says on its pipe that it is ending (its exit code and when its work
-and its exit handlers ended) just before `os._exit`, the server answers the exit code at once ("ending"),
-and answers again when the process has ended ("ended", with how long each part took): the caller stores the
-run meanwhile and asks for that second answer (`preload.Preloaded.settle`) before it starts any process,
-so no two of its processes ever share the GPU. A child that ends without saying so (killed, or ended by
-its signal) is answered once, when it has ended, as before.
+signal the caller ignored stays ignored, as across an exec), only fds 0-2, its exit through the
+interpreter's own steps (non-daemon threads joined, exit handlers run; an uncaught Ctrl-C ends it by SIGINT,
+exit -2). What it cannot be: its string hash seed is the server's (every child of one server orders a set of
+strings the same way; fresh processes each draw one), the objects `import torch` made are frozen out of its
+garbage collector (`gc.freeze`), and `__main__` is this module.
 """
 from __future__ import annotations
 
@@ -76,52 +67,22 @@ def serve() -> int:
             _send(replies, {"error": "CUDA was initialized in the preloaded process"})
             return 1
         request = json.loads(line)
-        ending, says_ending = os.pipe()
         with warnings.catch_warnings():            # 3.12 warns of forking beside native threads (OpenBLAS's
             warnings.simplefilter("ignore", DeprecationWarning)     # own, fork-safe); as an error it would
             pid = os.fork()                                          # kill this process after the fork
         if pid == 0:
             os.close(replies)
-            os.close(ending)
-            _child(request, me, inherited, says_ending)
-        os.close(says_ending)
+            _child(request, me, inherited)
         _send(replies, {"pid": pid})
-        said = _said_ending(ending, pid)
-        if said is not None:
-            _send(replies, {"pid": pid, "rc": said["rc"], "ending": True})
         _, status = os.waitpid(pid, 0)
-        ended = time.time()
-        os.close(ending)
-        rc = os.waitstatus_to_exitcode(status)
-        if said is None:
-            _send(replies, {"pid": pid, "rc": rc})
-        else:
-            _send(replies, {"ended": pid, "rc": rc, "exit_handlers_s": round(said["handled"] - said["worked"], 3),
-                            "process_end_s": round(ended - said["handled"], 3)})
+        _send(replies, {"pid": pid, "rc": os.waitstatus_to_exitcode(status)})
     return 0
 
 
-def _said_ending(fd: int, pid: int, poll_s: float = 0.1) -> dict[str, Any] | None:
-    """What the child said on its pipe when ending (`_child`), or None when it ended without saying so.
-    Its pipe may outlive it (a process it forked holds it): its end is looked at too, without reaping it."""
-    import select
-
-    while True:
-        if select.select([fd], [], [], poll_s)[0]:
-            try:
-                said = json.loads(os.read(fd, 4096).decode() or "null")
-            except (OSError, ValueError):
-                return None
-            ok = isinstance(said, dict) and isinstance(said.get("rc"), int)
-            return said if ok and all(isinstance(said.get(k), float) for k in ("worked", "handled")) else None
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return None
-
-
-def _child(request: dict[str, Any], server: int, ignored: dict[int, bool], says_ending: int) -> None:
+def _child(request: dict[str, Any], server: int, ignored: dict[int, bool]) -> None:
     """In the forked child: the request's files, environment, folder and signals, then the child's
-    main as `python -m aisp_prof.collect.process.child ARGS` would run it, exit handlers included; then
-    it says on `says_ending` that only its `os._exit` is left (unless a Ctrl-C ends it). Never returns."""
+    main as `python -m aisp_prof.collect.process.child ARGS` would run it, exit handlers included.
+    Never returns."""
     code: Any = 1
     interrupted = False
     try:
@@ -154,13 +115,10 @@ def _child(request: dict[str, Any], server: int, ignored: dict[int, bool], says_
         traceback.print_exc()
         code = 1
     finally:
-        worked = time.time()
         code = _finish(code)
         if interrupted:                           # as CPython ends on an uncaught Ctrl-C: by SIGINT itself
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGINT)
-        with contextlib.suppress(OSError):
-            os.write(says_ending, json.dumps({"rc": code, "worked": worked, "handled": time.time()}).encode())
         os._exit(code)
 
 
