@@ -29,7 +29,7 @@ def _text(value: Any) -> str:
 
 def variant_fails(verdict: dict[str, Any], strict: bool = False) -> bool:
     """The gate's rule (`analyze.gate.rules.failing`) on a verdict's dict."""
-    if verdict.get("reference"):
+    if verdict.get("reference") or verdict.get("library"):
         return False
     return verdict["verdict"] in FAILING or (strict and verdict["verdict"] == "AMBIGUOUS")
 

@@ -24,6 +24,7 @@ from ..naming import SHARED_COMPILE_CACHE, hardware_key, utc_now
 from ..pairs import KernelPair
 from ..pairs import capabilities
 from ..pairs.capabilities import Machine, runnable
+from ..pairs.roles import REFERENCE
 from ..pairs.source import source_mismatch
 from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import data_root, kernels_root
@@ -196,14 +197,16 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
     found: list[VariantVerdict] = []
     bandwidth: list[dict[str, Any]] = []
     said: list[str] = [recorded.get("outdated", "")]
+    library = tuple(v for v in pair.variants if pair.role(v) == REFERENCE)   # a library's code: machine references
     chase = undecided(pair.name, entry, kind, opts.pair_budget_s, max(opts.processes, opts.max_processes),
-                      link_bound=pair.distributed)
+                      link_bound=pair.distributed, library=library)
 
     def annotate(data: Any) -> None:
         if not data.samples.empty:
             found.extend(gate_verdicts(pair.name, data.samples, kind, entry,
                                        (data.info.get("sensor") or {}).get("sm_clock_max_mhz"),
-                                       recorded.get("outdated", ""), data.compiles, link_bound=pair.distributed))
+                                       recorded.get("outdated", ""), data.compiles, link_bound=pair.distributed,
+                                       library=library))
             for v in found:
                 if chase.stopped and v.verdict == AMBIGUOUS and not v.is_reference:
                     v.cause = "; ".join(c for c in (v.cause, chase.stopped) if c)

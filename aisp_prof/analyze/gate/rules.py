@@ -41,7 +41,7 @@ PAIR_BUDGET_S = 40.0
 
 
 def undecided(pair: str, entry: Any, kind: str, budget_s: float | None = None,
-              max_processes: int = 5, link_bound: bool = False) -> "Chase":
+              max_processes: int = 5, link_bound: bool = False, library: tuple[str, ...] = ()) -> "Chase":
     """Whether the gate needs another timing process: while a verdict is AMBIGUOUS and another process
     may decide it within the pair's budget, and until a second process has confirmed any FASTER or
     SLOWER. One process is enough for a pair whose every variant is SAME: the A/A margin it is
@@ -49,8 +49,8 @@ def undecided(pair: str, entry: Any, kind: str, budget_s: float | None = None,
     inside it; a change one process shows must show in the next too before it fails a build. This
     halves a passing gate's cost (one fresh process per pair instead of two) without letting one odd
     process decide a failure. `budget_s` None: no budget (every process up to `max_processes`).
-    `link_bound`: a multi-rank pair (`one_machine`)."""
-    return Chase(pair, entry, kind, budget_s, max_processes, link_bound=link_bound)
+    `link_bound`: a multi-rank pair (`one_machine`); `library`: the pair's declared references (`judge`)."""
+    return Chase(pair, entry, kind, budget_s, max_processes, link_bound=link_bound, library=library)
 
 
 @dataclass
@@ -74,6 +74,7 @@ class Chase:
     budget_s: float | None = PAIR_BUDGET_S
     max_processes: int = 5
     link_bound: bool = False
+    library: tuple[str, ...] = ()
     clock: Callable[[], float] = time.monotonic
     stopped: str = ""
     started_s: float = field(default=-1.0)     # clock() when the pair began
@@ -85,8 +86,8 @@ class Chase:
     def __call__(self, samples: list[dict[str, Any]]) -> bool:
         now = self.clock()
         process_s, self.last_s = now - self.last_s, now
-        verdicts = [v for v in judge(self.pair, exp.of_kind(pd.DataFrame(samples), self.kind), self.entry)
-                    if not v.is_reference]
+        verdicts = [v for v in judge(self.pair, exp.of_kind(pd.DataFrame(samples), self.kind), self.entry,
+                                     library=self.library) if not v.is_reference and not v.library]
         n = len({s.get("process") for s in samples})
         if self.kind in exp.HOST_KINDS and not self.link_bound and exp.machines(self.entry) == 1 and \
                 any(v.verdict in (FASTER, SLOWER, AMBIGUOUS) for v in verdicts):
@@ -141,7 +142,7 @@ def one_machine(verdicts: list[VariantVerdict], kind: str, entry: Any, link_boun
     if exp.machines(entry) > 1:
         return verdicts
     for v in verdicts:
-        if v.verdict not in (FASTER, SLOWER) or v.is_reference:
+        if v.verdict not in (FASTER, SLOWER) or v.is_reference or v.library:
             continue
         if kind in exp.HOST_KINDS and not link_bound:
             why = "a host-side time moves with the host"
@@ -184,11 +185,11 @@ def compile_draw(verdicts: list[VariantVerdict], entry: Any, compiled: set[str])
 
 def gate_verdicts(pair: str, samples: pd.DataFrame, kind: str, entry: Any, sm_clock_max_mhz: float | None = None,
                   outdated: str = "", compiles: pd.DataFrame | None = None,
-                  link_bound: bool = False) -> list[VariantVerdict]:
+                  link_bound: bool = False, library: tuple[str, ...] = ()) -> list[VariantVerdict]:
     """What `bench run` says of a run's samples: each variant judged by the gate's kind of time
     (`judge`), the one-machine rule (`one_machine`), and where a compiled variant's change may be
     the compiler's draw (`compile_draw`, the variants `compiles` shows torch.compile compiled)."""
-    verdicts = judge(pair, exp.of_kind(samples, kind), entry, sm_clock_max_mhz, outdated)
+    verdicts = judge(pair, exp.of_kind(samples, kind), entry, sm_clock_max_mhz, outdated, library)
     return compile_draw(one_machine(verdicts, kind, entry, link_bound=link_bound), entry, compiled_variants(compiles))
 
 
@@ -202,8 +203,10 @@ def _within_machine_spread(v: VariantVerdict) -> bool:
 
 def failing(verdicts: list[VariantVerdict], strict: bool = False) -> list[VariantVerdict]:
     """The verdicts that fail the gate: SLOWER ones, and with `strict` (CI that must decide) an
-    AMBIGUOUS variant too; a reference kernel's verdict never fails it."""
-    return [v for v in verdicts if v.fails or (strict and v.verdict == AMBIGUOUS and not v.is_reference)]
+    AMBIGUOUS variant too; a reference kernel's verdict, or a library's (the pair's declared reference
+    variant), never fails it."""
+    return [v for v in verdicts if v.fails or (strict and v.verdict == AMBIGUOUS and not v.is_reference
+                                                and not v.library)]
 
 
 def refusal(other_code: str, throttled_samples: int, force: bool) -> str:

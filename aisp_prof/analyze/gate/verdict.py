@@ -9,8 +9,12 @@ above 1 + d, FASTER below 1 - d, SAME inside [1 - d, 1 + d], AMBIGUOUS when it s
 
 A variant is SLOWER (a code regression, which fails the gate) when its cycles are SLOWER and its
 time or its ratio is SLOWER too, unless its time relative to a reference kernel (a device copy,
-a cuBLAS GEMM, timed in the same processes) is SAME: the reference moved as far, the machine did. Time SLOWER with cycles SAME is the SM
-clock moving (reported, not failed); cycles moving with time SAME is a memory-bound kernel
+a cuBLAS GEMM, timed in the same processes) is SAME: the reference moved as far, the machine did. The
+pair's own declared reference variants (`library`: cuBLAS, torch's softmax, eager PyTorch; pairs.roles)
+are such references too, and never fail the gate: their code is a library's, not the pair's. On an H200
+lease whose big GEMMs ran slower at a higher clock (2026-11-29, no code change), ch10.matmul_wgmma_pipelined's
+cublas read SLOWER +2.7% and its pipelined +3.9%: +1.2% relative to cuBLAS, the machine. Time SLOWER with
+cycles SAME is the SM clock moving (reported, not failed); cycles moving with time SAME is a memory-bound kernel
 running at another clock. AMBIGUOUS means sample more; FASTER needs cycles and time (or ratio).
 A verdict that rests on the ratio alone (the variant's own time does not agree) needs a baseline whose
 own time held: where the baseline's time moved the other way past its margin, the ratio measured the
@@ -19,7 +23,7 @@ baseline, and the verdict is AMBIGUOUS (`_ratio_alone`).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import pandas as pd
 
@@ -56,6 +60,7 @@ class VariantVerdict:
     cause: str = ""
     metrics: list[MetricVerdict] = field(default_factory=list)
     settled: bool = False         # AMBIGUOUS by a rule, its metrics each decided: more samples won't decide it
+    library: bool = False         # the pair's declared reference variant: a library's code, a machine reference
 
     @property
     def is_reference(self) -> bool:
@@ -63,14 +68,15 @@ class VariantVerdict:
 
     @property
     def fails(self) -> bool:
-        return self.verdict in (SLOWER, MISSING) and not self.is_reference
+        return self.verdict in (SLOWER, MISSING) and not self.is_reference and not self.library
 
     def metric(self, name: str) -> MetricVerdict | None:
         return next((m for m in self.metrics if m.metric == name), None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"pair": self.pair, "variant": self.variant, "verdict": self.verdict, "cause": self.cause,
-                "reference": self.is_reference, "metrics": [m.to_dict() for m in self.metrics]}
+                "reference": self.is_reference, **({"library": True} if self.library else {}),
+                "metrics": [m.to_dict() for m in self.metrics]}
 
 
 def decide(change: Interval, margin: float) -> str:
@@ -201,14 +207,31 @@ def _paced(verdict: VariantVerdict, rows: pd.DataFrame) -> VariantVerdict:
     return replace(verdict, cause=f"{verdict.cause.split(';')[0]}: in this run {pace_text(issue, steady)}")
 
 
+def judge_one(pair: str, variant: str, metrics: list[MetricVerdict], before: list[VariantVerdict],
+              base_time: MetricVerdict | None = None, library: bool = False) -> VariantVerdict:
+    """One variant's verdict, given those judged `before` it: the reference kernels' and the library
+    variants' are its machine references (`classify`); a library variant (`library`) never fails."""
+    if variant.startswith(REF_PREFIX):
+        return VariantVerdict(pair, variant, metrics[0].verdict if metrics else NEW, "reference kernel", metrics)
+    verdict = classify(pair, variant, metrics, [x for x in before if x.is_reference or x.library], base_time)
+    if not library:
+        return verdict
+    moved = verdict.verdict in (SLOWER, FASTER, AMBIGUOUS)
+    return replace(verdict, library=True, cause="; ".join(c for c in (
+        "the pair's reference, a library's code: a change is the machine's or the library's, never the pair's, "
+        "and does not fail the gate" if moved else "", verdict.cause) if c))
+
+
 def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
-          sm_clock_max_mhz: float | None = None, outdated: str = "") -> list[VariantVerdict]:
-    """Every variant (references first) of this run's samples against the pair's recorded entry
-    (`outdated`: why the expectations file could not be read, said instead of 'no expectation')."""
+          sm_clock_max_mhz: float | None = None, outdated: str = "",
+          library: Collection[str] = ()) -> list[VariantVerdict]:
+    """Every variant (references first, then the pair's `library` variants: its declared references) of
+    this run's samples against the pair's recorded entry (`outdated`: why the expectations file could not
+    be read, said instead of 'no expectation')."""
     df = with_cycles(samples, sm_clock_max_mhz)
     recorded = ((entry or {}).get("summary") or {}).get("variants", {})
     present = list(dict.fromkeys(df["variant"]))
-    order = sorted(present, key=lambda v: not v.startswith(REF_PREFIX))
+    order = sorted(present, key=lambda v: (not v.startswith(REF_PREFIX), v not in library))
     base = measure(df, "baseline", recorded["baseline"]) if "baseline" in present and "baseline" in recorded else []
     base_time = next((m for m in base if m.metric == "time"), None)
     out: list[VariantVerdict] = []
@@ -216,10 +239,7 @@ def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
         if v not in recorded:
             out.append(VariantVerdict(pair, v, NEW, outdated or "no recorded expectation on this GPU"))
             continue
-        metrics = measure(df, v, recorded[v])
-        refs = [x for x in out if x.is_reference]
-        verdict = classify(pair, v, metrics, refs, base_time) if not v.startswith(REF_PREFIX) \
-            else VariantVerdict(pair, v, metrics[0].verdict if metrics else NEW, "reference kernel", metrics)
+        verdict = judge_one(pair, v, measure(df, v, recorded[v]), out, base_time, v in library)
         out.append(_paced(verdict, df[df["variant"] == v]))
     out += [VariantVerdict(pair, v, MISSING, "recorded but not measured now") for v in recorded
             if v not in present and not v.startswith(REF_PREFIX)]
