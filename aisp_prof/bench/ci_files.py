@@ -112,7 +112,8 @@ def markdown(payload: dict[str, Any], strict: bool = False) -> str:
             rows.append(f"| {_cell(p['pair'])} | {_cell(v['variant'])} | {mark}{_cell(v['verdict'])}{mark} | "
                         f"{_cell(change_text(v))} | {_cell(v.get('cause'))} |")
     note = ("\nA variant fails on SLOWER (time and cycles beyond the A/A margin, no reference kernel moved as far) "
-            "or MISSING" + (", and on AMBIGUOUS (--strict)" if strict else "") + "; a reference kernel never fails.\n")
+            "or MISSING" + (", and on AMBIGUOUS (--strict)" if strict else "") + "; a reference kernel never fails, nor "
+            "a pair's library variant that moved as machines do (at most 5%).\n")
     return head + "\n".join(rows) + "\n" + note
 
 

@@ -29,7 +29,7 @@ from ..pairs.source import source_mismatch
 from ..parse.metrics.table import DEFAULT_GROUPS
 from ..paths import data_root, kernels_root
 from ..analyze.gate import expectations as exp
-from ..analyze.gate.rules import (PAIR_BUDGET_S, failing, gate_kind, gate_verdicts, refusal, undecided,
+from ..analyze.gate.rules import (PAIR_BUDGET_S, Traits, failing, gate_kind, gate_verdicts, refusal, undecided,
                                    verdict_frame)
 from ..analyze.gate.verdict import AMBIGUOUS, VariantVerdict
 
@@ -121,7 +121,9 @@ class PairOutcome:
 
     def line(self) -> str:
         """One line for a progress log: the status, then each variant's verdict (or why not)."""
-        verdicts = ", ".join(f"{v.variant} {v.verdict}{_change_text(v)}" for v in self.verdicts if not v.is_reference)
+        def said(v: VariantVerdict) -> str:
+            return f"{v.variant} {v.verdict}{_change_text(v)}" + (" (a library, as machines move)" if v.library else "")
+        verdicts = ", ".join(said(v) for v in self.verdicts if not v.is_reference)
         return f"{self.pair}: {self.status}" + (f": {verdicts}" if verdicts else "") + \
             (f" ({self.message[:160]})" if self.message and self.status != "ok" else "")
 
@@ -129,6 +131,22 @@ class PairOutcome:
         return {"pair": self.pair, "run_id": self.run_id, "status": self.status, "message": self.message,
                 "fails": self.fails, "recorded": self.recorded, "hardware_key": self.hardware_key,
                 "verdicts": [v.to_dict() for v in self.verdicts], "bus_bandwidth": self.bus_bandwidth}
+
+
+def machine_references(pair: KernelPair, entry: Any, kind: str) -> tuple[str, ...]:
+    """The pair's declared reference variants (a library: cuBLAS, torch's softmax, eager PyTorch) that the
+    gate may read as machine references (analyze.gate.verdict.judge_one): for a GPU time, and only where
+    every recorded session measured the pair's module as it is now, so that a change of its code (its
+    inputs, its wrappers) cannot excuse itself by the library it also slowed; else none."""
+    from ..pairs.source import source_digest
+
+    if kind != "gpu" or not pair.source or not (entry or {}).get("sessions"):
+        return ()
+    now = source_digest(Path(pair.source))
+    if not (now.get("sha256") or now.get("code_sha256")) or \
+            exp.other_code(entry, now.get("sha256"), now.get("code_sha256")):
+        return ()
+    return tuple(v for v in pair.variants if pair.role(v) == REFERENCE)
 
 
 def _change_text(v: VariantVerdict) -> str:
@@ -197,7 +215,7 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
     found: list[VariantVerdict] = []
     bandwidth: list[dict[str, Any]] = []
     said: list[str] = [recorded.get("outdated", "")]
-    library = tuple(v for v in pair.variants if pair.role(v) == REFERENCE)   # a library's code: machine references
+    library = machine_references(pair, entry, kind)
     chase = undecided(pair.name, entry, kind, opts.pair_budget_s, max(opts.processes, opts.max_processes),
                       link_bound=pair.distributed, library=library)
 
@@ -205,10 +223,10 @@ def bench_one(pair: KernelPair, runs: Any, key: str, opts: BenchOptions,
         if not data.samples.empty:
             found.extend(gate_verdicts(pair.name, data.samples, kind, entry,
                                        (data.info.get("sensor") or {}).get("sm_clock_max_mhz"),
-                                       recorded.get("outdated", ""), data.compiles, link_bound=pair.distributed,
-                                       library=library))
+                                       recorded.get("outdated", ""), data.compiles,
+                                       Traits(link_bound=pair.distributed, library=library)))
             for v in found:
-                if chase.stopped and v.verdict == AMBIGUOUS and not v.is_reference:
+                if chase.stopped and v.verdict == AMBIGUOUS and not v.is_reference and not v.library:
                     v.cause = "; ".join(c for c in (v.cause, chase.stopped) if c)
             data.verdicts = verdict_frame(found, str(path))
         bandwidth.extend(collective_bandwidth(data))

@@ -117,12 +117,13 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
                    "~/.cache/aisp-gate): a gate after a gate finds its pairs' first processes' compiles and "
                    "autotuning done (the whole book: 7.7 instead of ~11 minutes on an H200); a process that "
                    "confirms or chases a verdict still compiles anew. Runs then say compile_cache 'kept between "
-                   "runs' and index no generated code. Default: each run compiles afresh in its own folder.")
+                   "runs' and index no generated code. Default: each run compiles afresh in its own folder (Triton's "
+                   "binaries aside: --fresh-binaries).")
 @click.option("--fresh-binaries", is_flag=True,
               help="Compile every Triton binary anew, as on a fresh machine. By default a gate keeps the cubins and "
                    "launchers Triton compiles in ~/.cache/aisp-prof/triton-binaries ($AISP_TRITON_STORE) and finds "
                    "them there in later gates; every torch.compile lowering and autotune choice is still made "
-                   "anew (ch14.regional_triton: 97 -> 70 s on an H200). Runs then say triton_binaries 'kept "
+                   "anew (the whole book on an H200: ~9.8 instead of ~11 minutes). Runs then say triton_binaries 'kept "
                    "between runs'.")
 @click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "
@@ -139,8 +140,9 @@ def bench_run(targets: tuple[str, ...], db: Path | None, as_json: bool, junit: P
     and judge each variant against the recorded evidence: FASTER, SLOWER, SAME or AMBIGUOUS.
 
     A variant is SLOWER (a regression) when its time (or its time relative to the baseline) and
-    its cycles both moved beyond the A/A margin, and no reference kernel moved as far; a time
-    that moved with the SM clock, or with the machine, is reported as such and does not fail.
+    its cycles both moved beyond the A/A margin, and no reference kernel (nor the pair's library
+    variant, cuBLAS say, within 5%) moved as far; a time that moved with the SM clock, or with the
+    machine, is reported as such and does not fail.
     Exit 11 on a regression or a variant gone missing (with --strict, also on AMBIGUOUS), 7 on a
     failed check, 3 without a GPU.
 

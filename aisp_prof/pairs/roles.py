@@ -2,7 +2,8 @@
 
 A variant is the `baseline`, an `optimization` (the chapter's claim), a `reference`: a vendor
 library (cuBLAS, cuDNN, torch's own kernel) or a roof, shown beside the optimization ("pipelined
-reaches 93% of cublas") and never its headline, or a `control`: the optimization with one of its
+reaches 93% of cublas") and never its headline (the gate also reads it as a machine reference while it
+moves as machines do: analyze.gate.verdict.judge_one), or a `control`: the optimization with one of its
 ingredients taken out (four stages without the multicast, the same kernel without the CUDA graph),
 there to measure that ingredient alone; it is timed, checked and gated like an optimization but
 never the headline, and the lesson's predicted mechanism is not asked of it. A `comparison` pair makes no speed claim at all:

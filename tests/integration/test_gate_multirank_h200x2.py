@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from aisp_prof.analyze.gate import expectations as exp
-from aisp_prof.analyze.gate.rules import gate_verdicts
+from aisp_prof.analyze.gate.rules import Traits, gate_verdicts
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER
 from aisp_prof.analyze.timing.time_kinds import HOST_PACE_SHARE
 from gate_runs import GATE, gate_db, run_samples
@@ -32,7 +32,7 @@ def entry() -> dict:
 
 def _judged(con, entry, run: str) -> dict:
     s, clock = run_samples(con, run)
-    return {v.variant: v for v in gate_verdicts(PAIR, s, "steady", entry, clock, link_bound=True)}
+    return {v.variant: v for v in gate_verdicts(PAIR, s, "steady", entry, clock, traits=Traits(link_bound=True))}
 
 
 def _stored(con, run: str) -> dict:
@@ -94,5 +94,5 @@ def test_a_variant_that_waits_for_the_gpu_keeps_the_unguarded_cause(con, entry):
     """Its issue time holds the wait (ch14.graph_break_control_flow's baseline), so it says nothing of the host's pace."""
     s, clock = run_samples(con, PLAIN)
     s = s.assign(waits_for_gpu=s["variant"] == "int8_overlap")
-    cause = {v.variant: v for v in gate_verdicts(PAIR, s, "steady", entry, clock, link_bound=True)}["int8_overlap"].cause
+    cause = {v.variant: v for v in gate_verdicts(PAIR, s, "steady", entry, clock, traits=Traits(link_bound=True))}["int8_overlap"].cause
     assert cause.startswith("unguarded:") and "library choice" in cause and "to issue one call" not in cause

@@ -13,7 +13,7 @@ import pandas as pd
 from ..timing.speedup import headline_kind
 from . import expectations as exp
 from ..timing.intervals import Interval
-from .verdict import AMBIGUOUS, FASTER, SLOWER, VariantVerdict, decide, judge
+from .verdict import AMBIGUOUS, FASTER, MACHINE_SPREAD_GPU, SLOWER, VariantVerdict, decide, judge
 
 if TYPE_CHECKING:
     from ...pairs import KernelPair
@@ -23,8 +23,8 @@ CONFIRMING_PROCESSES = 2              # a FASTER or SLOWER of one process is con
 # Machines of one kind differ in GPU time too: on a second H200 lease the unchanged
 # ch10.stream_concurrency baseline ran +4.7% [+4.3, +5.1], warp_spec_pingpong +3.7% and
 # warp_specialized_elementwise's baseline +2.9% (a recording there confirmed both), and
-# ch14.triton_persistent's persistent kernel +3.1%, the reference kernels within 1.5% each time.
-MACHINE_SPREAD_GPU = 0.05
+# ch14.triton_persistent's persistent kernel +3.1%, the reference kernels within 1.5% each time
+# (MACHINE_SPREAD_GPU, in verdict.py: the library references' bound uses it too).
 
 
 def gate_kind(pair: KernelPair) -> str:
@@ -183,14 +183,23 @@ def compile_draw(verdicts: list[VariantVerdict], entry: Any, compiled: set[str])
     return verdicts
 
 
+@dataclass(frozen=True)
+class Traits:
+    """What the gate's rules read of a pair beyond its samples."""
+
+    link_bound: bool = False          # a multi-rank pair: its steady time is its collectives' (`one_machine`)
+    library: tuple[str, ...] = ()     # its declared reference variants: a library's code (verdict.judge)
+
+
 def gate_verdicts(pair: str, samples: pd.DataFrame, kind: str, entry: Any, sm_clock_max_mhz: float | None = None,
-                  outdated: str = "", compiles: pd.DataFrame | None = None,
-                  link_bound: bool = False, library: tuple[str, ...] = ()) -> list[VariantVerdict]:
+                  outdated: str = "", compiles: pd.DataFrame | None = None, traits: Traits = Traits()
+                  ) -> list[VariantVerdict]:
     """What `bench run` says of a run's samples: each variant judged by the gate's kind of time
     (`judge`), the one-machine rule (`one_machine`), and where a compiled variant's change may be
     the compiler's draw (`compile_draw`, the variants `compiles` shows torch.compile compiled)."""
-    verdicts = judge(pair, exp.of_kind(samples, kind), entry, sm_clock_max_mhz, outdated, library)
-    return compile_draw(one_machine(verdicts, kind, entry, link_bound=link_bound), entry, compiled_variants(compiles))
+    verdicts = judge(pair, exp.of_kind(samples, kind), entry, sm_clock_max_mhz, outdated, traits.library)
+    return compile_draw(one_machine(verdicts, kind, entry, link_bound=traits.link_bound), entry,
+                        compiled_variants(compiles))
 
 
 def _within_machine_spread(v: VariantVerdict) -> bool:
@@ -227,7 +236,7 @@ def verdict_frame(verdicts: list[VariantVerdict], source: str) -> pd.DataFrame:
     rows = []
     for v in verdicts:
         row: dict[str, Any] = {"pair": v.pair, "variant": v.variant, "verdict": v.verdict, "cause": v.cause,
-                               "reference": v.is_reference, "expectations": source}
+                               "reference": v.is_reference, "library": v.library, "expectations": source}
         for m in v.metrics:
             row.update({f"{m.metric}_change": m.change.value, f"{m.metric}_change_low": m.change.low,
                         f"{m.metric}_change_high": m.change.high, f"{m.metric}_margin": m.margin,

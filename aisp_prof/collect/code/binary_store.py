@@ -1,13 +1,15 @@
 """Triton's compiled binaries kept between gates, while every lowering and autotune choice is made anew.
 
 A gate compiles afresh in every run (collect.code.compile_cache): Dynamo traces, Inductor lowers and
-max-autotune draws its choices again, so a gate samples the compilers as a fresh machine would. Most of
+max-autotune draws its choices again, so a gate samples the compilers as a fresh machine would. Much of
 the cost is not those choices but Triton turning each candidate kernel into a cubin (ptxas) and building
 its launcher (gcc): on an H200, ch14.regional_triton took 96.6 s with Triton's binaries compiled anew and
-70.4 s with them found in a kept cache, every verdict SAME (benchmarks/results/gate_cost_h200.md, "Three
-leads"). A Triton binary is a pure function of its cache key (the kernel's source, its options, the
-target, Triton's own version and the environment variables that change a compile), so finding it kept
-changes nothing that runs; which kernels run is still decided afresh.
+70.4 s with them found in a kept cache, every verdict SAME; with this store the everyday whole-book gate
+took ~589 s instead of ~11 minutes (benchmarks/results/gate_cost_h200.md, "Latest"). A Triton binary is
+determined by its cache key (the kernel's source, its options, the target, Triton's own version and the
+environment variables that change a compile; the few settings Triton leaves out of it keep a process off
+the store: binary_store_manager), so finding it kept changes nothing that runs; which kernels run is
+still decided afresh.
 
 `kept_binaries(store)` points every process started meanwhile at `binary_store_manager.StoreCacheManager`
 (Triton's TRITON_CACHE_MANAGER): a kernel or launcher missing from the run's own Triton cache is looked
@@ -29,7 +31,7 @@ from ...errors import OutputError
 STORE_ENV = "AISP_TRITON_STORE"          # the user's choice of folder; also what the children read
 MANAGER_ENV = "TRITON_CACHE_MANAGER"     # Triton's: MODULE:CLASS of its cache manager
 MANAGER = "aisp_prof.collect.code.binary_store_manager:StoreCacheManager"
-MAX_STORE_BYTES = 4 << 30                # ch14.regional_triton's binaries: 74 MB on an H200
+MAX_STORE_BYTES = 4 << 30                # the whole book's binaries: 170 MB on an H200; ~20 versions of it
 KEPT_BINARIES = "kept between runs"      # run.json `triton_binaries` when the store was used
 
 
