@@ -122,7 +122,8 @@ class PairOutcome:
     def line(self) -> str:
         """One line for a progress log: the status, then each variant's verdict (or why not)."""
         def said(v: VariantVerdict) -> str:
-            return f"{v.variant} {v.verdict}{_change_text(v)}" + (" (a library, as machines move)" if v.library else "")
+            moved = v.library and v.verdict != "SAME"
+            return f"{v.variant} {v.verdict}{_change_text(v)}" + (" (a library, as machines move)" if moved else "")
         verdicts = ", ".join(said(v) for v in self.verdicts if not v.is_reference)
         return f"{self.pair}: {self.status}" + (f": {verdicts}" if verdicts else "") + \
             (f" ({self.message[:160]})" if self.message and self.status != "ok" else "")
