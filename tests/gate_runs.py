@@ -25,3 +25,14 @@ def run_samples(con: sqlite3.Connection, run: str) -> tuple[pd.DataFrame, float]
     samples = pd.read_sql_query("SELECT * FROM samples WHERE run_id = ?", con, params=(run,))
     info = json.loads(con.execute("SELECT info_json FROM runs WHERE run_id = ?", (run,)).fetchone()[0])
     return samples, info["sensor"]["sm_clock_max_mhz"]
+
+
+WARP_SPEC = "ch10.warp_specialization"
+WARP_SPEC_DB = "h200_power_cap_warp_specialization.db"     # three no-change gates of it on one lease (README)
+
+
+def warp_spec_entry() -> dict:
+    """ch10.warp_specialization's evidence as those gates judged it against (format 3, one lease)."""
+    from aisp_prof.analyze.gate import expectations as exp
+
+    return exp.load(GATE / "expectations_h200_ch10_warp_specialization.json")["pairs"][WARP_SPEC]

@@ -13,25 +13,24 @@ import sqlite3
 
 import pytest
 
-from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.rules import Chase, gate_verdicts
 from aisp_prof.analyze.gate.verdict import (AMBIGUOUS, FASTER, SAME, SLOWER, MetricVerdict, classify)
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.paths import data_root
-from gate_runs import GATE, gate_db, run_samples
-PAIR = "ch10.warp_specialization"
+from gate_runs import WARP_SPEC, WARP_SPEC_DB, gate_db, run_samples, warp_spec_entry
+PAIR = WARP_SPEC
 CAPPED = ("20261129T150844Z-ch10.warp_specialization-17ae", "20261129T151032Z-ch10.warp_specialization-d37d")
 NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
 
 
 @pytest.fixture(scope="module")
 def con(tmp_path_factory) -> sqlite3.Connection:
-    return gate_db("h200_power_cap_warp_specialization.db", tmp_path_factory.mktemp("db"))
+    return gate_db(WARP_SPEC_DB, tmp_path_factory.mktemp("db"))
 
 
 @pytest.fixture(scope="module")
 def entry() -> dict:
-    return exp.load(GATE / "expectations_h200_ch10_warp_specialization.json")["pairs"][PAIR]
+    return warp_spec_entry()
 
 
 def _judged(con, entry, run: str, scale: dict[str, float] | None = None) -> dict:

@@ -161,33 +161,12 @@ def test_the_store_s_folder(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("flags", [[], ["--fresh-binaries"]])
 def test_bench_run_hands_the_store_to_the_server_and_the_pairs(monkeypatch, tmp_path, flags):
-    from click.testing import CliRunner
-
-    from aisp_prof.bench import runner
-    from aisp_prof.cli import cli
-    from aisp_prof.collect.process import preload
     from aisp_prof.collect.process.steps import child_env
-    from aisp_prof.pairs.capabilities import Machine
+    from stub_gate import stubbed_bench_run
 
-    seen: dict = {}
-
-    class Server:
-        def close(self):
-            pass
-
-    def bench_one(pair, *args, **kwargs):
-        seen["pair_env"], seen["kind"] = child_env(), binaries_kind()
-        return runner.PairOutcome(pair.name, None, "ok")
     monkeypatch.setenv(STORE_ENV, str(tmp_path / "store"))
-    monkeypatch.setattr("aisp_prof.pairs.capabilities.detect_machine",
-                        lambda: Machine.of("gpu", "triton", "nvcc", gpu_name="NVIDIA H200"))
-    monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h200")
-    monkeypatch.setattr(runner, "bench_one", bench_one)
-    monkeypatch.setattr("aisp_prof.collect.code.prebuild.prebuild", lambda pairs, say: None)
-    monkeypatch.setattr(preload, "Preloaded", lambda env: (seen.__setitem__("server_env", env), Server())[1])
-    monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.fused_l2norm", "--db", "g.db",
-                                   "--profiles-dir", "p", *flags])
+    res, seen = stubbed_bench_run(monkeypatch, tmp_path, ["--targets", "ch09.fused_l2norm", *flags],
+                                  lambda: {"pair_env": child_env(), "kind": binaries_kind()})
     assert res.exit_code == 0, res.output
     kept = not flags
     for env in (seen["pair_env"], seen["server_env"]):

@@ -12,11 +12,9 @@ from click.testing import CliRunner
 from aisp_prof.cli import cli
 from aisp_prof.collect.code.compile_cache import CACHE_VARS, compile_cache_kind, kept_compile_cache
 from aisp_prof.collect.code.generated import cache_env
-from aisp_prof.collect.process import preload
 from aisp_prof.collect.process.steps import child_env
 from aisp_prof.errors import OutputError
 from aisp_prof.naming import FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
-from aisp_prof.pairs.capabilities import Machine
 
 
 @pytest.fixture(autouse=True)
@@ -63,26 +61,10 @@ def test_an_existing_folder_it_cannot_write_is_refused(tmp_path, monkeypatch):
 
 
 def test_bench_run_hands_the_folder_to_the_server_and_the_pairs(monkeypatch, tmp_path):
-    from aisp_prof.bench import runner
+    from stub_gate import stubbed_bench_run
 
-    seen: dict = {}
-
-    class Server:
-        def close(self):
-            pass
-
-    def bench_one(pair, *args, **kwargs):
-        seen["pair_env"], seen["kind"] = child_env(), compile_cache_kind(False)
-        return runner.PairOutcome(pair.name, None, "ok")
-    monkeypatch.setattr("aisp_prof.pairs.capabilities.detect_machine",
-                        lambda: Machine.of("gpu", "triton", "nvcc", gpu_name="NVIDIA H200"))
-    monkeypatch.setattr(runner, "current_hardware_key", lambda *a: "h200")
-    monkeypatch.setattr(runner, "bench_one", bench_one)
-    monkeypatch.setattr("aisp_prof.collect.code.prebuild.prebuild", lambda pairs, say: None)
-    monkeypatch.setattr(preload, "Preloaded", lambda env: (seen.__setitem__("server_env", env), Server())[1])
-    monkeypatch.chdir(tmp_path)
-    res = CliRunner().invoke(cli, ["bench", "run", "--targets", "ch09.fused_l2norm", "--compile-cache", "cc",
-                                   "--db", "g.db", "--profiles-dir", "p"])
+    res, seen = stubbed_bench_run(monkeypatch, tmp_path, ["--targets", "ch09.fused_l2norm", "--compile-cache", "cc"],
+                                  lambda: {"pair_env": child_env(), "kind": compile_cache_kind(False)})
     assert res.exit_code == 0, res.output
     for env in (seen["pair_env"], seen["server_env"]):
         assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "cc" / "inductor")

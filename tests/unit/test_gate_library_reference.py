@@ -12,10 +12,9 @@ import json
 import sqlite3
 
 import pytest
-from gate_runs import GATE, gate_db, run_samples
+from gate_runs import WARP_SPEC, WARP_SPEC_DB, gate_db, run_samples, warp_spec_entry
 from repo_paths import FIXTURES
 
-from aisp_prof.analyze.gate import expectations as exp
 from aisp_prof.analyze.gate.rules import Traits, failing, gate_verdicts
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER, MetricVerdict, decide, judge_one
 from aisp_prof.analyze.timing.intervals import Interval
@@ -74,18 +73,18 @@ def test_a_planted_slowdown_beside_the_machine_s_still_fails():
 
 # real samples of ch10.warp_specialization at the full clock (all SAME as judged), scaled per variant
 NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
-PAIR = "ch10.warp_specialization"
+PAIR = WARP_SPEC
 OURS = ("baseline", "warp_specialized", "warp_specialized_c2", "warp_specialized_reg_epilogue")
 
 
 @pytest.fixture(scope="module")
 def con(tmp_path_factory) -> sqlite3.Connection:
-    return gate_db("h200_power_cap_warp_specialization.db", tmp_path_factory.mktemp("db"))
+    return gate_db(WARP_SPEC_DB, tmp_path_factory.mktemp("db"))
 
 
 @pytest.fixture(scope="module")
 def entry() -> dict:
-    return exp.load(GATE / "expectations_h200_ch10_warp_specialization.json")["pairs"][PAIR]
+    return warp_spec_entry()
 
 
 def _gate(con, entry, scale: dict[str, float], library=("cublas",)) -> dict:

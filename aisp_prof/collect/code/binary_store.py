@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from ...errors import OutputError
+from .scoped import environment, made_writable
 
 STORE_ENV = "AISP_TRITON_STORE"          # the user's choice of folder; also what the children read
 MANAGER_ENV = "TRITON_CACHE_MANAGER"     # Triton's: MODULE:CLASS of its cache manager
@@ -85,23 +86,13 @@ def kept_binaries(store: Path | None) -> Iterator[None]:
         return
     store = store.expanduser().resolve()
     try:
-        store.mkdir(parents=True, exist_ok=True)
-        if not os.access(store, os.W_OK | os.X_OK):
-            raise PermissionError(13, "Permission denied")
+        made_writable([store])
     except OSError as exc:
         raise OutputError(f"the Triton binary store {store} cannot be made or written ({exc.strerror or exc}): "
                           f"set {STORE_ENV} to a folder you can write, or pass --fresh-binaries") from None
     prune(store, MAX_STORE_BYTES)
-    before = {var: os.environ.get(var) for var in (MANAGER_ENV, STORE_ENV)}
-    os.environ.update({MANAGER_ENV: MANAGER, STORE_ENV: str(store)})
-    try:
+    with environment({MANAGER_ENV: MANAGER, STORE_ENV: str(store)}):
         yield
-    finally:
-        for var, value in before.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
 
 
 def prune(store: Path, max_bytes: int = MAX_STORE_BYTES) -> int:

@@ -15,6 +15,7 @@ from typing import Iterator, Mapping
 
 from ...errors import OutputError
 from .binary_store import binaries_kind
+from .scoped import environment, made_writable
 from ...naming import FRESH_AFTER_FIRST, FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE, SHARED_COMPILE_CACHE
 
 CACHE_VARS = {"TORCHINDUCTOR_CACHE_DIR": "inductor", "TRITON_CACHE_DIR": "triton"}   # variable -> its folder
@@ -78,23 +79,12 @@ def kept_compile_cache(folder: Path | None) -> Iterator[None]:
         yield
         return
     try:
-        for path in map(Path, cache_dirs(folder).values()):
-            path.mkdir(parents=True, exist_ok=True)
-            if not os.access(path, os.W_OK | os.X_OK):
-                raise PermissionError(13, "Permission denied")
+        made_writable(map(Path, cache_dirs(folder).values()))
     except OSError as exc:
         raise OutputError(f"the compile cache {folder} cannot be made or written ({exc.strerror or exc}): "
                           "give --compile-cache a folder you can write") from None
-    before = {var: os.environ.get(var) for var in CACHE_VARS}
-    os.environ.update(cache_dirs(folder))
-    try:
+    with environment(cache_dirs(folder)):
         yield
-    finally:
-        for var, value in before.items():
-            if value is None:
-                os.environ.pop(var, None)
-            else:
-                os.environ[var] = value
 
 
 def compile_cache_kind(fresh: bool, environ: dict[str, str] | None = None, fresh_further: bool = False) -> str:
