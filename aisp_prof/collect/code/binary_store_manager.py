@@ -1,5 +1,6 @@
 """Triton's cache manager for the binary store (collect.code.binary_store), named by TRITON_CACHE_MANAGER
-in the processes a gate starts: Triton imports it there. It imports triton; nothing of ours imports it.
+in the processes a gate starts: Triton imports it there. Importing it does not import triton (aisp_prof
+imports without torch and triton): `StoreCacheManager`, a subclass of Triton's own, is made on first use.
 
 It is Triton's own file cache (the run's TRITON_CACHE_DIR) with one fallback and one copy: a compiled
 kernel (a cache group: source, IRs, PTX, cubin, metadata) or a launcher module missing from the run's cache
@@ -21,10 +22,7 @@ import shutil
 import sysconfig
 import uuid
 from pathlib import Path
-from typing import Dict, Optional
-
-from triton import knobs
-from triton.runtime.cache import FileCacheManager
+from typing import Any, Dict, Optional
 
 from .binary_store import STORE_ENV
 
@@ -32,69 +30,93 @@ GROUP_PREFIX = "__grp__"
 MODULE_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"   # Triton's launcher modules (built by gcc)
 
 
-class StoreCacheManager(FileCacheManager):
-    """The run's Triton cache, backed by the store at $AISP_TRITON_STORE (one folder per cache key)."""
+def __getattr__(name: str) -> Any:
+    """`StoreCacheManager`, made (and triton imported) when Triton first asks for it (PEP 562): the run's
+    Triton cache (Triton's FileCacheManager), backed by the store at $AISP_TRITON_STORE, a folder per key."""
+    if name != "StoreCacheManager":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    methods = {"__init__": _init, "get_group": _get_group, "put_group": _put_group, "get_file": _get_file,
+               "put": _put, "__module__": __name__, "__doc__": __getattr__.__doc__}
+    cls = type(name, (_file_cache(),), methods)
+    globals()[name] = cls
+    return cls
 
-    def __init__(self, key, override=False, dump=False):
-        super().__init__(key, override=override, dump=dump)
-        root = os.environ.get(STORE_ENV)
-        self.store = Path(root) / self.key if root and not (override or dump) and _store_safe() else None
 
-    def get_group(self, filename: str) -> Optional[Dict[str, str]]:
-        found = super().get_group(filename)
-        if found is not None or self.store is None:
-            return found
-        try:
-            names = json.loads((self.store / (GROUP_PREFIX + filename)).read_text())["child_paths"]
-            if not isinstance(names, list) or not names:
-                return None
-            group = {name: FileCacheManager.put(self, (self.store / _plain(name)).read_bytes(), name)
-                     for name in names}
-            FileCacheManager.put_group(self, filename, group)
-        except Exception:                 # noqa: BLE001 (not in the store, or not whole: compiled here)
+def _file_cache() -> type:
+    from triton.runtime.cache import FileCacheManager
+
+    return FileCacheManager
+
+
+def _init(self, key, override=False, dump=False):
+    _file_cache().__init__(self, key, override=override, dump=dump)
+    root = os.environ.get(STORE_ENV)
+    self.store = Path(root) / self.key if root and not (override or dump) and _store_safe() else None
+
+
+def _get_group(self, filename: str) -> Optional[Dict[str, str]]:
+    """The run's own group; else the store's, copied in whole (None when not there, or not whole)."""
+    base = _file_cache()
+    found = base.get_group(self, filename)
+    if found is not None or self.store is None:
+        return found
+    try:
+        names = json.loads((self.store / (GROUP_PREFIX + filename)).read_text())["child_paths"]
+        if not isinstance(names, list) or not names:
             return None
-        _touch(self.store)
-        return super().get_group(filename)
+        group = {name: base.put(self, (self.store / _plain(name)).read_bytes(), name) for name in names}
+        base.put_group(self, filename, group)
+    except Exception:                     # noqa: BLE001 (not in the store, or not whole: compiled here)
+        return None
+    _touch(self.store)
+    return base.get_group(self, filename)
 
-    def put_group(self, filename: str, group: Dict[str, str]) -> str:
-        path = super().put_group(filename, group)
-        if self.store is not None:
-            self._publish(group, GROUP_PREFIX + filename, json.dumps({"child_paths": sorted(group)}))
-        return path
 
-    def get_file(self, filename: str) -> Optional[str]:
-        found = super().get_file(filename)
-        if found is not None or self.store is None or not filename.endswith(MODULE_SUFFIX):
-            return found                  # only launcher modules: an autotuner's timings are choices
-        try:
-            path = FileCacheManager.put(self, (self.store / _plain(filename)).read_bytes(), filename)
-        except Exception:                 # noqa: BLE001 (not in the store: built here)
-            return None
-        _touch(self.store)
-        return path
+def _put_group(self, filename: str, group: Dict[str, str]) -> str:
+    path = _file_cache().put_group(self, filename, group)
+    if self.store is not None:
+        _publish(self.store, group, GROUP_PREFIX + filename, json.dumps({"child_paths": sorted(group)}))
+    return path
 
-    def put(self, data, filename: str, binary: bool = True) -> str:
-        path = super().put(data, filename, binary)
-        if self.store is not None and filename.endswith(MODULE_SUFFIX):
-            self._publish({filename: path})
-        return path
 
-    def _publish(self, files: Dict[str, str], group: str | None = None, text: str = "") -> None:
-        """Copy `files` (name -> path in the run's cache) into the store, then write the group file."""
-        assert self.store is not None
-        try:
-            self.store.mkdir(parents=True, exist_ok=True)
-            for name, path in files.items():     # replaced, not skipped: a bad file there is mended
-                _replace(self.store / _plain(name), lambda tmp, src=path: shutil.copyfile(src, tmp))
-            if group is not None:
-                _replace(self.store / group, lambda tmp: tmp.write_text(text))
-            _touch(self.store)
-        except Exception:                 # noqa: BLE001 (a store that cannot be written: the run's cache has it)
-            pass
+def _get_file(self, filename: str) -> Optional[str]:
+    """The run's own file; else, for a launcher module only (an autotuner's timings are choices), the store's."""
+    base = _file_cache()
+    found = base.get_file(self, filename)
+    if found is not None or self.store is None or not filename.endswith(MODULE_SUFFIX):
+        return found
+    try:
+        path = base.put(self, (self.store / _plain(filename)).read_bytes(), filename)
+    except Exception:                     # noqa: BLE001 (not in the store: built here)
+        return None
+    _touch(self.store)
+    return path
+
+
+def _put(self, data, filename: str, binary: bool = True) -> str:
+    path = _file_cache().put(self, data, filename, binary)
+    if self.store is not None and filename.endswith(MODULE_SUFFIX):
+        _publish(self.store, {filename: path})
+    return path
+
+
+def _publish(store: Path, files: Dict[str, str], group: str | None = None, text: str = "") -> None:
+    """Copy `files` (name -> path in the run's cache) into the store, then write the group file."""
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        for name, path in files.items():         # replaced, not skipped: a bad file there is mended
+            _replace(store / _plain(name), lambda tmp, src=path: shutil.copyfile(src, tmp))
+        if group is not None:
+            _replace(store / group, lambda tmp: tmp.write_text(text))
+        _touch(store)
+    except Exception:                     # noqa: BLE001 (a store that cannot be written: the run's cache has it)
+        pass
 
 
 def _store_safe() -> bool:
     """Whether this process compiles as its cache key says: none of the settings Triton leaves out of it on."""
+    from triton import knobs
+
     compilation, runtime = knobs.compilation, getattr(knobs, "runtime", None)
     unkeyed = [getattr(compilation, name, False) for name in ("override", "store_binary_only", "dump_ir",
                                                               "always_compile")]
