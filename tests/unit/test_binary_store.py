@@ -72,6 +72,20 @@ def test_a_torn_store_entry_is_compiled_again(tmp_path):
     assert _compile(tmp_path / "c3", store)[0] == "HIT"              # the compile made it whole again
 
 
+def test_a_store_file_damaged_since_it_was_written_is_compiled_again_and_mended(tmp_path):
+    """Same size, one byte flipped: the group's sha256 tells it (a damaged cubin would fail its load, and
+    Inductor would drop that autotune candidate without a word)."""
+    store = tmp_path / "store"
+    _compile(tmp_path / "c1", store)
+    cubin = store / _only_entry(tmp_path / "c1").name / "double.cubin"
+    data = bytearray(cubin.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    cubin.write_bytes(bytes(data))
+    assert _compile(tmp_path / "c2", store)[0] == "MISS"
+    assert _compile(tmp_path / "c3", store)[0] == "HIT"
+    assert cubin.read_bytes() == (_only_entry(tmp_path / "c1") / "double.cubin").read_bytes()
+
+
 def test_a_store_that_cannot_be_written_compiles_as_without_one(tmp_path):
     (tmp_path / "store").write_text("a file, not a folder")
     assert _compile(tmp_path / "c1", tmp_path / "store") == _compile(tmp_path / "c2", tmp_path / "store")
@@ -177,12 +191,16 @@ def test_bench_run_hands_the_store_to_the_server_and_the_pairs(monkeypatch, tmp_
 
 def test_a_torn_or_foreign_group_file_reads_as_a_miss_and_never_raises(monkeypatch, tmp_path):
     store = tmp_path / "store"
-    for text in ("{not json", '{"child_paths": "k.cubin"}', '{"child_paths": ["../k.cubin"]}',
-                 '{"child_paths": ["k\\u0000.cubin"]}', '{"child_paths": []}', '[]'):
+    for text in ("{not json", '{"child_paths": ["k.cubin"]}', '{"sha256": ["k.cubin"]}', '{"sha256": {}}', '[]',
+                 '{"sha256": {"../k.cubin": "00"}}', '{"sha256": {"k\\u0000.cubin": "00"}}',
+                 '{"sha256": {"k.cubin": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4880"}}'):
         (store / "KEY").mkdir(parents=True, exist_ok=True)
         (store / "KEY" / "__grp__k.json").write_text(text)
         (store / "KEY" / "k.cubin").write_bytes(b"x")
         assert _manager(monkeypatch, tmp_path / "c", store).get_group("k.json") is None, text
+    whole = '{"sha256": {"k.cubin": "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"}}'
+    (store / "KEY" / "__grp__k.json").write_text(whole)                       # sha256(b"x"): found
+    assert list(_manager(monkeypatch, tmp_path / "c", store).get_group("k.json")) == ["k.cubin"]
     assert _manager(monkeypatch, tmp_path / "c", store).get_file("a\0b.so") is None
 
 

@@ -5,7 +5,8 @@ imports without torch and triton): `StoreCacheManager`, a subclass of Triton's o
 It is Triton's own file cache (the run's TRITON_CACHE_DIR) with one fallback and one copy: a compiled
 kernel (a cache group: source, IRs, PTX, cubin, metadata) or a launcher module missing from the run's cache
 is copied in from the store, and one compiled here is copied to the store. Every store file is written
-under a temporary name and renamed, the group last, so a process that sees a group sees it whole; a store
+under a temporary name and renamed, the group last (with each file's sha256, checked when it is copied
+back), so a process that sees a group sees it whole and as written; a store
 that cannot be read or written, or holds anything unexpected, is as if empty (the kernel is compiled, as
 without a store): nothing of the store's may fail a compile, since Inductor drops an autotune candidate
 whose compile failed, and the choice would then be made among fewer.
@@ -16,6 +17,7 @@ neither reads nor writes the store (`_store_safe`), so a kernel compiled under o
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -61,10 +63,13 @@ def _get_group(self, filename: str) -> Optional[Dict[str, str]]:
     if found is not None or self.store is None:
         return found
     try:
-        names = json.loads((self.store / (GROUP_PREFIX + filename)).read_text())["child_paths"]
-        if not isinstance(names, list) or not names:
+        digests = json.loads((self.store / (GROUP_PREFIX + filename)).read_text())["sha256"]
+        if not isinstance(digests, dict) or not digests:
             return None
-        group = {name: base.put(self, (self.store / _plain(name)).read_bytes(), name) for name in names}
+        found_bytes = {name: (self.store / _plain(name)).read_bytes() for name in digests}
+        if any(hashlib.sha256(data).hexdigest() != digests[name] for name, data in found_bytes.items()):
+            return None                   # a file damaged since it was written: compiled here, and mended
+        group = {name: base.put(self, data, name) for name, data in found_bytes.items()}
         base.put_group(self, filename, group)
     except Exception:                     # noqa: BLE001 (not in the store, or not whole: compiled here)
         return None
@@ -75,7 +80,11 @@ def _get_group(self, filename: str) -> Optional[Dict[str, str]]:
 def _put_group(self, filename: str, group: Dict[str, str]) -> str:
     path = _file_cache().put_group(self, filename, group)
     if self.store is not None:
-        _publish(self.store, group, GROUP_PREFIX + filename, json.dumps({"child_paths": sorted(group)}))
+        try:
+            digests = {name: hashlib.sha256(Path(p).read_bytes()).hexdigest() for name, p in sorted(group.items())}
+        except OSError:
+            return path
+        _publish(self.store, group, GROUP_PREFIX + filename, json.dumps({"sha256": digests}))
     return path
 
 
