@@ -143,6 +143,16 @@ def test_prune_removes_the_least_recently_used_first(tmp_path):
     assert not old.exists() and not mid.exists() and new.is_dir()
 
 
+def test_prune_removes_what_a_process_killed_mid_write_left_once_it_is_an_hour_old(tmp_path):
+    entry = _entry(tmp_path, "k", 10, 0)
+    old, fresh = entry / ".k.cubin.123.ab.tmp", entry / ".k.ptx.124.cd.tmp"
+    for path, age_s in ((old, 7200), (fresh, 60)):
+        path.write_bytes(b"half")
+        os.utime(path, (time.time() - age_s, time.time() - age_s))
+    prune(tmp_path)
+    assert not old.exists() and fresh.exists() and (entry / "k.cubin").exists()
+
+
 def test_a_gate_hands_the_store_to_its_processes_and_gives_the_environment_back(monkeypatch, tmp_path):
     monkeypatch.delenv(STORE_ENV, raising=False)
     with kept_binaries(tmp_path / "store"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Iterator, Mapping
 
@@ -34,6 +35,7 @@ MANAGER_ENV = "TRITON_CACHE_MANAGER"     # Triton's: MODULE:CLASS of its cache m
 MANAGER = "aisp_prof.collect.code.binary_store_manager:StoreCacheManager"
 MAX_STORE_BYTES = 4 << 30                # the whole book's binaries: 170 MB on an H200; ~20 versions of it
 KEPT_BINARIES = "kept between runs"      # run.json `triton_binaries` when the store was used
+STALE_TMP_S = 3600.0                     # a store file still being written after this was left by a killed process
 
 
 def default_store(environ: Mapping[str, str] = os.environ) -> Path:
@@ -95,14 +97,18 @@ def kept_binaries(store: Path | None) -> Iterator[None]:
         yield
 
 
-def prune(store: Path, max_bytes: int = MAX_STORE_BYTES) -> int:
+def prune(store: Path, max_bytes: int = MAX_STORE_BYTES, now_s: float | None = None) -> int:
     """Remove the least recently used entries (one folder per Triton cache key; a hit touches it) until
-    the store holds at most `max_bytes`; the bytes removed. Best effort: what cannot be read is left."""
-    entries = []
+    the store holds at most `max_bytes`, and any file a process killed mid-write left (`.*.tmp`, an hour
+    old); the bytes removed. Best effort: what cannot be read is left."""
+    entries, left_s = [], (time.time() if now_s is None else now_s) - STALE_TMP_S
     with contextlib.suppress(OSError):
         for entry in store.iterdir():
             if entry.is_dir() and not entry.is_symlink():
                 with contextlib.suppress(OSError):
+                    for tmp in entry.glob(".*.tmp"):
+                        if tmp.is_file() and tmp.stat().st_mtime < left_s:
+                            tmp.unlink()
                     size = sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
                     entries.append((entry.stat().st_mtime, size, entry))
     total, removed = sum(size for _, size, _ in entries), 0
