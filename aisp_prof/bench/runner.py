@@ -31,7 +31,7 @@ from ..paths import data_root, kernels_root
 from ..analyze.gate import expectations as exp
 from ..analyze.gate.rules import (PAIR_BUDGET_S, Traits, failing, gate_kind, gate_verdicts, refusal, undecided,
                                    verdict_frame)
-from ..analyze.gate.verdict import AMBIGUOUS, VariantVerdict
+from ..analyze.gate.verdict import AMBIGUOUS, SAME, VariantVerdict
 
 # --profile level -> (ncu, nsys, extra ncu metric groups)
 PROFILE_LEVELS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
@@ -122,7 +122,7 @@ class PairOutcome:
     def line(self) -> str:
         """One line for a progress log: the status, then each variant's verdict (or why not)."""
         def said(v: VariantVerdict) -> str:
-            moved = v.library and v.verdict != "SAME"
+            moved = v.library and v.verdict != SAME
             return f"{v.variant} {v.verdict}{_change_text(v)}" + (" (a library, as machines move)" if moved else "")
         verdicts = ", ".join(said(v) for v in self.verdicts if not v.is_reference)
         return f"{self.pair}: {self.status}" + (f": {verdicts}" if verdicts else "") + \

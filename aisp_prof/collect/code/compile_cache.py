@@ -87,7 +87,7 @@ def kept_compile_cache(folder: Path | None) -> Iterator[None]:
         yield
 
 
-def compile_cache_kind(fresh: bool, environ: dict[str, str] | None = None, fresh_further: bool = False) -> str:
+def compile_cache_kind(fresh: bool, environ: Mapping[str, str] | None = None, fresh_further: bool = False) -> str:
     """What a run's `compile_cache` says: each process its own empty one (a recording), one the user
     pointed at ($TORCHINDUCTOR_CACHE_DIR or $TRITON_CACHE_DIR: kept between runs, so the first process's
     compiles may be an earlier run's), the run's own for the first process and an empty one for each
@@ -106,5 +106,5 @@ def compile_info(fresh: bool, fresh_further: bool, environ: Mapping[str, str] | 
     no Triton compile (collect.code.binary_store)."""
     env = os.environ if environ is None else environ
     kept = binaries_kind(env)
-    return {"compile_cache": compile_cache_kind(fresh, dict(env), fresh_further=fresh_further),
+    return {"compile_cache": compile_cache_kind(fresh, env, fresh_further=fresh_further),
             **({"triton_binaries": kept} if kept else {})}

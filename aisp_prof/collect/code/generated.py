@@ -5,8 +5,8 @@ During a collection every child runs with Inductor's and Triton's caches inside 
 nothing (its wall time is the honest compile cost) while the later children (timing, ncu, nsys)
 find the caches warm (in a gate, Triton's binaries may come from its store: collect.code.binary_store,
 copied into the run's cache, so they are indexed as ever); a gate's further timing processes compile in
-empty caches of their own
-(collect.code.compile_cache), which are not indexed: the profilers profile what the first timed.
+empty caches of their own (collect.code.compile_cache), which are not indexed: the profilers profile what
+the first timed.
 When the children are done, `keep_generated` copies out what a reader needs and drops the rest
 (shared objects, cubins, pickled graphs):
 
