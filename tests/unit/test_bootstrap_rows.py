@@ -48,3 +48,29 @@ def test_array_rounds_match_the_loop_on_uneven_and_even_processes(sizes):
     ratio = iv.ratio_interval(a, b, seed=1)
     assert (ratio.low, ratio.high) == _loop(lambda x, y: float(np.median(x) / np.median(y)), a, b, seed=1)
     assert ratio.low < ratio.value < ratio.high or len(sizes) == 1 and sizes[0] == 1
+
+
+def test_an_interval_drawn_again_for_the_same_samples_is_remembered_and_the_same(monkeypatch):
+    """The gate judges a pair's samples twice (its chase, then its verdict): the second draws nothing."""
+    samples = load_run_dir(PROFILES / RUNS[1]).samples
+    variants = sorted(samples["variant"].unique())
+    a, b = iv.paired_groups(samples, variants[0], variants[1])
+    monkeypatch.setattr(iv, "_MEMO", type(iv._MEMO)())
+    drawn: list[int] = []
+    real = iv.bootstrap
+    monkeypatch.setattr(iv, "bootstrap", lambda *args, **kw: drawn.append(1) or real(*args, **kw))
+    first, med = iv.ratio_interval(a, b, seed=7), iv.median_interval(b)
+    assert len(drawn) == 2
+    again = iv.ratio_interval([g.copy() for g in a], [g.copy() for g in b], seed=7)   # equal values, new arrays
+    assert again == first and iv.median_interval(b) == med and len(drawn) == 2
+    assert (first.low, first.high) == _loop(lambda x, y: float(np.median(x) / np.median(y)), a, b, seed=7)
+    moved = [g.copy() for g in b]
+    moved[0][0] *= 1.5                                  # one sample differs: drawn anew
+    iv.ratio_interval(a, moved, seed=7)
+    iv.ratio_interval(a, b, seed=8)                     # another seed: drawn anew
+    iv.ratio_interval(b, a, seed=7)                     # numerator and denominator swapped
+    iv.median_interval(a)                               # the median of other samples
+    assert len(drawn) == 6
+    monkeypatch.setattr(iv, "MEMO_ENTRIES", 2)
+    iv.median_interval([np.array([1.0, 2.0])])
+    assert len(iv._MEMO) == 2                           # the oldest went

@@ -22,11 +22,11 @@ import json
 import os
 import shutil
 import sysconfig
-import uuid
 from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .binary_store import STORE_ENV
+from .scoped import replaced
 
 GROUP_PREFIX = "__grp__"
 MODULE_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"   # Triton's launcher modules (built by gcc)
@@ -114,9 +114,9 @@ def _publish(store: Path, files: Dict[str, str], group: str | None = None, text:
     try:
         store.mkdir(parents=True, exist_ok=True)
         for name, path in files.items():         # replaced, not skipped: a bad file there is mended
-            _replace(store / _plain(name), lambda tmp, src=path: shutil.copyfile(src, tmp))
+            replaced(store / _plain(name), lambda tmp, src=path: shutil.copyfile(src, tmp))
         if group is not None:
-            _replace(store / group, lambda tmp: tmp.write_text(text))
+            replaced(store / group, lambda tmp: tmp.write_text(text))
         _touch(store)
     except Exception:                     # noqa: BLE001 (a store that cannot be written: the run's cache has it)
         pass
@@ -137,17 +137,6 @@ def _plain(name: str) -> str:
     if not isinstance(name, str) or not name or os.sep in name or "\0" in name or name in (".", ".."):
         raise ValueError(name)
     return name
-
-
-def _replace(target: Path, write) -> None:
-    """Write through a temporary file beside `target` and rename it: readers see all of it or nothing."""
-    tmp = target.with_name(f".{target.name[:150]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _touch(folder: Path) -> None:

@@ -47,7 +47,9 @@ from pathlib import Path, PurePath
 from typing import Any, Mapping
 
 from ...parse.code.ptx import kernel_code_summary
+from .binary_store import store_in_use
 from .compile_cache import CACHE_VARS, FRESH_PREFIX, cache_dirs
+from .listings import listing
 from ...naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
 from ...parse.code.generated_code import (extern_calls, is_output_code, kernel_source_file, output_code_kernels,
                                          triton_kernel_dirs)
@@ -84,8 +86,10 @@ def _cuobjdump(tool: Path | None, flag: str, cubin: Path) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def _triton_kernel(folder: Path, meta: dict[str, Any], out: Path, cuobjdump: Path | None) -> dict[str, Any]:
-    """Copy one cached kernel's text stages (and its SASS) into out/triton/<name>-<hash8>/."""
+def _triton_kernel(folder: Path, meta: dict[str, Any], out: Path, cuobjdump: Path | None,
+                   store: Path | None = None) -> dict[str, Any]:
+    """Copy one cached kernel's text stages (and its SASS) into out/triton/<name>-<hash8>/; its listings
+    made once per cubin (collect.code.listings: kept in `store`'s folder for the kernel's key, if any)."""
     name = meta["name"]
     digest = str(meta.get("hash") or folder.name)
     rel = Path("triton") / f"{name}-{digest[:8]}"
@@ -97,8 +101,10 @@ def _triton_kernel(folder: Path, meta: dict[str, Any], out: Path, cuobjdump: Pat
         if src.is_file():
             shutil.copyfile(src, dest / src.name)
             files[stage] = str(rel / src.name)
-    listings = {"sass": _cuobjdump(cuobjdump, "-sass", folder / f"{name}.cubin"),
-                "res_usage": _cuobjdump(cuobjdump, "-res-usage", folder / f"{name}.cubin")}
+    kept = store / folder.name if store is not None else None
+    cubin = folder / f"{name}.cubin"
+    listings = {kind: None if cuobjdump is None else listing(cuobjdump, flag, cubin, _cuobjdump, kept)
+                for kind, flag in (("sass", "-sass"), ("res_usage", "-res-usage"))}
     for kind, text in listings.items():
         if text:
             target = dest / (f"{name}.sass" if kind == "sass" else f"{name}.res_usage.txt")
@@ -161,11 +167,11 @@ def _dropped(meta: dict[str, Any], folder: Path) -> dict[str, Any]:
             "num_stages": meta.get("num_stages"), "kept": False}
 
 
-def index_generated(cache: Path, out: Path, cuobjdump: Path | None = None) -> dict[str, Any]:
+def index_generated(cache: Path, out: Path, cuobjdump: Path | None = None, store: Path | None = None) -> dict[str, Any]:
     """Copy and summarize a compile cache (`cache`/inductor, `cache`/triton) into `out`; write
     and return the index: {"kernels": [...kept...], "dropped": [...one line each...],
     "dropped_kernels": n, "output_code": [...], "cuobjdump": path or None}. Kernels are sorted
-    out before any file is copied or cuobjdump runs."""
+    out before any file is copied or cuobjdump runs; `store`: the binary store the run compiled through."""
     out.mkdir(parents=True, exist_ok=True)
     modules = _output_code(cache / "inductor", out) if (cache / "inductor").is_dir() else []
     used = {d["name"] for m in modules for d in m["kernels"]}
@@ -175,7 +181,7 @@ def index_generated(cache: Path, out: Path, cuobjdump: Path | None = None) -> di
     keep = [(folder, meta) for (folder, meta), gone in zip(found, drop) if not gone]
     # each kernel writes only its own folder; cuobjdump runs in a child, so threads overlap them
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_CUOBJDUMP_WORKERS, os.cpu_count() or 1))) as pool:
-        kernels = [{**k, "kept": True} for k in pool.map(lambda fm: _triton_kernel(*fm, out, cuobjdump), keep)]
+        kernels = [{**k, "kept": True} for k in pool.map(lambda fm: _triton_kernel(*fm, out, cuobjdump, store), keep)]
     dropped = [_dropped(meta, folder) for (folder, meta), gone in zip(found, drop) if gone]
     for k in kernels:
         k["defined_in"] = [m["file"] for m in modules if any(d["name"] == k["name"] for d in m["kernels"])]
@@ -195,7 +201,7 @@ def keep_generated(folder: Path, env: Mapping[str, str]) -> dict[str, Any] | Non
         return None
     start = time.perf_counter()
     try:
-        index = index_generated(cache, folder / GENERATED_DIR, find_cuobjdump())
+        index = index_generated(cache, folder / GENERATED_DIR, find_cuobjdump(), store_in_use())
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if not index["kernels"] and not index["output_code"]:

@@ -1,11 +1,12 @@
-"""What a gate sets up for the processes it starts and gives back after: folders it must write, and
-environment variables for a block (the compile caches, the Triton binary store)."""
+"""What a gate sets up for the processes it starts and gives back after: folders it must write,
+environment variables for a block (the compile caches, the Triton binary store), and files written whole."""
 from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 
 def made_writable(paths: Iterable[Path]) -> None:
@@ -31,3 +32,15 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(var, None)
             else:
                 os.environ[var] = value
+
+
+def replaced(target: Path, write: Callable[[Path], object]) -> None:
+    """`write(tmp)` to a temporary file beside `target`, then renamed onto it: a reader sees all of it or
+    nothing (the binary store's `.*.tmp` names, which `binary_store.prune` clears when stale)."""
+    tmp = target.with_name(f".{target.name[:150]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -3,7 +3,7 @@
 On the H200 machines `import torch` costs 3.4-4.0 s of a fresh process (2026-11-29: 5.2-5.7 s of CPU,
 the Xeon's single thread; the gate's check processes reported `phases_s.import_torch` 3.2-5.6 s of
 their 5.5-10 s). The whole-book gate starts ~60 such processes: ~3.5 of its minutes were spent importing
-torch again. A child forked from a process that has imported torch, and nothing else (no CUDA context,
+torch again. A child forked from a process that has imported torch (and Triton), and nothing else (no CUDA context,
 no allocator, no compiled code, no pair loaded: the server checks `torch.cuda.is_initialized()` before
 every fork), starts in ~0.01 s and then does what a fresh process does: creates its own CUDA context
 (0.4-0.5 s to its first kernel on an H200), loads the pair, builds its inputs, compiles, checks, times.

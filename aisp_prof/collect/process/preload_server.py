@@ -1,6 +1,6 @@
 """The preloaded torch process of `collect.process.preload`: `python -m aisp_prof.collect.process.preload_server`.
 
-It imports torch (and the pair child's modules) once, says it is ready, then forks one child per request
+It imports torch (and the pair child's modules, and Triton where it is installed) once, says it is ready, then forks one child per request
 line on stdin and answers the child's pid and, when it ends, its exit code. Each child becomes what `python
 -m aisp_prof.collect.process.child ARGS` would be, as far as its work can tell: the request's environment,
 folder and log as stdin-less stdout and stderr, the signal handlers a fresh interpreter starts with (a
@@ -55,6 +55,8 @@ def serve() -> int:
         import torch
 
         from . import child as child_module       # noqa: F401  (its imports, too, paid once)
+        with contextlib.suppress(ImportError):    # every GPU-timed child builds the hold kernel (timing.hold)
+            import triton.language                # noqa: F401  (its knobs read the environment when used)
     except BaseException as exc:                  # noqa: BLE001 (said to the caller, who runs fresh processes)
         _send(replies, {"ready": False, "error": f"import failed: {type(exc).__name__}: {exc}"})
         return 1
