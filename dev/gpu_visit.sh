@@ -62,7 +62,7 @@
 #   SLOW=0.10 SLOW_PAIR=ch14.quantized_allreduce DEADLINE=420 bash dev/gpu_visit.sh
 # The H100 half of issue 28 (its evidence files are format 2, outdated: every pair recorded again, then a fresh-lease
 # gate). Recording takes RECORD_PROCESSES=3 processes a pair, each compiling afresh: from the H200's gate costs
-# (benchmarks/results/gate_cost_h200.md) ~7.5 min for ch09, ~10 for ch10 and ~17 for ch14, so two sessions' device
+# (git show 494fa09:benchmarks/results/gate_cost_h200.md) ~7.5 min for ch09, ~10 for ch10 and ~17 for ch14, so two sessions' device
 # time. One call each (DEADLINE leaves the slowest pair room inside the call's 10 minutes); after every call copy
 # $OUT/chNN_expectations_h100_80gb_hbm3.json over kernels/chNN/expectations_h100_80gb_hbm3.json and commit it, as the
 # next call gets this tree again; give the next call the pairs the last did not start ("record P not started"):

@@ -97,11 +97,11 @@ def test_the_chase_stops_once_the_rule_has_decided(con, entry):
 
 
 def test_the_kept_cache_whole_book_gate_s_one_faster_is_the_rule_s_case():
-    """The whole-book gate on an H200 with a kept compile cache (benchmarks/results/gate_cost_h200.md,
-    its --json here) read one FASTER: warpgroup_specialization's cutlass_cooperative_c2 by ratio, its own
-    time +0.6%, its baseline's +6.1%. Classified again from the stored metrics: AMBIGUOUS."""
-    gate = json.loads(gzip.decompress((data_root() / "benchmarks" / "results" /
-                                       "gate_cost_h200_shared_warm.json.gz").read_bytes()))
+    """The whole-book gate on an H200 with a kept compile cache (tests/fixtures/gate/README.md: its --json)
+    read one FASTER: warpgroup_specialization's cutlass_cooperative_c2 by ratio, its own time +0.6%, its
+    baseline's +6.1%. Classified again from the stored metrics: AMBIGUOUS."""
+    gate = json.loads(gzip.decompress((data_root() / "tests" / "fixtures" / "gate" /
+                                       "h200_shared_cache_gate.json.gz").read_bytes()))
     verdicts = [v for p in gate["pairs"] for v in p.get("verdicts") or [] if not v["reference"]]
     assert [(v["pair"], v["variant"]) for v in verdicts if v["verdict"] in (FASTER, SLOWER)] == [
         ("ch10.warpgroup_specialization", "cutlass_cooperative_c2")]

@@ -5,7 +5,8 @@ max-autotune draws its choices again, so a gate samples the compilers as a fresh
 the cost is not those choices but Triton turning each candidate kernel into a cubin (ptxas) and building
 its launcher (gcc): on an H200, ch14.regional_triton took 96.6 s with Triton's binaries compiled anew and
 70.4 s with them found in a kept cache, every verdict SAME; with this store the everyday whole-book gate
-took ~589 s instead of ~11 minutes (benchmarks/results/gate_cost_h200.md, "Latest"). A Triton binary is
+took ~589 s instead of ~11 minutes (two calls, 67fa0bb), and 467 s in one call since the parent's own work was cut
+(4a4881d; benchmarks/results/gate_cost_h200.md). A Triton binary is
 determined by its cache key (the kernel's source, its options, the target, Triton's own version and the
 environment variables that change a compile; the few settings Triton leaves out of it keep a process off
 the store: binary_store_manager), so finding it kept changes nothing that runs; which kernels run is
