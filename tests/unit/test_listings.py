@@ -129,3 +129,36 @@ def test_a_store_that_cannot_be_written_still_gives_the_listing(tmp_path):
     assert listings.listing(tool, "-sass", cubin, lambda *a: "text", folder) == "text"
     assert not [p for p in tmp_path.rglob(f"{listings.LISTING_PREFIX}*")]
     shutil.rmtree(tmp_path / "ro", ignore_errors=True)
+
+
+def test_another_thread_cannot_evict_an_entry_between_its_lookup_and_its_read(tmp_path, monkeypatch):
+    """index_generated lists a run's kernels from a pool of threads: a thread that evicts the memory's oldest
+    entry must wait while another reads it (a KeyError there would fail the run's collection). The other
+    thread is started inside the lookup, where the read has not happened yet."""
+    import threading
+
+    tool, a, b = tmp_path / "tool", tmp_path / "a.cubin", tmp_path / "b.cubin"
+    for path, text in ((tool, ""), (a, "A"), (b, "B")):
+        path.write_text(text)
+    make = lambda t, f, c: f"listing of {c.read_text()}"     # noqa: E731
+    others: list = []
+
+    class Racing(type(listings._MEMO)):
+        armed = False
+
+        def __contains__(self, key):
+            found = super().__contains__(key)
+            if found and self.armed:
+                self.armed = False
+                others.append(threading.Thread(target=lambda: others.append(listings.listing(tool, "-sass", b, make))))
+                others[0].start()
+                others[0].join(0.5)          # it evicts now, unless it must wait for this lookup to end
+            return found
+
+    monkeypatch.setattr(listings, "_MEMO", Racing())
+    monkeypatch.setattr(listings, "MEMO_ENTRIES", 1)
+    assert listings.listing(tool, "-sass", a, make) == "listing of A"
+    listings._MEMO.armed = True
+    assert listings.listing(tool, "-sass", a, make) == "listing of A"
+    others[0].join(5)
+    assert others[1:] == ["listing of B"] and list(listings._MEMO.values()) == ["listing of B"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
@@ -22,6 +23,7 @@ from .scoped import replaced
 MEMO_ENTRIES = 256
 LISTING_PREFIX = "listing-"
 _MEMO: "OrderedDict[str, str]" = OrderedDict()
+_LOCK = threading.Lock()           # index_generated lists a run's kernels from a pool of threads
 
 Lister = Callable[[Path, str, Path], "str | None"]
 
@@ -34,9 +36,10 @@ def listing(tool: Path, flag: str, cubin: Path, make: Lister, store_folder: Path
         key = _digest(tool, flag, cubin.read_bytes())
     except OSError:
         return make(tool, flag, cubin)
-    if key in _MEMO:
-        _MEMO.move_to_end(key)
-        return _MEMO[key]
+    with _LOCK:
+        if key in _MEMO:
+            _MEMO.move_to_end(key)
+            return _MEMO[key]
     kept = store_folder / f"{LISTING_PREFIX}{key}.txt" if store_folder is not None and store_folder.is_dir() else None
     text = _read(kept)
     if text is None:
@@ -44,9 +47,10 @@ def listing(tool: Path, flag: str, cubin: Path, make: Lister, store_folder: Path
         if text is not None and kept is not None:
             _write(kept, text)
     if text is not None:
-        _MEMO[key] = text
-        while len(_MEMO) > MEMO_ENTRIES:
-            _MEMO.popitem(last=False)
+        with _LOCK:
+            _MEMO[key] = text
+            while len(_MEMO) > MEMO_ENTRIES:
+                _MEMO.popitem(last=False)
     return text
 
 
