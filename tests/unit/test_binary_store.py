@@ -290,3 +290,31 @@ def test_runs_and_recorded_sessions_say_the_binaries_were_kept():
     (said,) = compile_warnings(compiled, {"triton_binaries": KEPT_BINARIES})
     assert said["code"] == "binaries_kept" and "first call leaves out Triton's compile" in said["message"]
     assert compile_warnings(compiled, {}) == [] and compile_warnings([{"variant": "cuda"}], data.info) == []
+
+
+def test_a_run_counts_the_kernels_it_found_in_the_store_and_those_it_compiled(tmp_path):
+    """`triton_binaries` says "kept between runs" whatever the store held; the generated-code index counts
+    them: a first process compiles (MISS), a second finds it (HIT), real sm_90 compiles; the runs' messages."""
+    from aisp_prof.analyze.code.compiled import compile_warnings
+    from aisp_prof.collect.code.generated import index_generated
+
+    store = tmp_path / "store"
+    assert _compile(tmp_path / "c1" / "triton", store)[0] == "MISS"
+    assert _compile(tmp_path / "c2" / "triton", store)[0] == "HIT"
+    first = index_generated(tmp_path / "c1", tmp_path / "g1", None, store)
+    second = index_generated(tmp_path / "c2", tmp_path / "g2", None, store)
+    assert (first["from_store"], first["compiled_here"]) == (0, 1)
+    assert (second["from_store"], second["compiled_here"]) == (1, 0)
+    assert "from_store" not in index_generated(tmp_path / "c2", tmp_path / "g3", None, None)   # no store: no count
+    (entry,) = [p for p in store.iterdir() if p.is_dir()]
+    (group,) = entry.glob("__grp__*")
+    group.unlink()                                                     # a store without it: not counted
+    assert "from_store" in (third := index_generated(tmp_path / "c2", tmp_path / "g4", None, store)) and \
+        third["from_store"] + third["compiled_here"] == 0
+    compiled = [{"variant": "regional", "compiled": True}]
+    info = {"triton_binaries": KEPT_BINARIES, "generated": {"from_store": 0, "compiled_here": 7}}
+    (said,) = compile_warnings(compiled, info)
+    assert "(0 of 7 Triton kernels found there)" in said["message"] and "as on a fresh machine" in said["message"]
+    info["generated"] = {"from_store": 5, "compiled_here": 2}
+    (said,) = compile_warnings(compiled, info)
+    assert "(5 of 7 Triton kernels found there)" in said["message"] and "leaves out Triton's compile" in said["message"]

@@ -117,16 +117,28 @@ def break_even_calls(overhead_ns: float | None, baseline_ns: float | None, varia
     return max(0.0, overhead_ns) / (baseline_ns - variant_ns)
 
 
+def _binaries_kept(kept: str, info: dict[str, Any]) -> str:
+    """The binaries_kept message, with how many kernels the run found in the store where it counted them."""
+    generated = info.get("generated") or {}
+    found, compiled = generated.get("from_store"), generated.get("compiled_here")
+    counted = ""
+    if found is not None and compiled is not None:
+        counted = f" ({found} of {found + compiled} Triton kernels found there)"
+    if found == 0 and compiled:
+        return (f"Triton binaries {kept}{counted}: none of this run's was found, so a compiled variant's first call "
+                "holds Triton's whole compile, as on a fresh machine")
+    return (f"Triton binaries {kept}{counted}: a compiled variant's first call leaves out Triton's compile (ptxas, "
+            "the launcher's gcc) of each kernel an earlier run had compiled; a fresh machine's costs more "
+            "(every lowering and autotune choice was still made in this run)")
+
+
 def compile_warnings(summary: list[dict[str, Any]], info: dict[str, Any] | None = None) -> list[dict[str, str]]:
     """Validity warnings from the compile columns of a summary (`summarize` rows), and from the run's
     `info` (run.json): Triton binaries kept between runs (`bench run`, collect.code.binary_store)."""
     out = []
     kept = (info or {}).get("triton_binaries")
     if kept and any(s.get("compiled") for s in summary):
-        out.append({"severity": "info", "code": "binaries_kept", "message":
-                    f"Triton binaries {kept}: a compiled variant's first call leaves out Triton's compile (ptxas, "
-                    "the launcher's gcc) of each kernel an earlier run had compiled; a fresh machine's costs more "
-                    "(every lowering and autotune choice was still made in this run)"})
+        out.append({"severity": "info", "code": "binaries_kept", "message": _binaries_kept(kept, info or {})})
     for s in summary:
         n = s.get("timed_phase_compiles")
         if n:

@@ -25,10 +25,9 @@ import sysconfig
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from .binary_store import STORE_ENV
+from .binary_store import GROUP_PREFIX, STORE_ENV
 from .scoped import replaced
 
-GROUP_PREFIX = "__grp__"
 MODULE_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"   # Triton's launcher modules (built by gcc)
 
 

@@ -47,7 +47,7 @@ from pathlib import Path, PurePath
 from typing import Any, Mapping
 
 from ...parse.code.ptx import kernel_code_summary
-from .binary_store import store_in_use
+from .binary_store import found_in_store, store_in_use
 from .compile_cache import CACHE_VARS, FRESH_PREFIX, cache_dirs
 from .listings import listing
 from ...naming import COMPILE_CACHE_DIR, GENERATED_DIR, GENERATED_INDEX
@@ -186,9 +186,19 @@ def index_generated(cache: Path, out: Path, cuobjdump: Path | None = None, store
     for k in kernels:
         k["defined_in"] = [m["file"] for m in modules if any(d["name"] == k["name"] for d in m["kernels"])]
     text = json.dumps({"kernels": kernels, "dropped": dropped, "dropped_kernels": len(dropped), "output_code": modules,
-                       "cuobjdump": str(cuobjdump) if cuobjdump else None}, indent=1, sort_keys=True)
+                       "cuobjdump": str(cuobjdump) if cuobjdump else None, **_store_counts(found, store)},
+                      indent=1, sort_keys=True)
     (out / "index.json").write_text(text)
     return json.loads(text)        # as a reader of the file sees it (byte-width keys are strings)
+
+
+def _store_counts(found: list[tuple[Path, dict[str, Any]]], store: Path | None) -> dict[str, int]:
+    """How many of the cache's Triton kernels (kept or dropped) the run found in the binary store, and how
+    many it compiled ({} without a store): `triton_binaries` says "kept between runs" even where none was found."""
+    if store is None:
+        return {}
+    seen = [found_in_store(store, folder, meta["name"]) for folder, meta in found]
+    return {"from_store": seen.count(True), "compiled_here": seen.count(False)}
 
 
 def keep_generated(folder: Path, env: Mapping[str, str]) -> dict[str, Any] | None:
@@ -209,4 +219,5 @@ def keep_generated(folder: Path, env: Mapping[str, str]) -> dict[str, Any] | Non
         return None
     return {"index": GENERATED_INDEX, "triton_kernels": len(index["kernels"]),
             "dropped_kernels": index["dropped_kernels"], "output_code_modules": len(index["output_code"]),
-            "sass": index["cuobjdump"] is not None, "index_wall_s": round(time.perf_counter() - start, 2)}
+            "sass": index["cuobjdump"] is not None, "index_wall_s": round(time.perf_counter() - start, 2),
+            **{k: index[k] for k in ("from_store", "compiled_here") if k in index}}
