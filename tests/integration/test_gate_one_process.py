@@ -176,3 +176,16 @@ def test_bench_one_says_in_the_verdict_why_its_chase_stopped(monkeypatch, tmp_pa
     v = next(v for v in outcome.verdicts if v.variant == "streams32")
     assert v.verdict == "AMBIGUOUS" and "40 s budget" in v.cause, v.cause
     assert any("40 s budget" in line for line in said), said
+
+
+def test_the_chase_leaves_out_throttled_samples_as_the_verdict_does(entry):
+    """Half of streams32's calls 50% slower, all of them at an SM clock below 75% of the maximum (no reason
+    given: a throttled machine). The verdict, told the sensor's maximum, leaves them out (SAME); so must the
+    chase, which the gate now tells it too, or it would time a confirming process for a change that is not."""
+    rows = _samples(entry, [0])
+    odd = [r for r in rows if r["variant"] == "streams32"][::2]
+    for r in odd:
+        r["time_ns"] *= 1.5
+        r["sm_clock_mhz"] = 900.0
+    assert undecided(PAIR, entry, "gpu")(rows) is True                    # blind to the clock: confirm it
+    assert undecided(PAIR, entry, "gpu")(rows, 1980.0) is False           # told it: nothing to confirm

@@ -163,7 +163,7 @@ time.sleep({check_s})
 if os.environ.get("FAKE_LEAVE_CACHE"):      # a process killed after its report: its empty cache stays
     (args.out.parent / "aisp-compile-left").mkdir(exist_ok=True)
 args.out.write_text(json.dumps({{"ok": True, "check": {{"passed": passed, "checks": []}}, "env": {{}},
-                                 "timing": {{}}, "samples": []}}))
+                                 "timing": {{}}, "samples": [], "sensor": {{"sm_clock_max_mhz": 1980.0}}}}))
 if args.nsys_iterations and passed:
     time.sleep(0.05)
     began = time.time()
@@ -371,6 +371,16 @@ def test_no_early_ncu_where_more_timing_processes_follow_the_check(tmp_path, mon
                     timing=runner.TimingOptions(processes=2, max_processes=2))
     assert "--wait-for" not in info["commands"]["ncu"] and "--release" not in info["commands"]["check"]
     assert "ncu_startup_overlapped" not in info["wall_s"] and info["timing_processes"] == 2
+
+
+@pytest.mark.slow
+def test_the_gate_s_chase_hears_the_check_s_maximum_sm_clock(tmp_path, monkeypatch):
+    """It leaves out throttled samples as the verdict does (analyze.gate.rules.Chase)."""
+    asked = []
+    more = lambda samples, clock_mhz=None: asked.append(clock_mhz) or len(asked) < 2     # noqa: E731
+    info = _collect(tmp_path, monkeypatch, with_nsys=False,
+                    timing=runner.TimingOptions(processes=1, max_processes=3, more=more))
+    assert asked == [1980.0, 1980.0] and info["timing_processes"] == 2
 
 
 @pytest.mark.slow

@@ -83,11 +83,13 @@ class Chase:
     def __post_init__(self) -> None:
         self.started_s = self.last_s = self.clock()
 
-    def __call__(self, samples: list[dict[str, Any]]) -> bool:
+    def __call__(self, samples: list[dict[str, Any]], sm_clock_max_mhz: float | None = None) -> bool:
+        """Whether to time another process; `sm_clock_max_mhz` (the check's sensor) leaves out the throttled
+        samples as the verdict will (`gate_verdicts`), so the two judge the same samples."""
         now = self.clock()
         process_s, self.last_s = now - self.last_s, now
         verdicts = [v for v in judge(self.pair, exp.of_kind(pd.DataFrame(samples), self.kind), self.entry,
-                                     library=self.library) if not v.is_reference and not v.library]
+                                     sm_clock_max_mhz, library=self.library) if not v.is_reference and not v.library]
         n = len({s.get("process") for s in samples})
         if self.kind in exp.HOST_KINDS and not self.link_bound and exp.machines(self.entry) == 1 and \
                 any(v.verdict in (FASTER, SLOWER, AMBIGUOUS) for v in verdicts):

@@ -64,7 +64,7 @@ class TimingOptions:
     processes: int = 1
     max_processes: int = 1
     references: bool = False
-    more: Callable[[list[dict[str, Any]]], bool] | None = None
+    more: Callable[..., bool] | None = None      # more(samples, sm_clock_max_mhz): time another process?
     kinds: tuple[str, ...] = KINDS      # collect.timing.samplers; the gate takes its own only
     fresh_compile_cache: bool = False   # each process compiles (and autotunes) anew: a recording's A/A spread
                                         # then holds the compiler's choices too, as fresh machines draw them
@@ -367,10 +367,12 @@ def _check(ctx: StepContext, the_plan: _Plan, opts: RunOptions,
 
 def more_timing(ctx: StepContext, the_plan: _Plan, timing: TimingOptions, samples: list[dict[str, Any]]) -> int:
     """Timing processes after the check's own: until `timing.processes` in all, then while
-    `timing.more(samples)` asks for more, up to `timing.max_processes`. Returns how many ran."""
+    `timing.more(samples, the check's maximum SM clock)` asks for more, up to `timing.max_processes`.
+    Returns how many ran."""
     pair, extra = the_plan.pair, 0
+    clock_mhz = (ctx.info.get("sensor") or {}).get("sm_clock_max_mhz")
     for p in range(1, max(timing.processes, timing.max_processes)):
-        if p >= timing.processes and (timing.more is None or not timing.more(samples)):
+        if p >= timing.processes and (timing.more is None or not timing.more(samples, clock_mhz)):
             break
         ctx.progress(f"      timing process {p + 1}")
         out = ctx.folder / TIMING_JSON.format(process=p)
