@@ -74,3 +74,14 @@ def test_an_interval_drawn_again_for_the_same_samples_is_remembered_and_the_same
     monkeypatch.setattr(iv, "MEMO_ENTRIES", 2)
     iv.median_interval([np.array([1.0, 2.0])])
     assert len(iv._MEMO) == 2                           # the oldest went
+
+
+def test_the_same_values_split_into_other_processes_are_drawn_anew(monkeypatch):
+    """The processes are part of what is remembered: [1 2 3 4][10 11] and [1 2][3 4 10 11] pool the same
+    values and resample them differently (the hierarchical bootstrap draws processes first)."""
+    monkeypatch.setattr(iv, "_MEMO", type(iv._MEMO)())
+    one = [np.array([1.0, 2, 3, 4]), np.array([10.0, 11])]
+    two = [np.array([1.0, 2]), np.array([3.0, 4, 10, 11])]
+    first, second = iv.median_interval(one), iv.median_interval(two)
+    assert len(iv._MEMO) == 2 and (first.low, first.high) != (second.low, second.high)
+    assert second == iv.bootstrap(np.median, two, per_row=lambda m: np.median(m, axis=1))

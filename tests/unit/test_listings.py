@@ -115,20 +115,37 @@ def test_other_bytes_another_tool_or_a_failed_listing_are_listed_anew(tmp_path):
     assert listings.listing(tool, "-sass", tmp_path / "gone.cubin", make) is None and made[-1] == "bad: missing"
 
 
-def test_a_store_that_cannot_be_written_still_gives_the_listing(tmp_path):
-    if os.geteuid() == 0:
-        folder = tmp_path / "file-not-folder"
-        folder.write_text("")                                         # root writes anywhere: no folder there
-    else:
-        folder = tmp_path / "ro"
-        folder.mkdir()
-        folder.chmod(0o500)
-    cubin, tool = tmp_path / "k.cubin", tmp_path / "tool"
+def test_a_store_that_cannot_be_written_still_gives_the_listing(tmp_path, monkeypatch):
+    def refused(target, write):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(listings, "replaced", refused)
+    folder, cubin, tool = tmp_path / "store" / "key", tmp_path / "k.cubin", tmp_path / "tool"
+    folder.mkdir(parents=True)
     cubin.write_text("A")
     tool.write_text("")
-    assert listings.listing(tool, "-sass", cubin, lambda *a: "text", folder) == "text"
-    assert not [p for p in tmp_path.rglob(f"{listings.LISTING_PREFIX}*")]
-    shutil.rmtree(tmp_path / "ro", ignore_errors=True)
+    made = []
+    assert listings.listing(tool, "-sass", cubin, lambda *a: made.append(1) or "text", folder) == "text"
+    assert not list(folder.iterdir()) and listings.listing(tool, "-sass", cubin, lambda *a: "other", folder) == "text"
+    assert made == [1]                                                 # remembered in the process all the same
+
+
+def test_the_memory_holds_at_most_its_characters_and_no_long_listing(tmp_path, monkeypatch):
+    monkeypatch.setattr(listings, "MEMO_CHARS", 10)
+    monkeypatch.setattr(listings, "MEMO_LONGEST", 6)
+    tool = tmp_path / "tool"
+    tool.write_text("")
+    made: list[str] = []
+    texts = {"a": "aaaa", "b": "bbbb", "c": "cccccc", "long": "x" * 7}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(name)
+    make = lambda t, f, c: made.append(c.name) or texts[c.name]     # noqa: E731
+    for name in ("a", "b", "c", "long", "long"):
+        listings.listing(tool, "-sass", tmp_path / name, make)
+    assert made == ["a", "b", "c", "long", "long"]                     # the long one was not remembered
+    assert list(listings._MEMO.values()) == ["bbbb", "cccccc"]          # "a" went: 14 characters > 10
+    listings.listing(tool, "-sass", tmp_path / "c", make)
+    assert made[-1] == "long"
 
 
 def test_another_thread_cannot_evict_an_entry_between_its_lookup_and_its_read(tmp_path, monkeypatch):
@@ -156,7 +173,7 @@ def test_another_thread_cannot_evict_an_entry_between_its_lookup_and_its_read(tm
             return found
 
     monkeypatch.setattr(listings, "_MEMO", Racing())
-    monkeypatch.setattr(listings, "MEMO_ENTRIES", 1)
+    monkeypatch.setattr(listings, "MEMO_CHARS", len("listing of A"))       # room for one
     assert listings.listing(tool, "-sass", a, make) == "listing of A"
     listings._MEMO.armed = True
     assert listings.listing(tool, "-sass", a, make) == "listing of A"

@@ -211,7 +211,7 @@ def keep_generated(folder: Path, env: Mapping[str, str]) -> dict[str, Any] | Non
         return None
     start = time.perf_counter()
     try:
-        index = index_generated(cache, folder / GENERATED_DIR, find_cuobjdump(), store_in_use())
+        index = index_generated(cache, folder / GENERATED_DIR, find_cuobjdump(), store_in_use(env))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if not index["kernels"] and not index["output_code"]:

@@ -20,7 +20,8 @@ from typing import Callable
 
 from .scoped import replaced
 
-MEMO_ENTRIES = 256
+MEMO_CHARS = 32 << 20            # the listings remembered in this process, in characters (SASS: ~0.2 MB a kernel)
+MEMO_LONGEST = 1 << 20           # a longer listing is not remembered here (the store keeps it)
 LISTING_PREFIX = "listing-"
 _MEMO: "OrderedDict[str, str]" = OrderedDict()
 _LOCK = threading.Lock()           # index_generated lists a run's kernels from a pool of threads
@@ -46,10 +47,10 @@ def listing(tool: Path, flag: str, cubin: Path, make: Lister, store_folder: Path
         text = make(tool, flag, cubin)
         if text is not None and kept is not None:
             _write(kept, text)
-    if text is not None:
+    if text is not None and len(text) <= MEMO_LONGEST:
         with _LOCK:
             _MEMO[key] = text
-            while len(_MEMO) > MEMO_ENTRIES:
+            while sum(map(len, _MEMO.values())) > MEMO_CHARS:
                 _MEMO.popitem(last=False)
     return text
 
