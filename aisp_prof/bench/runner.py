@@ -68,7 +68,7 @@ class BenchOptions:
     fresh_binaries: bool = False       # compile every Triton binary anew; False: reuse those kept in the store
                                        # (collect.code.binary_store): the choices are made anew either way
 
-    def timing(self, more: Callable[[list[dict[str, Any]]], bool] | None, kind: str = "gpu") -> TimingOptions:
+    def timing(self, more: Callable[..., bool] | None, kind: str = "gpu") -> TimingOptions:
         """Only the kind of time the gate judges (`gate_kind`): the others would triple the cost. A
         recording's processes compile anew each (`fresh_compile_cache`), so its margin holds the
         compiler's choices as a fresh machine draws them. So do a gate's processes after the first
@@ -87,7 +87,7 @@ class BenchOptions:
                              fresh_compile_cache=self.update_expectations,
                              fresh_further_caches=not self.update_expectations)
 
-    def run_options(self, pair: KernelPair, more: Callable[[list[dict[str, Any]]], bool] | None) -> RunOptions:
+    def run_options(self, pair: KernelPair, more: Callable[..., bool] | None) -> RunOptions:
         with_ncu, with_nsys, extra = PROFILE_LEVELS[self.profile]
         return RunOptions(pair=pair, profiles_dir=self.profiles_dir, label=f"bench:{self.profile}",
                           with_ncu=with_ncu, with_nsys=with_nsys, timing=self.timing(more, gate_kind(pair)),

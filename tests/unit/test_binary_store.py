@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from aisp_prof.collect.code.binary_store import (KEPT_BINARIES, MANAGER, MANAGER_ENV, STORE_ENV, binaries_kind,
-                                                 default_store, kept_binaries, prune, store_in_use)
+from aisp_prof.collect.code.binary_store import (FOUND_MARK, KEPT_BINARIES, MANAGER, MANAGER_ENV, STORE_ENV,
+                                                 binaries_kind, default_store, kept_binaries, prune, store_in_use)
 from aisp_prof.errors import OutputError
 from repo_paths import FIXTURES
 
@@ -28,10 +28,10 @@ def no_manager(monkeypatch):
     monkeypatch.delenv(MANAGER_ENV, raising=False)
 
 
-def _compile(cache: Path, store: Path | None) -> tuple[str, int]:
-    """compile_one.py in a fresh process: ("HIT" or "MISS", cubin bytes)."""
+def _compile(cache: Path, store: Path | None, **extra: str) -> tuple[str, int]:
+    """compile_one.py in a fresh process (`extra`: more environment): ("HIT" or "MISS", cubin bytes)."""
     pytest.importorskip("triton")
-    env = {k: v for k, v in os.environ.items() if k not in (MANAGER_ENV, STORE_ENV, "TRITON_INTERPRET")}
+    env = {k: v for k, v in os.environ.items() if k not in (MANAGER_ENV, STORE_ENV, "TRITON_INTERPRET")} | extra
     env["TRITON_CACHE_DIR"] = str(cache)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH", "")])
     if store is not None:
@@ -55,7 +55,8 @@ def test_a_second_process_finds_the_first_one_s_kernel_whole_in_its_own_cache(tm
     assert _compile(tmp_path / "c3", None)[0] == "MISS"
     first, second = _only_entry(tmp_path / "c1"), _only_entry(tmp_path / "c2")
     names = sorted(p.name for p in first.iterdir())
-    assert sorted(p.name for p in second.iterdir()) == names      # every stage, for the generated-code index
+    assert sorted(p.name for p in second.iterdir() if p.name != FOUND_MARK) == names   # every stage, for the index
+    assert (second / FOUND_MARK).is_file() and not (first / FOUND_MARK).exists()     # marked as found, for its count
     assert (second / "double.cubin").read_bytes() == (first / "double.cubin").read_bytes()
     assert size == len((first / "double.cubin").read_bytes())
     group = json.loads((second / "__grp__double.json").read_text())["child_paths"]
@@ -294,23 +295,23 @@ def test_runs_and_recorded_sessions_say_the_binaries_were_kept():
 
 def test_a_run_counts_the_kernels_it_found_in_the_store_and_those_it_compiled(tmp_path):
     """`triton_binaries` says "kept between runs" whatever the store held; the generated-code index counts
-    them: a first process compiles (MISS), a second finds it (HIT), real sm_90 compiles; the runs' messages."""
+    them by the mark the manager leaves where it filled the run's cache from the store (not by file times, which a
+    coarse or skewed clock would misread): a first process compiles (MISS), a second finds it (HIT), a third kept
+    off the store by a setting Triton leaves out of its key compiles though the store has it. Real sm_90 compiles."""
     from aisp_prof.analyze.code.compiled import compile_warnings
     from aisp_prof.collect.code.generated import index_generated
 
     store = tmp_path / "store"
     assert _compile(tmp_path / "c1" / "triton", store)[0] == "MISS"
     assert _compile(tmp_path / "c2" / "triton", store)[0] == "HIT"
-    first = index_generated(tmp_path / "c1", tmp_path / "g1", None, store)
-    second = index_generated(tmp_path / "c2", tmp_path / "g2", None, store)
-    assert (first["from_store"], first["compiled_here"]) == (0, 1)
-    assert (second["from_store"], second["compiled_here"]) == (1, 0)
-    assert "from_store" not in index_generated(tmp_path / "c2", tmp_path / "g3", None, None)   # no store: no count
+    assert _compile(tmp_path / "c3" / "triton", store, TRITON_ALWAYS_COMPILE="1")[0] == "MISS"
+    counts = [index_generated(tmp_path / f"c{i}", tmp_path / f"g{i}", None, store) for i in (1, 2, 3)]
+    assert [(c["from_store"], c["compiled_here"]) for c in counts] == [(0, 1), (1, 0), (0, 1)]
     (entry,) = [p for p in store.iterdir() if p.is_dir()]
-    (group,) = entry.glob("__grp__*")
-    group.unlink()                                                     # a store without it: not counted
-    assert "from_store" in (third := index_generated(tmp_path / "c2", tmp_path / "g4", None, store)) and \
-        third["from_store"] + third["compiled_here"] == 0
+    for group in entry.glob("__grp__*"):
+        os.utime(group, ns=(0, 10**18))                                # the store's clock far ahead: same counts
+    assert index_generated(tmp_path / "c2", tmp_path / "g4", None, store)["from_store"] == 1
+    assert "from_store" not in index_generated(tmp_path / "c2", tmp_path / "g5", None, None)   # no store: no count
     compiled = [{"variant": "regional", "compiled": True}]
     info = {"triton_binaries": KEPT_BINARIES, "generated": {"from_store": 0, "compiled_here": 7}}
     (said,) = compile_warnings(compiled, info)
@@ -318,3 +319,6 @@ def test_a_run_counts_the_kernels_it_found_in_the_store_and_those_it_compiled(tm
     info["generated"] = {"from_store": 5, "compiled_here": 2}
     (said,) = compile_warnings(compiled, info)
     assert "(5 of 7 Triton kernels found there)" in said["message"] and "leaves out Triton's compile" in said["message"]
+    info["generated"] = {"from_store": 0, "compiled_here": 0}                        # nothing counted: no count said
+    (said,) = compile_warnings(compiled, info)
+    assert "found there" not in said["message"]

@@ -118,15 +118,13 @@ def break_even_calls(overhead_ns: float | None, baseline_ns: float | None, varia
 
 
 def _binaries_kept(kept: str, info: dict[str, Any]) -> str:
-    """The binaries_kept message, with how many kernels the run found in the store where it counted them."""
+    """The binaries_kept message, with how many Triton kernels the run found in the store where it counted them."""
     generated = info.get("generated") or {}
     found, compiled = generated.get("from_store"), generated.get("compiled_here")
-    counted = ""
-    if found is not None and compiled is not None:
-        counted = f" ({found} of {found + compiled} Triton kernels found there)"
     if found == 0 and compiled:
-        return (f"Triton binaries {kept}{counted}: none of this run's was found, so a compiled variant's first call "
-                "holds Triton's whole compile, as on a fresh machine")
+        return (f"Triton binaries {kept} (0 of {compiled} Triton kernels found there): every kernel of this run was "
+                "compiled in it (ptxas), so a compiled variant's first call holds that as on a fresh machine")
+    counted = f" ({found} of {found + compiled} Triton kernels found there)" if found and compiled is not None else ""
     return (f"Triton binaries {kept}{counted}: a compiled variant's first call leaves out Triton's compile (ptxas, "
             "the launcher's gcc) of each kernel an earlier run had compiled; a fresh machine's costs more "
             "(every lowering and autotune choice was still made in this run)")

@@ -38,6 +38,7 @@ MAX_STORE_BYTES = 4 << 30                # the whole book's binaries: 170 MB on 
 KEPT_BINARIES = "kept between runs"      # run.json `triton_binaries` when the store was used
 STALE_TMP_S = 3600.0                     # a store file still being written after this was left by a killed process
 GROUP_PREFIX = "__grp__"                 # Triton's name for a kernel's group file: __grp__<name>.json
+FOUND_MARK = ".found_in_store"           # in a run's Triton cache folder the manager filled from the store
 
 
 def default_store(environ: Mapping[str, str] = os.environ) -> Path:
@@ -74,16 +75,11 @@ def require_manager(environ: Mapping[str, str] = os.environ) -> None:
                            "aisp-prof, or pass bench run --fresh-binaries")
 
 
-def found_in_store(store: Path, cached: Path, name: str) -> bool | None:
-    """Whether the run found kernel `name` (its folder `cached` in the run's Triton cache) in the store rather
-    than compiling it: the store's group file was written before the run's own copy of it (a kernel compiled
-    in the run is put in the store after its own cache); None where either group file is missing."""
-    try:
-        kept = (store / cached.name / f"{GROUP_PREFIX}{name}.json").stat().st_mtime_ns
-        own = (cached / f"{GROUP_PREFIX}{name}.json").stat().st_mtime_ns
-    except OSError:
-        return None
-    return kept < own
+def found_in_store(cached: Path) -> bool:
+    """Whether the run found the kernel in its Triton cache folder `cached` in the store rather than compiling it:
+    the manager marks a folder it filled from the store (FOUND_MARK); a kernel compiled in the run, or in a
+    process kept off the store, has no mark."""
+    return (cached / FOUND_MARK).is_file()
 
 
 def binaries_kind(environ: Mapping[str, str] = os.environ) -> str | None:

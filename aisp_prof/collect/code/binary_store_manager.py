@@ -25,7 +25,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from .binary_store import GROUP_PREFIX, STORE_ENV
+from .binary_store import FOUND_MARK, GROUP_PREFIX, STORE_ENV
 from .scoped import replaced
 
 MODULE_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"   # Triton's launcher modules (built by gcc)
@@ -73,6 +73,10 @@ def _get_group(self, filename: str) -> Optional[Dict[str, str]]:
     except Exception:                     # noqa: BLE001 (not in the store, or not whole: compiled here)
         return None
     _touch(self.store)
+    try:                                  # what the run's generated-code index counts (binary_store.found_in_store)
+        (Path(self.cache_dir) / FOUND_MARK).touch()
+    except OSError:
+        pass
     return base.get_group(self, filename)
 
 

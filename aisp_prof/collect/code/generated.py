@@ -197,7 +197,7 @@ def _store_counts(found: list[tuple[Path, dict[str, Any]]], store: Path | None) 
     many it compiled ({} without a store): `triton_binaries` says "kept between runs" even where none was found."""
     if store is None:
         return {}
-    seen = [found_in_store(store, folder, meta["name"]) for folder, meta in found]
+    seen = [found_in_store(folder) for folder, _ in found]
     return {"from_store": seen.count(True), "compiled_here": seen.count(False)}
 
 

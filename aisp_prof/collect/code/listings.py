@@ -23,7 +23,17 @@ from .scoped import replaced
 MEMO_CHARS = 32 << 20            # the listings remembered in this process, in characters (SASS: ~0.2 MB a kernel)
 MEMO_LONGEST = 1 << 20           # a longer listing is not remembered here (the store keeps it)
 LISTING_PREFIX = "listing-"
-_MEMO: "OrderedDict[str, str]" = OrderedDict()
+
+
+class _Memory(OrderedDict):
+    """Listings by digest, oldest first, and the characters they hold."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chars = 0
+
+
+_MEMO = _Memory()
 _LOCK = threading.Lock()           # index_generated lists a run's kernels from a pool of threads
 
 Lister = Callable[[Path, str, Path], "str | None"]
@@ -49,9 +59,10 @@ def listing(tool: Path, flag: str, cubin: Path, make: Lister, store_folder: Path
             _write(kept, text)
     if text is not None and len(text) <= MEMO_LONGEST:
         with _LOCK:
+            _MEMO.chars += len(text) - len(_MEMO.pop(key, ""))
             _MEMO[key] = text
-            while sum(map(len, _MEMO.values())) > MEMO_CHARS:
-                _MEMO.popitem(last=False)
+            while _MEMO.chars > MEMO_CHARS:
+                _MEMO.chars -= len(_MEMO.popitem(last=False)[1])
     return text
 
 

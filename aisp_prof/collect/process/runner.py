@@ -54,7 +54,7 @@ GPU_FIELDS = ("sm_count", "compute_capability", "l2_cache_bytes", "gpu_memory_by
 @dataclass
 class TimingOptions:
     """How the variants are timed after the check: interleaved samples in `processes` fresh
-    processes (more, up to `max_processes`, while `more(samples)` says so: the bench's
+    processes (more, up to `max_processes`, while `more(samples, max SM clock)` says so: the bench's
     sequential stop), each sampling for at most `budget_s`, or on to `floor_rounds` rounds where
     the budget ran out first (collect.timing.timer.SamplingPlan; 0: no floor)."""
 
