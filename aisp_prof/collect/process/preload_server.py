@@ -1,7 +1,7 @@
 """The preloaded torch process of `collect.process.preload`: `python -m aisp_prof.collect.process.preload_server`.
 
-It imports torch (and the pair child's modules, and Triton where it is installed) once, says it is ready, then forks one child per request
-line on stdin and answers the child's pid and, when it ends, its exit code. Each child becomes what `python
+It imports torch (and the pair child's modules, and Triton where it is installed) once, says it is ready, then
+forks one child per request line on stdin and answers the child's pid and, when it ends, its exit code. Each child becomes what `python
 -m aisp_prof.collect.process.child ARGS` would be, as far as its work can tell: the request's environment,
 folder and log as stdin-less stdout and stderr, the signal handlers a fresh interpreter starts with (a
 signal the caller ignored stays ignored, as across an exec), only fds 0-2, its exit through the
