@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from repo_paths import ROOT
 from sample_files import plain_file
@@ -36,3 +37,27 @@ def warp_spec_entry() -> dict:
     from aisp_prof.analyze.gate import expectations as exp
 
     return exp.load(GATE / "expectations_h200_ch10_warp_specialization.json")["pairs"][WARP_SPEC]
+
+
+@pytest.fixture(scope="module", name="con")
+def warp_spec_con(tmp_path_factory) -> sqlite3.Connection:
+    """`con`, for a test module that imports it: the three no-change gates of ch10.warp_specialization."""
+    return gate_db(WARP_SPEC_DB, tmp_path_factory.mktemp("db"))
+
+
+@pytest.fixture(scope="module", name="entry")
+def warp_spec_evidence() -> dict:
+    """`entry`, for a test module that imports it: the evidence those gates were judged against."""
+    return warp_spec_entry()
+
+
+def warp_spec_verdicts(con: sqlite3.Connection, entry: dict, run: str, scale: dict[str, float] | None = None,
+                       library: tuple[str, ...] = ()) -> dict:
+    """The gate's verdicts (`gate_verdicts`, GPU time) of `run`'s samples, each variant's times x `scale`,
+    with `library` the pair's declared references; by variant."""
+    from aisp_prof.analyze.gate.rules import Traits, gate_verdicts
+
+    s, clock = run_samples(con, run)
+    for variant, k in (scale or {}).items():
+        s.loc[s["variant"] == variant, "time_ns"] = s.loc[s["variant"] == variant, "time_ns"] * k
+    return {v.variant: v for v in gate_verdicts(WARP_SPEC, s, "gpu", entry, clock, traits=Traits(library=library))}

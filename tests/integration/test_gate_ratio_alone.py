@@ -9,35 +9,21 @@ from __future__ import annotations
 
 import gzip
 import json
-import sqlite3
 
 import pytest
 
-from aisp_prof.analyze.gate.rules import Chase, gate_verdicts
+from aisp_prof.analyze.gate.rules import Chase
 from aisp_prof.analyze.gate.verdict import (AMBIGUOUS, FASTER, SAME, SLOWER, MetricVerdict, classify)
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.paths import data_root
-from gate_runs import WARP_SPEC, WARP_SPEC_DB, gate_db, run_samples, warp_spec_entry
+from gate_runs import (WARP_SPEC, run_samples, warp_spec_con, warp_spec_evidence,  # noqa: F401 (fixtures)
+                       warp_spec_verdicts)
 PAIR = WARP_SPEC
 CAPPED = ("20261129T150844Z-ch10.warp_specialization-17ae", "20261129T151032Z-ch10.warp_specialization-d37d")
 NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
 
 
-@pytest.fixture(scope="module")
-def con(tmp_path_factory) -> sqlite3.Connection:
-    return gate_db(WARP_SPEC_DB, tmp_path_factory.mktemp("db"))
-
-
-@pytest.fixture(scope="module")
-def entry() -> dict:
-    return warp_spec_entry()
-
-
-def _judged(con, entry, run: str, scale: dict[str, float] | None = None) -> dict:
-    s, clock = run_samples(con, run)
-    for variant, k in (scale or {}).items():
-        s.loc[s["variant"] == variant, "time_ns"] = s.loc[s["variant"] == variant, "time_ns"] * k
-    return {v.variant: v for v in gate_verdicts(PAIR, s, "gpu", entry, clock)}
+_judged = warp_spec_verdicts          # the gate's verdicts of a run's samples, times scaled per variant
 
 
 @pytest.mark.parametrize("run", CAPPED)

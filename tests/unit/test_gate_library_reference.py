@@ -9,13 +9,12 @@ the evidence's (bench.runner.machine_references). Two sets of real data:
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
-from gate_runs import WARP_SPEC, WARP_SPEC_DB, gate_db, run_samples, warp_spec_entry
+from gate_runs import warp_spec_con, warp_spec_evidence, warp_spec_verdicts  # noqa: F401 (fixtures)
 from repo_paths import FIXTURES
 
-from aisp_prof.analyze.gate.rules import Traits, failing, gate_verdicts
+from aisp_prof.analyze.gate.rules import failing
 from aisp_prof.analyze.gate.verdict import SAME, SLOWER, MetricVerdict, decide, judge_one
 from aisp_prof.analyze.timing.intervals import Interval
 from aisp_prof.bench.ci_files import variant_fails
@@ -73,25 +72,11 @@ def test_a_planted_slowdown_beside_the_machine_s_still_fails():
 
 # real samples of ch10.warp_specialization at the full clock (all SAME as judged), scaled per variant
 NORMAL = "20261129T151205Z-ch10.warp_specialization-6214"
-PAIR = WARP_SPEC
 OURS = ("baseline", "warp_specialized", "warp_specialized_c2", "warp_specialized_reg_epilogue")
 
 
-@pytest.fixture(scope="module")
-def con(tmp_path_factory) -> sqlite3.Connection:
-    return gate_db(WARP_SPEC_DB, tmp_path_factory.mktemp("db"))
-
-
-@pytest.fixture(scope="module")
-def entry() -> dict:
-    return warp_spec_entry()
-
-
 def _gate(con, entry, scale: dict[str, float], library=("cublas",)) -> dict:
-    s, clock = run_samples(con, NORMAL)
-    for variant, k in scale.items():
-        s.loc[s["variant"] == variant, "time_ns"] *= k
-    return {v.variant: v for v in gate_verdicts(PAIR, s, "gpu", entry, clock, traits=Traits(library=library))}
+    return warp_spec_verdicts(con, entry, NORMAL, scale, library)
 
 
 def _failing(judged: dict, strict: bool = False) -> set[str]:
