@@ -111,9 +111,11 @@ def markdown(payload: dict[str, Any], strict: bool = False) -> str:
             mark = "**" if variant_fails(v, strict) else ""
             rows.append(f"| {_cell(p['pair'])} | {_cell(v['variant'])} | {mark}{_cell(v['verdict'])}{mark} | "
                         f"{_cell(change_text(v))} | {_cell(v.get('cause'))} |")
+    from ..analyze.gate.verdict import MACHINE_SPREAD_GPU       # the library rule's bound (pandas: imported here)
+
     note = ("\nA variant fails on SLOWER (time and cycles beyond the A/A margin, no reference kernel moved as far) "
             "or MISSING" + (", and on AMBIGUOUS (--strict)" if strict else "") + "; a reference kernel never fails, nor "
-            "a pair's library variant that moved as machines do (at most 5%).\n")
+            f"a pair's library variant that moved as machines do (at most {MACHINE_SPREAD_GPU:.0%}).\n")
     return head + "\n".join(rows) + "\n" + note
 
 
