@@ -34,7 +34,8 @@ class CudaLibrary:
     `const char* (int)` function that decodes a cudaError. `include_dirs` entries are paths or
     zero-argument functions returning one or a list of them, called only when the library is
     built (CUTLASS's headers are looked for then, not on import). `arch` None: the current
-    GPU's (build.default_arch).
+    GPU's (build.default_arch). `parts` > 1: nvcc compiles the source in that many parts at once
+    (kernels/common/build_parts.h says how a source splits its kernels between them).
     """
 
     source: Path
@@ -43,10 +44,14 @@ class CudaLibrary:
     arch: str | None = None
     include_dirs: Sequence[Path | str | Callable[[], Path | list[Path]]] = ()
     extra_flags: Sequence[str] = ()
+    parts: int = 1
     _lib: ctypes.CDLL | None = field(default=None, init=False, repr=False)
 
     def _include_dirs(self) -> list[Any]:
         return [path for d in self.include_dirs for path in _paths(d() if callable(d) else d)]
+
+    def _parts(self) -> dict[str, int]:
+        return {"parts": self.parts} if self.parts != 1 else {}    # one part: the call it always was
 
     def needs_build(self) -> bool:
         """Whether loading it here would run nvcc first (not loaded, not in the build cache).
@@ -54,7 +59,8 @@ class CudaLibrary:
         if self._lib is not None:
             return False
         try:
-            return not build.cached_target(self.source, self.arch, self._include_dirs(), self.extra_flags).is_file()
+            return not build.cached_target(self.source, self.arch, self._include_dirs(), self.extra_flags,
+                                           self.parts).is_file()
         except (AispError, OSError):
             return False
 
@@ -63,13 +69,13 @@ class CudaLibrary:
         build `load()` runs first (same source, arch, include dirs and flags: the same cache key).
         The parallel prebuild (aisp_prof.collect.code.prebuild) calls it before anything is timed."""
         return build.build_shared_library(self.source, arch=self.arch, include_dirs=self._include_dirs(),
-                                          extra_flags=list(self.extra_flags))
+                                          extra_flags=list(self.extra_flags), **self._parts())
 
     def load(self) -> ctypes.CDLL:
         """Build (or reuse) and load the library, with every declared signature set; once."""
         if self._lib is None:
             lib = build.load_library(self.source, arch=self.arch, include_dirs=self._include_dirs(),
-                                     extra_flags=list(self.extra_flags))
+                                     extra_flags=list(self.extra_flags), **self._parts())
             for name, (argtypes, restype) in {**self.functions, self.error_string: ERROR_STRING_SIGNATURE}.items():
                 fn = getattr(lib, name)
                 fn.argtypes, fn.restype = list(argtypes), restype

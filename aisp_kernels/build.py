@@ -11,6 +11,14 @@ rebuilds, and anything else reuses the library. A source with no local header ke
 had before headers were followed. A pair that needs a header library (CUTLASS) passes
 `include_dirs` (and any `extra_flags`); both go into the command line and so into the key, but
 the library's headers' contents do not.
+
+A source of several CUTLASS kernels spends most of a minute in cicc instantiating templates, one
+kernel after another, on one core. Built in `parts` (kernels/common/build_parts.h), nvcc compiles
+the file once per part with `-DAISP_PARTS=N -DAISP_PART=i`, each part instantiating its share of
+the kernels, at once, and links the objects into the one library: the same kernels from the same
+flags (their SASS differs only in offsets into the module's constant bank). Every nvcc a process
+runs, for whichever library or part, waits for one of `nvcc_slots()` (CPUs, and memory at ~4 GB a
+compile), so parts and the prebuild's parallel libraries together never overcommit the machine.
 """
 from __future__ import annotations
 
@@ -21,10 +29,13 @@ import logging
 import os
 import re
 import shlex
+import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from aisp_prof import tools
@@ -34,18 +45,20 @@ from aisp_prof.pairs.source import local_includes
 log = logging.getLogger(__name__)
 
 DEFAULT_ARCH = "sm_90"                          # the project targets Hopper
+PART_PEAK_BYTES = 4 << 30                       # one part's cicc at its peak (a CUTLASS kernel: ~3.6 GB)
 _ARCH_RE = re.compile(r"^sm_(\d+)([a-z]?)$")
 
 
 def nvcc_command(source: str | Path, output: str | Path, arch: str,
                  nvcc: str | Path = "nvcc", include_dirs: Sequence[str | Path] = (),
-                 extra_flags: Sequence[str] = ()) -> list[str]:
+                 extra_flags: Sequence[str] = (), compile_only: bool = False) -> list[str]:
     """The nvcc command line that builds `source` into the shared library `output` for `arch`.
 
     `arch` is "sm_90" or an arch-specific target such as "sm_90a" (needed for wgmma/setmaxnreg);
     SASS only, no PTX, so the library runs exactly the code that was profiled. `include_dirs`
     become `-I` flags and `extra_flags` (e.g. "--expt-relaxed-constexpr") follow them, both
-    before `-o`; with neither the command is the same as before they existed.
+    before `-o`; with neither the command is the same as before they existed. `compile_only`:
+    an object (`-c`) for one part of a library built in parts, not the library.
     """
     match = _ARCH_RE.match(arch)
     if not match:
@@ -54,7 +67,7 @@ def nvcc_command(source: str | Path, output: str | Path, arch: str,
         raise TypeError("include_dirs and extra_flags are sequences of strings, not one string")
     target = f"{match.group(1)}{match.group(2)}"
     return [
-        str(nvcc), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
+        str(nvcc), "-O3", "-std=c++17", "-c" if compile_only else "-shared", "-Xcompiler", "-fPIC", "-lineinfo",
         f"-gencode=arch=compute_{target},code=sm_{target}",
         *(f"-I{d}" for d in include_dirs), *(str(f) for f in extra_flags),
         "-o", str(output), str(source),
@@ -102,13 +115,15 @@ BUILT: list[dict[str, object]] = []
 
 
 def cached_target(source: str | Path, arch: str | None = None, include_dirs: Sequence[str | Path] = (),
-                  extra_flags: Sequence[str] = ()) -> Path:
+                  extra_flags: Sequence[str] = (), parts: int = 1) -> Path:
     """Where `build_shared_library` puts (or finds) this build: the cache key hashes the source,
-    its local headers, the flags (arch included) and `nvcc --version` (the CUDA release). Builds nothing."""
+    its local headers, the flags (arch included, and the parts where more than one) and `nvcc --version`
+    (the CUDA release). Builds nothing."""
     source = Path(source).resolve()
     nvcc = tools.find_nvcc()
     flags = nvcc_command("SOURCE", "OUTPUT", arch or default_arch(), include_dirs=[str(d) for d in include_dirs],
                          extra_flags=[str(f) for f in extra_flags])[1:]
+    flags += [f"parts={_parts(parts)}"] if _parts(parts) > 1 else []      # one part: the key it always had
     key = hashlib.sha256()
     for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
         key.update(part)
@@ -120,10 +135,12 @@ def cached_target(source: str | Path, arch: str | None = None, include_dirs: Seq
 
 def build_shared_library(source: str | Path, arch: str | None = None,
                          include_dirs: Sequence[str | Path] = (),
-                         extra_flags: Sequence[str] = ()) -> Path:
+                         extra_flags: Sequence[str] = (), parts: int = 1) -> Path:
     """Compile `source` (a .cu file) to a cached .so and return its path; BuildError on failure.
 
     `include_dirs` and `extra_flags` go to nvcc_command (and so into the cache key, `cached_target`).
+    `parts` > 1: the source is compiled once per part, at once where memory allows, and the objects
+    linked (see the module docstring).
 
     The library is written under a temporary name and renamed into place, so a concurrent or
     interrupted build never leaves a half-written library behind under the cached name.
@@ -133,7 +150,7 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     nvcc = tools.find_nvcc()
     include_dirs = [str(d) for d in include_dirs]
     extra_flags = [str(f) for f in extra_flags]
-    target = cached_target(source, arch, include_dirs, extra_flags)
+    target = cached_target(source, arch, include_dirs, extra_flags, parts)
     out_dir = target.parent
     if target.is_file():
         log.debug("build cache hit: %s", target)
@@ -141,25 +158,165 @@ def build_shared_library(source: str | Path, arch: str | None = None,
 
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    cmd = nvcc_command(source, tmp, arch, nvcc=nvcc, include_dirs=include_dirs, extra_flags=extra_flags)
     log.info("building %s for %s", source.name, arch)
     began = time.monotonic()
+    objects = [tmp.with_name(f"{tmp.name}.part{i}.o") for i in range(_parts(parts))] if _parts(parts) > 1 else []
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            output = proc.stderr + proc.stdout
-            log.error("nvcc output for %s:\n%s", source, output)
-            err = BuildError(f"nvcc could not build {source.name}: {_first_error_line(output)} "
-                             f"(command: {shlex.join(cmd)})")
-            err.nvcc_output = output  # type: ignore[attr-defined]
-            raise err
+        if objects:
+            _run_all([nvcc_command(source, obj, arch, nvcc=nvcc, include_dirs=include_dirs, compile_only=True,
+                                   extra_flags=[*extra_flags, f"-DAISP_PARTS={len(objects)}", f"-DAISP_PART={i}"])
+                      for i, obj in enumerate(objects)], source)
+            _run_all([[str(nvcc), "-shared", "-o", str(tmp), *map(str, objects)]], source)
+        else:
+            _run_all([nvcc_command(source, tmp, arch, nvcc=nvcc, include_dirs=include_dirs,
+                                   extra_flags=extra_flags)], source)
         os.replace(tmp, target)
     finally:
-        tmp.unlink(missing_ok=True)
+        for leftover in (tmp, *objects):
+            leftover.unlink(missing_ok=True)
     seconds = round(time.monotonic() - began, 1)
-    BUILT.append({"source": source.name, "arch": arch, "seconds": seconds, "library": str(target)})
+    BUILT.append({"source": source.name, "arch": arch, "seconds": seconds, "library": str(target),
+                  **({"parts": len(objects)} if objects else {})})
     log.info("built %s for %s in %.1f s: %s", source.name, arch, seconds, target)
     return target
+
+
+def _parts(parts: int) -> int:
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise ValueError(f"parts must be a whole number of at least 1, got {parts!r}")
+    return parts
+
+
+def nvcc_slots(cpus: int | None = None, available: int | None = None) -> int:
+    """How many nvcc compiles one process runs at once, whatever asked for them (the prebuild's
+    libraries, a library's parts): no more than the CPUs, nor than the available memory holds at a
+    compile's peak (PART_PEAK_BYTES each: more would swap or wake the OOM killer); at least one."""
+    if cpus is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+    if available is None:
+        available = _available_memory()
+    by_memory = available // PART_PEAK_BYTES if available is not None else cpus
+    return max(1, min(cpus, by_memory))
+
+
+_SLOTS: list[threading.Semaphore] = []          # made on the first build, sized by nvcc_slots()
+_SLOTS_LOCK = threading.Lock()
+
+
+def _slots() -> threading.Semaphore:
+    with _SLOTS_LOCK:
+        if not _SLOTS:
+            _SLOTS.append(threading.Semaphore(nvcc_slots()))
+        return _SLOTS[0]
+
+
+def _available_memory() -> int | None:
+    """/proc/meminfo's MemAvailable in bytes; None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _run_all(commands: list[list[str]], source: Path) -> None:
+    """Run nvcc `commands` at once, each when one of the process's nvcc slots is free (`nvcc_slots`);
+    BuildError naming the first that failed. A failure or an interrupt stops the others
+    (terminated, then killed, and waited for) and starts no more: no nvcc outlives its build."""
+    started: list[subprocess.Popen[str]] = []
+    lock, stopping = threading.Lock(), threading.Event()
+
+    def one(cmd: list[str]) -> None:
+        with _slots():
+            with lock:
+                if stopping.is_set():
+                    return
+                # in the caller's process group: a terminal's Ctrl-C or a CI timeout reaches nvcc's stages too
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                started.append(proc)
+            out, err = proc.communicate()
+        if proc.returncode != 0 and not stopping.is_set():
+            output = err + out
+            log.error("nvcc output for %s:\n%s", source, output)
+            error = BuildError(f"nvcc could not build {source.name}: {_first_error_line(output)} "
+                               f"(command: {shlex.join(cmd)})")
+            error.nvcc_output = output  # type: ignore[attr-defined]
+            raise error
+
+    pool = ThreadPoolExecutor(max_workers=len(commands), thread_name_prefix="aisp-nvcc")
+    try:
+        futures = [pool.submit(one, cmd) for cmd in commands]
+        while not all(f.done() for f in futures):
+            wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)     # a timeout: Ctrl-C is seen here
+            for future in futures:
+                if future.done():
+                    future.result()      # the first failure, in the parts' order
+    except BaseException:
+        with lock:
+            stopping.set()
+        _stop(started)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> None:
+    """Kill each running compile with every process under it, and wait for it. nvcc runs its stages
+    (cudafe++, cicc, ptxas, the host compiler) as children, which a signal to nvcc alone leaves
+    running; so each process is frozen (SIGSTOP: it starts nothing more) before its children are
+    looked for, and the whole frozen tree is then killed."""
+    procs = [proc for proc in procs if proc.poll() is None]
+    tree: list[int] = []
+    for proc in procs:
+        tree += _freeze_tree(proc.pid)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for proc in procs:
+        proc.wait()
+
+
+def _freeze_tree(root: int) -> list[int]:
+    """SIGSTOP `root` and, breadth first, every process under it (each frozen before its own children
+    are read, so none is started unseen); the pids frozen."""
+    frozen, queue = [], [root]
+    while queue:
+        pid = queue.pop(0)
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except (ProcessLookupError, PermissionError):
+            continue
+        frozen.append(pid)
+        queue += _children(pid)
+    return frozen
+
+
+def _children(pid: int) -> list[int]:
+    """The pids whose parent is `pid` (Linux /proc; none where it cannot be read)."""
+    tasks = list(Path(f"/proc/{pid}/task").glob("*/children"))     # each thread's children
+    if tasks:
+        found = []
+        for task in tasks:
+            try:
+                found += [int(x) for x in task.read_text().split()]
+            except (OSError, ValueError):
+                continue
+        return found
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 @functools.cache
@@ -168,8 +325,12 @@ def _open(path: Path) -> ctypes.CDLL:
 
 
 def load_library(source: str | Path, arch: str | None = None,
-                 include_dirs: Sequence[str | Path] = (), extra_flags: Sequence[str] = ()) -> ctypes.CDLL:
+                 include_dirs: Sequence[str | Path] = (), extra_flags: Sequence[str] = (),
+                 parts: int = 1) -> ctypes.CDLL:
     """Build (or reuse) `source` and load it; one handle per library per process."""
+    if parts != 1:
+        return _open(build_shared_library(source, arch, include_dirs=include_dirs, extra_flags=extra_flags,
+                                          parts=parts))
     if include_dirs or extra_flags:
         return _open(build_shared_library(source, arch, include_dirs=include_dirs, extra_flags=extra_flags))
     return _open(build_shared_library(source, arch))

@@ -361,7 +361,8 @@ def record_library_loads(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
             return fn
 
     def fake_load(source, arch=None, **kwargs):
-        loads.append({"source": Path(source), "arch": arch, **{k: list(v) for k, v in kwargs.items()}})
+        loads.append({"source": Path(source), "arch": arch,
+                      **{k: list(v) if isinstance(v, (list, tuple)) else v for k, v in kwargs.items()}})
         return FakeLib()
 
     monkeypatch.setattr(build, "load_library", fake_load)

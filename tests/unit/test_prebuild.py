@@ -142,6 +142,26 @@ def test_a_prebuilt_library_is_the_one_its_first_call_would_build(fake_nvcc):
     assert lines[0].startswith("building 3 CUDA libraries, 2 at a time, before the first check: ")
 
 
+def test_a_library_in_parts_is_prebuilt_in_its_parts_and_says_so(fake_nvcc, nvcc_log):
+    """A CUTLASS library declares parts: the prebuild builds it as its first call would (each part's
+    compile, then the link; the same cache key) and its line says how many parts ran at once."""
+    sources = []
+    for name in ("split.cu", "plain.cu"):
+        (fake_nvcc / name).write_text('extern "C" int aisp_k() { return 1; }\n')
+        sources.append(fake_nvcc / name)
+    split, plain = CudaLibrary(sources[0], {}, arch="sm_90a", parts=3), CudaLibrary(sources[1], {}, arch="sm_90a")
+    lines: list[str] = []
+    done = {d.source: d for d in prebuild([_pair("t.s", split), _pair("t.p", plain)], lines.append, workers=2)}
+    assert done["split.cu"].parts == 3 and done["plain.cu"].parts == 1
+    assert f"   built split.cu for sm_90a in {done['split.cu'].seconds} s (3 parts at once)" in lines
+    assert f"   built plain.cu for sm_90a in {done['plain.cu'].seconds} s" in lines
+    assert not split.needs_build() and build.cached_target(sources[0], "sm_90a", parts=3).is_file()
+    compiles = nvcc_log.read_text().splitlines()
+    assert sorted(c.split("-DAISP_PART=")[1].split()[0] for c in compiles if "-DAISP_PART=" in c) == ["0", "1", "2"]
+    assert sum(" -c " in f" {c} " and "split.cu" in c for c in compiles) == 3
+    assert sum(c.startswith("-shared -o ") and c.count(".o") == 3 for c in compiles) == 1     # the link
+
+
 @pytest.mark.slow
 def test_two_ch10_pairs_are_prebuilt_with_real_nvcc(monkeypatch, tmp_path):
     """Two cheap ch10 pairs (their libraries declare sm_90a, which nvcc builds without a GPU) into a

@@ -7,8 +7,11 @@ other cores idle. `prebuild` asks each selected pair's CudaLibrary values whethe
 build cache (`builds.pair_libraries`, `needs_build()`: nothing is built or loaded to ask) and builds
 those that are not on a pool of threads, each running its own nvcc through the library's own
 `build()` (aisp_kernels.build.build_shared_library: the flags, the arch, arch None resolved as
-the pair's first call would, and so the cache key, are exactly those of that call). It builds,
-it never loads: no library is opened in this process.
+the pair's first call would, the parts, and so the cache key, are exactly those of that call). It
+builds, it never loads: no library is opened in this process. A CUTLASS library builds in parts
+(kernels/common/build_parts.h), each its own nvcc; every nvcc of the process, a library's or a
+part's, waits for one of aisp_kernels.build's slots (CPUs and memory), so the threads here
+bound the libraries in flight and the slots the compiles.
 
 Nothing is timed until the prebuild has finished, so it cannot perturb a measurement. A build
 that fails is said in one line and is not fatal here: the pair's own check builds it again and
@@ -44,10 +47,12 @@ class Prebuilt:
     arch: str
     seconds: float
     error: str | None = None
+    parts: int = 1
 
     def line(self) -> str:
         if self.error is None:
-            return f"   built {self.source} for {self.arch} in {self.seconds} s"
+            at_once = f" ({self.parts} parts at once)" if self.parts > 1 else ""
+            return f"   built {self.source} for {self.arch} in {self.seconds} s{at_once}"
         return (f"   could not build {self.source} for {self.arch} ({self.seconds} s): {self.error}; "
                 "its pair's check builds it again and reports the error")
 
@@ -60,8 +65,8 @@ def build_workers(cpus: int | None = None, available: int | None = None) -> int:
     core is what pays; the rest would only slow every build down. No more than the available
     memory holds at a CUTLASS build's peak (cicc ~6 GB each), because more would swap or wake the
     OOM killer, which costs more than building fewer at once. At most 8: the book's gate has about
-    ten libraries to build, and the longest (CUTLASS) build bounds the wall time anyway. Memory
-    unknown: the CPUs decide."""
+    ten libraries to build, and the longest (CUTLASS) build bounds the wall time anyway (its parts
+    run beside these, each in one of aisp_kernels.build's nvcc slots). Memory unknown: the CPUs decide."""
     cpus = cpus if cpus is not None else _cpu_count()
     available = available if available is not None else available_memory()
     by_memory = available // CICC_PEAK_BYTES if available is not None else MAX_WORKERS
@@ -150,13 +155,13 @@ def build_all(libraries: Sequence[Any], workers: int, progress: Callable[[str], 
 
 
 def _build_one(lib: Any) -> Prebuilt:
-    name, arch = Path(lib.source).name, _arch(lib)
+    name, arch, parts = Path(lib.source).name, _arch(lib), getattr(lib, "parts", 1)
     began = time.monotonic()
     try:
         lib.build()
     except Exception as exc:            # noqa: BLE001 - the pair's check builds again and reports it
-        return Prebuilt(name, arch, round(time.monotonic() - began, 1), _first_line(exc))
-    return Prebuilt(name, arch, round(time.monotonic() - began, 1))
+        return Prebuilt(name, arch, round(time.monotonic() - began, 1), _first_line(exc), parts)
+    return Prebuilt(name, arch, round(time.monotonic() - began, 1), parts=parts)
 
 
 def _arch(lib: Any) -> str:

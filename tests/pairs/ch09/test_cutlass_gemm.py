@@ -120,17 +120,16 @@ def test_library_is_built_for_sm90a_with_the_headers(monkeypatch, tmp_path):
     fresh = import_fresh(PAIR_PATH, "cutlass_gemm_fake_library")    # its LIBRARY keeps the fake handle
     fresh.LIBRARY.load()
     assert loads == [{"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path],
-                      "extra_flags": ["--expt-relaxed-constexpr"]}]
+                      "extra_flags": ["--expt-relaxed-constexpr"], "parts": 3}]
 
 
 # --- the CUDA source: builds for sm_90a (SLOW), exports its symbols, HGMMA -------------------
 
 @cutlass_build
 def test_cu_builds_for_sm90a_and_exports_the_c_symbols(monkeypatch, tmp_path, mod):
-    """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu (~2-4 minutes)."""
+    """SLOW: compiles every CUTLASS kernel in cutlass_gemm.cu, in the pair's three parts (~1-2 minutes)."""
     monkeypatch.setenv("AISP_BUILD_DIR", str(kept_build_dir()))
-    library = build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=tools.cutlass_include_dirs(),
-                                              extra_flags=mod.EXTRA_FLAGS)
+    library = mod.LIBRARY.build()          # as the pair builds it: its flags, in its parts
     lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
     for name in SYMBOLS:
         assert hasattr(lib, name), name

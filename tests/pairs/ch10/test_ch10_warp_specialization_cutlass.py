@@ -134,7 +134,7 @@ def test_library_is_built_for_sm90a_with_the_cutlass_headers(monkeypatch, tmp_pa
     fresh = import_fresh(PAIR_PATH, "warp_specialization_cutlass_fake_library")
     fresh.LIBRARY.load()
     assert loads == [{"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path / "include", util],
-                      "extra_flags": ["--expt-relaxed-constexpr", "-DNDEBUG"]}]
+                      "extra_flags": ["--expt-relaxed-constexpr", "-DNDEBUG"], "parts": 3}]
 
 
 def test_missing_headers_say_how_to_get_them(monkeypatch, tmp_path):
@@ -152,8 +152,7 @@ def library(mod) -> Path:
     """The library exactly as the pair builds it (same flags, same cache), built once per module."""
     if not can_build_cutlass():
         pytest.skip("needs nvcc and the CUTLASS headers")
-    return build.build_shared_library(CU_PATH, arch=mod.ARCH, include_dirs=tools.cutlass_include_dirs(),
-                                      extra_flags=mod.EXTRA_FLAGS)
+    return mod.LIBRARY.build()
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,206 @@
+"""aisp_kernels.build in parts: one .cu compiled once per part, at once, and linked into one library.
+
+The three CUTLASS sources (ch09.cutlass_gemm, ch10.warp_specialization_cutlass, ch14.cublas_vs_cutlass)
+are built this way: cutlass_gemm.cu alone held a fresh H200 gate 80.6 s in nvcc (2026-11-30). These tests
+build a small two-kernel source written to kernels/common/build_parts.h's convention with real nvcc
+(no GPU), and check what a split build must keep: the same exported functions and kernels, a cache key
+of its own, one error line for a broken part, nothing half-written left, no compile outliving a failure
+or an interrupt, and no more compiles at once than the process's slots.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from repo_paths import ROOT
+from pair_testing import requires_nvcc
+
+from aisp_kernels import build
+from aisp_prof.errors import BuildError
+
+PARTS_H = ROOT / "kernels" / "common" / "build_parts.h"
+
+# Two kernels, each launched by an entry point defined in its own part; the C API in part 0.
+SOURCE = r'''
+#include <cuda_runtime.h>
+#include "common/build_parts.h"
+
+namespace split_parts __attribute__((visibility("hidden"))) {
+int launch_add(float* y, int n);
+int launch_scale(float* y, int n);
+#if AISP_IN_PART(0)
+__global__ void add_one(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] += 1.0f; }
+int launch_add(float* y, int n) { add_one<<<1, 32>>>(y, n); return 0; }
+#endif
+#if AISP_IN_PART(1)
+__global__ void scale_two(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] *= 2.0f; }
+int launch_scale(float* y, int n) { scale_two<<<1, 32>>>(y, n); return 0; }
+#endif
+}  // namespace split_parts
+
+#if AISP_IN_PART(0)
+extern "C" int aisp_parts_seen() { return AISP_PARTS; }
+extern "C" void* aisp_add() { return reinterpret_cast<void*>(&split_parts::launch_add); }
+extern "C" void* aisp_scale() { return reinterpret_cast<void*>(&split_parts::launch_scale); }
+#endif
+'''
+
+
+@pytest.fixture
+def build_dir(monkeypatch, tmp_path):
+    out = tmp_path / "build"
+    monkeypatch.setenv("AISP_BUILD_DIR", str(out))
+    return out
+
+
+@pytest.fixture
+def split_source(tmp_path) -> Path:
+    """The two-kernel source beside a copy of the shared header, as a chapter folder has it."""
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "build_parts.h").write_bytes(PARTS_H.read_bytes())
+    src = tmp_path / "split.cu"
+    src.write_text(SOURCE)
+    return src
+
+
+KERNELS = {b"_ZN11split_parts7add_oneEPfi", b"_ZN11split_parts9scale_twoEPfi"}     # their mangled names
+
+
+def _kernels(library: Path) -> set[bytes]:
+    """The two kernels' names found in the library's bytes (each cubin names its kernels)."""
+    return {name for name in KERNELS if name + b"\0" in library.read_bytes()}
+
+
+@pytest.mark.slow
+@requires_nvcc
+def test_parts_link_into_one_library_with_every_kernel(build_dir, split_source):
+    whole = build.build_shared_library(split_source, arch="sm_90")
+    split = build.build_shared_library(split_source, arch="sm_90", parts=2)
+    assert split != whole and split.parent == whole.parent == build_dir                 # a key of its own
+    assert split == build.cached_target(split_source, "sm_90", parts=2)
+    assert build.cached_target(split_source, "sm_90", parts=1) == whole                  # one part: the old key
+    assert _kernels(split) == _kernels(whole) == KERNELS
+    for library, parts in ((whole, 1), (split, 2)):
+        lib = ctypes.CDLL(str(library))        # cudart is linked statically: loads without a GPU
+        assert lib.aisp_parts_seen() == parts
+        lib.aisp_add.restype = lib.aisp_scale.restype = ctypes.c_void_p
+        assert lib.aisp_add() and lib.aisp_scale()                 # part 1's function, linked into part 0's table
+    (built,) = [b for b in build.BUILT if b["library"] == str(split)]
+    assert built["parts"] == 2
+    assert sorted(p.name for p in build_dir.iterdir()) == sorted([whole.name, split.name])   # no objects left
+    assert build.build_shared_library(split_source, arch="sm_90", parts=2) == split           # a cache hit
+
+
+@pytest.mark.slow
+@requires_nvcc
+def test_a_part_that_fails_names_its_error(build_dir, split_source):
+    refusal = 'static_assert(AISP_PARTS == 1, "part one");\n'        # compiles only where part 1 is not split off
+    broken = SOURCE.replace("#if AISP_IN_PART(1)\n", "#if AISP_IN_PART(1)\n" + refusal)
+    split_source.write_text(broken)
+    assert build.build_shared_library(split_source, arch="sm_90").is_file()      # whole: part 1 is AISP_PARTS 1
+    with pytest.raises(BuildError) as info:
+        build.build_shared_library(split_source, arch="sm_90", parts=2)
+    message = str(info.value)
+    assert "part one" in message and "-DAISP_PART=1" in message and "\n" not in message
+    assert [p.name for p in build_dir.iterdir()] == [build.cached_target(split_source, "sm_90").name]
+
+
+@pytest.mark.parametrize("parts", [0, -1, 1.5, "2", True])
+def test_parts_must_be_a_whole_number_of_at_least_one(build_dir, split_source, parts):
+    with pytest.raises(ValueError, match="parts"):
+        build.cached_target(split_source, "sm_90", parts=parts)
+
+
+@pytest.mark.parametrize("cpus, available, slots", [
+    (16, 128 << 30, 16), (16, 23 << 30, 5), (2, 23 << 30, 2), (1, 1 << 30, 1)])
+def test_nvcc_slots_are_bounded_by_cpus_and_memory(cpus, available, slots):
+    assert build.nvcc_slots(cpus, available) == slots
+
+
+def test_nvcc_slots_without_known_memory_are_the_cpus(monkeypatch):
+    monkeypatch.setattr(build, "_available_memory", lambda: None)
+    assert build.nvcc_slots(8) == 8
+
+
+def _sleeper(seconds: float, code: int = 0, mark: Path | None = None) -> list[str]:
+    """A stand-in compile: a process that sleeps, then exits with `code`; with `mark`, it first
+    starts a child (as nvcc starts cicc) that writes its pid there and sleeps as long."""
+    child = f"import os,pathlib,time; pathlib.Path({str(mark)!r}).write_text(str(os.getpid())); time.sleep({seconds})"
+    script = ("import subprocess,sys,time;" + (f"subprocess.Popen([sys.executable,'-c',{child!r}]);" if mark else "")
+              + f"time.sleep({seconds}); print('error: stand-in failed'); sys.exit({code})")
+    return [sys.executable, "-c", script]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")          # a zombie is dead, whoever has yet to reap it
+
+
+def test_a_failed_compile_stops_the_others_and_their_children(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(4)])
+    marks = [tmp_path / f"child{i}" for i in range(2)]
+    began = time.monotonic()
+    with pytest.raises(BuildError, match="stand-in failed"):
+        build._run_all([_sleeper(30, mark=marks[0]), _sleeper(1.0, code=1), _sleeper(30, mark=marks[1])],
+                       tmp_path / "x.cu")
+    assert time.monotonic() - began < 10                     # the 30 s compiles were stopped, not waited for
+    pids = [int(m.read_text()) for m in marks]               # each had started its child by then
+    deadline = time.monotonic() + 5
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, pids))                         # the children were stopped with them
+
+
+def test_an_interrupt_stops_every_compile(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(1)])          # one at a time: two wait
+    started: list = []
+    real_popen = build.subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(real_popen(*args, **kwargs))
+        if len(started) == 1:
+            threading.Timer(0.3, _interrupt).start()
+        return started[-1]
+
+    monkeypatch.setattr(build.subprocess, "Popen", popen)
+    with pytest.raises(KeyboardInterrupt):
+        build._run_all([_sleeper(20), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
+    assert len(started) == 1                                   # the waiting ones never started
+    assert all(p.poll() is not None for p in started)
+
+
+def _interrupt() -> None:
+    import _thread
+    _thread.interrupt_main()
+
+
+def test_compiles_wait_for_a_slot(tmp_path, monkeypatch):
+    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(2)])
+    running, peak = [0], [0]
+    lock = threading.Lock()
+    real_popen = build.subprocess.Popen
+
+    class Counted(real_popen):                                 # type: ignore[misc,valid-type]
+        def __init__(self, *args, **kwargs):
+            with lock:
+                running[0] += 1
+                peak[0] = max(peak[0], running[0])
+            super().__init__(*args, **kwargs)
+
+        def communicate(self, *args, **kwargs):
+            try:
+                return super().communicate(*args, **kwargs)
+            finally:
+                with lock:
+                    running[0] -= 1
+
+    monkeypatch.setattr(build.subprocess, "Popen", Counted)
+    build._run_all([_sleeper(0.3) for _ in range(5)], tmp_path / "x.cu")
+    assert peak[0] == 2
