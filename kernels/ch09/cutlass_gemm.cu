@@ -13,7 +13,9 @@
 // All matrices are row-major: A [m, k], B [k, n], D [m, n]. Every entry point returns a
 // cudaError_t (0 on success) and launches on the caller's stream. Build for sm_90a
 // (-gencode=arch=compute_90a,code=sm_90a: wgmma needs the arch-specific target) with
-// --expt-relaxed-constexpr and the CUTLASS include directory; aisp_kernels.build does that.
+// --expt-relaxed-constexpr and the CUTLASS include directory; aisp_kernels.build does that, in
+// three parts compiled at once (../common/build_parts.h): part 0 the C API, the SIMT kernel and
+// configuration 0, part 1 configurations 1 and 2, part 2 configurations 3 and 4.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -29,6 +31,8 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
+
+#include "../common/build_parts.h"
 
 namespace {
 
@@ -149,6 +153,42 @@ using Cfg2 = TensorOpGemm<Shape<_64, _256, _64>, Shape<_1, _2, _1>, Ping, PingEp
 using Cfg3 = TensorOpGemm<Shape<_128, _256, _64>, Shape<_1, _2, _1>, Coop, CoopEpi>;
 using Cfg4 = TensorOpGemm<Shape<_256, _128, _64>, Shape<_1, _2, _1>, Coop, CoopEpi>;
 
+}  // namespace
+
+// Each configuration's entry points: declared in every part, defined (and so its kernel compiled)
+// in one, called through kTensorOpConfigs from part 0.
+namespace cutlass_gemm_parts __attribute__((visibility("hidden"))) {
+
+#define DECLARE_CONFIG(I)                                                                          \
+  size_t workspace##I(int m, int n, int k, int sms);                                               \
+  cudaError_t run##I(const void* a, const void* b, void* d, int m, int n, int k, void* workspace,   \
+                     size_t workspace_bytes, int sms, cudaStream_t stream);
+#define DEFINE_CONFIG(I)                                                                           \
+  size_t workspace##I(int m, int n, int k, int sms) { return Cfg##I::workspace_size(m, n, k, sms); } \
+  cudaError_t run##I(const void* a, const void* b, void* d, int m, int n, int k, void* workspace,   \
+                     size_t workspace_bytes, int sms, cudaStream_t stream) {                       \
+    return Cfg##I::run(a, b, d, m, n, k, workspace, workspace_bytes, sms, stream);                 \
+  }
+
+DECLARE_CONFIG(0) DECLARE_CONFIG(1) DECLARE_CONFIG(2) DECLARE_CONFIG(3) DECLARE_CONFIG(4)
+#if AISP_IN_PART(0)
+DEFINE_CONFIG(0)
+#endif
+#if AISP_IN_PART(1)
+DEFINE_CONFIG(1) DEFINE_CONFIG(2)
+#endif
+#if AISP_IN_PART(2)
+DEFINE_CONFIG(3) DEFINE_CONFIG(4)
+#endif
+
+}  // namespace cutlass_gemm_parts
+
+#if AISP_IN_PART(0)      // the C API and its table: part 0 only
+
+namespace {
+
+using namespace cutlass_gemm_parts;
+
 struct ConfigEntry {
   const char* name;
   size_t (*workspace_size)(int, int, int, int);
@@ -156,11 +196,11 @@ struct ConfigEntry {
 };
 
 const ConfigEntry kTensorOpConfigs[] = {
-    {"128x256x64 cluster2x1 cooperative", &Cfg0::workspace_size, &Cfg0::run},
-    {"128x128x64 cluster2x1 cooperative", &Cfg1::workspace_size, &Cfg1::run},
-    {"64x256x64 cluster1x2 pingpong", &Cfg2::workspace_size, &Cfg2::run},
-    {"128x256x64 cluster1x2 cooperative", &Cfg3::workspace_size, &Cfg3::run},
-    {"256x128x64 cluster1x2 cooperative", &Cfg4::workspace_size, &Cfg4::run},
+    {"128x256x64 cluster2x1 cooperative", &workspace0, &run0},
+    {"128x128x64 cluster2x1 cooperative", &workspace1, &run1},
+    {"64x256x64 cluster1x2 pingpong", &workspace2, &run2},
+    {"128x256x64 cluster1x2 cooperative", &workspace3, &run3},
+    {"256x128x64 cluster1x2 cooperative", &workspace4, &run4},
 };
 constexpr int kConfigCount = sizeof(kTensorOpConfigs) / sizeof(kTensorOpConfigs[0]);
 
@@ -221,3 +261,5 @@ int aisp_cutlass_tensorop(int config, const void* a, const void* b, void* d, int
 const char* aisp_cuda_error_string(int err) { return cudaGetErrorString(static_cast<cudaError_t>(err)); }
 
 }  // extern "C"
+
+#endif  // AISP_IN_PART(0)

@@ -101,7 +101,7 @@ LIBRARY = CudaLibrary(CUDA_SOURCE, {
     "aisp_cutlass_tensorop_workspace_size": ((ctypes.c_int,) * 4, ctypes.c_longlong),
     "aisp_cutlass_tensorop_config_count": ((), ctypes.c_int),
     "aisp_cutlass_tensorop_config_name": ((ctypes.c_int,), ctypes.c_char_p),
-}, arch=ARCH, include_dirs=(tools.cutlass_include_dirs,), extra_flags=EXTRA_FLAGS)
+}, arch=ARCH, include_dirs=(tools.cutlass_include_dirs,), extra_flags=EXTRA_FLAGS, parts=3)
 
 
 def config_names() -> list[str]:

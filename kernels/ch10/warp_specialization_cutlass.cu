@@ -18,9 +18,10 @@
 // the tile scheduler's swizzle, the order in which output tiles are handed out (L2 reuse).
 // Every entry point returns a cudaError_t (0 on success) and launches on the caller's stream.
 // Build for sm_90a with --expt-relaxed-constexpr -DNDEBUG and the CUTLASS include folders
-// (include/ and tools/util/include/); aisp_kernels.build does that. -DNDEBUG matters: CuTe's
-// device-side asserts are calls (CALL.ABS.NOINC __assertfail), and ptxas serializes every wgmma
-// around a call (warning C7510: one WARPGROUP.DEPBAR per HGMMA instead of one per k-block).
+// (include/ and tools/util/include/); aisp_kernels.build does that, in three parts compiled at
+// once (../common/build_parts.h), one configuration each, the C API in part 0. -DNDEBUG matters:
+// CuTe's device-side asserts are calls (CALL.ABS.NOINC __assertfail), and ptxas serializes every
+// wgmma around a call (warning C7510: one WARPGROUP.DEPBAR per HGMMA instead of one per k-block).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -34,6 +35,8 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
+
+#include "../common/build_parts.h"
 
 namespace {
 
@@ -144,6 +147,44 @@ using Coop = WsGemm<Shape<_256, _128, _64>, Shape<_2, _1, _1>,
 using Ping = WsGemm<Shape<_128, _128, _64>, Shape<_1, _1, _1>,
                     cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized>;
 
+}  // namespace
+
+// Each configuration's entry points: declared in every part, defined (and so its kernel compiled)
+// in one, called through kConfigs from part 0.
+namespace ws_cutlass_parts __attribute__((visibility("hidden"))) {
+
+#define DECLARE_CONFIG(NAME)                                                                       \
+  size_t NAME##_workspace(int m, int n, int k, int swizzle, int sms);                              \
+  cudaError_t NAME##_run(const void* a, const void* b, void* d, int m, int n, int k, int swizzle,   \
+                         void* workspace, size_t workspace_bytes, int sms, cudaStream_t stream);
+#define DEFINE_CONFIG(NAME)                                                                        \
+  size_t NAME##_workspace(int m, int n, int k, int swizzle, int sms) {                             \
+    return NAME::workspace_size(m, n, k, swizzle, sms);                                            \
+  }                                                                                                \
+  cudaError_t NAME##_run(const void* a, const void* b, void* d, int m, int n, int k, int swizzle,   \
+                         void* workspace, size_t workspace_bytes, int sms, cudaStream_t stream) {  \
+    return NAME::run(a, b, d, m, n, k, swizzle, workspace, workspace_bytes, sms, stream);          \
+  }
+
+DECLARE_CONFIG(Ws) DECLARE_CONFIG(Coop) DECLARE_CONFIG(Ping)
+#if AISP_IN_PART(0)
+DEFINE_CONFIG(Ws)
+#endif
+#if AISP_IN_PART(1)
+DEFINE_CONFIG(Coop)
+#endif
+#if AISP_IN_PART(2)
+DEFINE_CONFIG(Ping)
+#endif
+
+}  // namespace ws_cutlass_parts
+
+#if AISP_IN_PART(0)      // the C API and its table: part 0 only
+
+namespace {
+
+using namespace ws_cutlass_parts;
+
 struct ConfigEntry {
   const char* name;
   bool persistent;                     // takes a tile-order swizzle
@@ -153,9 +194,9 @@ struct ConfigEntry {
 
 // The order is the Python module's CONFIGS order.
 const ConfigEntry kConfigs[] = {
-    {"KernelTmaWarpSpecialized 128x128x64 cluster1x1x1", false, &Ws::workspace_size, &Ws::run},
-    {"KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1", true, &Coop::workspace_size, &Coop::run},
-    {"KernelTmaWarpSpecializedPingpong 128x128x64 cluster1x1x1", true, &Ping::workspace_size, &Ping::run},
+    {"KernelTmaWarpSpecialized 128x128x64 cluster1x1x1", false, &Ws_workspace, &Ws_run},
+    {"KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1", true, &Coop_workspace, &Coop_run},
+    {"KernelTmaWarpSpecializedPingpong 128x128x64 cluster1x1x1", true, &Ping_workspace, &Ping_run},
 };
 constexpr int kConfigCount = sizeof(kConfigs) / sizeof(kConfigs[0]);
 
@@ -219,3 +260,5 @@ int aisp_ws_cutlass_gemm(int config, const void* a, const void* b, void* d, int 
 const char* aisp_cuda_error_string(int err) { return cudaGetErrorString(static_cast<cudaError_t>(err)); }
 
 }  // extern "C"
+
+#endif  // AISP_IN_PART(0)

@@ -126,7 +126,7 @@ CONFIG_NAMES = ("KernelTmaWarpSpecialized 128x128x64 cluster1x1x1",
                 "KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1",
                 "KernelTmaWarpSpecializedPingpong 128x128x64 cluster1x1x1")
 
-LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use (~2 minutes), never on import
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, in 3 parts at once, never on import
     "aisp_ws_cutlass_gemm": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong,
                               ctypes.c_void_p), ctypes.c_int),
@@ -134,7 +134,7 @@ LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use (~2 minut
     "aisp_ws_cutlass_config_count": ((), ctypes.c_int),
     "aisp_ws_cutlass_config_name": ((ctypes.c_int,), ctypes.c_char_p),
     "aisp_ws_cutlass_config_persistent": ((ctypes.c_int,), ctypes.c_int),
-}, arch=ARCH, include_dirs=(tools.cutlass_include_dirs,), extra_flags=EXTRA_FLAGS)
+}, arch=ARCH, include_dirs=(tools.cutlass_include_dirs,), extra_flags=EXTRA_FLAGS, parts=3)
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:
