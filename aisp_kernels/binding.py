@@ -34,8 +34,8 @@ class CudaLibrary:
     `const char* (int)` function that decodes a cudaError. `include_dirs` entries are paths or
     zero-argument functions returning one or a list of them, called only when the library is
     built (CUTLASS's headers are looked for then, not on import). `arch` None: the current
-    GPU's (build.default_arch). `parts` > 1: nvcc compiles the source in that many parts at once
-    (kernels/common/build_parts.h says how a source splits its kernels between them).
+    GPU's (build.default_arch). `parts` > 1: nvcc compiles the source in that many parts at once on
+    a machine with the cores for it (kernels/common/build_parts.h says how a source splits its kernels).
     """
 
     source: Path
@@ -52,6 +52,10 @@ class CudaLibrary:
 
     def _parts(self) -> dict[str, int]:
         return {"parts": self.parts} if self.parts != 1 else {}    # one part: the call it always was
+
+    def parts_here(self) -> int:
+        """The parts nvcc builds it in on this machine (build.parts_here: one on a small machine)."""
+        return build.parts_here(self.parts)
 
     def needs_build(self) -> bool:
         """Whether loading it here would run nvcc first (not loaded, not in the build cache).

@@ -16,9 +16,12 @@ A source of several CUTLASS kernels spends most of a minute in cicc instantiatin
 kernel after another, on one core. Built in `parts` (kernels/common/build_parts.h), nvcc compiles
 the file once per part with `-DAISP_PARTS=N -DAISP_PART=i`, each part instantiating its share of
 the kernels, at once, and links the objects into the one library: the same kernels from the same
-flags (their SASS differs only in offsets into the module's constant bank). Every nvcc a process
-runs, for whichever library or part, waits for one of `nvcc_slots()` (CPUs, and memory at ~4 GB a
-compile), so parts and the prebuild's parallel libraries together never overcommit the machine.
+flags (their SASS differs only in offsets into the module's constant bank). Each part parses the
+headers again: on two cores ch09's and ch10's CUTLASS libraries took 112.3 s in parts against
+59.7 s whole (benchmarks/build_parts.py), so parts are used only where PARTS_MIN_CPUS cores can
+run them at once (`parts_here`; the cache key names the parts used). Every nvcc a process runs, for
+whichever library or part, waits for one of `nvcc_slots()` (CPUs, and memory at ~4 GB a compile),
+so parts and the prebuild's parallel libraries together never overcommit the machine.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ARCH = "sm_90"                          # the project targets Hopper
 PART_PEAK_BYTES = 4 << 30                       # one part's cicc at its peak (a CUTLASS kernel: ~3.6 GB)
+PARTS_MIN_CPUS = 8                              # fewer: a library's parts are built as one compile
 _ARCH_RE = re.compile(r"^sm_(\d+)([a-z]?)$")
 
 
@@ -123,7 +127,7 @@ def cached_target(source: str | Path, arch: str | None = None, include_dirs: Seq
     nvcc = tools.find_nvcc()
     flags = nvcc_command("SOURCE", "OUTPUT", arch or default_arch(), include_dirs=[str(d) for d in include_dirs],
                          extra_flags=[str(f) for f in extra_flags])[1:]
-    flags += [f"parts={_parts(parts)}"] if _parts(parts) > 1 else []      # one part: the key it always had
+    flags += [f"parts={parts_here(parts)}"] if parts_here(parts) > 1 else []   # one part: the key it always had
     key = hashlib.sha256()
     for part in (source.read_bytes(), "\0".join(flags).encode(), _nvcc_version(nvcc).encode()):
         key.update(part)
@@ -139,8 +143,8 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     """Compile `source` (a .cu file) to a cached .so and return its path; BuildError on failure.
 
     `include_dirs` and `extra_flags` go to nvcc_command (and so into the cache key, `cached_target`).
-    `parts` > 1: the source is compiled once per part, at once where memory allows, and the objects
-    linked (see the module docstring).
+    `parts` > 1: on a machine of PARTS_MIN_CPUS cores or more (`parts_here`), the source is compiled
+    once per part, at once, and the objects linked (see the module docstring).
 
     The library is written under a temporary name and renamed into place, so a concurrent or
     interrupted build never leaves a half-written library behind under the cached name.
@@ -160,7 +164,8 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     tmp = out_dir / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     log.info("building %s for %s", source.name, arch)
     began = time.monotonic()
-    objects = [tmp.with_name(f"{tmp.name}.part{i}.o") for i in range(_parts(parts))] if _parts(parts) > 1 else []
+    used = parts_here(parts)
+    objects = [tmp.with_name(f"{tmp.name}.part{i}.o") for i in range(used)] if used > 1 else []
     try:
         if objects:
             _run_all([nvcc_command(source, obj, arch, nvcc=nvcc, include_dirs=include_dirs, compile_only=True,
@@ -181,21 +186,27 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     return target
 
 
-def _parts(parts: int) -> int:
+def parts_here(parts: int) -> int:
+    """The parts a library declared for `parts` is built in on this machine: all of them where
+    PARTS_MIN_CPUS cores can compile them at once, else one (a split costs each part the headers'
+    parse again, which only pays on cores that would otherwise idle). ValueError for a bad count."""
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise ValueError(f"parts must be a whole number of at least 1, got {parts!r}")
-    return parts
+    return parts if _cpus() >= PARTS_MIN_CPUS else 1
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def nvcc_slots(cpus: int | None = None, available: int | None = None) -> int:
     """How many nvcc compiles one process runs at once, whatever asked for them (the prebuild's
     libraries, a library's parts): no more than the CPUs, nor than the available memory holds at a
     compile's peak (PART_PEAK_BYTES each: more would swap or wake the OOM killer); at least one."""
-    if cpus is None:
-        try:
-            cpus = len(os.sched_getaffinity(0))
-        except (AttributeError, OSError):
-            cpus = os.cpu_count() or 1
+    cpus = _cpus() if cpus is None else cpus
     if available is None:
         available = _available_memory()
     by_memory = available // PART_PEAK_BYTES if available is not None else cpus

@@ -19,9 +19,8 @@
 // pointer 16-byte aligned; m is free; ragged tiles are predicated (sm80) or clipped by TMA (sm90).
 // Every entry point returns a cudaError_t (0 on success) and launches on the caller's stream.
 // Build for sm_90a with --expt-relaxed-constexpr -DNDEBUG and the CUTLASS include folders
-// (include/ and tools/util/include/); aisp_kernels.build does that, in two parts compiled at once
-// (../common/build_parts.h): part 0 the C API and variant 0, part 1 variant 1. -DNDEBUG matters:
-// CuTe's device-side asserts are calls, and ptxas serializes every wgmma around a call (warning C7510).
+// (include/ and tools/util/include/); aisp_kernels.build does that. -DNDEBUG matters: CuTe's
+// device-side asserts are calls, and ptxas serializes every wgmma around a call (warning C7510).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -38,8 +37,6 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
-
-#include "../common/build_parts.h"
 
 namespace {
 
@@ -184,41 +181,6 @@ struct Sm90Gemm {
   }
 };
 
-}  // namespace
-
-// Each variant's entry points: declared in every part, defined (and so its kernel compiled) in one,
-// called through kVariants from part 0.
-namespace cvc_parts __attribute__((visibility("hidden"))) {
-
-#define DECLARE_VARIANT(NAME)                                                                      \
-  size_t NAME##_workspace(int m, int n, int k, int swizzle, int sms);                              \
-  cudaError_t NAME##_run(const void* a, const void* b, void* d, int m, int n, int k, int swizzle,   \
-                         void* workspace, size_t workspace_bytes, int sms, cudaStream_t stream);
-#define DEFINE_VARIANT(NAME)                                                                       \
-  size_t NAME##_workspace(int m, int n, int k, int swizzle, int sms) {                             \
-    return NAME::workspace_size(m, n, k, swizzle, sms);                                            \
-  }                                                                                                \
-  cudaError_t NAME##_run(const void* a, const void* b, void* d, int m, int n, int k, int swizzle,   \
-                         void* workspace, size_t workspace_bytes, int sms, cudaStream_t stream) {  \
-    return NAME::run(a, b, d, m, n, k, swizzle, workspace, workspace_bytes, sms, stream);          \
-  }
-
-DECLARE_VARIANT(Sm80Gemm) DECLARE_VARIANT(Sm90Gemm)
-#if AISP_IN_PART(0)
-DEFINE_VARIANT(Sm80Gemm)
-#endif
-#if AISP_IN_PART(1)
-DEFINE_VARIANT(Sm90Gemm)
-#endif
-
-}  // namespace cvc_parts
-
-#if AISP_IN_PART(0)      // the C API and its table: part 0 only
-
-namespace {
-
-using namespace cvc_parts;
-
 struct VariantEntry {
   const char* name;
   bool takes_swizzle;                  // the persistent sm90 scheduler does; the sm80 grid order is fixed
@@ -228,10 +190,10 @@ struct VariantEntry {
 
 // The order is the Python module's KERNELS order.
 const VariantEntry kVariants[] = {
-    {"Sm80 OpClassTensorOp 128x128x64 warp 64x64x64 mma 16x8x16 3-stage", false, &Sm80Gemm_workspace,
-     &Sm80Gemm_run},
-    {"Sm90 KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1", true, &Sm90Gemm_workspace,
-     &Sm90Gemm_run},
+    {"Sm80 OpClassTensorOp 128x128x64 warp 64x64x64 mma 16x8x16 3-stage", false, &Sm80Gemm::workspace_size,
+     &Sm80Gemm::run},
+    {"Sm90 KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1", true, &Sm90Gemm::workspace_size,
+     &Sm90Gemm::run},
 };
 constexpr int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 
@@ -289,5 +251,3 @@ int aisp_cvc_gemm(int variant, const void* a, const void* b, void* d, int m, int
 const char* aisp_cuda_error_string(int err) { return cudaGetErrorString(static_cast<cudaError_t>(err)); }
 
 }  // extern "C"
-
-#endif  // AISP_IN_PART(0)

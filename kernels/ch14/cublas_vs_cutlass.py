@@ -117,14 +117,14 @@ KERNELS = {
 KERNEL_NAMES = ("Sm80 OpClassTensorOp 128x128x64 warp 64x64x64 mma 16x8x16 3-stage",
                 "Sm90 KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1")
 
-LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, in 2 parts at once, never on import
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use (~45 s), never on import
     "aisp_cvc_gemm": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                        ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong,
                        ctypes.c_void_p), ctypes.c_int),
     "aisp_cvc_workspace_size": ((ctypes.c_int,) * 5, ctypes.c_longlong),
     "aisp_cvc_variant_count": ((), ctypes.c_int),
     "aisp_cvc_variant_name": ((ctypes.c_int,), ctypes.c_char_p),
-}, arch=ARCH, include_dirs=(tools.cutlass_include_dirs,), extra_flags=EXTRA_FLAGS, parts=2)
+}, arch=ARCH, include_dirs=(tools.cutlass_include_dirs,), extra_flags=EXTRA_FLAGS)
 
 
 def validate_sizes(sizes: Mapping[str, int]) -> tuple[int, int, int]:

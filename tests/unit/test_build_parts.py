@@ -1,11 +1,12 @@
 """aisp_kernels.build in parts: one .cu compiled once per part, at once, and linked into one library.
 
-The three CUTLASS sources (ch09.cutlass_gemm, ch10.warp_specialization_cutlass, ch14.cublas_vs_cutlass)
-are built this way: cutlass_gemm.cu alone held a fresh H200 gate 80.6 s in nvcc (2026-11-30). These tests
-build a small two-kernel source written to kernels/common/build_parts.h's convention with real nvcc
-(no GPU), and check what a split build must keep: the same exported functions and kernels, a cache key
-of its own, one error line for a broken part, nothing half-written left, no compile outliving a failure
-or an interrupt, and no more compiles at once than the process's slots.
+ch09.cutlass_gemm and ch10.warp_specialization_cutlass are built this way on a machine of 8 cores or
+more: cutlass_gemm.cu alone held a fresh H200 gate 80.6 s in one cicc (2026-11-30). These tests build
+a small two-kernel source written to kernels/common/build_parts.h's convention with real nvcc (no GPU),
+and check what a split build must keep: the same exported functions and kernels, a cache key of its
+own, one error line for a broken part, nothing half-written left, no compile outliving a failure or an
+interrupt, no more compiles at once than the process's slots, and no split on a machine too small to
+gain from one.
 """
 from __future__ import annotations
 
@@ -52,8 +53,10 @@ extern "C" void* aisp_scale() { return reinterpret_cast<void*>(&split_parts::lau
 
 @pytest.fixture
 def build_dir(monkeypatch, tmp_path):
+    """An empty build cache, and parts built as parts on this machine, whatever its cores."""
     out = tmp_path / "build"
     monkeypatch.setenv("AISP_BUILD_DIR", str(out))
+    monkeypatch.setattr(build, "PARTS_MIN_CPUS", 1)
     return out
 
 
@@ -107,6 +110,36 @@ def test_a_part_that_fails_names_its_error(build_dir, split_source):
     message = str(info.value)
     assert "part one" in message and "-DAISP_PART=1" in message and "\n" not in message
     assert [p.name for p in build_dir.iterdir()] == [build.cached_target(split_source, "sm_90").name]
+
+
+@pytest.mark.slow
+@requires_nvcc
+def test_a_small_machine_builds_the_parts_as_one_compile(build_dir, split_source, monkeypatch, nvcc_calls):
+    """Each part parses the headers again: on fewer than PARTS_MIN_CPUS cores the split costs more than
+    it saves (ch09's and ch10's CUTLASS libraries: 112.3 s in parts on two cores, 59.7 s whole), so
+    there a library of parts is built whole, under the key a whole build has."""
+    monkeypatch.setattr(build, "PARTS_MIN_CPUS", 8)
+    monkeypatch.setattr(build, "_cpus", lambda: 4)
+    assert build.parts_here(3) == 1
+    library = build.build_shared_library(split_source, arch="sm_90", parts=2)
+    assert library == build.cached_target(split_source, "sm_90") and _kernels(library) == KERNELS
+    assert len(nvcc_calls) == 1 and "-DAISP_PART=0" not in nvcc_calls[0]
+    monkeypatch.setattr(build, "_cpus", lambda: 8)
+    assert build.parts_here(3) == 3 and build.cached_target(split_source, "sm_90", parts=2) != library
+
+
+@pytest.fixture
+def nvcc_calls(monkeypatch) -> list[str]:
+    """The command line of every nvcc the build runs, as one string each."""
+    calls: list[str] = []
+    real = build._run_all
+
+    def recording(commands, source):
+        calls.extend(" ".join(c) for c in commands)
+        return real(commands, source)
+
+    monkeypatch.setattr(build, "_run_all", recording)
+    return calls
 
 
 @pytest.mark.parametrize("parts", [0, -1, 1.5, "2", True])

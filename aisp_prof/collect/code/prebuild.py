@@ -155,7 +155,8 @@ def build_all(libraries: Sequence[Any], workers: int, progress: Callable[[str], 
 
 
 def _build_one(lib: Any) -> Prebuilt:
-    name, arch, parts = Path(lib.source).name, _arch(lib), getattr(lib, "parts", 1)
+    name, arch = Path(lib.source).name, _arch(lib)
+    parts = lib.parts_here() if hasattr(lib, "parts_here") else 1
     began = time.monotonic()
     try:
         lib.build()

@@ -144,7 +144,7 @@ def test_library_is_built_for_sm90a_with_ndebug_and_the_cutlass_headers(monkeypa
     fresh = import_fresh(PAIR_PATH, "ch14_cublas_vs_cutlass_fake_library")
     fresh.LIBRARY.load()
     assert loads == [{"source": CU_PATH, "arch": "sm_90a", "include_dirs": [tmp_path / "include", util],
-                      "extra_flags": ["--expt-relaxed-constexpr", "-DNDEBUG"], "parts": 2}]
+                      "extra_flags": ["--expt-relaxed-constexpr", "-DNDEBUG"]}]
 
 
 def test_missing_headers_say_how_to_get_them(monkeypatch, tmp_path):
