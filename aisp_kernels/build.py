@@ -32,8 +32,10 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -165,20 +167,24 @@ def build_shared_library(source: str | Path, arch: str | None = None,
     log.info("building %s for %s", source.name, arch)
     began = time.monotonic()
     used = parts_here(parts)
-    objects = [tmp.with_name(f"{tmp.name}.part{i}.o") for i in range(used)] if used > 1 else []
+    # nvcc's own temporary files (tmpxft_*, tens of MB for CUTLASS) in a folder of this build's, removed
+    # with it: a compile killed by a failed part or an interrupt cannot clean up after itself
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".work", dir=out_dir))
+    env = {**os.environ, "TMPDIR": str(work)}
+    objects = [work / f"part{i}.o" for i in range(used)] if used > 1 else []
     try:
         if objects:
             _run_all([nvcc_command(source, obj, arch, nvcc=nvcc, include_dirs=include_dirs, compile_only=True,
                                    extra_flags=[*extra_flags, f"-DAISP_PARTS={len(objects)}", f"-DAISP_PART={i}"])
-                      for i, obj in enumerate(objects)], source)
-            _run_all([[str(nvcc), "-shared", "-o", str(tmp), *map(str, objects)]], source)
+                      for i, obj in enumerate(objects)], source, env)
+            _run_all([[str(nvcc), "-shared", "-o", str(tmp), *map(str, objects)]], source, env)
         else:
             _run_all([nvcc_command(source, tmp, arch, nvcc=nvcc, include_dirs=include_dirs,
-                                   extra_flags=extra_flags)], source)
+                                   extra_flags=extra_flags)], source, env)
         os.replace(tmp, target)
     finally:
-        for leftover in (tmp, *objects):
-            leftover.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
     seconds = round(time.monotonic() - began, 1)
     BUILT.append({"source": source.name, "arch": arch, "seconds": seconds, "library": str(target),
                   **({"parts": len(objects)} if objects else {})})
@@ -192,14 +198,19 @@ def parts_here(parts: int) -> int:
     parse again, which only pays on cores that would otherwise idle). ValueError for a bad count."""
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise ValueError(f"parts must be a whole number of at least 1, got {parts!r}")
-    return parts if _cpus() >= PARTS_MIN_CPUS else 1
+    return parts if _machine_cpus() >= PARTS_MIN_CPUS else 1
+
+
+def _machine_cpus() -> int:
+    """The machine's CPUs, not this process's affinity: a cache key must not change with a taskset."""
+    return os.cpu_count() or 1
 
 
 def _cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        return _machine_cpus()
 
 
 def nvcc_slots(cpus: int | None = None, available: int | None = None) -> int:
@@ -235,10 +246,10 @@ def _available_memory() -> int | None:
     return None
 
 
-def _run_all(commands: list[list[str]], source: Path) -> None:
+def _run_all(commands: list[list[str]], source: Path, env: dict[str, str] | None = None) -> None:
     """Run nvcc `commands` at once, each when one of the process's nvcc slots is free (`nvcc_slots`);
-    BuildError naming the first that failed. A failure or an interrupt stops the others
-    (terminated, then killed, and waited for) and starts no more: no nvcc outlives its build."""
+    BuildError naming the first that failed. A failure or an interrupt kills the others (their whole
+    process trees, waited for) and starts no more: no nvcc outlives its build. `env`: theirs."""
     started: list[subprocess.Popen[str]] = []
     lock, stopping = threading.Lock(), threading.Event()
 
@@ -248,16 +259,21 @@ def _run_all(commands: list[list[str]], source: Path) -> None:
                 if stopping.is_set():
                     return
                 # in the caller's process group: a terminal's Ctrl-C or a CI timeout reaches nvcc's stages too
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
                 started.append(proc)
             out, err = proc.communicate()
-        if proc.returncode != 0 and not stopping.is_set():
-            output = err + out
-            log.error("nvcc output for %s:\n%s", source, output)
-            error = BuildError(f"nvcc could not build {source.name}: {_first_error_line(output)} "
-                               f"(command: {shlex.join(cmd)})")
-            error.nvcc_output = output  # type: ignore[attr-defined]
-            raise error
+            if proc.returncode == 0:
+                return
+            with lock:                   # set before the slot is given back: a waiting part starts nothing
+                if stopping.is_set():
+                    return               # stopped by another's failure or an interrupt: not the error to say
+                stopping.set()
+        output = err + out
+        log.error("nvcc output for %s:\n%s", source, output)
+        error = BuildError(f"nvcc could not build {source.name}: {_first_error_line(output)} "
+                           f"(command: {shlex.join(cmd)})")
+        error.nvcc_output = output  # type: ignore[attr-defined]
+        raise error
 
     pool = ThreadPoolExecutor(max_workers=len(commands), thread_name_prefix="aisp-nvcc")
     try:
@@ -280,24 +296,26 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
     """Kill each running compile with every process under it, and wait for it. nvcc runs its stages
     (cudafe++, cicc, ptxas, the host compiler) as children, which a signal to nvcc alone leaves
     running; so each process is frozen (SIGSTOP: it starts nothing more) before its children are
-    looked for, and the whole frozen tree is then killed."""
+    looked for, and the whole frozen tree is then killed, even if a second interrupt comes between."""
     procs = [proc for proc in procs if proc.poll() is None]
-    tree: list[int] = []
-    for proc in procs:
-        tree += _freeze_tree(proc.pid)
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    for proc in procs:
-        proc.wait()
+    frozen: list[int] = []
+    try:
+        for proc in procs:
+            _freeze_tree(proc.pid, frozen)
+    finally:
+        for pid in [*frozen, *(proc.pid for proc in procs)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for proc in procs:
+            proc.wait()
 
 
-def _freeze_tree(root: int) -> list[int]:
+def _freeze_tree(root: int, frozen: list[int]) -> None:
     """SIGSTOP `root` and, breadth first, every process under it (each frozen before its own children
-    are read, so none is started unseen); the pids frozen."""
-    frozen, queue = [], [root]
+    are read, so none is started unseen), each pid added to `frozen` as it is stopped."""
+    queue = [root]
     while queue:
         pid = queue.pop(0)
         try:
@@ -306,7 +324,6 @@ def _freeze_tree(root: int) -> list[int]:
             continue
         frozen.append(pid)
         queue += _children(pid)
-    return frozen
 
 
 def _children(pid: int) -> list[int]:

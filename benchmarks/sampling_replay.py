@@ -701,14 +701,15 @@ def main(argv: list[str] | None = None) -> int:
                          "(comma-separated; '' for none): their rounds go on past that cut, so the verdicts the "
                          "floor's extra rounds change are judged on real samples")
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON")
-    ap.add_argument("--save-json", type=Path, help="also write the raw results here")
+    ap.add_argument("--save-json", type=Path, help="also write the raw results here (gzipped where it ends .gz)")
     ap.add_argument("--from-json", type=Path, help="print the tables of results saved by --save-json (no replay)")
     args = ap.parse_args(argv)
     if args.from_json:
         if not args.from_json.exists():
             print(f"error: no results file {args.from_json}", file=sys.stderr)
             return 2
-        print(markdown(json.loads(args.from_json.read_text())))
+        raw = args.from_json.read_bytes()
+        print(markdown(json.loads(gzip.decompress(raw) if args.from_json.suffix == ".gz" else raw)))
         return 0
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     try:
@@ -738,7 +739,8 @@ def main(argv: list[str] | None = None) -> int:
                            for fl in [floor_replay(folders, args.floor_rounds, doc["overhead_s_per_round"],
                                                    args.min_rounds, b)]]
     if args.save_json:
-        args.save_json.write_text(json.dumps(doc, indent=1, default=_plain) + "\n")
+        text = (json.dumps(doc, indent=1, default=_plain) + "\n").encode()
+        args.save_json.write_bytes(gzip.compress(text, mtime=0) if args.save_json.suffix == ".gz" else text)
     print(json.dumps(doc, indent=1, default=_plain) if args.json else markdown(doc))
     return 0
 

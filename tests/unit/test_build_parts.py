@@ -11,6 +11,7 @@ gain from one.
 from __future__ import annotations
 
 import ctypes
+import signal
 import sys
 import threading
 import time
@@ -119,12 +120,12 @@ def test_a_small_machine_builds_the_parts_as_one_compile(build_dir, split_source
     it saves (ch09's and ch10's CUTLASS libraries: 112.3 s in parts on two cores, 59.7 s whole), so
     there a library of parts is built whole, under the key a whole build has."""
     monkeypatch.setattr(build, "PARTS_MIN_CPUS", 8)
-    monkeypatch.setattr(build, "_cpus", lambda: 4)
+    monkeypatch.setattr(build, "_machine_cpus", lambda: 4)
     assert build.parts_here(3) == 1
     library = build.build_shared_library(split_source, arch="sm_90", parts=2)
     assert library == build.cached_target(split_source, "sm_90") and _kernels(library) == KERNELS
     assert len(nvcc_calls) == 1 and "-DAISP_PART=0" not in nvcc_calls[0]
-    monkeypatch.setattr(build, "_cpus", lambda: 8)
+    monkeypatch.setattr(build, "_machine_cpus", lambda: 8)
     assert build.parts_here(3) == 3 and build.cached_target(split_source, "sm_90", parts=2) != library
 
 
@@ -134,9 +135,9 @@ def nvcc_calls(monkeypatch) -> list[str]:
     calls: list[str] = []
     real = build._run_all
 
-    def recording(commands, source):
+    def recording(commands, source, env=None):
         calls.extend(" ".join(c) for c in commands)
-        return real(commands, source)
+        return real(commands, source, env)
 
     monkeypatch.setattr(build, "_run_all", recording)
     return calls
@@ -181,7 +182,7 @@ def test_a_failed_compile_stops_the_others_and_their_children(tmp_path, monkeypa
     marks = [tmp_path / f"child{i}" for i in range(2)]
     began = time.monotonic()
     with pytest.raises(BuildError, match="stand-in failed"):
-        build._run_all([_sleeper(30, mark=marks[0]), _sleeper(1.0, code=1), _sleeper(30, mark=marks[1])],
+        build._run_all([_sleeper(30, mark=marks[0]), _sleeper(2.0, code=1), _sleeper(30, mark=marks[1])],
                        tmp_path / "x.cu")
     assert time.monotonic() - began < 10                     # the 30 s compiles were stopped, not waited for
     pids = [int(m.read_text()) for m in marks]               # each had started its child by then
@@ -203,10 +204,44 @@ def test_an_interrupt_stops_every_compile(tmp_path, monkeypatch):
         return started[-1]
 
     monkeypatch.setattr(build.subprocess, "Popen", popen)
+    began = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         build._run_all([_sleeper(20), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
-    assert len(started) == 1                                   # the waiting ones never started
-    assert all(p.poll() is not None for p in started)
+    assert time.monotonic() - began < 5                       # killed, not waited for
+    assert len(started) == 1 and started[0].returncode == -signal.SIGKILL   # the waiting ones never started
+
+
+def test_a_failed_compile_lets_no_waiting_one_start(tmp_path, monkeypatch):
+    """The failing compile's slot is given back only once the others are told to stop."""
+    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(1)])
+    started: list = []
+    real_popen = build.subprocess.Popen
+    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: started.append(a[0]) or real_popen(*a, **k))
+    for _ in range(5):
+        started.clear()
+        with pytest.raises(BuildError, match="stand-in failed"):
+            build._run_all([_sleeper(0.1, code=1), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
+        assert len(started) == 1
+
+
+@pytest.mark.slow
+def test_nvcc_s_temporary_files_go_with_the_build(build_dir, split_source, tmp_path, monkeypatch):
+    """nvcc writes its intermediate files (tmpxft_*) under $TMPDIR and cannot remove them when killed:
+    each build gives its compiles a folder of its own in the build cache, removed with the build."""
+    seen = tmp_path / "tmpdirs.log"
+    fake = tmp_path / "fake-nvcc"
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc"; exit 0; fi\n'
+                    f'echo "$TMPDIR" >> "{seen}"; echo left > "$TMPDIR/tmpxft_$$.ii"\n'
+                    'while [ $# -gt 0 ]; do if [ "$1" = "-o" ]; then out="$2"; fi; shift; done\n'
+                    'case "$out" in *part1*) echo "error: part one" >&2; exit 1;; esac\necho library > "$out"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("AISP_NVCC", str(fake))
+    library = build.build_shared_library(split_source, arch="sm_90")
+    with pytest.raises(BuildError, match="part one"):
+        build.build_shared_library(split_source, arch="sm_90", parts=2)
+    folders = set(seen.read_text().split())
+    assert len(folders) == 2 and all(Path(f).parent == build_dir for f in folders)     # one per build
+    assert [p.name for p in build_dir.iterdir()] == [library.name]                    # nothing else left
 
 
 def _interrupt() -> None:
