@@ -235,15 +235,7 @@ def _slots() -> threading.Semaphore:
         return _SLOTS[0]
 
 
-def _available_memory() -> int | None:
-    """/proc/meminfo's MemAvailable in bytes; None where it cannot be read."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+_available_memory = tools.available_memory          # a name of this module's, for tests to replace
 
 
 def _run_all(commands: list[list[str]], source: Path, env: dict[str, str] | None = None) -> None:

@@ -182,3 +182,18 @@ def nvcc_if_found() -> Path | None:
         return find_nvcc()
     except ToolNotFoundError:
         return None
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new processes (/proc/meminfo's MemAvailable), None if unknown: how
+    many nvcc compiles (a CUTLASS cicc takes 4-6 GB) a machine can run at once."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ...pairs import KernelPair
+from ...tools import available_memory
 from .builds import pair_libraries
 
 GB = 1 << 30
@@ -79,19 +80,6 @@ def _cpu_count() -> int:
     except (AttributeError, OSError):
         return os.cpu_count() or 1
 
-
-def available_memory() -> int | None:
-    """Bytes of memory available to new processes (/proc/meminfo's MemAvailable), None if unknown."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
 
 
 def pending_libraries(pairs: Sequence[KernelPair], variants: Mapping[str, Sequence[str]] | None = None) -> list[Any]:
