@@ -93,7 +93,7 @@ def cutlass_include() -> Path:
     return tools.find_cutlass_include()
 
 
-# Built on first use (1-3 minutes of nvcc), for sm_90a, with the headers found then.
+# Built on first use (1-3 minutes of nvcc; 3 parts at once on 8+ cores), for sm_90a, with the headers found then.
 LIBRARY = CudaLibrary(CUDA_SOURCE, {
     "aisp_cutlass_simt": ((*_GEMM_ARGS, ctypes.c_void_p), ctypes.c_int),
     "aisp_cutlass_tensorop": ((ctypes.c_int, *_GEMM_ARGS, ctypes.c_void_p, ctypes.c_longlong, ctypes.c_void_p),

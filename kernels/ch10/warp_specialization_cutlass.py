@@ -126,7 +126,7 @@ CONFIG_NAMES = ("KernelTmaWarpSpecialized 128x128x64 cluster1x1x1",
                 "KernelTmaWarpSpecializedCooperative 256x128x64 cluster2x1x1",
                 "KernelTmaWarpSpecializedPingpong 128x128x64 cluster1x1x1")
 
-LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use, in 3 parts at once, never on import
+LIBRARY = CudaLibrary(CUDA_SOURCE, {   # built for sm_90a on first use (3 parts at once on 8+ cores), never on import
     "aisp_ws_cutlass_gemm": ((ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_longlong,
                               ctypes.c_void_p), ctypes.c_int),
