@@ -37,7 +37,7 @@ def build_all(libs: list, whole: bool) -> dict:
     """Every library built at once into a fresh cache; seconds per library and for all."""
     from dataclasses import replace
 
-    from aisp_kernels import build
+    from aisp_kernels import build, compiles
 
     build.PARTS_MIN_CPUS = 1                  # the declared parts, whatever the cores
     with tempfile.TemporaryDirectory(prefix="build_parts_") as cache:
@@ -53,7 +53,7 @@ def build_all(libs: list, whole: bool) -> dict:
         with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
             done = list(pool.map(one, chosen))
         wall = round(time.monotonic() - began, 1)
-    return {"mode": "whole" if whole else "parts", "wall_s": wall, "slots": build.nvcc_slots(),
+    return {"mode": "whole" if whole else "parts", "wall_s": wall, "slots": compiles.nvcc_slots(),
             "libraries": [{"source": s, "seconds": t, "parts": p} for s, t, p in done]}
 
 

@@ -13,7 +13,7 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import requires_nvcc
 
-from aisp_kernels import build
+from aisp_kernels import build, compiles
 from aisp_prof.errors import BuildError, ToolNotFoundError
 
 L2NORM_CU = ROOT / "kernels" / "ch09" / "fused_l2norm.cu"
@@ -80,6 +80,7 @@ def test_fused_l2norm_compiles_for_sm90_and_is_cached(build_dir, monkeypatch):
 
     # `nvcc --version` is cached per process, so a hit runs no subprocess at all.
     monkeypatch.setattr(build.subprocess, "run", no_compile)
+    monkeypatch.setattr(compiles, "run_all", no_compile)
     again = build.build_shared_library(L2NORM_CU, arch="sm_90")
     assert again == library and again.stat().st_mtime_ns == mtime_ns
 
@@ -129,10 +130,10 @@ def test_default_arch_without_gpu(monkeypatch):
 
 def test_first_error_line():
     out = "k.cu(3): warning: unused\nk.cu(4): error: identifier \"q\" is undefined\n1 error detected"
-    assert build._first_error_line(out) == 'k.cu(4): error: identifier "q" is undefined'
-    assert build._first_error_line("nvcc fatal   : Unsupported gpu architecture 'compute_1'") \
+    assert compiles.first_error_line(out) == 'k.cu(4): error: identifier "q" is undefined'
+    assert compiles.first_error_line("nvcc fatal   : Unsupported gpu architecture 'compute_1'") \
         .startswith("nvcc fatal")
-    assert os.linesep not in build._first_error_line("")
+    assert os.linesep not in compiles.first_error_line("")
 
 
 # --- include directories and extra flags (CUTLASS) -------------------------------------------

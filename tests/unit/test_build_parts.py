@@ -21,7 +21,7 @@ import pytest
 from repo_paths import ROOT
 from pair_testing import requires_nvcc
 
-from aisp_kernels import build
+from aisp_kernels import build, compiles
 from aisp_prof.errors import BuildError
 
 PARTS_H = ROOT / "kernels" / "common" / "build_parts.h"
@@ -133,13 +133,13 @@ def test_a_small_machine_builds_the_parts_as_one_compile(build_dir, split_source
 def nvcc_calls(monkeypatch) -> list[str]:
     """The command line of every nvcc the build runs, as one string each."""
     calls: list[str] = []
-    real = build._run_all
+    real = compiles.run_all
 
     def recording(commands, source, env=None):
         calls.extend(" ".join(c) for c in commands)
         return real(commands, source, env)
 
-    monkeypatch.setattr(build, "_run_all", recording)
+    monkeypatch.setattr(compiles, "run_all", recording)
     return calls
 
 
@@ -152,12 +152,12 @@ def test_parts_must_be_a_whole_number_of_at_least_one(build_dir, split_source, p
 @pytest.mark.parametrize("cpus, available, slots", [
     (16, 128 << 30, 16), (16, 23 << 30, 5), (2, 23 << 30, 2), (1, 1 << 30, 1)])
 def test_nvcc_slots_are_bounded_by_cpus_and_memory(cpus, available, slots):
-    assert build.nvcc_slots(cpus, available) == slots
+    assert compiles.nvcc_slots(cpus, available) == slots
 
 
 def test_nvcc_slots_without_known_memory_are_the_cpus(monkeypatch):
-    monkeypatch.setattr(build, "_available_memory", lambda: None)
-    assert build.nvcc_slots(8) == 8
+    monkeypatch.setattr(compiles, "_available_memory", lambda: None)
+    assert compiles.nvcc_slots(8) == 8
 
 
 def _sleeper(seconds: float, code: int = 0, mark: Path | None = None) -> list[str]:
@@ -178,11 +178,11 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_failed_compile_stops_the_others_and_their_children(tmp_path, monkeypatch):
-    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(4)])
+    monkeypatch.setattr(compiles, "_SLOTS", [threading.Semaphore(4)])
     marks = [tmp_path / f"child{i}" for i in range(2)]
     began = time.monotonic()
     with pytest.raises(BuildError, match="stand-in failed"):
-        build._run_all([_sleeper(30, mark=marks[0]), _sleeper(2.0, code=1), _sleeper(30, mark=marks[1])],
+        compiles.run_all([_sleeper(30, mark=marks[0]), _sleeper(2.0, code=1), _sleeper(30, mark=marks[1])],
                        tmp_path / "x.cu")
     assert time.monotonic() - began < 10                     # the 30 s compiles were stopped, not waited for
     pids = [int(m.read_text()) for m in marks]               # each had started its child by then
@@ -193,9 +193,9 @@ def test_a_failed_compile_stops_the_others_and_their_children(tmp_path, monkeypa
 
 
 def test_an_interrupt_stops_every_compile(tmp_path, monkeypatch):
-    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(1)])          # one at a time: two wait
+    monkeypatch.setattr(compiles, "_SLOTS", [threading.Semaphore(1)])          # one at a time: two wait
     started: list = []
-    real_popen = build.subprocess.Popen
+    real_popen = compiles.subprocess.Popen
 
     def popen(*args, **kwargs):
         started.append(real_popen(*args, **kwargs))
@@ -203,24 +203,24 @@ def test_an_interrupt_stops_every_compile(tmp_path, monkeypatch):
             threading.Timer(0.3, _interrupt).start()
         return started[-1]
 
-    monkeypatch.setattr(build.subprocess, "Popen", popen)
+    monkeypatch.setattr(compiles.subprocess, "Popen", popen)
     began = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        build._run_all([_sleeper(20), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
+        compiles.run_all([_sleeper(20), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
     assert time.monotonic() - began < 5                       # killed, not waited for
     assert len(started) == 1 and started[0].returncode == -signal.SIGKILL   # the waiting ones never started
 
 
 def test_a_failed_compile_lets_no_waiting_one_start(tmp_path, monkeypatch):
     """The failing compile's slot is given back only once the others are told to stop."""
-    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(1)])
+    monkeypatch.setattr(compiles, "_SLOTS", [threading.Semaphore(1)])
     started: list = []
-    real_popen = build.subprocess.Popen
-    monkeypatch.setattr(build.subprocess, "Popen", lambda *a, **k: started.append(a[0]) or real_popen(*a, **k))
+    real_popen = compiles.subprocess.Popen
+    monkeypatch.setattr(compiles.subprocess, "Popen", lambda *a, **k: started.append(a[0]) or real_popen(*a, **k))
     for _ in range(5):
         started.clear()
         with pytest.raises(BuildError, match="stand-in failed"):
-            build._run_all([_sleeper(0.1, code=1), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
+            compiles.run_all([_sleeper(0.1, code=1), _sleeper(20), _sleeper(20)], tmp_path / "x.cu")
         assert len(started) == 1
 
 
@@ -250,10 +250,10 @@ def _interrupt() -> None:
 
 
 def test_compiles_wait_for_a_slot(tmp_path, monkeypatch):
-    monkeypatch.setattr(build, "_SLOTS", [threading.Semaphore(2)])
+    monkeypatch.setattr(compiles, "_SLOTS", [threading.Semaphore(2)])
     running, peak = [0], [0]
     lock = threading.Lock()
-    real_popen = build.subprocess.Popen
+    real_popen = compiles.subprocess.Popen
 
     class Counted(real_popen):                                 # type: ignore[misc,valid-type]
         def __init__(self, *args, **kwargs):
@@ -269,6 +269,6 @@ def test_compiles_wait_for_a_slot(tmp_path, monkeypatch):
                 with lock:
                     running[0] -= 1
 
-    monkeypatch.setattr(build.subprocess, "Popen", Counted)
-    build._run_all([_sleeper(0.3) for _ in range(5)], tmp_path / "x.cu")
+    monkeypatch.setattr(compiles.subprocess, "Popen", Counted)
+    compiles.run_all([_sleeper(0.3) for _ in range(5)], tmp_path / "x.cu")
     assert peak[0] == 2

@@ -2,13 +2,14 @@
 of nvcc threads, before the first check (`collect.code.prebuild`); a failed build is said, not raised."""
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from aisp_kernels import build
+from aisp_kernels import build, compiles
 from aisp_kernels.binding import CudaLibrary
 from aisp_prof.collect.code.builds import pair_libraries, pending_line
 from aisp_prof.collect.code import prebuild as prebuild_module
@@ -140,6 +141,48 @@ def test_a_prebuilt_library_is_the_one_its_first_call_would_build(fake_nvcc):
     assert build.cached_target(sources[0], "sm_90a", [], ["--expt-relaxed-constexpr"]).is_file()
     assert pending_line(pairs[0]) is None and "building broken.cu first" in pending_line(pairs[1])
     assert lines[0].startswith("building 3 CUDA libraries, 2 at a time, before the first check: ")
+
+
+class SleepingLibrary:
+    """A library whose build is a 30 s compile run by aisp_kernels.build (a process and its child)."""
+
+    def __init__(self, name: str, pids: Path):
+        self.source, self.arch, self.pids = Path(f"/fake/{name}"), "sm_90a", pids
+
+    def build(self) -> Path:
+        child = f"import os,time; open({str(self.pids)!r}, 'a').write(f'{{os.getpid()}}\\n'); time.sleep(30)"
+        compiles.run_all([[sys.executable, "-c", f"import subprocess,sys,time; subprocess.Popen([sys.executable,'-c',"
+                                               f"{child!r}]); time.sleep(30)"]], self.source)
+        return self.source
+
+
+def test_an_interrupted_prebuild_kills_the_compiles_its_threads_wait_on(tmp_path, monkeypatch):
+    """A signal to the Python process alone (`kill PID`, turned into an interrupt) reaches no nvcc: the
+    prebuild kills the running compiles (their children too) instead of waiting out their minute."""
+    import _thread
+
+    monkeypatch.setattr(compiles, "_SLOTS", [threading.Semaphore(4)])
+    pids = tmp_path / "pids"
+    libraries = [SleepingLibrary(f"k{i}.cu", pids) for i in range(3)]
+    threading.Timer(1.5, _thread.interrupt_main).start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        build_all(libraries, 2, lambda m: None)
+    assert time.monotonic() - began < 10                            # not the 30 s the compiles would take
+    children = [int(x) for x in pids.read_text().split()]
+    assert len(children) == 2                                        # two workers: the third never started
+    deadline = time.monotonic() + 5
+    while any(map(_alive, children)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(_alive, children)) and not compiles._HALTED.is_set() and not compiles._RUNNING
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def test_a_library_in_parts_is_prebuilt_in_its_parts_and_says_so(fake_nvcc, nvcc_log, monkeypatch):

@@ -10,7 +10,7 @@ those that are not on a pool of threads, each running its own nvcc through the l
 the pair's first call would, the parts, and so the cache key, are exactly those of that call). It
 builds, it never loads: no library is opened in this process. A CUTLASS library builds in parts
 (kernels/common/build_parts.h), each its own nvcc; every nvcc of the process, a library's or a
-part's, waits for one of aisp_kernels.build's slots (CPUs and memory), so the threads here
+part's, waits for one of aisp_kernels.compiles' slots (CPUs and memory), so the threads here
 bound the libraries in flight and the slots the compiles.
 
 Nothing is timed until the prebuild has finished, so it cannot perturb a measurement. A build
@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,7 +67,7 @@ def build_workers(cpus: int | None = None, available: int | None = None) -> int:
     memory holds at a CUTLASS build's peak (cicc ~6 GB each), because more would swap or wake the
     OOM killer, which costs more than building fewer at once. At most 8: the book's gate has about
     ten libraries to build, and the longest (CUTLASS) build bounds the wall time anyway (its parts
-    run beside these, each in one of aisp_kernels.build's nvcc slots). Memory unknown: the CPUs decide."""
+    run beside these, each in one of aisp_kernels.compiles' nvcc slots). Memory unknown: the CPUs decide."""
     cpus = cpus if cpus is not None else _cpu_count()
     available = available if available is not None else available_memory()
     by_memory = available // CICC_PEAK_BYTES if available is not None else MAX_WORKERS
@@ -125,21 +125,42 @@ def longest_first(libraries: Sequence[Any]) -> list[Any]:
     return sorted(libraries, key=lambda lib: not getattr(lib, "include_dirs", ()))
 
 
-def build_all(libraries: Sequence[Any], workers: int, progress: Callable[[str], None] = lambda m: None) -> list[Prebuilt]:
+def build_all(libraries: Sequence[Any], workers: int,
+              progress: Callable[[str], None] = lambda m: None) -> list[Prebuilt]:
     """Each library's `build()` on a pool of `workers` threads (each waits on its own nvcc), a line
-    as each finishes; in the order they finished. A failure is kept in its Prebuilt, never raised."""
+    as each finishes; in the order they finished. A failure is kept in its Prebuilt, never raised.
+    Interrupted (Ctrl-C, or a SIGTERM the command turns into one), it starts no further build and
+    kills the compiles running (aisp_kernels.compiles.halt_compiles): its threads would wait them out."""
     out: list[Prebuilt] = []
-    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="aisp-nvcc") as pool:
-        futures = [pool.submit(_build_one, lib) for lib in libraries]
-        try:
-            for future in as_completed(futures):
+    pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="aisp-nvcc")
+    halted = False
+    try:
+        pending = {pool.submit(_build_one, lib) for lib in libraries}
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)   # a timeout: Ctrl-C is seen
+            for future in done:
                 out.append(future.result())
                 progress(out[-1].line())
-        except BaseException:           # e.g. Ctrl-C: start no further build
-            for future in futures:
-                future.cancel()
-            raise
+    except BaseException:
+        halted = True                    # before the halt: a second interrupt inside it still resumes
+        pool.shutdown(wait=False, cancel_futures=True)
+        _compiles("halt_compiles")
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if halted:
+            _compiles("resume_compiles")
     return out
+
+
+def _compiles(what: str) -> bool:
+    """aisp_kernels.compiles' halt_compiles or resume_compiles, where the pairs loaded it (a pair
+    module imports it; this module does not); whether it was there."""
+    running = sys.modules.get("aisp_kernels.compiles")
+    if running is None or not hasattr(running, what):
+        return False
+    getattr(running, what)()
+    return True
 
 
 def _build_one(lib: Any) -> Prebuilt:
