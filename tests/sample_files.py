@@ -45,14 +45,23 @@ def plain_copy(run_dir: Path, dest: Path) -> Path:
 
 
 @functools.lru_cache(maxsize=None)
-def plain_path(path: Path) -> Path:
-    """`path` if it is there, else a plain copy of the shipped `path.gz` in a folder of this test
-    process (removed when it exits), made once: for tests that open a sample with sqlite3."""
-    if path.exists():
-        return path
+def _plain_folder(source: Path) -> Path:
+    """The folder of this test process (removed when it exits) that holds the plain copies of the
+    files of `source`, one per source folder: a job's rank exports lie side by side there."""
     folder = Path(tempfile.mkdtemp(prefix="aisp_plain_samples_"))
     atexit.register(shutil.rmtree, folder, True)
-    return plain_file(path, folder)
+    return folder
+
+
+@functools.lru_cache(maxsize=None)
+def plain_path(path: Path) -> Path:
+    """`path` if it is there, else a plain copy of the shipped `path.gz` in a folder of this test
+    process (removed when it exits), made once: for tests that open a sample or a fixture with
+    sqlite3, or need its plain name (tests/fixtures keeps its nsys SQLite exports gzipped too).
+    The copies of one folder's files share a folder. Nothing is written beside `path`."""
+    if path.exists():
+        return path
+    return plain_file(path, _plain_folder(path.parent))
 
 
 class FolderRuns:

@@ -230,7 +230,7 @@ def test_message_sizes_come_only_from_the_run_whose_node_folders_hold_the_export
     assert got["analytic"]["collective_bytes"]["int8/AlltoAll"] == PACKED
     assert got["collective_bytes_from"].endswith("run.json")
     assert declared_collectives(exports, 4) == {}                                   # another job's rank count
-    assert declared_collectives([RUN.parent.parent / "multigpu_h100x2" / "nsys.rank0.sqlite"], 2) == {}
+    assert declared_collectives([RUN.parent.parent / "multigpu_h100x2" / "nsys.rank0.sqlite.gz"], 2) == {}
     for text in ("{", "[]", '{"world_size": 2}'):
         (tmp_path / "run.json").write_text(text)
         for n in (0, 1):

@@ -25,7 +25,7 @@ SAMPLES = ROOT / "profiles" / "samples_h100x2_ch14"
 RUN_DIR = next(p for p in sorted(SAMPLES.glob("*")) if (p / "run.json").exists())
 INFO = json.loads((RUN_DIR / "run.json").read_text())
 FIXTURE = ROOT / "tests" / "fixtures" / "multigpu_h100x2"
-RANK_EXPORTS = [FIXTURE / "nsys.rank0.sqlite", FIXTURE / "nsys.rank1.sqlite"]
+RANK_EXPORTS = [FIXTURE / "nsys.rank0.sqlite.gz", FIXTURE / "nsys.rank1.sqlite.gz"]     # kept gzipped
 PAIR = "ch14.quantized_allreduce"
 VARIANTS = ["baseline", "fp32_rs_ag", "int8", "int8_overlap"]
 US = 1000
@@ -167,7 +167,7 @@ def test_speedups_are_timed_by_cuda_events_on_a_multi_rank_run(summary):
 
 
 def test_the_fixture_folder_holds_exactly_the_two_rank_exports():
-    assert sorted(FIXTURE.glob("*.sqlite")) == RANK_EXPORTS
+    assert sorted(FIXTURE.glob("*.sqlite*")) == RANK_EXPORTS
 
 
 @pytest.mark.slow
@@ -182,7 +182,7 @@ def test_import_job_stores_one_run_of_two_ranks(tmp_path, as_folder):
     data = open_db(db).run("latest")
     assert data.ranks["rank"].tolist() == [0, 1]
     assert [Path(p).name for p in data.ranks["path"]] == [p.name for p in RANK_EXPORTS]
-    raw = [raw_kernels(p, tmp_path) for p in RANK_EXPORTS]
+    raw = [raw_kernels(p.with_suffix(""), tmp_path) for p in RANK_EXPORTS]      # a plain copy of each
     assert data.timeline.groupby("rank").size().to_dict() == {0: raw[0][0], 1: raw[1][0]}
     assert data.ranks["matched_collectives"].tolist() == [raw[0][1], raw[1][1]]
 

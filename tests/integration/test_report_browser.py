@@ -224,7 +224,7 @@ def test_index_sorts_and_filters_in_the_browser(tmp_path, fixtures_dir):
     extra script (after the report's own) records the row order in the DOM."""
     db = tmp_path / "a.db"
     store_path(db, {d.name: d for d in sample_run_dirs()}[RUN_ID])
-    store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite", "nsys-pair")
+    store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite.gz", "nsys-pair")
     store_path(db, fixtures_dir / "h200" / "probe_curated_raw_base.csv", "probe")
     rep = open_db(db).report(open_db(db).select(), out=tmp_path / "report")
     speed = {d["title"]: d["best"]["speedup"] for d in

@@ -13,6 +13,7 @@ from repo_paths import FIXTURES
 from aisp_prof.analyze.ranks import collectives as coll
 from aisp_prof.analyze.ranks import figures as ranks
 from aisp_prof.parse.nsys.sqlite_export import parse_nsys_sqlite
+from sample_files import plain_path
 
 JOB = "multigpu_h100x2"
 VARIANTS = ("baseline", "fp32_rs_ag", "int8", "int8_overlap")
@@ -28,7 +29,7 @@ def load_job(folder) -> pd.DataFrame:
     from the earliest rank's (TARGET_INFO_SESSION_START_TIME.utcEpochNs)."""
     frames, utc = {}, {}
     for r in (0, 1):
-        path = folder / f"nsys.rank{r}.sqlite"
+        path = plain_path(folder / f"nsys.rank{r}.sqlite")         # kept gzipped: a plain copy
         with sqlite3.connect(path) as conn:
             utc[r] = conn.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()[0]
         frames[r] = parse_nsys_sqlite(path).kernels.assign(rank=r)

@@ -2,7 +2,7 @@
 (`export_rows`, issue 17) stores exactly what storing the whole parsed frame stores: the same
 columns in the same order with the same declared types, the same rows in the same order, every
 value of the same SQLite type. Checked on every nsys export the repository holds (the fixtures
-and one export of every sample folder, shipped gzipped: a plain copy of it, since a gzipped export is
+and one export of every sample folder, kept gzipped: a plain copy of each, since a gzipped export is
 read through a temporary copy and so always as a frame), and the export path must really be taken there."""
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from aisp_prof.store import db as store
 from aisp_prof.store.ingest import load_export, store_path
 from sample_files import plain_path
 
-EXPORTS = sorted([*(ROOT / "tests" / "fixtures").glob("*/*.sqlite"), *(ROOT / "profiles").glob("*/*/nsys.sqlite"),
+EXPORTS = sorted([*(ROOT / "tests" / "fixtures").glob("*/*.sqlite"), *(ROOT / "tests" / "fixtures").glob("*/*.sqlite.gz"),
+                  *(ROOT / "profiles").glob("*/*/nsys.sqlite"),
                   *(ROOT / "profiles").glob("*/*/nsys.sqlite.gz")])
 
 
@@ -46,7 +47,7 @@ def test_copied_timeline_is_the_parsed_frame(tmp_path, export):
 
 
 def test_store_path_copies_and_leaves_the_export_as_it_was(tmp_path):
-    export = ROOT / "tests" / "fixtures" / "h200" / "l2norm_pair_nsys.sqlite"
+    export = plain_path(ROOT / "tests" / "fixtures" / "h200" / "l2norm_pair_nsys.sqlite")      # kept gzipped
     before = export.read_bytes()
     store_path(tmp_path / "a.db", export)
     assert export.read_bytes() == before
@@ -63,7 +64,7 @@ def test_export_gone_bad_before_the_copy_is_an_export_error_and_stores_nothing(t
     from aisp_prof.errors import ExportParseError
 
     export = tmp_path / "e.sqlite"
-    shutil.copy(ROOT / "tests" / "fixtures" / "h200" / "l2norm_pair_nsys.sqlite", export)
+    shutil.copy(plain_path(ROOT / "tests" / "fixtures" / "h200" / "l2norm_pair_nsys.sqlite"), export)
     data = load_export(export, in_export=True)
     if damage == "removed":
         export.unlink()

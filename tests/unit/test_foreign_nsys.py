@@ -22,10 +22,11 @@ from click.testing import CliRunner
 
 from aisp_prof.cli import cli
 from aisp_prof.parse.nsys.sqlite_export import GRAPH_LAUNCH_COLUMNS, LEVEL_COLUMNS, NsysParse, parse_nsys_sqlite
+from sample_files import plain_path
 
-FOREIGN = FIXTURES / "foreign_h100"
-DEFAULT = FOREIGN / "nested_graph_default.sqlite"      # --cuda-graph-trace=graph (nsys's default)
-NODE = FOREIGN / "nested_graph_node.sqlite"            # --cuda-graph-trace=node
+FOREIGN = FIXTURES / "foreign_h100"                    # the two exports kept gzipped: plain copies read here
+DEFAULT = plain_path(FOREIGN / "nested_graph_default.sqlite")      # --cuda-graph-trace=graph (nsys's default)
+NODE = plain_path(FOREIGN / "nested_graph_node.sqlite")            # --cuda-graph-trace=node
 L2NORM_RUN = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 LAYER_PATHS = [f"step{s}/forward/layer{i}" for s in range(2) for i in range(3)]
 WORKER_PATHS = sorted([f"step{s}" for s in range(2)] + [f"step{s}/forward" for s in range(2)] + LAYER_PATHS)

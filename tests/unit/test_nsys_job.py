@@ -24,9 +24,11 @@ from aisp_prof.parse.nsys.job import (FRAMES, RANK_COLUMNS, TIME_COLUMNS, load_j
 from aisp_prof.parse.nsys.job_clock import MIN_MATCHED, collective_end_gaps
 from aisp_prof.parse.nsys.sqlite_export import parse_nsys_sqlite
 from export_copies import edited_copy
+from sample_files import plain_path
 
 FIXTURE = FIXTURES / "multigpu_h100x2"
-RANK0, RANK1 = FIXTURE / "nsys.rank0.sqlite", FIXTURE / "nsys.rank1.sqlite"
+# kept gzipped (nsys.rank<r>.sqlite.gz): these tests read plain copies, side by side, under their own names
+RANK0, RANK1 = plain_path(FIXTURE / "nsys.rank0.sqlite"), plain_path(FIXTURE / "nsys.rank1.sqlite")
 RUN_ID = "e00126e3-ae97-4d46-809b-b51af20aef3e"
 START_GAP_NS = 1795714210355634040 - 1795714210339639681      # utcEpochNs of rank 1 - rank 0
 NCCL_KERNELS = 104

@@ -23,9 +23,10 @@ from aisp_prof.parse.nsys.sqlite_export import (KERNEL_COLUMNS, MEMORY_OP_COLUMN
 from sample_files import plain_path, shipped
 
 H200 = FIXTURES / "h200"
-L2NORM = H200 / "l2norm_pair_nsys.sqlite"
-PROBE = H200 / "probe_nested_graph_nsys.sqlite"
-# shipped gzipped (nsys.sqlite.gz); the SQL oracles below read a plain copy (`plain_path`)
+# kept gzipped (.sqlite.gz), as the samples are shipped (nsys.sqlite.gz): parse_nsys_sqlite reads them so;
+# the SQL oracles below, and the tests that cut or edit a copy, read a plain copy (`_plain`)
+L2NORM = H200 / "l2norm_pair_nsys.sqlite.gz"
+PROBE = H200 / "probe_nested_graph_nsys.sqlite.gz"
 SPARSITY = shipped(SAMPLES / "20261126T034324Z-ch09.structured_sparsity-c433" / "nsys.sqlite")
 SDPA = shipped(SAMPLES / "20261126T033949Z-ch09.sdpa_attention-d4ce" / "nsys.sqlite")
 
@@ -40,9 +41,14 @@ def probe() -> NsysParse:
     return parse_nsys_sqlite(PROBE)
 
 
+def _plain(path: Path) -> Path:
+    """A plain copy of the shipped gzipped export (made once)."""
+    return plain_path(path.with_name(path.name.removesuffix(".gz")))
+
+
 def _sql(path: Path, sql: str) -> list[tuple]:
     """Independent look at the fixture, bypassing the parser."""
-    path = plain_path(path.with_name(path.name.removesuffix(".gz")))
+    path = _plain(path)
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         return conn.execute(sql).fetchall()
 
@@ -465,7 +471,7 @@ def test_nsys_rep_gets_export_hint(tmp_path: Path) -> None:
 
 def test_truncated_at_half(tmp_path: Path) -> None:
     cut = tmp_path / "cut.sqlite"
-    data = PROBE.read_bytes()
+    data = _plain(PROBE).read_bytes()
     cut.write_bytes(data[: len(data) // 2])
     with pytest.raises(ExportParseError, match="truncated") as info:
         parse_nsys_sqlite(cut)
@@ -474,7 +480,8 @@ def test_truncated_at_half(tmp_path: Path) -> None:
 
 def test_truncated_without_size_in_header(tmp_path: Path) -> None:
     """When the header's page count is stale, sqlite opens the file and fails on the query."""
-    data = bytearray(PROBE.read_bytes()[: len(PROBE.read_bytes()) // 2])
+    whole = _plain(PROBE).read_bytes()
+    data = bytearray(whole[: len(whole) // 2])
     data[92:96] = (int.from_bytes(data[24:28], "big") + 1).to_bytes(4, "big")   # "count is stale"
     cut = tmp_path / "cut.sqlite"
     cut.write_bytes(bytes(data))
@@ -484,7 +491,7 @@ def test_truncated_without_size_in_header(tmp_path: Path) -> None:
 
 def test_no_kernel_table(tmp_path: Path) -> None:
     copy = tmp_path / "nokernels.sqlite"
-    shutil.copy(PROBE, copy)
+    shutil.copy(_plain(PROBE), copy)
     with sqlite3.connect(copy) as conn:
         conn.execute("DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL")
     with pytest.raises(ExportParseError, match=r"no CUDA kernels recorded; was nsys run with --trace=cuda\?"):
@@ -501,7 +508,7 @@ def test_sqlite_that_is_not_an_nsys_export(tmp_path: Path) -> None:
 
 def test_no_nvtx_trace_gives_empty_ranges(tmp_path: Path) -> None:
     copy = tmp_path / "nonvtx.sqlite"
-    shutil.copy(PROBE, copy)
+    shutil.copy(_plain(PROBE), copy)
     with sqlite3.connect(copy) as conn:
         conn.execute("DROP TABLE NVTX_EVENTS")
     parse = parse_nsys_sqlite(copy)
@@ -513,7 +520,7 @@ def test_no_nvtx_trace_gives_empty_ranges(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_parsing_never_modifies_the_export(tmp_path: Path) -> None:
     copy = tmp_path / "ro.sqlite"
-    shutil.copy(PROBE, copy)
+    shutil.copy(_plain(PROBE), copy)
     before = hashlib.sha256(copy.read_bytes()).hexdigest()
     copy.chmod(0o444)
     parse_nsys_sqlite(copy)
@@ -528,13 +535,14 @@ def test_a_table_read_beside_the_parse_gives_its_answer_or_its_error() -> None:
 
     from aisp_prof.parse.nsys.sqlite_export import _beside
 
-    with _beside(PROBE, lambda conn: conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]) as got:
+    plain = _plain(PROBE)
+    with _beside(plain, lambda conn: conn.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]) as got:
         assert got() == 11
     with pytest.raises(sqlite3.OperationalError, match="no such table"), \
-            _beside(PROBE, lambda conn: conn.execute("SELECT * FROM no_such_table").fetchall()) as got:
+            _beside(plain, lambda conn: conn.execute("SELECT * FROM no_such_table").fetchall()) as got:
         got()
     endless = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n"
     started = time.perf_counter()
-    with pytest.raises(ValueError), _beside(PROBE, lambda conn: conn.execute(endless).fetchone()):
+    with pytest.raises(ValueError), _beside(plain, lambda conn: conn.execute(endless).fetchone()):
         raise ValueError("the caller failed first")
     assert time.perf_counter() - started < 10

@@ -284,7 +284,7 @@ def test_default_name_and_replacing_a_report(tmp_path, sample_dbs):
 def test_nsys_only_import_still_reports(tmp_path, fixtures_dir):
     """A bare nsys export: no counters, no checks: the page says what is missing, no crash."""
     db = tmp_path / "a.db"
-    run_id = store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite")
+    run_id = store_path(db, fixtures_dir / "h200" / "l2norm_pair_nsys.sqlite.gz")
     result = open_db(db).report([run_id], out=tmp_path / "out")
     html = result.pages[0].read_text()
     assert "No Nsight Compute counters" in html or "no Nsight Compute counters" in html

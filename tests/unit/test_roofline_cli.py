@@ -107,7 +107,7 @@ def test_bad_chart_suffix_and_unknown_run(sample_db, tmp_path):
 
 def test_nsys_only_run_has_no_roofline(tmp_path):
     db = str(tmp_path / "a.db")
-    assert invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite"), "--db", db).exit_code == 0
+    assert invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite.gz"), "--db", db).exit_code == 0
     res = invoke("roofline", "latest", "--db", db)
     assert res.exit_code == 6 and "no Nsight Compute kernel rows" in res.output
 

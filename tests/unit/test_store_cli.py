@@ -39,7 +39,7 @@ def test_import_ncu_csv_then_kernels_json(tmp_path):
 @pytest.mark.slow
 def test_import_nsys_sqlite_then_ranges_json(tmp_path):
     db = str(tmp_path / "a.db")
-    res = invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite"), "--db", db)
+    res = invoke("import", str(H200 / "probe_nested_graph_nsys.sqlite.gz"), "--db", db)
     assert res.exit_code == 0, res.output
     res = invoke("ranges", "latest", "--db", db, "--json")
     ranges = {r["nvtx_range"]: r for r in json.loads(res.stdout)}
@@ -56,7 +56,7 @@ def test_import_nsys_sqlite_then_ranges_json(tmp_path):
 def test_runs_lists_both_and_prefix_resolves(tmp_path):
     db = str(tmp_path / "a.db")
     invoke("import", str(H200 / "l2norm_pair_full_raw.csv"), "--db", db)
-    invoke("import", str(H200 / "l2norm_pair_nsys.sqlite"), "--db", db)
+    invoke("import", str(H200 / "l2norm_pair_nsys.sqlite.gz"), "--db", db)
     runs = json.loads(invoke("runs", "--db", db, "--json").stdout)
     assert len(runs) == 2 and {r["source"] for r in runs} == {"import"}
     res = invoke("kernels", "no-such-run", "--db", db)
@@ -211,7 +211,7 @@ def test_database_from_before_memory_ops_still_reads_and_takes_new_runs(tmp_path
     assert invoke("summary", old.run_id, "--db", str(db)).exit_code == 0
     assert invoke("ranges", old.run_id, "--db", str(db)).exit_code == 0
     # a new run adds the table and columns; the old run's rows read back with them NULL
-    res = invoke("import", str(H200 / "l2norm_pair_nsys.sqlite"), "--db", str(db))
+    res = invoke("import", str(H200 / "l2norm_pair_nsys.sqlite.gz"), "--db", str(db))
     assert res.exit_code == 0, res.output
     after = old_summary()
     assert after["sparse24"]["gpu_time_ns"] == before["sparse24"]["gpu_time_ns"]

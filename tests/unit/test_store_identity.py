@@ -15,8 +15,10 @@ from click.testing import CliRunner
 from repo_paths import FIXTURES, SAMPLES
 
 from aisp_prof.cli import cli
+from sample_files import plain_path
 
-NSYS_EXPORT = FIXTURES / "foreign_h100" / "nested_graph_default.sqlite"      # a user's own nsys export
+# the fixtures' nsys exports are kept gzipped: these tests copy, open and name the plain files (plain_path)
+NSYS_EXPORT = plain_path(FIXTURES / "foreign_h100" / "nested_graph_default.sqlite")      # a user's own nsys export
 SAMPLE = SAMPLES / "20261126T011557Z-ch09.fused_l2norm-90df"
 
 
@@ -75,7 +77,7 @@ def test_a_newer_schema_is_refused_untouched(tmp_path):
 
 # ------------------------------------------------------------------------------ import --job NAME
 
-RANK_EXPORTS = [FIXTURES / "multigpu_h100x2" / f"nsys.rank{r}.sqlite" for r in (0, 1)]
+RANK_EXPORTS = [plain_path(FIXTURES / "multigpu_h100x2" / f"nsys.rank{r}.sqlite") for r in (0, 1)]
 
 
 def test_a_job_is_read_back_by_its_name(tmp_path):
@@ -102,7 +104,7 @@ def test_a_job_mixing_a_ranked_export_with_an_unranked_one_is_refused(tmp_path):
 # ------------------------------------------------------------------------------ re-imports, keyed by content
 
 NCU_CSV = FIXTURES / "h200" / "probe_curated_raw_base.csv"
-NSYS_SQLITE = FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite"
+NSYS_SQLITE = plain_path(FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite")
 
 
 def run_ids(db) -> list[str]:

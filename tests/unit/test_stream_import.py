@@ -29,11 +29,14 @@ from sample_files import plain_path
 FIXTURES = ROOT / "tests" / "fixtures"
 # graph launches and memory operations on 5 streams; two NVTX domains (merged paths); ranges
 # named by their own text; 256 memory operations; two domains on two threads
-CHOSEN = [FIXTURES / "foreign_h100" / "nested_graph_default.sqlite", FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite",
-          FIXTURES / "h200" / "l2norm_pair_nsys.sqlite",
+# named as kept, gzipped: each is read through a plain copy (plain_path; a .gz is never read in windows)
+CHOSEN = [FIXTURES / "foreign_h100" / "nested_graph_default.sqlite.gz", FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite.gz",
+          FIXTURES / "h200" / "l2norm_pair_nsys.sqlite.gz",
           FIXTURES / "time_kinds" / "20261127T171610Z-ch14.gpu_quantization-5c82" / "nsys.sqlite.gz",
-          FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite"]
-EVERY = sorted([*FIXTURES.glob("*/*.sqlite"), *(ROOT / "profiles").glob("*/*/nsys.sqlite.gz")])
+          FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite.gz"]
+EVERY = sorted([*FIXTURES.glob("*/*.sqlite"), *FIXTURES.glob("*/*.sqlite.gz"),
+                *(ROOT / "profiles").glob("*/*/nsys.sqlite.gz")])
+L2NORM = FIXTURES / "h200" / "l2norm_pair_nsys.sqlite"          # the tests below read plain_path(L2NORM)
 _RUN_SAME = ("gpu_name", "compute_capability", "sm_count", "driver_version", "nsys_version", "source", "status")
 
 
@@ -110,7 +113,7 @@ def test_every_export_stores_the_same_in_windows(tmp_path, monkeypatch, export):
 def test_one_window_is_the_one_piece_parse(tmp_path, monkeypatch):
     """A trace that fits one window is parsed in one piece, as before (the export rows of
     `export_rows`); a longer one comes in windows."""
-    export = FIXTURES / "h200" / "l2norm_pair_nsys.sqlite"
+    export = plain_path(L2NORM)
     assert isinstance(load_export(export, in_export=True).timeline, ExportRows)
     monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "10")
     assert isinstance(load_export(export, in_export=True).timeline, StreamedRows)
@@ -120,7 +123,7 @@ def test_calls_reaching_back_read_the_ranges_let_go_again():
     """Kernels come in GPU start order, so a window's calls can start before the last window's
     (a kernel queued long on another stream): the ranges let go as ended must be read again,
     exactly those a one-piece read holds there. The real ranges of a 2-domain export."""
-    export = FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite"
+    export = plain_path(FIXTURES / "multigpu_h100x2" / "nsys.rank0.sqlite")
     conn = stream.connect(export)
     try:
         tables = export_tables.table_names(conn)
@@ -144,7 +147,7 @@ def test_calls_reaching_back_read_the_ranges_let_go_again():
 def test_a_report_exported_on_the_fly_is_read_in_windows_until_stored(tmp_path, monkeypatch):
     """A .nsys-rep's temporary SQLite export stays until the run is written (the windows read it
     while the store writes), then goes; the run stores what importing that export stores."""
-    export = FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite"
+    export = plain_path(FIXTURES / "h200" / "probe_nested_graph_nsys.sqlite")
     monkeypatch.setenv(stream.CHUNK_ROWS_ENV, "3")
     folder, streamed = tmp_path / "exported", []
     real = stream.stream_nsys_sqlite
@@ -201,7 +204,7 @@ def test_a_full_disk_under_the_windows_temp_tables_is_one_line_and_stores_nothin
             conn.execute("PRAGMA temp.max_page_count = 1")     # after temp_store, which resets it
             real(self, conn, parse)
         monkeypatch.setattr(stream._Windows, "__init__", small)
-    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(plain_path(L2NORM))])
     assert res.exit_code == 13, res.output
     assert "SQLite's temporary files" in res.output and len(res.output.strip().splitlines()) == 1
     assert which != "calls" or not any((tmp_path / "scratch").iterdir())
@@ -217,7 +220,7 @@ def test_an_export_the_windows_cannot_read_is_exit_6_naming_it_as_in_one_piece(t
     from aisp_prof.cli import cli
 
     export = tmp_path / "odd.sqlite"
-    shutil.copy(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite", export)
+    shutil.copy(plain_path(L2NORM), export)
     with contextlib.closing(sqlite3.connect(export)) as con:
         con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME DROP COLUMN nameId")
         con.commit()
@@ -237,7 +240,7 @@ def test_kernel_counts_per_process_and_device_in_one_pass_or_grouped(tmp_path, d
     more in groups: both equal SQLite's own GROUP BY. The real l2norm export, and a copy of it
     whose odd kernels are moved to device 1 (no shipped export has two devices in a process)."""
     export = tmp_path / "two.sqlite"
-    shutil.copy(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite", export)
+    shutil.copy(plain_path(L2NORM), export)
     with contextlib.closing(sqlite3.connect(export)) as conn:
         conn.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 1 WHERE rowid % 2 = 1 AND {devices} = 2")
         conn.commit()
@@ -264,7 +267,7 @@ def test_ctrl_c_while_a_window_is_stored_stops_the_parse_threads_and_leaves_noth
     (tmp_path / "scratch").mkdir()
     interrupted, calls = interrupt_on_call(store_db.insert_export_rows, 2)
     monkeypatch.setattr(store_db, "insert_export_rows", interrupted)
-    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+    res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"), str(plain_path(L2NORM))])
     assert res.exit_code == 130 and "interrupted" in res.output, res.output
     assert len(calls) == 2 and not (tmp_path / "a.db").exists()
     assert not [t.name for t in threading.enumerate() if t.name.startswith(("aisp-nsys", "aisp-nvtx", "aisp-runtime"))]
@@ -337,7 +340,7 @@ def test_ctrl_c_while_the_parse_sets_aside_stops_at_once(tmp_path, monkeypatch, 
         threading.Thread(target=ctrl_c, daemon=True).start()
         t0 = time.perf_counter()
         res = CliRunner().invoke(cli, ["import", "--db", str(tmp_path / "a.db"),
-                                       str(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite")])
+                                       str(plain_path(L2NORM))])
         took_s = time.perf_counter() - t0
     assert scanning.is_set() and res.exit_code == 130 and "interrupted" in res.output, res.output
     assert took_s < 10, took_s
@@ -354,7 +357,7 @@ def test_an_export_without_the_runtime_calls_or_nvtx_stores_what_one_piece_store
     the same rows. Without the runtime calls it stopped with a pandas traceback (exit 1): the API
     names of no call were mapped to an integer column, which took no text."""
     export = tmp_path / "odd.sqlite"
-    shutil.copy(FIXTURES / "h200" / "l2norm_pair_nsys.sqlite", export)
+    shutil.copy(plain_path(L2NORM), export)
     with contextlib.closing(sqlite3.connect(export)) as con:
         con.execute(edit)
         con.commit()
