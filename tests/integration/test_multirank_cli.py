@@ -18,7 +18,11 @@ from aisp_prof.pairs import capabilities
 from aisp_prof.pairs.capabilities import Machine
 from aisp_prof.store.ingest import sample_run_dirs
 from export_copies import edited_copy as _copy
+from sample_files import plain_path
 from test_multirank_store import FIXTURE, INFO, PAIR, RANK_EXPORTS, ROOT, RUN_DIR, VARIANTS
+
+# the rank exports as plain SQLite (they are kept gzipped): for the faults made by editing or cutting a copy
+PLAIN_EXPORTS = [plain_path(p.with_name(p.name.removesuffix(".gz"))) for p in RANK_EXPORTS]
 
 LINK_KEY = "2x_h100_80gb_hbm3"
 LINK = json.loads((ROOT / "profiles" / "calibration" / f"{LINK_KEY}.json").read_text())
@@ -163,10 +167,10 @@ def test_ranks_of_a_one_rank_run_is_exit_6_naming_import_job(tmp_path):
 
 
 def _other_job(tmp_path: Path) -> list[Path]:
-    env = sqlite3.connect(RANK_EXPORTS[1]).execute(
+    env = sqlite3.connect(PLAIN_EXPORTS[1]).execute(
         "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'DeviceEnvironment'").fetchone()[0]
     run_id = next(p for p in env.split(";") if p.startswith("TORCHELASTIC_RUN_ID="))
-    other = _copy(RANK_EXPORTS[1], tmp_path / "other.sqlite",
+    other = _copy(PLAIN_EXPORTS[1], tmp_path / "other.sqlite",
                   f"UPDATE TARGET_INFO_SYSTEM_ENV SET value = replace(value, '{run_id}', "
                   "'TORCHELASTIC_RUN_ID=another-job') WHERE name = 'DeviceEnvironment'")
     return [RANK_EXPORTS[0], other]
@@ -174,7 +178,7 @@ def _other_job(tmp_path: Path) -> list[Path]:
 
 def _truncated(tmp_path: Path) -> list[Path]:
     cut = tmp_path / "cut.sqlite"
-    cut.write_bytes(RANK_EXPORTS[1].read_bytes()[: RANK_EXPORTS[1].stat().st_size // 2])
+    cut.write_bytes(PLAIN_EXPORTS[1].read_bytes()[: PLAIN_EXPORTS[1].stat().st_size // 2])
     return [RANK_EXPORTS[0], cut]
 
 
@@ -186,7 +190,7 @@ def _report(tmp_path: Path) -> list[Path]:
 
 FAULTS = {
     "one file": (lambda t: [RANK_EXPORTS[0]], ["2 or more ranks", "without --job"]),
-    "rank 0 twice": (lambda t: [RANK_EXPORTS[0], _copy(RANK_EXPORTS[0], t / "again.sqlite")], ["rank 0 twice"]),
+    "rank 0 twice": (lambda t: [RANK_EXPORTS[0], _copy(PLAIN_EXPORTS[0], t / "again.sqlite")], ["rank 0 twice"]),
     "different jobs": (_other_job, ["different jobs", "another-job"]),
     "truncated": (_truncated, ["cut.sqlite", "truncated SQLite export"]),
     "nsys-rep": (_report, ["rank1.nsys-rep", "nsys export --type sqlite"]),
