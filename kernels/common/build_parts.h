@@ -3,9 +3,7 @@
 // Why: a source with several CUTLASS kernels spends most of a minute in cicc, instantiating one
 // kernel's templates after another on one core (ch09/cutlass_gemm.cu: 80 s, the longest build of
 // a fresh machine's gate). Built in N parts, nvcc compiles the file N times, with
-// -DAISP_PARTS=N -DAISP_PART=i, at once, and links the N objects into the one library. Each part
-// parses the headers again, so on a machine of fewer than 8 cores the file is compiled whole
-// (aisp_kernels.build.parts_here).
+// -DAISP_PARTS=N -DAISP_PART=i, at once, and links the N objects into the one library.
 //
 // How a source splits: it gives each kernel's entry points (host functions that instantiate and
 // launch it) a part number p and defines them under `#if AISP_IN_PART(p)`, declares them in every

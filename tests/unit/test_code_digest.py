@@ -185,3 +185,32 @@ def test_shipped_h200_sessions_of_todays_text_carry_todays_code_digest():
                     assert session.get("code_sha256") == now["code_sha256"], (file.name, name)
                     checked += 1
     assert checked >= 40
+
+
+# Pairs whose shipped current-format evidence may name other code than the tree's, each with why (none today).
+# A kernel change without a recording on the card is a choice to write here, not something a comment edit in a
+# header does unseen: a C/C++ comment is code to the digest (test_a_cuda_comment_is_code_as_far_as_the_digest_knows).
+STALE_EVIDENCE: dict[tuple[str, str], str] = {}
+
+
+def test_the_newest_shipped_evidence_of_every_pair_is_of_the_code_in_the_tree():
+    """The gate judges against evidence of the code in the tree, or says "recorded from other code: record it
+    again". The shipped current-format evidence files (one card and multi-GPU keys) must not ship that case:
+    a one-line comment in kernels/common/build_parts.h (170a37b) made the H200 evidence of three pairs other
+    code, which only a fresh machine's gate showed (2026-11-30). The format-2 H100 files predate the format and
+    are judged as such (tests/legacy_evidence.py)."""
+    stale, checked = [], 0
+    for file in sorted((ROOT / "kernels").glob("ch*/expectations_*.json")):
+        data = exp.read_any(file)
+        if data.get("format") != exp.FORMAT:
+            continue
+        for name, entry in data["pairs"].items():
+            chapter, _, stem = name.partition(".")
+            now = source_digest(ROOT / "kernels" / chapter / f"{stem}.py")
+            newest = entry["sessions"][-1]
+            checked += 1
+            if not exp.same_code(newest, _session(now)) and (file.name, name) not in STALE_EVIDENCE:
+                stale.append(f"{file.name}: {name} (recorded from code {newest.get('code_sha256', '?')[:12]}, "
+                             f"now {now['code_sha256'][:12]}, files {', '.join(now['files'])})")
+    assert checked >= 48
+    assert not stale, "record these again on the card, or say why in STALE_EVIDENCE:\n" + "\n".join(stale)
