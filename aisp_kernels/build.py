@@ -18,7 +18,8 @@ the file once per part with `-DAISP_PARTS=N -DAISP_PART=i`, each part instantiat
 the kernels, at once, and links the objects into the one library: the same kernels from the same
 flags (their SASS differs only in offsets into the module's constant bank). Each part parses the
 headers again: on two cores ch09's and ch10's CUTLASS libraries took 112.3 s in parts against
-59.7 s whole (benchmarks/build_parts.py), so parts are used only where PARTS_MIN_CPUS cores can
+59.7 s whole, on a 16-core H200 machine 79 s against 97-103 s (benchmarks/build_parts.py and
+its results), so parts are used only where PARTS_MIN_CPUS cores can
 run them at once (`parts_here`; the cache key names the parts used). The compiles themselves run
 through aisp_kernels.compiles (how many at once, and stopping them).
 """

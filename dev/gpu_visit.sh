@@ -56,9 +56,9 @@
 #   NODE_GPUS=1 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 2 --profile minimal" RECORD_PROCESSES=3 bash dev/gpu_visit.sh
 #   PAIRS=ch14.quantized_allreduce STEPS=gate BENCH_ARGS="--nproc-per-node 2 --profile minimal" SLOW=0.10 \
 #   SLOW_PAIR=ch14.quantized_allreduce bash dev/gpu_visit.sh          (~70 s; the same on a 2x H100 records 2x_h100)
-# Owed from 2026-11-30 (any single-GPU lease, ~150 s, first call of the lease): the CUTLASS libraries in parts
-# against whole on one machine, `. dev/device_env.sh /tmp/bp && python3 benchmarks/build_parts.py --json`
-# (a JSON line a round as it ends; the fresh gates' 66.6/67.4 s against 80.6 s whole came from other leases).
+# The CUTLASS libraries in parts against whole on one machine (~360 s for two rounds; done 2026-11-30 on an H200,
+# benchmarks/results/build_parts_h200.jsonl):
+#   . dev/device_env.sh /tmp/bp && python3 benchmarks/build_parts.py --rounds 2 --json
 # The 4-GPU visit of the multi-rank pair (issue 34), one command:
 #   PAIRS=ch14.quantized_allreduce STEPS="link run multinode record gate" LINK=4 RUN_ARGS="--nproc-per-node 4" \
 #   NNODES=2 NODE_GPUS=2 NODE_ARGS=--no-ncu BENCH_ARGS="--nproc-per-node 4 --profile minimal" RECORD_PROCESSES=2 \
