@@ -20,7 +20,7 @@ from ..store.calibrations import db_calibrations, file_calibrations, merge_calib
 from ..store.history import pair_history
 from ..store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from ..model.run_data import RunData
-from .reads import read_for_page, read_to_open
+from .reads import no_generated_code, read_for_page, read_generated, read_to_open
 from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
 from ..store.select import resolve_run, select_runs
 from ..store.variants import check_variant
@@ -238,16 +238,12 @@ class RunDatabase:
         and kernel names containing `kernel`. ExportParseError when the run's folder has no
         generated code here."""
         from ..analyze.code.generated_code import generated_code_view
-        from ..parse.code.generated_code import read_index
 
         data = self.run(run, tables=("kernels", "timeline"))
-        run_dir = data.run.get("run_dir")
-        index = read_index(Path(run_dir)) if run_dir else None
-        if index is None:
-            raise ExportParseError(
-                f"run {data.run_id} kept no generated code here: no variant compiled anything (torch.compile, "
-                f"Triton), the run predates generated/, or its folder ({run_dir or 'none'}) is on another machine")
-        return generated_code_view(data.run_id, Path(run_dir), index, data.kernels, data.timeline,
+        folder, index = read_generated(data, self.path)
+        if index is None or folder.path is None:
+            raise no_generated_code(data, folder)
+        return generated_code_view(data.run_id, folder.path, index, data.kernels, data.timeline,
                                    variant, kernel, all_kernels)
 
     # ------------------------------------------------------------------ reports
@@ -301,20 +297,19 @@ class RunDatabase:
         calibrations also judge a multi-rank run's link)."""
         from ..analyze.page.contents import page_data
         from ..analyze.timing.rounds import panel_summary, round_panels
-        from ..parse.code.generated_code import read_index
         from ..render.report import Page
 
         with store_db.Reader(self.path) as conn:
             run, timeline = read_for_page(conn, run_id)
             calibrations = merge_calibrations(db_calibrations(conn), files)
-        run_dir = run.run.get("run_dir")
+        folder, index = read_generated(run, self.path)      # wherever its folder is now; a page notes one not here
         try:
             roof, error = roofline_of([run], calibrations), None
         except AispError as exc:
             roof, error = None, f"no roofline: {exc}"
         if roof is not None and not any(p.kernel is None for p in roof.points):
             roof, error = None, "no roofline: the run has no Nsight Compute counters (FLOPs and bytes)"
-        data = page_data(run, roof, error, read_index(Path(run_dir)) if run_dir else None, calibrations, timeline)
+        data = page_data(run, roof, error, index, calibrations, timeline, folder.missing)
         rounds = round_panels(run.samples, data["variants"])        # drawn; the JSON keeps their summary
         return Page({**data, "rounds": panel_summary(rounds)}, roof, rounds)
 

@@ -1,12 +1,16 @@
 """How the API reads a stored run for what it is about to compute: a `Run` (summary, diff) and a
-report page read a one-rank run's timeline as the store keeps it summed (issue 33), not row by row."""
+report page read a one-rank run's timeline as the store keeps it summed (issue 33), not row by row;
+`aisp-prof code` and a report page read the generated code in the run's folder wherever that is now."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
+from ..errors import ExportParseError
 from ..model.run_data import RunData
 from ..pairs.declared import declared
 from ..store import db as store_db
+from ..store.identity import RunFolder, find_run_folder
 
 
 def read_to_open(conn: store_db.Reader, run_id: str, tables: Sequence[str]) -> RunData:
@@ -39,3 +43,28 @@ def read_for_page(conn: store_db.Reader, run_id: str) -> tuple[RunData, Any]:
         return run, None
     run.call_spread = conn.call_spread(run_id)
     return run, PageTimeline(got[0], got[1], got[2] == 0)
+
+
+def read_generated(data: RunData, db: Path) -> tuple[RunFolder, dict[str, Any] | None]:
+    """Where `data`'s run folder is now (`store.identity.find_run_folder`: the stored path may be
+    relative or stale) and its generated-code index (None where it holds none or is not here)."""
+    from ..parse.code.generated_code import read_index
+
+    folder = find_run_folder(data.run_id, data.run.get("run_dir"), db)
+    return folder, (read_index(folder.path) if folder.path is not None else None)
+
+
+def no_generated_code(data: RunData, folder: RunFolder) -> ExportParseError:
+    """Why a run has no generated code to show, in one line. A folder not here is the answer unless
+    its run.json says nothing was kept (runs before that field: it cannot tell, so the folder is)."""
+    kept = data.info.get("generated", True)
+    if folder.missing and kept:
+        return ExportParseError(folder.missing_message())
+    if folder.stored is None:
+        why = "it was imported from export files, not from its run folder (importing the folder keeps generated/)"
+    elif isinstance(kept, dict):
+        why = (f"its folder {folder.path} has no generated/ index although its run.json records "
+               f"{kept.get('triton_kernels')} Triton kernels: copy the folder again, generated/ included")
+    else:
+        why = "no variant compiled anything (torch.compile, Triton), or the run predates generated/"
+    return ExportParseError(f"run {data.run_id} kept no generated code here: {why}")

@@ -1,5 +1,6 @@
 """What makes a stored run the one it is: the content key of what its import read, whether a
-run folder holds every export its run.json says was made, and removing a stored run.
+run folder holds every export its run.json says was made, where a stored run's folder is now,
+and removing a stored run.
 
 Every import is keyed by a sha256 of the bytes it read (`content_key`): an export file's bytes
 (whatever its name), a run folder's files (each with its path in the folder), a job's exports in
@@ -14,16 +15,30 @@ ncu_raw.csv, `nsys_export` nsys.sqlite and `nsys_export_rank<r>` rank r's (each 
 gzipped). An import of one that is not is refused (ExportParseError, exit 6) naming what is
 missing, before anything is stored: it is never stored as if complete, to be "already there"
 when the whole folder comes.
+
+A run's identity is its content key, not its folder's path: a database is copied to another
+machine and a checkout moves. `runs.run_dir` keeps the folder's absolute path (`stored_folder`; a
+database written before kept the path as typed, often relative to the folder it was imported in),
+and the readers of files only the folder holds (generated/: `aisp-prof code`, the report's
+Generated code) ask `find_run_folder` where it is now: the first of the stored path, then that
+path (or its end, for a moved tree) under the database's folder and each folder above it, the
+current folder and aisp-prof's own checkout, that holds a run.json of the same run id. Where none
+does, `RunFolder.missing_message` says so in one line with what to do.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, TIMING_JSON, rank_path, stored
+from ..errors import InstallError
+from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, rank_path, stored
+from ..paths import data_root
 
 CONTENT_COLUMN = "content_sha256"
 _CHUNK_BYTES = 1 << 20
@@ -76,6 +91,66 @@ def missing_exports(run_dir: Path, info: dict[str, Any]) -> list[str]:
     made = made_exports(info) or [CHECK_JSON, NCU_CSV, NSYS_SQLITE]
     missing = [name for name in made if stored(run_dir / name) is None]
     return missing if info.get("commands") or len(missing) == len(made) else []
+
+
+def stored_folder(run_dir: Path) -> str:
+    """What `runs.run_dir` keeps of a run folder: its absolute path, links resolved, so that a
+    reader in any other folder finds it."""
+    return str(Path(run_dir).resolve())
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """Where a stored run's folder is on this machine (`find_run_folder`)."""
+
+    run_id: str
+    stored: str | None          # runs.run_dir: None for a run imported from export files
+    path: Path | None           # where it is now; None where it is not here (or none was stored)
+
+    @property
+    def missing(self) -> bool:
+        """The run came from a folder that is not on this machine (moved, or the database was copied)."""
+        return self.stored is not None and self.path is None
+
+    def missing_message(self) -> str:
+        return (f"run {self.run_id}'s folder is not on this machine: no run.json of this run at {self.stored}, "
+                "nor at that path or its end under the database's folder or any folder above it, this folder "
+                "or aisp-prof's checkout; copy the folder here and store where it is: "
+                "aisp-prof import FOLDER --replace")
+
+
+def find_run_folder(run_id: str, run_dir: str | None, db: Path) -> RunFolder:
+    """Where the folder of stored run `run_id` (its `runs.run_dir`) is now: the first candidate
+    (`_candidates`) holding a run.json of that run id; `path` None where none does."""
+    if not run_dir:
+        return RunFolder(run_id, None, None)
+    found = next((c for c in _candidates(Path(run_dir), Path(db)) if _holds_run(c, run_id)), None)
+    return RunFolder(run_id, run_dir, found)
+
+
+def _candidates(stored_dir: Path, db: Path) -> Iterator[Path]:
+    """The stored path as it is (a relative one from the current folder), then each end of it,
+    longest first, under the database's folder and the folders above it, the current folder and
+    aisp-prof's data root: an old relative path, or a tree moved or copied with its database."""
+    yield stored_dir
+    folder = db.absolute().parent
+    bases = [folder, *folder.parents, Path.cwd()]
+    try:
+        bases.append(data_root())
+    except InstallError:
+        pass
+    parts = stored_dir.parts[1:] if stored_dir.is_absolute() else stored_dir.parts
+    for start in range(len(parts)):
+        for base in dict.fromkeys(bases):
+            yield base.joinpath(*parts[start:])
+
+
+def _holds_run(folder: Path, run_id: str) -> bool:
+    try:
+        info = json.loads((folder / RUN_JSON).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(info, dict) and info.get("run_id") == run_id
 
 
 def find_stored(conn: sqlite3.Connection, run_id: str | None, key: str | None) -> list[dict[str, Any]]:

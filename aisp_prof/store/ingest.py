@@ -87,7 +87,9 @@ def _run_row(info: dict[str, Any], source: str, run_dir: Path | None) -> dict[st
         "sm_count": gpu.get("sm_count"), "driver_version": gpu.get("driver_version"),
         "ncu_version": tools.get("ncu", {}).get("version"),
         "nsys_version": tools.get("nsys", {}).get("version"),
-        "git_sha": info.get("git_sha"), "run_dir": str(run_dir) if run_dir else None, "job": info.get("job"),
+        "git_sha": info.get("git_sha"),
+        "run_dir": identity.stored_folder(run_dir) if run_dir else None,     # absolute: read from any folder
+        "job": info.get("job"),
         "info_json": json.dumps(info, sort_keys=True, default=str),
     }
 

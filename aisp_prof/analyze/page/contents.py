@@ -102,10 +102,12 @@ class PageTimeline:
 
 def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
               generated: dict[str, Any] | None = None,
-              calibrations: Sequence[Mapping[str, Any]] = (), timeline: PageTimeline | None = None) -> dict[str, Any]:
+              calibrations: Sequence[Mapping[str, Any]] = (), timeline: PageTimeline | None = None,
+              folder_missing: bool = False) -> dict[str, Any]:
     """Everything a pair's page shows, as JSON-ready plain data, from the run and its roofline
     analysis (a RooflineResult, or None with `roof_error` saying why there is none), and the
-    run folder's generated-code index where it has one. A multi-rank run adds `ranks`
+    run folder's generated-code index where it has one (`folder_missing`: the folder is not on
+    this machine, so what it kept is left out, and the page says so). A multi-rank run adds `ranks`
     (`analyze.ranks.page`, its link judged against `calibrations`) and draws its timeline as lanes per
     rank there instead of the one-call strip, which cannot pick one call out of several ranks."""
     row, info, tl = {k: v for k, v in run.run.items() if k != "info_json"}, run.info, timeline or PageTimeline.of(run.timeline)
@@ -148,14 +150,29 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         "timeline": {} if ranks else _strips(tl, run, variants),
         "compiled_any": any(s.get("compiled") for s in summary),
         "generated_code": code_rows(generated, variants, matches, run.kernels, tl.kernels),
+        "generated_left_out": _code_left_out(info, row.get("run_dir")) if folder_missing else None,
         "roofline": roof_dict, "roofline_error": roof_error,
         "roofline_rows": _roofline_rows(roof_dict, variants), "ceilings": ceilings,
         "calibrated": any(c.get("measured") for c in ceilings),
         "flop_check": list((roof_dict or {}).get("flop_check") or []),
         "warnings": _warnings(row, summary, run.kernels, tl.empty, roof_dict, roof_error,
                               (ranks or {}).get("warnings", []), info),
-        "provenance": _provenance(row, info, run.kernels), **({"ranks": ranks} if ranks else {}),
+        "provenance": {**_provenance(row, info, run.kernels), "run_dir_missing": folder_missing},
+        **({"ranks": ranks} if ranks else {}),
     }
+
+
+def _code_left_out(info: dict[str, Any], run_dir: str | None) -> str | None:
+    """The page's note where the run kept generated code (its run.json says how much) in a folder
+    that is not on this machine: the section is left out, not silently missing."""
+    kept = info.get("generated")
+    if not kept:
+        return None
+    count = kept.get("triton_kernels") if isinstance(kept, dict) else None
+    what = f"the code of {count} Triton kernels" if count is not None else "generated code"
+    return (f"Left out: this run kept {what} in its folder, {run_dir}, which is not on this machine (nor found "
+            "under the database's folder). Copy the folder here and store where it is (aisp-prof import FOLDER "
+            "--replace), then write the report again.")
 
 
 def _lead_card(cards: list[dict[str, Any]], ans: dict[str, Any]) -> dict[str, Any] | None:
