@@ -67,3 +67,35 @@ def test_a_session_recorded_now_reads_as_the_shipped_one(session):
     sessions = [new if i == session else s for i, s in enumerate(entry["sessions"])]
     assert exp.summarize({**entry, "sessions": sessions}) == exp.summarize(entry) == entry["summary"]
 
+
+def test_a_run_already_recorded_is_refused_and_the_file_kept(sample_dbs, tmp_path):
+    """`bench record RUN` twice (into a tmp copy of the shipped 2x H200 evidence): the first adds the run as a
+    second session (4 processes behind each A/A margin); the second is refused with one line, exit 1 (the
+    README's "bench record refused a run"), the file byte for byte as the first left it. Before, the same run
+    became a third session: 5 processes, its own counted twice, the medians leaning to it."""
+    db = sample_dbs.copy(tmp_path / "a.db", PROFILES / "samples_h200x2_ch14" / ALLREDUCE_RUN)
+    file = tmp_path / "expectations_2x_h200.json"
+    shutil.copy(KERNELS / "ch14" / "expectations_2x_h200.json", file)
+    args = ["bench", "record", ALLREDUCE_RUN, "--db", str(db), "--expectations", str(file)]
+    first = CliRunner().invoke(cli, args)
+    assert first.exit_code == 0, first.output
+    after_first = file.read_bytes()
+    entry = json.loads(after_first)["pairs"]["ch14.quantized_allreduce"]
+    assert [s["run_id"] for s in entry["sessions"]][-1] == ALLREDUCE_RUN and len(entry["sessions"]) == 2
+    assert entry["summary"]["variants"]["baseline"]["processes"] == 4
+    again = CliRunner().invoke(cli, args)
+    assert again.exit_code == 1
+    said = [line for line in again.output.splitlines() if "already a session" in line]
+    assert len(said) == 1 and f"run {ALLREDUCE_RUN} is already a session of ch14.quantized_allreduce" in said[0]
+    assert "not recorded" in again.output.splitlines()[-1]
+    assert file.read_bytes() == after_first
+
+
+def test_a_session_of_the_same_run_is_never_pooled_twice():
+    """The library's guard under the CLI's refusal: adding a recorded session of a run again (the shipped
+    session of ch14.regional_triton's third session, as recorded) replaces it; the summary is the shipped one."""
+    entry, session = _regional(2)
+    again = exp.add_session(entry, session, entry["sizes"])
+    assert [s["run_id"] for s in again["sessions"]] == [s["run_id"] for s in entry["sessions"]]
+    assert again["summary"] == entry["summary"]
+    assert exp.recorded_session(entry, session["run_id"]) is session and exp.recorded_session(entry, "x") is None

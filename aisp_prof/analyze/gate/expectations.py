@@ -205,13 +205,22 @@ def add_session(entry: Mapping[str, Any] | None, session: Mapping[str, Any], siz
     """The pair's entry with `session` appended (the oldest dropped beyond MAX_SESSIONS) and its
     summary recomputed. Sessions of other problem sizes, of another kind of time, or of other code
     (another source digest, where both are known), are dropped: they measured another thing, and
-    pooling them would blend the old kernel's times into the new one's."""
+    pooling them would blend the old kernel's times into the new one's. A session of the same run is
+    replaced, never pooled twice (`recorded_session` lets a caller refuse it first)."""
     kept = [s for s in (entry or {}).get("sessions", [])
             if (entry or {}).get("sizes") == dict(sizes) and same_code(s, session)
-            and s.get("kind", "legacy") == session.get("kind", "legacy")]
+            and s.get("kind", "legacy") == session.get("kind", "legacy")
+            and not (session.get("run_id") and s.get("run_id") == session.get("run_id"))]
     new = {"sizes": dict(sizes), "sessions": (kept + [dict(session)])[-MAX_SESSIONS:]}
     new["summary"] = summarize(new)
     return new
+
+
+def recorded_session(entry: Mapping[str, Any] | None, run_id: str | None) -> dict[str, Any] | None:
+    """The pair's recorded session of run `run_id` (None: not recorded). Recording a run twice would
+    count its processes twice: each A/A margin and median would lean towards that one run."""
+    found = [s for s in (entry or {}).get("sessions") or [] if run_id and s.get("run_id") == run_id]
+    return found[-1] if found else None
 
 
 def other_code(entry: Mapping[str, Any] | None, sha256: str | None, code_sha256: str | None = None) -> str:
