@@ -102,7 +102,7 @@ class Agreement:
 def band_edge(speedup: float | None, margin: float | None, sign: int) -> float | None:
     """An edge of the gate's speedup band, its time ratio x (1 + sign x margin) as a speedup: the low
     edge (sign 1) always exists; the high one (sign -1) is None where the margin reaches 100% (the
-    time ratio's band reaches 0, so no speedup is too high: `band_note`), as it is without evidence."""
+    time ratio's band reaches 0, so no speedup is too high: `band_note`); both None without a recorded ratio."""
     if speedup is None or margin is None or 1 + sign * margin <= 0:
         return None
     return speedup / (1 + sign * margin)
