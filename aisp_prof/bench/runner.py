@@ -267,9 +267,14 @@ def record_runs(runs: list[Any], expectations: Path | None = None, force: bool =
 
 
 def record(outcome: PairOutcome, data: Any, path: Path, recorded: dict[str, Any], key: str, force: bool) -> None:
-    """Add the run's samples as a session of the pair's evidence, unless its clocks were throttled
-    or it measured other code than the pair's module now (a fixture, an older version)."""
+    """Add the run's samples as a session of the pair's evidence, unless it is one already (even with
+    `force`: its processes would count twice), its clocks were throttled, or it measured other code
+    than the pair's module now (a fixture, an older version)."""
     info, limits = data.info, data.info.get("sensor") or {}
+    if exp.recorded_session((recorded.get("pairs") or {}).get(outcome.pair), data.run_id) is not None:
+        outcome.message = (f"not recorded: run {data.run_id} is already a session of {outcome.pair} in {path}; "
+                           "recording it again would count its processes twice")
+        return
     other_code = source_mismatch(info.get("source"), outcome.pair)
     if why := refusal(other_code, 0, force):
         outcome.message = why

@@ -25,6 +25,7 @@ REGIONAL = "20261126T152032Z-ch14.regional_triton-0031"         # H100, recorded
 L2NORM = "20261126T045251Z-ch09.fused_l2norm-ba93"              # H100, no samples: nsys headline only
 ALLREDUCE = "20261126T174545Z-ch14.quantized_allreduce-cbe0"    # 2 H100s: no 2x evidence shipped
 ALLREDUCE_H200 = "20261126T231409Z-ch14.quantized_allreduce-3c06"  # 2 H200s: kernels/ch14/expectations_2x_h200.json
+FLASH = "20261126T123743Z-ch10.flash_attention-932c"            # H100, its cudnn recorded with a 274% margin
 
 
 RUNS = {d.name: d for d in every_sample_run()}
@@ -119,6 +120,27 @@ def test_the_two_rank_h200_run_agrees_with_its_evidence(sample_dbs):
     assert int8.verdict == "AGREE" and int8.gate_timer == "steady" and int8.gate_margin < 0.03
     assert abs(int8.gate_speedup - 2.0) < 0.05
     assert found[("ch14.quantized_allreduce", "int8_overlap", "2x_h200")].gate_margin > 0.5
+
+
+def test_a_margin_of_100_percent_or_more_has_no_high_edge_and_says_so(sample_dbs):
+    """ch10.flash_attention on the H100: its cudnn's recorded processes disagreed by a 274% margin, so the
+    gate's time ratio may fall to 0 and no speedup is too high: `--json` gives the low edge (7.56x / 3.74) and
+    no high one, with the reason; it read -4.34x. flash (+-1.4%) keeps both edges. Edited real data: the same
+    record with a margin of exactly 100%, which divided by zero, has no high edge either."""
+    r = CliRunner().invoke(cli, ["bench", "agree", "--db", str(_db(sample_dbs, FLASH)), "--targets",
+                                 "ch10.flash_attention", "--card", "h100_80gb_hbm3", "--json"])
+    assert r.exit_code == 0, r.output
+    by = {a["variant"]: a for a in json.loads(r.stdout)}
+    cudnn, flash = by["cudnn"], by["flash"]
+    assert cudnn["gate_margin"] == pytest.approx(2.7435, abs=1e-4)
+    assert cudnn["gate_speedup_low"] == pytest.approx(cudnn["gate_speedup"] / (1 + cudnn["gate_margin"]))
+    assert cudnn["gate_speedup_high"] is None and "no upper speedup bound" in cudnn["gate_band_note"]
+    assert 0 < flash["gate_speedup_low"] < flash["gate_speedup"] < flash["gate_speedup_high"]
+    assert flash["gate_band_note"] is None
+    [a] = [a for a in agree(open_db(_db(sample_dbs, FLASH))) if a.variant == "cudnn"]
+    whole = replace(a, gate_margin=1.0).to_dict()
+    assert whole["gate_speedup_high"] is None and whole["gate_speedup_low"] == pytest.approx(a.gate_speedup / 2)
+    assert "100%" in whole["gate_band_note"]
 
 
 def test_only_an_unexplained_difference_fails(found):

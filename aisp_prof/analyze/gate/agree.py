@@ -91,18 +91,30 @@ class Agreement:
                 "run_date": self.run_date, "run_speedup": self.run_speedup, "run_timer": self.run_timer,
                 "run_speedup_low": iv.low if iv else None, "run_speedup_high": iv.high if iv else None,
                 "gate_speedup": self.gate_speedup, "gate_timer": self.gate_timer, "gate_margin": self.gate_margin,
-                "gate_speedup_low": _scaled(self.gate_speedup, self.gate_margin, 1),
-                "gate_speedup_high": _scaled(self.gate_speedup, self.gate_margin, -1),
+                "gate_speedup_low": band_edge(self.gate_speedup, self.gate_margin, 1),
+                "gate_speedup_high": band_edge(self.gate_speedup, self.gate_margin, -1),
+                "gate_band_note": band_note(self.gate_margin),
                 "gate_dates": self.gate_dates, "evidence": self.evidence, "verdict": self.verdict,
                 "explained": self.explained, "reasons": list(self.reasons), "tags": list(self.tags),
                 "notes": list(self.notes)}
 
 
-def _scaled(speedup: float | None, margin: float | None, sign: int) -> float | None:
-    """The gate's speedup band edge: its time ratio x (1 +- margin), as a speedup."""
-    if speedup is None or margin is None or sign * margin >= 1:
+def band_edge(speedup: float | None, margin: float | None, sign: int) -> float | None:
+    """An edge of the gate's speedup band, its time ratio x (1 + sign x margin) as a speedup: the low
+    edge (sign 1) always exists; the high one (sign -1) is None where the margin reaches 100% (the
+    time ratio's band reaches 0, so no speedup is too high: `band_note`); both None without a recorded ratio."""
+    if speedup is None or margin is None or 1 + sign * margin <= 0:
         return None
     return speedup / (1 + sign * margin)
+
+
+def band_note(margin: float | None) -> str | None:
+    """Why the band has no high edge (None where it has one, or there is no band): ch10.flash_attention's
+    cudnn on the H100 recorded a 274% margin, whose high edge read -4.34x before."""
+    if margin is None or margin < 1:
+        return None
+    return (f"no upper speedup bound: the A/A margin {margin:.0%} reaches 100%, so the gate's time ratio "
+            "may fall to 0 (the recorded processes disagree that much)")
 
 
 def sampled_ratio(samples: pd.DataFrame, variant: str, timer: str | None) -> Interval | None:

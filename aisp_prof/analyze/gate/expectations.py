@@ -5,7 +5,8 @@ each session is one `bench run --update-expectations` on one machine, with its p
 pair's source digests among it: `source_sha256` of its files' text, `code_sha256` of their code
 without comments and docstrings, pairs.source), the clocks the GPU ran at, and every sample of the kind of time
 the pair's headline uses (`kind`: gpu, latency or steady, collect.timing.samplers; time and SM clock,
-one list per process; the reference kernels' gpu samples beside them). Format 2 kept the one
+one list per process, `process` naming each list's process; the reference kernels' gpu samples beside
+them; a session without `process`, written before it was kept, reads as list i = process i). Format 2 kept the one
 CUDA-event timer whose times depended on a variant's position (issue 28): such a file reads as
 outdated. The summary beside the sessions is derived, for the reader of a diff: each variant's
 median time and cycles, its time relative to the baseline, and the A/A margin the gate allows.
@@ -112,8 +113,9 @@ def session_of(samples: pd.DataFrame, provenance: Mapping[str, Any], limits: Map
     df = with_cycles(of_kind(samples, kind), limits.get("sm_clock_max_mhz"))
     per_variant: dict[str, Any] = {}
     for v, rows in df[~df["throttled"]].groupby("variant", sort=False):
-        by_process = [g for _, g in rows.groupby("process", sort=True)]
-        per_variant[str(v)] = {"time_ns": [[round(float(t)) for t in g["time_ns"]] for g in by_process],
+        ids, by_process = zip(*rows.groupby("process", sort=True))
+        per_variant[str(v)] = {"process": [int(p) for p in ids],
+                               "time_ns": [[round(float(t)) for t in g["time_ns"]] for g in by_process],
                                "sm_clock_mhz": [[_int(c) for c in g["sm_clock_mhz"]] if "sm_clock_mhz" in g else []
                                                 for g in by_process]}
     kind = kind if "kind" in samples else "legacy"      # a run before issue 28: one timer
@@ -142,21 +144,32 @@ def _clocks(df: pd.DataFrame, limits: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def session_samples(entry: Mapping[str, Any]) -> pd.DataFrame:
-    """Every recorded sample of a pair, processes numbered across sessions (0, 1, ... in order)."""
+    """Every recorded sample of a pair, processes numbered across sessions (a session's process p is
+    the sessions' before it plus p), so a ratio pairs each variant with the baseline of its own process."""
     rows, offset = [], 0
     for session in entry.get("sessions", []):
+        seen = [session["processes"]]
         for variant, lists in session["samples"].items():
             clocks = lists.get("sm_clock_mhz") or [[] for _ in lists["time_ns"]]
-            for p, (times, mhz) in enumerate(zip(lists["time_ns"], clocks)):
+            ids = process_ids(lists)
+            for p, times, mhz in zip(ids, lists["time_ns"], clocks):
                 mhz = mhz or [None] * len(times)
                 rows += [{"process": offset + p, "variant": variant, "time_ns": t, "sm_clock_mhz": c}
                          for t, c in zip(times, mhz)]
-        offset += session["processes"]
+            seen += [1 + p for p in ids]
+        offset += max(seen)
     if not rows:
         return pd.DataFrame(columns=["process", "variant", "time_ns", "sm_clock_mhz"])
     df = pd.DataFrame(rows)
     df["sm_clock_mhz"] = pd.to_numeric(df["sm_clock_mhz"], errors="coerce")
     return with_cycles(df)
+
+
+def process_ids(lists: Mapping[str, Any]) -> list[int]:
+    """The process each of a variant's sample lists came from: `process` as recorded; a session
+    recorded before it kept one list per process in order (list i is process i), as it then read."""
+    ids = lists.get("process")
+    return [int(p) for p in ids] if ids is not None else list(range(len(lists["time_ns"])))
 
 
 def summarize(entry: Mapping[str, Any]) -> dict[str, Any]:
@@ -192,13 +205,22 @@ def add_session(entry: Mapping[str, Any] | None, session: Mapping[str, Any], siz
     """The pair's entry with `session` appended (the oldest dropped beyond MAX_SESSIONS) and its
     summary recomputed. Sessions of other problem sizes, of another kind of time, or of other code
     (another source digest, where both are known), are dropped: they measured another thing, and
-    pooling them would blend the old kernel's times into the new one's."""
+    pooling them would blend the old kernel's times into the new one's. A session of the same run is
+    replaced, never pooled twice (`recorded_session` lets a caller refuse it first)."""
     kept = [s for s in (entry or {}).get("sessions", [])
             if (entry or {}).get("sizes") == dict(sizes) and same_code(s, session)
-            and s.get("kind", "legacy") == session.get("kind", "legacy")]
+            and s.get("kind", "legacy") == session.get("kind", "legacy")
+            and not (session.get("run_id") and s.get("run_id") == session.get("run_id"))]
     new = {"sizes": dict(sizes), "sessions": (kept + [dict(session)])[-MAX_SESSIONS:]}
     new["summary"] = summarize(new)
     return new
+
+
+def recorded_session(entry: Mapping[str, Any] | None, run_id: str | None) -> dict[str, Any] | None:
+    """The pair's recorded session of run `run_id` (None: not recorded). Recording a run twice would
+    count its processes twice: each A/A margin and median would lean towards that one run."""
+    found = [s for s in (entry or {}).get("sessions") or [] if run_id and s.get("run_id") == run_id]
+    return found[-1] if found else None
 
 
 def other_code(entry: Mapping[str, Any] | None, sha256: str | None, code_sha256: str | None = None) -> str:

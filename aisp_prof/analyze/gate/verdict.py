@@ -103,9 +103,13 @@ def _metric(name: str, observed: Interval, expected: float | None, margin: float
 
 
 def measure(samples: pd.DataFrame, variant: str, summary: Mapping[str, Any]) -> list[MetricVerdict]:
-    """The variant's time, cycles and (optimized variants) ratio metrics against the summary."""
+    """The variant's time, cycles and (optimized variants) ratio metrics against the summary; none
+    where no sample of it is left to measure (every one throttled: `unmeasured`)."""
     margins = summary.get("margin") or {}
-    out = [_metric("time", median_interval(groups(samples, variant)), summary.get("median_ns"), margins.get("time"))]
+    times = groups(samples, variant)
+    if not times:
+        return []
+    out = [_metric("time", median_interval(times), summary.get("median_ns"), margins.get("time"))]
     cycles = groups(samples, variant, "cycles")
     if cycles:
         out.append(_metric("cycles", median_interval(cycles), summary.get("median_cycles"), margins.get("cycles")))
@@ -114,6 +118,21 @@ def measure(samples: pd.DataFrame, variant: str, summary: Mapping[str, Any]) -> 
         if num:
             out.append(_metric("ratio", ratio_interval(num, den), summary["time_vs_baseline"], margins.get("ratio")))
     return [m for m in out if m is not None]
+
+
+def unmeasured(pair: str, variant: str, samples: pd.DataFrame) -> VariantVerdict | None:
+    """AMBIGUOUS where none of the variant's samples may be judged (None where some may): every one
+    throttled (intervals.with_cycles), so no interval exists to compare: never a crash, never SAME. A
+    process whose clock holds decides, and the gate's chase asks for one as for any AMBIGUOUS."""
+    if groups(samples, variant):
+        return None
+    rows = samples[samples["variant"] == variant]
+    if "throttled" in rows and len(rows) and rows["throttled"].astype(bool).all():
+        why = (f"every sample throttled ({len(rows)} under 75% of the maximum SM clock, with a thermal or hardware "
+               "slowdown): nothing to judge; a timing process whose clock holds decides")
+    else:
+        why = "no timed sample of it: nothing to judge"
+    return VariantVerdict(pair, variant, AMBIGUOUS, why)
 
 
 def _pct(x: float) -> str:
@@ -250,6 +269,9 @@ def judge(pair: str, samples: pd.DataFrame, entry: Mapping[str, Any] | None,
     for v in order:
         if v not in recorded:
             out.append(VariantVerdict(pair, v, NEW, outdated or "no recorded expectation on this GPU"))
+            continue
+        if (none := unmeasured(pair, v, df)) is not None:
+            out.append(none)
             continue
         verdict = judge_one(pair, v, measure(df, v, recorded[v]), out, base_time, v in library)
         out.append(_paced(verdict, df[df["variant"] == v]))
