@@ -545,9 +545,10 @@ def from_evidence(path: Path) -> list[Timed]:
                 continue
             rows = [{"process": p, "round": i, "variant": v, "time_ns": t,
                      "kind": "gpu" if v.startswith("ref:") else session["kind"],
-                     "sm_clock_mhz": (per["sm_clock_mhz"][p][i] if p < len(per["sm_clock_mhz"])
-                                      and i < len(per["sm_clock_mhz"][p]) else None)}
-                    for v, per in session["samples"].items() for p, times in enumerate(per["time_ns"])
+                     "sm_clock_mhz": (per["sm_clock_mhz"][k][i] if k < len(per["sm_clock_mhz"])
+                                      and i < len(per["sm_clock_mhz"][k]) else None)}
+                    for v, per in session["samples"].items()
+                    for k, (p, times) in enumerate(zip(exp.process_ids(per), per["time_ns"]))
                     for i, t in enumerate(times)]
             out.append(Timed("evidence", pair, session.get("run_id") or "?", session["kind"], pd.DataFrame(rows),
                              entry, (session.get("clocks") or {}).get("sm_clock_max_mhz"),
