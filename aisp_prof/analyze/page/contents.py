@@ -27,7 +27,7 @@ from ..kernels.ncu_command import ncu_settings
 from ..records import clean_value, frame_records
 from .tables import correctness, kernel_rows, memory_op_rows, memory_rows, short_kernel_name, sol_rows, stall_rows
 from ..ranks.page import rank_page
-from ..timing.speedup import TIMER_LABELS
+from ..timing.speedup import TIMER_LABELS, timer_order
 from ..summary import summarize
 from ..timeline.variant_ranges import variant_ranges
 from ..timeline.call import representative_call, strip_rows
@@ -127,6 +127,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
         "timer_labels": dict(TIMER_LABELS), "timed_in_kinds": any(s.get("time_class") for s in summary),
+        "timer_order": list(timer_order(info)),     # the order its speedups pick a timer in (timing.speedup)
         # the headline's variant (analyze.verdict.headline): the book's optimization, else the fastest optimization
         # whose output passed (or was not checked); never a reference the book does not name, and none
         # for a comparison pair
