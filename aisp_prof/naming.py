@@ -32,6 +32,8 @@ HOST_TIMERS = ("latency", "steady")          # the timers that include the host'
 TIMER_KINDS = {"gpu_events": "gpu", "latency": "latency", "steady": "steady"}   # timer -> its samples' kind
 TIMER_LABELS = {"gpu_events": "GPU time, CUDA events", "nsys_gpu_time": "nsys GPU time", "cuda_events": "CUDA events",
                 "ncu_duration": "ncu duration", "steady": "steady time per call", "latency": "latency per call"}
+TIMER_SHORT = {"gpu_events": "GPU events", "nsys_gpu_time": "nsys GPU", "cuda_events": "CUDA events",   # in a column
+               "ncu_duration": "ncu", "steady": "steady", "latency": "latency"}
 GENERATED_INDEX = "generated/index.json"
 AB_BASE, AB_CAND = "base:", "cand:"   # `bench ab`: a variant of the base code and of the candidate, in one process
 

@@ -24,6 +24,10 @@ processes: `cuda_event_median_ns` / `gpu_events_median_ns` (GPU time per call, C
 queued ahead), `latency_median_ns` (one call on an idle GPU), `steady_median_ns` (back to back),
 and `time_class` (gpu_bound, launch_bound, host_bound: `analyze.timing.time_kinds`).
 
+Correctness from the check: `check_result` is 'passed', 'failed' or 'skipped' (the backend has no
+kernel at the run's sizes: not run, so neither), and `correct` True, False or None (skipped, or no
+check stored); a skipped variant's speedup is no claim (`verdict.headline`).
+
 `speedup_vs_baseline` is the one primary speedup (`analyze.timing.speedup`: by the time the pair's lesson
 is about, GPU time by CUDA events unless it declares otherwise), `speedup_timer` names its timer
 and `speedup_by_timer` holds every timer's ratio, the secondary figures under their timer's name.
@@ -113,6 +117,14 @@ def derived_columns(kernels: pd.DataFrame) -> list[str]:
     return sorted({c for text in labels for c in str(text).split(",") if c})
 
 
+def check_result(checks: pd.DataFrame) -> str:
+    """'failed' where a trial (or rank) of the variant's check failed, else 'skipped' where one was
+    skipped (no kernel at these sizes: not run, so neither right nor wrong), else 'passed'."""
+    passed = checks["passed"].fillna(0).astype(bool)
+    skipped = (checks["skipped"] if "skipped" in checks else pd.Series(0, index=checks.index)).fillna(0).astype(bool)
+    return "failed" if (~passed & ~skipped).any() else "skipped" if skipped.any() else "passed"
+
+
 def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
               checks: pd.DataFrame, timings: pd.DataFrame,
               compiles: pd.DataFrame | None = None) -> list[dict[str, Any]]:
@@ -141,7 +153,8 @@ def summarize(info: dict[str, Any], kernels: pd.DataFrame, ranges: pd.DataFrame,
                                    held=int(info.get("world_size") or 1) == 1))
         if not checks.empty and v in set(checks["variant"]):
             c = checks[checks["variant"] == v]
-            row["correct"] = bool(c["passed"].astype(bool).all())
+            row["check_result"] = check_result(c)
+            row["correct"] = {"passed": True, "failed": False}.get(row["check_result"])
             row["rel_err_vs_reference"] = float(c["rel_err_vs_reference"].astype(float).max())
         ncu_ns = column_sum(k, "duration_ns")
         row["ncu_duration_ns"] = ncu_ns

@@ -137,10 +137,11 @@ class RunDatabase:
         return store_db.remove_runs(self.path, runs)
 
     def history(self, pair: str) -> pd.DataFrame:
-        """One row per (run, variant) of `pair`, oldest first: CUDA-event median time, spread and
-        the run's one primary speedup (`analyze.timing.speedup`, the summary's), with its timer and the
-        secondary figures by the other timers. A name with no stored run that is no pair here
-        either is UnknownTargetError (exit 2) with close names."""
+        """One row per (run, variant) of `pair`, oldest first: the run's one primary speedup
+        (`analyze.timing.speedup`, the summary's) with its timer, its own time (`speedup_time_ns`,
+        `speedup_baseline_time_ns`) and spread (`speedup_rel_spread`), and the secondary figures by the
+        other timers; the CUDA-event median apart (`cuda_event_median_ns`). A name with no stored run
+        that is no pair here either is UnknownTargetError (exit 2) with close names."""
         from ..analyze.timing.speedup import add_history_speedups
         from ..pairs.discovery import check_name
 

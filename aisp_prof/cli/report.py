@@ -141,23 +141,29 @@ def compare_cmd(pair: str, cards: bool, plot_dir: Path | None, db: Path | None, 
       aisp-prof compare ch09.fused_l2norm --cards
       aisp-prof compare ch09.fused_l2norm --cards --plot cards/   # cards/ch09.fused_l2norm.H100.png, .H200.png
     """
+    from ..render.table import wrap_lines
+
     result = database(db).compare_cards(pair, plot_dir)
     if as_json:
         echo_json(result)
         return
-    book = result["book_ratio_b200"]
+    book, width = result["book_ratio_b200"], table_width()
     click.echo(f"{result['pair']}: latest run per card" + (f"; the book's B200 ratio {book:.2f}x" if book else ""))
+    for line in wrap_lines([result["timer_note"]] if result["timer_note"] else [], width):
+        click.echo(line)
     click.echo(f"{'card':<8} {'speedup':>8} {'variant':<22} {'bound after':<12} {'DRAM TB/s':>9} {'peak TFLOP/s':>13} "
                f"{'ridge FLOP/B':>12} {'SMs':>4} {'SM GHz':>6}")
+    num = (lambda v, s, f: "-" if v is None else f.format(v / s))
     for r in result["cards"]:
-        num = (lambda v, s, f: "-" if v is None else f.format(v / s))
-        click.echo(f"{r['card']:<8} {num(r['speedup'], 1, '{:.2f}x'):>8} {str(r['variant'] or '-')[:22]:<22} "
+        click.echo(f"{r['card']:<8} {num(r['common_timer_speedup'], 1, '{:.2f}x'):>8} "
+                   f"{str(r['variant'] or '-')[:22]:<22} "
                    f"{str(r['bound_after'] or '-')[:12]:<12} {num(r['dram_bytes_per_s'], 1e12, '{:.2f}'):>9} "
                    f"{num(r['peak_flops_per_s'], 1e12, '{:.1f}'):>13} {num(r['ridge_flop_per_byte'], 1, '{:.1f}'):>12} "
                    f"{num(r['sm_count'], 1, '{:.0f}'):>4} {num(r['sm_clock_hz'], 1e9, '{:.2f}'):>6}")
-    for r in result["cards"]:
-        click.echo(f"{r['card']} run: {r['run_id']} ({r['gpu_name']}; speedup by {r['speedup_timer'] or '-'})")
-    for line in result["explanations"]:
+    runs = [f"{r['card']} run: {r['run_id']} ({r['gpu_name']}; "
+            + (f"its headline {r['speedup']:.2f}x by {r['speedup_timer']})" if r["speedup"] else "no headline speedup)")
+            for r in result["cards"]]
+    for line in wrap_lines(runs + result["explanations"], width, indent="    "):
         click.echo(line)
     axes = result["roofline_axes"]
     if axes:

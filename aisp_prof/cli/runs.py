@@ -342,17 +342,18 @@ def print_summary(result: dict[str, Any]) -> None:
 @json_option
 @wide_option
 def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
-    """A pair's stored runs over time, per variant: median time (CUDA events), spread, speedup. The
-    speedup is the summary's (nsys GPU time where the run has it, its timer named; --json adds
-    every timer's figure). A reference variant (a vendor library the pair is measured against) is
-    marked: its speedup is no claim.
+    """A pair's stored runs over time, per variant: the speedup (the summary's, by the pair's timer
+    where the run has it, `analyze.timing.speedup`), its own time per call and spread by that timer,
+    and the timer, always shown (runs of one pair can have different timers); --json adds every
+    timer's figure and the CUDA-event median (`cuda_event_median_ns`). A reference variant (a vendor
+    library the pair is measured against) is marked: its speedup is no claim.
 
     \b
     Example:
       aisp-prof history ch09.fused_l2norm
     """
     from ..analyze.records import frame_records
-    from ..analyze.timing.speedup import TIMER_LABELS
+    from ..naming import TIMER_SHORT
     from ..render.table import render
     from ..units import duration
 
@@ -360,16 +361,15 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    click.echo(render(["created", "run", "gpu", "status", "variant", "median", "spread", "speedup",
-                       "timer", "gate"],
+    click.echo(render(["created", "run", "gpu", "status", "variant", "time", "spread", "speedup", "timer", "gate"],
                       [[when(r["created_at"]), r["run_id"], r["gpu_name"], r["status"],
                         f"{r['variant']} ({r['role']})" if r.get("role") in ("reference", "control") else r["variant"],
-                        duration(r["median_ns"]),
-                        "-" if r["rel_spread"] is None else f"{r['rel_spread']:.1%}",
+                        duration(r["speedup_time_ns"]),
+                        "-" if r["speedup_rel_spread"] is None else f"{r['speedup_rel_spread']:.1%}",
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",
-                        TIMER_LABELS.get(r.get("speedup_timer") or "", "-"),
+                        TIMER_SHORT.get(r.get("speedup_timer") or "", "-"),
                         _gate_cell(r)] for r in rows], table_width(),
-                      drop=("status", "created", "timer", "spread", "gpu"), wrap=("gate",), clip=("gpu", "variant"),
+                      drop=("status", "created", "spread", "gpu"), wrap=("gate",), clip=("gpu", "variant"),
                       min_width={"gate": 40}))
 
 

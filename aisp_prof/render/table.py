@@ -152,7 +152,8 @@ def summary_table(rows: list[dict[str, Any]], width: int | None = None) -> str:
                "FLOPs", "DRAM BW", "FLOP/s", "top stalls (cycles/inst)"]
     body = []
     for r in rows:
-        correct = {True: "yes", False: "NO"}.get(r.get("correct"), "-")
+        skipped = r.get("check_result") == "skipped"        # not run at these sizes: neither right nor wrong
+        correct = "skipped" if skipped else {True: "yes", False: "NO"}.get(r.get("correct"), "-")
         stalls = ", ".join(f"{s['reason']} {s['cycles_per_inst']:.1f}" for s in r.get("top_stalls", []))
         kernels = r.get("kernels_per_call")
         body.append([

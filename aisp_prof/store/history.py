@@ -15,15 +15,21 @@ from .db import Reader
 VERDICT_COLUMNS = ("verdict", "cause", "time_change", "ratio_change", "ratio_change_low", "ratio_change_high")
 
 
+# timings column -> history's name: each spread by the timer it is of (the speedup's is `speedup_rel_spread`)
+TIMING_COLUMNS = {"variant": "variant", "median_ns": "cuda_event_median_ns", "rel_spread": "cuda_event_rel_spread",
+                  "latency_rel_spread": "latency_rel_spread", "steady_rel_spread": "steady_rel_spread"}
+
+
 def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
-    """One row per (run, variant), oldest first, with CUDA-event medians where the run timed. The
-    speedup is no business of the store: `api.RunDatabase.history` adds the summary's."""
+    """One row per (run, variant), oldest first, with the CUDA-event median and each timer's spread
+    where the run timed. The speedup and its own time are no business of the store:
+    `api.RunDatabase.history` adds the summary's (`analyze.timing.speedup.add_history_speedups`)."""
     with Reader(db) as conn:
         if not conn.has("runs"):
             return []
         timing_cols = conn.columns("timings")
-        pick = ", ".join(f"t.{c}" if c in timing_cols else f"NULL AS {c}"
-                         for c in ("variant", "median_ns", "rel_spread"))
+        pick = ", ".join(f"t.{c} AS {name}" if c in timing_cols else f"NULL AS {name}"
+                         for c, name in TIMING_COLUMNS.items())
         join = "LEFT JOIN timings t ON t.run_id = r.run_id " if timing_cols else ""
         verdict_cols = conn.columns("verdicts")
         judged = ", ".join(f"v.{c}" if c in verdict_cols and timing_cols else f"NULL AS {c}" for c in VERDICT_COLUMNS)

@@ -48,7 +48,7 @@ def test_compare_cards_json_matches_each_runs_page(db):
 def test_compare_cards_table_fits_and_a_one_card_pair_is_one_line(db, tmp_path):
     res = CliRunner().invoke(cli, ["compare", "ch09.fused_l2norm", "--cards", "--db", str(db)])
     assert res.exit_code == 0 and max(len(line) for line in res.stdout.splitlines()) <= 120
-    assert "the book's B200 ratio 2.44x" in res.stdout and "H200 vs H100: speedup" in res.stdout
+    assert "the book's B200 ratio 2.44x" in res.stdout and "H200 vs H100 by nsys GPU time: speedup" in res.stdout
     one = tmp_path / "one.db"
     open_db(one).import_path(H200)
     res = CliRunner().invoke(cli, ["compare", "ch09.fused_l2norm", "--cards", "--db", str(one)])
@@ -110,3 +110,48 @@ def test_an_unwritable_plot_folder_is_one_line_and_exit_14(db, tmp_path):
     assert res.exit_code == 14 and "Traceback" not in res.output
     assert res.stderr.strip().startswith("aisp-prof: error: writing the charts to /proc/aisp failed")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+QA_H100 = PROFILES / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
+QA_H200 = PROFILES / "samples_h200x2_ch14" / "20261129T180029Z-ch14.quantized_allreduce-7cd8"
+
+
+@pytest.mark.slow
+def test_cards_compare_speedups_by_a_timer_both_runs_have(sample_dbs):
+    """ch14.quantized_allreduce's H100 run (recorded before the timer's three kinds) has its headline
+    by CUDA events, the H200 run by steady time: 1.85x against 2.00x is a ratio of two quantities.
+    The cards compare by nsys GPU time, the first of the pair's timers both have: 1.92x vs 1.94x."""
+    db = sample_dbs.original(QA_H100, QA_H200)
+    out = open_db(db).compare_cards("ch14.quantized_allreduce")
+    h100, h200 = out["cards"]
+    assert (h100["speedup_timer"], h200["speedup_timer"]) == ("CUDA events", "steady time per call")   # the mix
+    assert out["common_timer"] == "nsys_gpu_time"
+    assert h100["common_timer_speedup"] == pytest.approx(1.917, abs=1e-3)
+    assert h200["common_timer_speedup"] == pytest.approx(1.939, abs=1e-3)
+    assert out["explanations"][0] == "H200 vs H100 by nsys GPU time: speedup 1.94x vs 1.92x (the same within the noise)"
+    res = CliRunner().invoke(cli, ["compare", "ch14.quantized_allreduce", "--cards", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    assert lines[1] == ("speedups by nsys GPU time: the first of the pair's timers (steady time per call first) "
+                        "that every card's run has")
+    assert lines[3].startswith("H100        1.92x int8") and lines[4].startswith("H200        1.94x int8")
+    assert lines[5].endswith("(NVIDIA H100 80GB HBM3; its headline 1.85x by CUDA events)")
+    assert "2.00x vs 1.85x" not in res.stdout
+
+
+@pytest.mark.slow
+def test_cards_without_a_common_timer_say_so_instead_of_a_ratio(sample_dbs):
+    """The two real pages of ch14.quantized_allreduce, edited: the H200 run's nsys figure taken away,
+    so no timer is in both runs (the H100's CUDA events and nsys, the H200's steady, latency, GPU time)."""
+    from aisp_prof.analyze.page.cards import compare_cards
+
+    store = open_db(sample_dbs.original(QA_H100, QA_H200))
+    pages = {"H100": store._page(QA_H100.name, []).data, "H200": store._page(QA_H200.name, []).data}
+    pages["H200"]["best"]["speedup_by_timer"]["nsys_gpu_time"] = None
+    out = compare_cards(pages)
+    assert out["common_timer"] is None and [r["common_timer_speedup"] for r in out["cards"]] == [None, None]
+    assert out["explanations"][0] == ("H200 vs H100: no timer both runs have (H100 by CUDA events, H200 by "
+                                      "steady time per call): their speedups do not compare")
+    assert out["timer_note"].startswith("no timer every card's run has")
+    assert not any("no machine difference" in e for e in out["explanations"])     # DRAM bandwidth moved

@@ -59,3 +59,16 @@ def test_far_below_every_roof_is_not_called_bound_by_it(tmp_path, sample_dbs):
     bound, _, headroom = open_db(db).summary_result(run_id)["verdict"]
     assert "baseline: below every roof (L2, the nearest, at 8%)" in bound and "L2-bound" not in bound
     assert headroom.startswith("Headroom of streams32: the roofline does not say")
+
+
+@pytest.mark.parametrize("zeroed, said", [("triton", "DRAM bytes 6.37 GB -> 0 B (to none)"),
+                                          ("baseline", "DRAM bytes 0 B -> 2.12 GB (from none)")])
+def test_dram_bytes_to_or_from_none_have_no_ratio(zeroed, said):
+    """The H200 ch09.memory_bound sample (6.37 GB -> 2.12 GB), edited: one side's ncu DRAM counters
+    set to 0, as for kernels whose data stays in L2. Before: '6.37 GB -> 0 B (0.00x more)'."""
+    run = sample("samples", "ch09.memory_bound")
+    kernels = run.kernels.copy()
+    kernels.loc[kernels["variant"] == zeroed, ["dram_read_bytes", "dram_write_bytes"]] = 0
+    rows = summarize(run.info, kernels, run.ranges, run.checks, run.timings)
+    changed = verdict_sentences(rows, {})[1]
+    assert said in changed and "0.00x" not in changed

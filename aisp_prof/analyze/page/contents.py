@@ -19,7 +19,7 @@ from ...model.run_data import RunData
 from ..roofline.ceilings import precision_label
 from ..code.compiled import compile_warnings
 from ..code.generated_code import code_rows, link_kernel_rows, match_launches
-from ..verdict.headline import headline as answer
+from ..verdict.headline import claim_rank, headline as answer
 from ..verdict.validity import withhold
 from ..kernels.flops import add_flops_and_bytes
 from ..timing.intervals import paired_groups, ratio_interval, slowest_ranks, with_cycles
@@ -27,7 +27,7 @@ from ..kernels.ncu_command import ncu_settings
 from ..records import clean_value, frame_records
 from .tables import correctness, kernel_rows, memory_op_rows, memory_rows, short_kernel_name, sol_rows, stall_rows
 from ..ranks.page import rank_page
-from ..timing.speedup import TIMER_LABELS
+from ..timing.speedup import TIMER_LABELS, timer_order
 from ..summary import summarize
 from ..timeline.variant_ranges import variant_ranges
 from ..timeline.call import representative_call, strip_rows
@@ -40,7 +40,7 @@ _SUMMARY_KEYS = ("kernels_per_call", "gpu_time_ns", "gpu_time_source", "cuda_eve
                  "speedup_vs_baseline", "speedup_timer", "mean_kernel_duration_ns", "gap_per_call_ns", "gap_max_ns", "first_call_ns",
                  "steady_call_wall_ns", "compile_overhead_ns", "warm_process_first_call_ns", "frames_compiled",
                  "graphs", "graph_breaks", "recompiles", "timed_phase_compiles", "compile_break_even_calls", "role",
-                 "pct_of_reference", "reference_variant")
+                 "pct_of_reference", "reference_variant", "check_result")
 
 
 # ------------------------------------------------------------------------------ gathering data
@@ -129,6 +129,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
     return {
         **_identity(row, info), "variants": variants, "summary": summary, "headline": headline,
         "timer_labels": dict(TIMER_LABELS), "timed_in_kinds": any(s.get("time_class") for s in summary),
+        "timer_order": list(timer_order(info)),     # the order its speedups pick a timer in (timing.speedup)
         # the headline's variant (analyze.verdict.headline): the book's optimization, else the fastest optimization
         # whose output passed (or was not checked); never a reference the book does not name, and none
         # for a comparison pair
@@ -184,7 +185,7 @@ def _lead_card(cards: list[dict[str, Any]], ans: dict[str, Any]) -> dict[str, An
     if lead is not None or ans.get("book_variant"):
         return lead
     return max((h for h in cards if h["role"] == OPTIMIZATION),
-               key=lambda h: (h["correct"] is not False, h["speedup"] or 0.0), default=None)
+               key=lambda h: (*claim_rank(h), h["speedup"] or 0.0), default=None)
 
 
 def _identity(row: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
@@ -213,6 +214,7 @@ def _headline(summary: list[dict[str, Any]], bounds: dict[str, tuple[str, float 
         "speedup_ncu_duration": (s.get("speedup_by_timer") or {}).get("ncu_duration"),
         "gpu_time_ns": s.get("gpu_time_ns"),
         "baseline_gpu_time_ns": (base or {}).get("gpu_time_ns"), "correct": s.get("correct"),
+        "check_result": s.get("check_result"),
         "speedup_time_ns": s.get("speedup_time_ns"), "speedup_baseline_time_ns": s.get("speedup_baseline_time_ns"),
         "rel_err_vs_reference": s.get("rel_err_vs_reference"),
         "bound_before": (base or {}).get("bound"), "bound_after": s.get("bound"),
@@ -308,6 +310,9 @@ def _warnings(run: dict[str, Any], summary: list[dict[str, Any]], kernels: pd.Da
     for s in summary:
         if s.get("correct") is False:
             out.append(f"{s['variant']}: FAILED its correctness check; its speedup claims nothing")
+        elif s.get("check_result") == "skipped":
+            out.append(f"{s['variant']}: its correctness check was skipped (not run at these sizes); "
+                       "its speedup claims nothing")
     if kernels.empty:
         out.append("no Nsight Compute counters in this run: stalls, speed of light, bytes and FLOPs are missing")
     if no_timeline:

@@ -13,7 +13,7 @@ from ...parse.metrics.table import STALL_REASONS
 from ...values import column_sum
 from ..kernels.launch_shape import cluster_dim
 from ..records import clean_value
-from ..summary import top_stalls
+from ..summary import check_result, top_stalls
 from ..timeline.call import memory_op_name
 
 _SOL_COLS = ("sol_sm_issue_pct", "sol_dram_pct", "sol_l2_pct", "sol_l1_pct", "tensor_pipe_active_pct",
@@ -193,7 +193,9 @@ def correctness(checks: pd.DataFrame, variants: list[str]) -> list[dict[str, Any
             return float(c[col].astype(float).max()) if col in c and c[col].notna().any() else None
 
         failed = c[~c["passed"].astype(bool)] if "passed" in c else c.iloc[0:0]
-        out.append({"variant": v, "trials": int(len(c)), "passed": bool(failed.empty),
+        result = check_result(c) if "passed" in c else "passed"
+        out.append({"variant": v, "trials": int(len(c)), "passed": {"passed": True, "failed": False}.get(result),
+                    "skipped": result == "skipped",
                     "rel_err_vs_reference": worst("rel_err_vs_reference"),
                     "rel_err_vs_baseline": worst("rel_err_vs_baseline"),
                     "max_abs_diff_vs_baseline": worst("max_abs_diff_vs_baseline"),

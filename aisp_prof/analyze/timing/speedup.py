@@ -148,9 +148,15 @@ def run_speedups(variants: list[str], kernels: pd.DataFrame, ranges: pd.DataFram
     return {v: speedup(times["baseline"], times[v], timers) for v in variants}
 
 
+# a timer -> history's column of its samples' spread (store.history); nsys and ncu times have none
+SPREAD_COLUMNS = {"gpu_events": "cuda_event_rel_spread", "cuda_events": "cuda_event_rel_spread",
+                  "latency": "latency_rel_spread", "steady": "steady_rel_spread"}
+
+
 def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any]) -> None:
-    """Fill `history`'s rows (one per run and variant) with the summary's speedup fields;
-    `read(run_id)` gives the run's kernels, ranges and timings (a RunData)."""
+    """Fill `history`'s rows (one per run and variant) with the summary's speedup fields, and
+    `speedup_rel_spread`, the spread of the speedup's own timer (beside `speedup_time_ns`, its
+    time: never another timer's); `read(run_id)` gives the run's kernels, ranges and timings (a RunData)."""
     cache: dict[str, dict[str, Speedup]] = {}
     for r in rows:
         rid = r["run_id"]
@@ -161,3 +167,4 @@ def add_history_speedups(rows: list[dict[str, Any]], read: Callable[[str], Any])
             cache[rid] = run_speedups(names, data.kernels, ranges, data.timings, timer_order(data.info))
         s = cache[rid].get(r["variant"]) if r["variant"] else None
         r.update(s.fields() if s else dict.fromkeys(Speedup(None, None).fields()))
+        r["speedup_rel_spread"] = r.get(SPREAD_COLUMNS.get(r["speedup_timer"] or "", ""))

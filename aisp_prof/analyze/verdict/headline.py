@@ -49,10 +49,24 @@ def add_role_fields(rows: list[dict[str, Any]], roles: Mapping[str, str], book: 
                                      if ref and r.get("gpu_time_ns") else None)
 
 
+def claim_rank(row: Mapping[str, Any]) -> tuple[bool, bool]:
+    """How far a row's speedup may be claimed, to sort by: an output that passed its check (or had
+    none) first, then one whose check was skipped (not run at these sizes: no claim), a wrong one last."""
+    return row.get("correct") is not False, row.get("check_result") != "skipped"
+
+
+def no_claim(row: Mapping[str, Any]) -> str:
+    """Why a row's speedup claims nothing ('' where it may): its output failed, or its check was skipped."""
+    if row.get("correct") is False:
+        return "its output FAILED the correctness check"
+    return "its correctness check was skipped at these sizes: no speed claim" * (row.get("check_result") == "skipped")
+
+
 def best_optimization(rows: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """The fastest optimization whose output passed (or was not checked); a wrong one only if all are."""
+    """The fastest optimization whose output passed (or was not checked); one whose check was
+    skipped only if none did, a wrong one only if all are (`claim_rank`)."""
     opts = [r for r in rows if r.get("role") == OPTIMIZATION and r.get("speedup_vs_baseline")]
-    return max(opts, key=lambda r: (r.get("correct") is not False, r["speedup_vs_baseline"]), default=None)
+    return max(opts, key=lambda r: (*claim_rank(r), r["speedup_vs_baseline"]), default=None)
 
 
 def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False, book: Any = None,
@@ -76,6 +90,7 @@ def headline(rows: Sequence[Mapping[str, Any]], comparison: bool = False, book: 
            "speedup_time_ns": lead.get("speedup_time_ns") if lead else None,
            "speedup_baseline_time_ns": lead.get("speedup_baseline_time_ns") if lead else None,
            "correct": lead.get("correct") if lead else None,
+           "check_result": lead.get("check_result") if lead else None,
            "reference": subject.get("reference_variant") if subject else None,
            "pct_of_reference": subject.get("pct_of_reference") if subject else None,
            **_book_fields(b, lead.get("speedup_vs_baseline") if lead else None, own_sizes),
@@ -110,11 +125,11 @@ def _beyond(rows: Sequence[Mapping[str, Any]], b: Book, lead: Mapping[str, Any] 
     """The fastest other optimization (a correct one first), where it beats the headline's."""
     others = [r for r in rows if r.get("role") == OPTIMIZATION and r["variant"] != b.variant
               and r.get("speedup_vs_baseline")]
-    other = max(others, key=lambda r: (r.get("correct") is not False, r["speedup_vs_baseline"]), default=None)
+    other = max(others, key=lambda r: (*claim_rank(r), r["speedup_vs_baseline"]), default=None)
     if other is None or (lead is not None and other["speedup_vs_baseline"] <= lead["speedup_vs_baseline"]):
         return None
     return {"variant": other["variant"], "speedup": other["speedup_vs_baseline"], "mark": b.mark(other["variant"]),
-            "correct": other.get("correct")}
+            "correct": other.get("correct"), "no_claim": no_claim(other)}
 
 
 def _text(h: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], subject: Mapping[str, Any] | None,
@@ -133,7 +148,7 @@ def _text(h: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], subject: Mapp
         if subject is None:
             return "no baseline and no optimization to compare"
         return f"no optimization variant: {subject['variant']}{ref}" if ref else "no optimization variant timed"
-    wrong = " (its output FAILED the correctness check)" if h["correct"] is False else ""
+    wrong = f" ({no_claim(h)})" if no_claim(h) else ""
     timer = TIMER_LABELS.get(h.get("speedup_timer") or "nsys_gpu_time", "nsys GPU time")
     times = ""                                  # the two times the speedup is the ratio of (issue 31)
     if h.get("speedup_time_ns") and h.get("speedup_baseline_time_ns"):
@@ -159,5 +174,5 @@ def _beyond_text(h: Mapping[str, Any]) -> str:
     other = h.get("beyond_the_book")
     if not other:
         return ""
-    wrong = ", its output FAILED the correctness check" if other.get("correct") is False else ""
+    wrong = f", {other['no_claim']}" if other.get("no_claim") else ""
     return f"; {other['mark']}: {other['variant']} {other['speedup']:.2f}x{wrong}"

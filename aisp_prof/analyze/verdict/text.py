@@ -67,12 +67,16 @@ def _bound_clause(variant: str, b: Mapping[str, Any] | None) -> str:
 
 
 def _change(name: str, before: float | None, after: float | None, unit: str = "") -> str | None:
+    """'DRAM bytes 6.37 GB -> 2.12 GB (3.00x fewer)'; a count that went to or came from zero has no
+    ratio, it says so: '(to none)', '(from none)'."""
     if before is None or after is None:
         return None
     if before == after or abs(after - before) <= SAME_SHARE * max(abs(before), abs(after)):
         return f"{name} unchanged ({si(after, unit)})"
-    ratio = f"{before / after:.2f}x fewer" if after and before > after else (
-        f"{after / before:.2f}x more" if before else "from none")
+    if not after or not before:
+        ratio = "to none" if not after else "from none"
+    else:
+        ratio = f"{before / after:.2f}x fewer" if before > after else f"{after / before:.2f}x more"
     return f"{name} {si(before, unit)} -> {si(after, unit)} ({ratio})"
 
 
