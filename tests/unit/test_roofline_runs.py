@@ -36,3 +36,49 @@ def test_arrows_across_runs_use_the_declared_timer(persistent):
     for c in across:
         steady = persistent.times[c.baseline.variant]["steady"]
         assert c.timer == "steady" and c.time_ns == steady and c.baseline_time_ns == steady
+
+
+L2NORM_H200 = "20261126T011557Z-ch09.fused_l2norm-90df"
+L2NORM_H100 = "20261126T045251Z-ch09.fused_l2norm-ba93"
+L2NORM_H100_DIR = PROFILES / "samples_h100" / L2NORM_H100
+
+
+@pytest.fixture(scope="module")
+def l2norm_db(sample_dbs):
+    """ch09.fused_l2norm on an H200 and on an H100, with the shipped calibrations of both cards."""
+    return open_db(sample_dbs.original(L2NORM_H200, L2NORM_H100_DIR))
+
+
+def _without_card(point: dict) -> dict:
+    return {k: v for k, v in point.items() if k != "hardware_key"}
+
+
+@pytest.mark.parametrize("order", [(L2NORM_H200, L2NORM_H100), (L2NORM_H100, L2NORM_H200)])
+def test_each_card_judged_against_its_own_ceilings(l2norm_db, order):
+    """Together, in either order, every point is the point of its run's roofline alone (H200
+    baseline 66.1% of its DRAM roof, H100 77.7%), not one against a median of both cards' peaks
+    (4.0 TB/s: 71.5% and 71.4%, and the H200's points above the H100's measured roof)."""
+    alone = {r: l2norm_db.roofline(r) for r in order}
+    both = l2norm_db.roofline(*order)
+    assert list(both.cards) == [alone[r].ceilings.hardware_key for r in order]
+    assert set(both.cards) == {"h200", "h100_80gb_hbm3"}
+    for run_id, single in alone.items():
+        assert both.ceilings_of(run_id).to_dict() == single.ceilings.to_dict()
+        mine = [p.to_dict() for p in both.points if p.run_id == run_id]
+        assert [_without_card(p) for p in mine] == [p.to_dict() for p in single.points]
+        assert {p["hardware_key"] for p in mine} == {single.ceilings.hardware_key}
+    assert all(p.pct_of_measured_roof < 100 for p in both.aggregates())
+    data = both.to_dict()
+    assert data["ceilings"] == alone[order[0]].ceilings.to_dict()
+    assert data["ceilings_by_hardware_key"] == {s.ceilings.hardware_key: s.ceilings.to_dict() for s in alone.values()}
+    other = [w.message for w in both.warnings if w.code == "other_gpu"]
+    assert len(other) == 1 and "judged against its own GPU's ceilings" in other[0]
+    assert "3 arrow(s) join runs on different GPUs" in other[0]
+
+
+def test_one_card_has_no_card_column(l2norm_db):
+    """A roofline of one card keeps its JSON as it was: no per-card ceilings, no card per point."""
+    data = l2norm_db.roofline(L2NORM_H200).to_dict()
+    assert "ceilings_by_hardware_key" not in data
+    assert not any("hardware_key" in p for p in data["points"])
+    assert not any(w["code"] == "other_gpu" for w in data["warnings"])
