@@ -4,13 +4,18 @@ ch09.fused_l2norm on an H200 (profiles/samples) and an H100 (profiles/samples_h1
 ch14.triton_persistent on an H200 (profiles/samples_h200_ch14), a pair that declares the steady timer."""
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import replace
 
 import pytest
+from click.testing import CliRunner
 from repo_paths import PROFILES
 
 from aisp_prof.analyze.roofline.build import build_roofline
 from aisp_prof.api import open_db, roofline_input
+from aisp_prof.cli import cli
+from aisp_prof.units import si
 
 PERSISTENT_H200 = "20261129T054952Z-ch14.triton_persistent-149c"
 PERSISTENT_H200_DIR = PROFILES / "samples_h200_ch14" / PERSISTENT_H200
@@ -82,3 +87,73 @@ def test_one_card_has_no_card_column(l2norm_db):
     assert "ceilings_by_hardware_key" not in data
     assert not any("hardware_key" in p for p in data["points"])
     assert not any(w["code"] == "other_gpu" for w in data["warnings"])
+
+
+@pytest.fixture
+def l2norm_copy(sample_dbs, tmp_path):
+    """A private copy of the H200 + H100 ch09.fused_l2norm database, for the CLI."""
+    return sample_dbs.copy(tmp_path / "a.db", L2NORM_H200, L2NORM_H100_DIR)
+
+
+def _row(*cells: str) -> re.Pattern:
+    return re.compile("^" + " +".join(re.escape(c) for c in cells) + r"(?: |$)", re.M)
+
+
+def test_table_rows_say_which_run(l2norm_copy, monkeypatch):
+    """`roofline H200 H100 --compare` at 120 columns: each card's ceilings under its name, and
+    every point, arrow and FLOP-check row begins with its run (each run's card here), an arrow
+    across runs with both; no line wider than 120. Expected cells come from the API's result."""
+    monkeypatch.setenv("COLUMNS", "120")
+    res = CliRunner().invoke(cli, ["roofline", L2NORM_H200, L2NORM_H100, "--db", str(l2norm_copy), "--compare"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    assert max(len(line) for line in out.splitlines()) <= 120
+    result = open_db(l2norm_copy).roofline(L2NORM_H200, L2NORM_H100)
+    names = result.run_names()
+    assert names == {L2NORM_H200: "H200", L2NORM_H100: "H100"}
+    for key, c in result.cards.items():
+        assert f"ceilings: {c.gpu_name} (hardware key {key}; runs " in out
+        assert _row("DRAM", "bandwidth", si(c.value("dram"), "B/s"), si(c.value("dram", "measured"), "B/s")).search(out)
+    for p in result.aggregates():
+        assert _row(names[p.run_id], p.variant, "(variant)").search(out)
+        assert re.search(rf"^{names[p.run_id]} +{p.variant} +\(variant\).* {p.pct_of_roof:.3g}$", out, re.M)
+    for c in result.comparisons:
+        b, o = c.baseline.run_id, c.optimized.run_id
+        runs = names[b] if b == o else f"{names[b]} -> {names[o]}"
+        assert _row(*runs.split(), c.baseline.variant, c.optimized.variant, f"{c.speedup:.2f}x").search(out)
+    for f in result.flop_check:
+        assert _row(names[f.run_id], f.variant, si(f.counted_flops)).search(out)
+
+
+def test_json_rows_carry_their_run(l2norm_copy):
+    """--json: each arrow names the runs of both ends, each point and FLOP check its run."""
+    res = CliRunner().invoke(cli, ["roofline", L2NORM_H200, L2NORM_H100, "--db", str(l2norm_copy), "--compare",
+                                   "--json"])
+    data = json.loads(res.stdout)
+    ends = [(c["baseline"]["run_id"], c["optimized"]["run_id"]) for c in data["comparisons"]]
+    assert ends == [(L2NORM_H200, L2NORM_H200)] * 2 + [(L2NORM_H100, L2NORM_H100)] * 2 + [(L2NORM_H200, L2NORM_H100)] * 3
+    assert {f["run_id"] for f in data["flop_check"]} == {p["run_id"] for p in data["points"]} == {L2NORM_H200, L2NORM_H100}
+
+
+def test_chart_draws_and_names_each_cards_roofs(l2norm_db):
+    """One chart (the arrows cross runs) with both cards' DRAM and FP32 roofs, each named with its
+    card and values in the legend, and every point and speedup label naming its run."""
+    from aisp_prof.render.roofline_plot import NAME_GID, SPEEDUP_GID, figure
+
+    result = l2norm_db.roofline(L2NORM_H200, L2NORM_H100)
+    (ax,) = figure(result, compare=True).axes
+    legend = [t.get_text() for leg in [ax.get_legend(), *ax.artists] for t in leg.get_texts()]
+    for card, c in zip(("H200", "H100"), result.cards.values()):
+        dram = f"DRAM ({card}): {si(c.value('dram'), 'B/s')} theo., {si(c.value('dram', 'measured'), 'B/s')} meas."
+        assert dram in legend and any(t.startswith(f"FP32 ({card}): ") for t in legend)
+    assert len([ln for ln in ax.lines if ln.get_gid() == "roof-dram"]) == 4      # theoretical, measured per card
+    assert "NVIDIA H200 / NVIDIA H100 80GB HBM3" in ax.get_title()
+    labels = {t.get_gid(): [] for t in ax.texts}
+    for t in ax.texts:
+        labels[t.get_gid()].append(t.get_text())
+    assert sorted(labels[NAME_GID]) == sorted(f"{v} ({card})" for v in ("baseline", "cuda", "triton")
+                                              for card in ("H200", "H100"))
+    assert sorted(labels[SPEEDUP_GID]) == sorted(
+        [f"{c.optimized.variant} {c.speedup:.2f}x (H200)" for c in result.comparisons[:2]]
+        + [f"{c.optimized.variant} {c.speedup:.2f}x (H100)" for c in result.comparisons[2:4]]
+        + [f"{c.optimized.variant} {c.speedup:.2f}x (H200 -> H100)" for c in result.comparisons[4:]])

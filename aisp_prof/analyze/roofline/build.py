@@ -18,7 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from ...naming import hardware_key
+from ...naming import card_name, hardware_key
 from ..calibration import calibration_for_runs
 from .ceilings import Ceilings, theoretical_ceilings, with_measured
 from ..kernels.ncu_command import ncu_settings
@@ -53,6 +53,19 @@ class RooflineResult:
     def cards(self) -> dict[str, Ceilings]:
         """Every card's ceilings by hardware key, the first run's card first (one entry for one card)."""
         return self.card_ceilings or {self.ceilings.hardware_key: self.ceilings}
+
+    def run_names(self) -> dict[str, str]:
+        """run_id -> a short name for rows and labels where several runs show: its card ('H100')
+        where each run ran on a card of its own, else its run id's time stamp, after its card where
+        the runs span cards (the whole id where two runs share a stamp)."""
+        cards = {r["run_id"]: card_name(r.get("gpu_name")) if r.get("gpu_name") else r.get("hardware_key") or "?"
+                 for r in self.runs}
+        if len(set(cards.values())) == len(cards):
+            return cards
+        stamps = {r: r.split("-", 1)[0] for r in cards}
+        if len(set(stamps.values())) < len(stamps):
+            stamps = {r: r for r in cards}
+        return {r: f"{cards[r]} {stamps[r]}" if len(self.cards) > 1 else stamps[r] for r in cards}
 
     def aggregates(self, run_id: str | None = None) -> list[Point]:
         return [p for p in self.points if p.is_aggregate and (run_id is None or p.run_id == run_id)]
