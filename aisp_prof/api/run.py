@@ -43,13 +43,12 @@ def roofline_input(run: RunData) -> RunInput:
                     run_times(None, run.kernels, ranges, run.timings))
 
 
-def _inputs(runs: Sequence[RunData], calibrations: Calibrations) -> tuple[list[RunInput], Any]:
-    from ..analyze.calibration import calibration_for_runs
-
+def _inputs(runs: Sequence[RunData], calibrations: Calibrations) -> tuple[list[RunInput], Calibrations]:
+    """The runs' roofline inputs and the calibrations, from which each card's is chosen."""
     inputs = [roofline_input(r) for r in runs]
     if all(i.kernels.empty for i in inputs):
         raise ExportParseError(f"{', '.join(r.run_id for r in runs)}: {NO_COUNTERS}")
-    return inputs, calibration_for_runs(calibrations, inputs)
+    return inputs, calibrations
 
 
 def roofline_of(runs: Sequence[RunData], calibrations: Calibrations, flop_basis: str = "auto") -> RooflineResult:

@@ -55,7 +55,7 @@ def roofline_cmd(targets: tuple[str, ...], flop_basis: str, out: Path | None, db
         data["chart"] = str(path) if path else None
         echo_json(data)
         return
-    from ..render.roofline_plot import roofline_table
+    from ..render.roofline_text import roofline_table
 
     click.echo(roofline_table(result, precisions, table_width()))
     if path:

@@ -22,12 +22,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..analyze.roofline.ceilings import SPARSE_PRECISIONS, dense_precision
+from ..analyze.roofline.ceilings import SPARSE_PRECISIONS, Ceilings, dense_precision
 from ..analyze.roofline.build import RooflineResult
 from ..analyze.roofline.points import Point
 from .charts import variant_colors
 from .drawing import decades, draw_png, minor_ticks_as_markers, share_mathtext
 from .labels import Label, place_labels
+from ..naming import card_name
 from ..units import si
 
 LEVEL_COLORS = {"dram": "#d62728", "l2": "#2ca02c", "l1": "#1f77b4"}
@@ -57,8 +58,20 @@ def _plottable(p: Point, level: str) -> bool:
     return bool(p.flops_per_s and p.flops_per_s > 0 and ai and ai > 0 and math.isfinite(ai))
 
 
+def chart_cards(result: RooflineResult, points: Sequence[Point]) -> list[Ceilings]:
+    """The ceilings of each card the points ran on, in the runs' order: the roofs one chart draws."""
+    run_ids = {p.run_id for p in points}
+    keys = dict.fromkeys(r.get("hardware_key") for r in result.runs if r["run_id"] in run_ids)
+    return [result.cards[k] for k in keys if k in result.cards] or [result.ceilings]
+
+
+def chart_run_names(result: RooflineResult, points: Sequence[Point]) -> dict[str, str]:
+    """{run_id: short name} where one chart holds several runs' points (their labels name the run), else {}."""
+    return result.run_names() if len({p.run_id for p in points}) > 1 else {}
+
+
 def _precisions(result: RooflineResult, points: Sequence[Point], asked: Sequence[str] | None) -> list[str]:
-    have = result.ceilings.compute
+    have = {pr for c in chart_cards(result, points) for pr in c.compute}
     if asked:
         return [p for p in asked if p in have]
     seen = [p.precision for p in points if p.precision and p.flops_per_s]
@@ -80,8 +93,9 @@ def _limits(result: RooflineResult, points: Sequence[Point], levels: Sequence[st
             precisions: Sequence[str]) -> tuple[tuple[float, float], tuple[float, float]]:
     xs = [p.ai(lv) for p in points for lv in levels if _plottable(p, lv)]
     ys = [p.flops_per_s for p in points for lv in levels if _plottable(p, lv)]
-    tops = [v for pr in precisions for v in (result.ceilings.value(pr), result.ceilings.value(pr, "measured")) if v]
-    ridges = [result.ceilings.ridge(pr, lv, w) for pr in precisions for lv in levels
+    cards = chart_cards(result, points)
+    tops = [v for c in cards for pr in precisions for v in (c.value(pr), c.value(pr, "measured")) if v]
+    ridges = [c.ridge(pr, lv, w) for c in cards for pr in precisions for lv in levels
               for w in ("theoretical", "measured")]
     xs += [r for r in ridges if r]
     x_lo = min(xs) / 10 if xs else 1e-2
@@ -92,12 +106,28 @@ def _limits(result: RooflineResult, points: Sequence[Point], levels: Sequence[st
     return (x_lo, x_hi), (y_lo, y_hi)
 
 
-def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], precisions: Sequence[str],
+def _card_name(c: Ceilings) -> str:
+    return card_name(c.gpu_name) if c.gpu_name else c.hardware_key
+
+
+def _draw_ceilings(ax: Any, cards: Sequence[Ceilings], levels: Sequence[str], precisions: Sequence[str],
                    xlim: tuple[float, float]) -> list[Any]:
-    """Draw the roofs; return legend handles naming each with its value (labels on the lines collide)."""
-    c = result.ceilings
+    """Draw each card's roofs (the first card's boldest); return legend handles naming each with
+    its value and, of several cards, its card (labels on the lines collide)."""
+    handles = []
+    for i, c in enumerate(cards):
+        handles += _draw_card_roofs(ax, c, levels, precisions, xlim, i if len(cards) > 1 else None)
+    return handles
+
+
+def _draw_card_roofs(ax: Any, c: Ceilings, levels: Sequence[str], precisions: Sequence[str],
+                     xlim: tuple[float, float], index: int | None) -> list[Any]:
+    """One card's roofs; `index` (None: the only card) names the card and fades all but the first."""
     x0, x1 = xlim
     handles = []
+    card = f" ({_card_name(c)})" if index is not None else ""
+    lw, alpha = (1.4, 0.9) if not index else (1.0, 0.5)
+    legend = {"lw": 1.6} if not index else {"lw": 1.2, "alpha": alpha}
     top = {w: max([v for pr in precisions if (v := c.value(pr, w))] or [0.0]) for w in ("theoretical", "measured")}
     for level in levels:
         values = []
@@ -107,12 +137,12 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
             if not bw or not cap:
                 continue
             x_end = min(x1, cap / bw)
-            ax.plot([x0, x_end], [bw * x0, bw * x_end], style, color=LEVEL_COLORS[level], lw=1.4, alpha=0.9,
+            ax.plot([x0, x_end], [bw * x0, bw * x_end], style, color=LEVEL_COLORS[level], lw=lw, alpha=alpha,
                     gid=f"roof-{level}")
             values.append(f"{si(bw, 'B/s')} {which[:4]}.")
         if values:
-            handles.append(Line2D([], [], color=LEVEL_COLORS[level], lw=1.6,
-                                  label=f"{LEVEL_NAMES[level]}: " + ", ".join(values)))
+            handles.append(Line2D([], [], color=LEVEL_COLORS[level], **legend,
+                                  label=f"{LEVEL_NAMES[level]}{card}: " + ", ".join(values)))
     left = levels[0] if "dram" not in levels else "dram"
     for pr in precisions:
         values = []
@@ -122,15 +152,15 @@ def _draw_ceilings(ax: Any, result: RooflineResult, levels: Sequence[str], preci
                 continue
             bw = c.value(left, which) or c.value(left)
             x_start = max(x0, rate / bw) if bw else x0
-            ax.plot([x_start, x1], [rate, rate], style, color=COMPUTE_COLOR, lw=1.4, alpha=0.9, gid=f"roof-{pr}")
-            if not values:      # one name per precision, on its upper roof
-                ax.annotate(PRECISION_NAMES.get(pr, pr), xy=(x1 / 1.15, rate), ha="right", va="bottom",
-                            fontsize=7, color=COMPUTE_COLOR, gid=f"roof-{pr}")
+            ax.plot([x_start, x1], [rate, rate], style, color=COMPUTE_COLOR, lw=lw, alpha=alpha, gid=f"roof-{pr}")
+            if not values:      # one name per precision, on its upper roof (a later card's under it)
+                ax.annotate(PRECISION_NAMES.get(pr, pr) + card, xy=(x1 / 1.15, rate), ha="right",
+                            va="top" if index else "bottom", fontsize=7, color=COMPUTE_COLOR, gid=f"roof-{pr}")
             derived = which == "measured" and c.compute[pr].measured_derived
             values.append(f"{si(rate, 'FLOP/s')} {which[:4]}." + (" (2x dense, derived)" if derived else ""))
         if values:
-            handles.append(Line2D([], [], color=COMPUTE_COLOR, lw=1.6,
-                                  label=f"{PRECISION_NAMES.get(pr, pr)}: " + ", ".join(values)))
+            handles.append(Line2D([], [], color=COMPUTE_COLOR, **legend,
+                                  label=f"{PRECISION_NAMES.get(pr, pr)}{card}: " + ", ".join(values)))
     return handles
 
 
@@ -144,6 +174,7 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
     names: list[Label] = []
     hierarchical = len(levels) > 1
     index = {id(q): i for i, q in enumerate(result.points)}          # gid pt-<i>: the SVG's hover data
+    runs = chart_run_names(result, points)
     for p in points:
         if p.is_aggregate:
             continue
@@ -169,9 +200,10 @@ def _draw_points(ax: Any, result: RooflineResult, points: Sequence[Point], level
                 ax.scatter([p.ai(level)], [p.flops_per_s], s=70, marker=marker, color=color,
                            edgecolors="black", linewidths=0.6, zorder=5, gid=f"pt-{index[id(p)]}")
         name_x = p.ai(levels[-1]) if _plottable(p, levels[-1]) else xs[-1]
-        names.append(Label(_plain(p.variant), (name_x, p.flops_per_s), color=color, gid=NAME_GID, angle_deg=20))
+        run = f" ({_plain(runs[p.run_id])})" if runs else ""
+        names.append(Label(_plain(p.variant) + run, (name_x, p.flops_per_s), color=color, gid=NAME_GID, angle_deg=20))
         pct = f", {p.pct_of_roof:.0f}% of {p.bound} roof" if p.pct_of_roof is not None else ""
-        label = f"{_plain(p.variant)} ({p.flop_basis} FLOPs{pct})"
+        label = f"{_plain(p.variant)}{run} ({p.flop_basis} FLOPs{pct})"
         handles.append(Line2D([], [], marker="o", ls="", color=color, markeredgecolor="black", label=label))
     if hierarchical:
         handles += [Line2D([], [], marker=LEVEL_MARKERS[lv], ls="", color="white", markeredgecolor="black",
@@ -186,6 +218,7 @@ def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level
     speedup labels, anchored at the middle of their arrows (placed later)."""
     ids = {id(p) for p in points}
     colors = variant_colors(list(dict.fromkeys(p.variant for p in points)))
+    runs = chart_run_names(result, points)
     labels = []
     for c in result.comparisons:
         b, o = c.baseline, c.optimized
@@ -197,13 +230,10 @@ def _draw_arrows(ax: Any, result: RooflineResult, points: Sequence[Point], level
                     zorder=6)
         mid = (math.sqrt(b.ai(level) * o.ai(level)), math.sqrt(b.flops_per_s * o.flops_per_s))   # log-log middle
         text = f"{_plain(o.variant)} {c.speedup:.2f}x" if c.speedup else f"{_plain(o.variant)} ?"
+        if runs:
+            text += f" ({_plain(runs[b.run_id] if b.run_id == o.run_id else f'{runs[b.run_id]} -> {runs[o.run_id]}')})"
         labels.append(Label(text, mid, color=color, gid=SPEEDUP_GID, angle_deg=-45, bold=True, boxed=True))
     return labels
-
-
-def _secondary(cmp: Any) -> str:
-    """The arrow's speedup by the timers other than its primary one, each named."""
-    return ", ".join(f"{label} {x:.2f}x" for label, x in cmp.secondary.items()) or "-"
 
 
 def _panels(fig: Figure, count: int) -> list[Any]:
@@ -271,14 +301,15 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
         ax.set_ylim(*ylim)
         minor_ticks_as_markers(ax)
         decades(ax)
-        roofs = _draw_ceilings(ax, result, levels, precs, xlim)
+        cards = chart_cards(result, points)
+        roofs = _draw_ceilings(ax, cards, levels, precs, xlim)
         handles, names = _draw_points(ax, result, points, levels, kernels)
         speedups = _draw_arrows(ax, result, points, "dram" if level == "all" else level) if compare else []
         to_place.append((ax, names + speedups))
         xlabel = "arithmetic intensity [FLOP/byte]" + ("" if level == "all" else f" at {LEVEL_NAMES[level]}")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("performance [FLOP/s]")
-        gpu = result.ceilings.gpu_name or result.ceilings.hardware_key
+        gpu = " / ".join(c.gpu_name or c.hardware_key for c in cards)
         view = "hierarchical (L1, L2, DRAM)" if level == "all" else f"{LEVEL_NAMES[level]} roofline"
         # y given: the title sits where matplotlib would put it (nothing is above the axes), and the
         # draw skips measuring every y tick label to find out (a fifth of the chart's cost)
@@ -302,74 +333,6 @@ def figure(result: RooflineResult, level: str = "dram", compare: bool = True,
 
 
 # ----------------------------------------------------------------------------------- terminal
-
-def _f(v: float | None, digits: int = 3) -> str:
-    return "-" if v is None else f"{v:.{digits}g}"
-
-
-POINTS_FIT = dict(drop=("basis", "AI L1", "AI L2", "% meas. roof", "FLOPs", "precision", "time"), clip=("kernel",),
-                  min_width={"kernel": 32})
-
-
-def roofline_table(result: RooflineResult, precisions: Sequence[str] | None = None, width: int | None = None) -> str:
-    """The same numbers as the chart, as text: ceilings, points, comparisons, FLOP check, warnings;
-    fitted to `width` columns when given (`table.render`)."""
-    from ..units import duration
-    from .table import render, wrap_lines
-
-    c = result.ceilings
-    lines = wrap_lines([f"ceilings: {c.gpu_name or c.hardware_key} (hardware key {c.hardware_key}); theoretical = "
-                        f"ncu peak x clock (SM {_f((c.clocks_hz.get('sm') or 0) / 1e9)} GHz), measured = "
-                        + (c.measured_source or {}).get("source", "not calibrated (aisp-prof calibrate)")], width)
-    rows = []
-    for level in ("dram", "l2", "l1"):
-        ce = c.bandwidth.get(level)
-        if ce:
-            rows.append([f"{LEVEL_NAMES[level]} bandwidth", si(ce.theoretical_per_s, "B/s"),
-                         si(ce.measured_per_s, "B/s"), "", ""])
-    shown = precisions or [p for p in c.compute if p in {pt.precision for pt in result.points} or p == "fp32"]
-    for p in shown:
-        ce = c.compute.get(p)
-        if ce:
-            measured = si(ce.measured_per_s, "FLOP/s") + (" (2x dense, derived)" if ce.measured_derived else "")
-            rows.append([PRECISION_NAMES.get(p, p), si(ce.theoretical_per_s, "FLOP/s"), measured,
-                         _f(c.ridge(p, "dram")), _f(c.ridge(p, "dram", "measured"))])
-    lines.append(render(["ceiling", "theoretical", "measured", "ridge DRAM (theo.)", "ridge DRAM (meas.)"], rows, width,
-                        wrap=("measured",)))
-    lines.append("")
-    body = []
-    for p in result.points:
-        name = "(variant)" if p.is_aggregate else (p.kernel if len(p.kernel) <= 48 else p.kernel[:45] + "...")
-        body.append([p.variant, name, duration(p.duration_ns), si(p.flops), p.flop_basis, si(p.flops_per_s, "FLOP/s"),
-                     _f(p.ai_dram_flop_per_byte), _f(p.ai_l2_flop_per_byte),
-                     _f(p.ai_l1_flop_per_byte) + ("" if p.ai_l1_valid else "*"), p.precision or "-",
-                     p.bound or "-", _f(p.pct_of_roof, 3) if p.pct_of_roof is not None else "-",
-                     _f(p.pct_of_measured_roof, 3) if p.pct_of_measured_roof is not None else "-"])
-    lines.append(render(["variant", "kernel", "time", "FLOPs", "basis", "FLOP/s", "AI DRAM", "AI L2", "AI L1",
-                         "precision", "bound", "% roof", "% meas. roof"], body, width, **POINTS_FIT))
-    if any(not p.ai_l1_valid for p in result.points):
-        lines.append("* TMA traffic bypasses the L1 counters: L1 intensity overstated")
-    if result.comparisons:
-        lines.append("")
-        lines.append(render(["baseline", "optimized", "speedup", "by (times per call)", "other timers", "AI DRAM x",
-                             "DRAM bytes x"],
-                            [[cmp.baseline.variant, cmp.optimized.variant, f"{cmp.speedup:.2f}x" if cmp.speedup else "-",
-                              f"{cmp.time_source} ({duration(cmp.baseline_time_ns)} -> {duration(cmp.time_ns)})"
-                              if cmp.speedup else "-", _secondary(cmp),
-                              _f(cmp.to_dict()["ai_dram_flop_per_byte_change"]), _f(cmp.to_dict()["dram_bytes_change"])]
-                             for cmp in result.comparisons], width, drop=("other timers",),
-                            wrap=("other timers", "by (times per call)"),
-                            min_width={"other timers": 38, "by (times per call)": 24}))
-    if result.flop_check:
-        lines.append("")
-        lines.append(render(["variant", "counted FLOPs/call", "analytic FLOPs/call", "counted/analytic", "flag"],
-                            [[f.variant, si(f.counted_flops), si(f.analytic_flops), _f(f.ratio),
-                              "DIFFERS >10%" if f.flagged else "ok"] for f in result.flop_check], width))
-    if result.warnings:
-        lines.append("")
-        lines += wrap_lines([f"{w.severity}: [{w.code}] {w.message}" for w in result.warnings], width)
-    return "\n".join(lines)
-
 
 def calibration_table(calibrations: Sequence[dict[str, Any]], width: int | None = None) -> str:
     """Measured ceilings per hardware key, each probe with its median time and spread."""

@@ -172,6 +172,16 @@ def comparison_warnings(comparisons: Sequence[Comparison], runs: Mapping[str, Ru
     return out
 
 
+def card_warning(keys: Sequence[str], comparisons: Sequence[Comparison], cards: Mapping[str, str]) -> RooflineWarning:
+    """Runs from several cards: say that each is judged against its own card's roofs, and that an
+    arrow from one card to another measures the hardware as well as the code."""
+    across = sum(cards[c.baseline.run_id] != cards[c.optimized.run_id] for c in comparisons)
+    joined = (f"; {across} arrow(s) join runs on different GPUs: their speedups include the hardware"
+              if across else "")
+    return RooflineWarning("other_gpu", f"runs from different GPUs ({', '.join(sorted(keys))}): each point is judged "
+                           f"against its own GPU's ceilings (ceilings_by_hardware_key){joined}")
+
+
 def flop_warnings(checks: Sequence[FlopCheck]) -> list[RooflineWarning]:
     """Variants whose counted FLOPs differ from the pair's formula (`FlopCheck.flagged`)."""
     out = []

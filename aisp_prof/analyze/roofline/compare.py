@@ -101,7 +101,8 @@ def flop_checks(run: RunInput, points: Sequence[Point]) -> list[FlopCheck]:
 
 def comparisons_for(runs: Sequence[RunInput], points: Sequence[Point]) -> list[Comparison]:
     """Within a run: baseline -> every other variant. Across runs: run 0's variant -> the same
-    variant of each later run (or its only variant -> their only variant)."""
+    variant of each later run (or its only variant -> their only variant), timed as run 0's pair
+    declares (`timer_order`), as its own arrows are: a steady-timer pair stays on steady."""
     aggs: dict[str, dict[str, Point]] = {}
     for p in points:
         if p.is_aggregate:
@@ -120,6 +121,6 @@ def comparisons_for(runs: Sequence[RunInput], points: Sequence[Point]) -> list[C
             pairs = [(next(iter(first.values())), next(iter(later.values())))]
         else:
             pairs = [(first[v], later[v]) for v in common]
-        first_times = runs[0].times
-        out += [_compare(b, o, first_times.get(b.variant), run.times.get(o.variant)) for b, o in pairs]
+        first_times, timers = runs[0].times, timer_order(runs[0].info)
+        out += [_compare(b, o, first_times.get(b.variant), run.times.get(o.variant), timers) for b, o in pairs]
     return out

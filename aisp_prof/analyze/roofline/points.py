@@ -122,6 +122,7 @@ class Point:
     ridge_l1_flop_per_byte: float | None
     clocks_hz: dict[str, float | None]
     ai_l1_valid: bool = True
+    hardware_key: str | None = None      # the card whose ceilings judge it: set where a roofline spans cards
 
     @property
     def is_aggregate(self) -> bool:
@@ -135,7 +136,9 @@ class Point:
         return getattr(self, LEVEL_BYTES[level])
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: json_ready(getattr(self, name)) for name in _POINT_FIELDS}
+        """Every field; `hardware_key` only where it is set (a roofline of one card has no card column)."""
+        return {name: json_ready(getattr(self, name)) for name in _POINT_FIELDS
+                if name != "hardware_key" or self.hardware_key is not None}
 
 
 _POINT_FIELDS = tuple(f.name for f in fields(Point))    # asdict() without its deep copies: 0.9 s at 10k points
