@@ -140,9 +140,7 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         + (ranks["sentences"] if ranks else []),
         "correctness": correctness(run.checks, variants),
         "stalls": stalls, "stall_selected": selected,
-        # biggest first; equal ones by name (a set's order changes from one process to the next)
-        "stall_reasons": sorted({r for per in stalls.values() for r in per},
-                                key=lambda r: (-sum(per.get(r, 0.0) for per in stalls.values()), r)),
+        "stall_reasons": _stall_reasons(stalls),
         "sol": sol_rows(kernels_f, variants),
         "memory": memory_rows(kernels_f, variants),
         "analytic": {"flops": None, "dram_bytes": None, **(info.get("analytic") or {})},
@@ -161,6 +159,13 @@ def page_data(run: RunData, roof: Any = None, roof_error: str | None = None,
         "provenance": {**_provenance(row, info, run.kernels), "run_dir_missing": folder_missing},
         **({"ranks": ranks} if ranks else {}),
     }
+
+
+def _stall_reasons(stalls: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """Every stall reason of the page, biggest first; equal ones by name (a set's order changes from one
+    process to the next)."""
+    return sorted({r for per in stalls.values() for r in per},
+                  key=lambda r: (-sum(per.get(r, 0.0) for per in stalls.values()), r))
 
 
 def _code_left_out(info: dict[str, Any], run_dir: str | None) -> str | None:
