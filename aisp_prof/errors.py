@@ -36,6 +36,13 @@ class UnknownTargetError(AispError):
     exit_code = 2
 
 
+class ArgumentError(AispError):
+    """An argument or option of the wrong type, out of range, or at odds with another (`--node-rank 3
+    --nnodes 2`): the caller's mistake, said before anything runs (as click's usage errors, exit 2)."""
+
+    exit_code = 2
+
+
 class NoGpuError(AispError):
     """A command that needs a CUDA GPU ran where there is none."""
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import difflib
 from typing import Any, Sequence
 
+from ..arguments import text as checked_text, texts
 from ..errors import UnknownTargetError
 from ..naming import chapter_key, chapter_of_pair
 
 Listing = Sequence[dict[str, Any]]
+RUN_WHAT = "a run id, a unique prefix of one, 'latest', or a pair or job name"
 
 
 def _no_runs(where: str) -> UnknownTargetError:
@@ -22,7 +24,8 @@ def _no_runs(where: str) -> UnknownTargetError:
 def resolve_run(listing: Listing, text: str, where: str = "the database") -> str:
     """The run id `text` names: an id, a unique prefix, 'latest', or a pair name or the NAME of an
     `import --job NAME` (its latest run). An engineer types the pair after `aisp-prof run
-    ch09.fused_l2norm`, or the job's name, not the run id."""
+    ch09.fused_l2norm`, or the job's name, not the run id. Anything but a str is an ArgumentError."""
+    text = checked_text(text, "run", RUN_WHAT)
     runs = [r["run_id"] for r in listing]
     if not runs:
         raise _no_runs(where)
@@ -71,9 +74,10 @@ def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[st
     """Run ids, oldest first, without duplicates. `runs`: ids, prefixes, 'latest' or pair names.
     `targets`: chapters or pair names (comma-separated allowed), each the latest run of every
     matching pair. Neither: the latest run of every stored pair (single imports count by label)."""
+    runs = texts(runs, "runs", RUN_WHAT)      # one str is one run, not its letters
     if not listing:
         raise _no_runs(where)
-    targets = [t.strip() for item in targets for t in item.split(",") if t.strip()]
+    targets = [t.strip() for item in texts(targets, "targets", "a chapter or pair name") for t in item.split(",") if t.strip()]
     latest = latest_by_pair(listing)
     chosen = [resolve_run(listing, r, where) for r in runs]
     for t in targets:
