@@ -301,6 +301,9 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
     """
     if not path.exists():
         raise ExportParseError(f"{path}: no such file or folder")
+    if path.is_dir() and not (path / RUN_JSON).is_file():     # said before its files are hashed (a 1 GiB folder: 3 s)
+        raise ExportParseError(f"{path} is not an aisp-prof run folder (it holds no {RUN_JSON}): import a run folder, "
+                               "or the exports in it (.csv, .ncu-rep, .sqlite, .nsys-rep) by their file names")
 
     def load(keep: contextlib.ExitStack) -> RunData:
         if via is not None:
