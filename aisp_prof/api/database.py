@@ -199,7 +199,8 @@ class RunDatabase:
 
         depth, max_depth = arg.optional_whole(depth, "depth", 1), arg.optional_whole(max_depth, "max_depth", 1)
         data = self.run(run, tables=("range_levels", "ranges"))
-        return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, arg.optional_text(name, "name"))
+        levels = levels_of(data.range_levels, data.ranges)
+        return filter_levels(levels, depth, max_depth, arg.optional_text(name, "name"))
 
     def ranks(self, run: str = "latest") -> dict[str, pd.DataFrame]:
         """A multi-rank run's frames (`analyze.ranks.report`): ranks, per_rank (busy, collective,

@@ -119,6 +119,19 @@ class CheckRequest:
     time_limit_s: float | None = None
     shard: tuple[int, int] | None = None
 
+    def __post_init__(self) -> None:
+        """Checked as they come in (`aisp_prof.arguments`, ArgumentError): a NaN budget failed as int(nan)
+        deep inside (or drew no shape and passed), one str target was taken as its letters."""
+        from .. import arguments as arg
+
+        self.targets, self.variants = arg.texts(self.targets, "targets"), arg.texts(self.variants, "variants")
+        self.sizes = arg.optional_text(self.sizes, "sizes", "text such as 'rows=4096,cols=8192'")
+        self.budget_gb, self.budget_tflop = arg.positive(self.budget_gb, "budget_gb"), arg.positive(
+            self.budget_tflop, "budget_tflop")
+        self.time_limit_s = None if self.time_limit_s is None else arg.positive(self.time_limit_s, "time_limit_s")
+        self.fuzz, self.seed, self.trials = arg.whole(self.fuzz, "fuzz", 0), arg.whole(self.seed, "seed"), arg.whole(
+            self.trials, "trials", 1)
+
 
 @dataclass
 class CheckOutcome:

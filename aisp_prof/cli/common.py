@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import shutil
 import signal
 import sqlite3
@@ -13,6 +14,7 @@ from typing import Any, Callable, Iterator
 
 import click
 
+from ..arguments import INT64_MAX
 from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message
 from ..values import to_python
 
@@ -160,6 +162,28 @@ def table_width() -> int | None:
 def profiles_dir_option(f: Callable) -> Callable:
     return click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
                         show_default=True, help="Where run folders are written.")(f)
+
+
+class FiniteFloat(click.FloatRange):
+    """click's FloatRange, NaN and infinity refused: they pass its range checks (every comparison with NaN is
+    false) and then failed deep inside as "unexpected ValueError" (`check --budget-gb nan`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def finite_number(minimum: float = 0.0, min_open: bool = True) -> click.ParamType:
+    """An option's number: finite, above `minimum` (at least it, without `min_open`); else a usage error, exit 2."""
+    return FiniteFloat(minimum, min_open=min_open)
+
+
+def whole_number(minimum: int = 0, maximum: int = INT64_MAX) -> click.IntRange:
+    """An option's whole number from `minimum` to `maximum` (at most SQLite's INTEGER, a C long long: a
+    larger one failed as "unexpected OverflowError"); else a usage error, exit 2."""
+    return click.IntRange(minimum, maximum)
 
 
 def chapter_option(f: Callable) -> Callable:

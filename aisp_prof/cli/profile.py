@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from .common import database, db_option, echo_json, json_option, profiles_dir_option, table_width, wide_option
+from .common import (database, db_option, echo_json, json_option, profiles_dir_option, table_width, whole_number,
+                     wide_option)
 from .runs import print_summary
 
 
@@ -20,7 +21,8 @@ from .runs import print_summary
 @click.option("--nsys", help="Path to nsys (default: $AISP_NSYS, PATH, /opt/nvidia, beside ncu).")
 @click.option("--no-ncu", is_flag=True, help="Skip Nsight Compute (timeline only).")
 @click.option("--no-nsys", is_flag=True, help="Skip Nsight Systems (counters only).")
-@click.option("--nsys-iterations", default=5, show_default=True, help="Calls per variant under nsys.")
+@click.option("--nsys-iterations", default=5, show_default=True, type=whole_number(1),
+              help="Calls per variant under nsys.")
 @click.option("--timing-processes", default=1, show_default=True, type=click.IntRange(1, 20),
               help="Fresh processes timing the variants (pooled). From the second on, each also times every "
                    "variant's first call with the compile caches warm (torch.compile, Triton).")
@@ -117,7 +119,8 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
 @click.command("calibrate")
 @click.option("--probes", help="Comma-separated probes (default: all): copy_dram, stream_l2, stream_l1, fma_fp32, "
               "gemm_bf16, gemm_fp16, gemm_tf32, gemm_fp8, gemm_int8, gemm_fp64.")
-@click.option("--repeats", default=30, show_default=True, help="Timed calls per probe (median reported).")
+@click.option("--repeats", default=30, show_default=True, type=whole_number(1),
+              help="Timed calls per probe (median reported).")
 @click.option("--write-json", type=click.Path(file_okay=False, path_type=Path),
               help="Also write DIR/<hardware_key>.json (commit it under profiles/calibration/).")
 @click.option("--profile", is_flag=True, help="Also profile the probes under ncu into a run folder, stored as a run.")

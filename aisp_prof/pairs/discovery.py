@@ -13,7 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import RequirementError, SizesError, UnknownTargetError
+from ..arguments import INT64_MAX
+from ..errors import RequirementError, SizesError, UnknownTargetError, shorten
 from ..naming import chapter_key
 from ..paths import data_root, kernels_extra_install
 from .model import KernelPair
@@ -173,16 +174,19 @@ def _known_names(targets: list[str], root: Path | None) -> list[str]:
 
 def parse_sizes(text: str | None, defaults: Mapping[str, int]) -> dict[str, int]:
     """"rows=4096,cols=8192" over a pair's defaults; an unknown key or a value that is not a
-    whole number is a SizesError, never silently ignored (0 can mean "auto", e.g. blocks_per_sm)."""
+    whole number is a SizesError, never silently ignored (0 can mean "auto", e.g. blocks_per_sm), and
+    so is one past a C long long (torch failed on it with a C++ stack trace as a failed check, exit 7)."""
     sizes = dict(defaults)
     if not text:
         return sizes
     for part in text.split(","):
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
-        if not sep or key not in sizes or not value.isdigit():
+        if not sep or key not in sizes or not (value.isascii() and value.isdigit()):
             known = ", ".join(f"{k}=N" for k in defaults) or "no sizes"
             raise SizesError(f"bad size {part.strip()!r}; this pair takes {known} (whole numbers)")
+        if int(value) > INT64_MAX:
+            raise SizesError(f"bad size {key}={shorten(value, 40)}: a size is at most {INT64_MAX} (2**63-1)")
         sizes[key] = int(value)
     return sizes
 

@@ -77,7 +77,8 @@ def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[st
     runs = texts(runs, "runs", RUN_WHAT)      # one str is one run, not its letters
     if not listing:
         raise _no_runs(where)
-    targets = [t.strip() for item in texts(targets, "targets", "a chapter or pair name") for t in item.split(",") if t.strip()]
+    items = texts(targets, "targets", "a chapter or pair name")
+    targets = [t.strip() for item in items for t in item.split(",") if t.strip()]
     latest = latest_by_pair(listing)
     chosen = [resolve_run(listing, r, where) for r in runs]
     for t in targets:

@@ -43,3 +43,44 @@ def test_a_plain_folder_is_refused_before_its_files_are_hashed(tmp_path, monkeyp
     result = invoke("import", plain, "--db", tmp_path / "a.db")
     one_error_line(result, 6, "not an aisp-prof run folder", "run.json")
     assert hashed == []
+
+
+@pytest.mark.parametrize("args, option", [
+    (["kernels", "latest", "--limit", "99999999999999999999999"], "--limit"),
+    (["ranges", "latest", "--depth", "99999999999999999999999"], "--depth"),
+    (["check", "ch09.fused_l2norm", "--device", "cpu", "--fuzz", "1", "--budget-gb", "nan"], "--budget-gb"),
+    (["check", "ch09.fused_l2norm", "--device", "cpu", "--fuzz", "1", "--budget-gb", "inf"], "--budget-gb"),
+    (["check", "ch09.fused_l2norm", "--device", "cpu", "--fuzz", "1", "--budget-tflop", "nan"], "--budget-tflop"),
+    (["check", "ch09.fused_l2norm", "--device", "cpu", "--time-limit-s", "nan"], "--time-limit-s"),
+    (["check", "ch09.fused_l2norm", "--device", "cpu", "--seed", "99999999999999999999999"], "--seed"),
+    (["calibrate", "--repeats", "0"], "--repeats"),
+    (["calibrate", "--repeats", "-5"], "--repeats"),
+    (["run", "ch09.fused_l2norm", "--nsys-iterations", "0"], "--nsys-iterations"),
+    (["new", "mine.y", "--chapter", "-5"], "--chapter"),
+    (["new", "mine.z", "--chapter", "99999999999999999999999"], "--chapter"),
+])
+def test_a_bad_number_is_a_usage_error_before_anything_runs(args, option, db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args, *(["--db", db] if args[0] in ("kernels", "ranges", "calibrate", "run") else []))
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output and "unexpected" not in result.output
+    assert not list(tmp_path.glob("*.py"))                      # `new` wrote nothing
+
+
+@pytest.mark.slow
+def test_a_size_past_a_long_long_is_a_bad_sizes_value_not_a_failed_check():
+    result = invoke("check", "ch09.fused_l2norm", "--device", "cpu", "--json",
+                    "--sizes", "rows=99999999999999999999,cols=128")
+    one_error_line(result, 12, "rows=99999999999999999999", "at most")
+    assert "Exception raised from" not in result.output and not result.stdout
+
+
+def test_the_library_check_refuses_what_the_cli_does():
+    from aisp_prof.api.pairs import CheckRequest
+    from aisp_prof.errors import ArgumentError
+
+    for bad in (dict(budget_gb=float("nan")), dict(budget_tflop=float("inf")), dict(time_limit_s=float("nan")),
+                dict(fuzz=-1), dict(sizes={"rows": 1})):
+        with pytest.raises(ArgumentError):
+            CheckRequest(("ch09.fused_l2norm",), **bad)
+    assert CheckRequest("ch09.fused_l2norm").targets == ("ch09.fused_l2norm",)
