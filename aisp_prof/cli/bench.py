@@ -8,7 +8,7 @@ import click
 
 from ..errors import INTERRUPTED_EXIT_CODE
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
-                     table_width, terminate_as_interrupt, wide_option)
+                     finite_number, table_width, terminate_as_interrupt, whole_number, wide_option)
 
 
 @click.group("bench")
@@ -84,22 +84,25 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
 @click.option("--targets", multiple=True, required=True, help="Chapters (ch09) or pairs; repeatable.")
 @click.option("--profile", type=click.Choice(["none", "minimal", "roofline", "full"]), default="none",
               show_default=True, help="none: timing only; minimal: + nsys; roofline: + ncu; full: + both, more metrics.")
-@click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
-@click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
-@click.option("--floor-rounds", default=40, show_default=True, type=click.IntRange(0),
+@click.option("--repeats", default=10, show_default=True, type=whole_number(1),
+              help="Interleaved rounds per timing process, at least.")
+@click.option("--budget-s", default=2.0, show_default=True, type=finite_number(0.0),
+              help="Sampling time per timing process (seconds).")
+@click.option("--floor-rounds", default=40, show_default=True, type=whole_number(0),
               help="Where a process's budget runs out before its medians are known to 0.25%, it samples on to "
                    "this many rounds (at most 5 budgets of wall time): a slow pair's one process can decide. "
                    "0: none (e.g. --floor-rounds 0 for the old stop).")
-@click.option("--processes", default=1, show_default=True,
+@click.option("--processes", default=1, show_default=True, type=whole_number(1),
               help="Timing processes per pair, at least; a second always confirms a FASTER or SLOWER.")
-@click.option("--max-processes", default=5, show_default=True,
+@click.option("--max-processes", default=5, show_default=True, type=whole_number(1),
               help="Processes at most: the confirming one, then more while a verdict is AMBIGUOUS.")
-@click.option("--pair-budget-s", type=click.FloatRange(min=0), default=40.0, show_default=True,
+@click.option("--pair-budget-s", type=finite_number(0.0, min_open=False), default=40.0, show_default=True,
               help="Seconds a pair may take before the chase of an AMBIGUOUS verdict stops (a confirming process "
                    "always runs); the verdict's cause says why it stopped. 0: no chase.")
 @click.option("--update-expectations", is_flag=True, help="Record this run as a new session of each passing pair's "
               "evidence in expectations_<gpu>.json (refused for a throttled run).")
-@click.option("--record-processes", default=4, show_default=True, help="Timing processes of a recording session.")
+@click.option("--record-processes", default=4, show_default=True, type=whole_number(1),
+              help="Timing processes of a recording session.")
 @click.option("--force", is_flag=True, help="With --update-expectations: record a throttled run too.")
 @click.option("--strict", is_flag=True, help="AMBIGUOUS fails the gate too (exit 11): for a CI job that must decide.")
 @click.option("--expectations", type=click.Path(dir_okay=False, path_type=Path),
@@ -286,13 +289,13 @@ def _us(v: float | None) -> str:
 @click.option("--base", required=True, help="The base version: a kernels folder (holding chNN/<pair>.py) or a git "
               "revision (its kernels/ folder is extracted to a temporary folder; the work tree is not touched).")
 @click.option("--sizes", default=None, help="Sizes for both versions, e.g. 'n=4096' (default: the pair's).")
-@click.option("--repeats", default=10, show_default=True, type=click.IntRange(1),
+@click.option("--repeats", default=10, show_default=True, type=whole_number(1),
               help="Interleaved rounds per timing process, at least.")
-@click.option("--budget-s", default=2.0, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--budget-s", default=2.0, show_default=True, type=finite_number(0.1, min_open=False),
               help="Sampling time per timing process (seconds).")
-@click.option("--processes", default=2, show_default=True, type=click.IntRange(1),
+@click.option("--processes", default=2, show_default=True, type=whole_number(1),
               help="Timing processes, at least (the margin is learnt from their spread).")
-@click.option("--max-processes", default=4, show_default=True, type=click.IntRange(1),
+@click.option("--max-processes", default=4, show_default=True, type=whole_number(1),
               help="Processes at most: more while a verdict is AMBIGUOUS or a change is not yet confirmed.")
 @click.option("--strict", is_flag=True, help="AMBIGUOUS fails too (exit 11).")
 @json_option

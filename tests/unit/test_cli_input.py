@@ -58,6 +58,9 @@ def test_a_plain_folder_is_refused_before_its_files_are_hashed(tmp_path, monkeyp
     (["run", "ch09.fused_l2norm", "--nsys-iterations", "0"], "--nsys-iterations"),
     (["new", "mine.y", "--chapter", "-5"], "--chapter"),
     (["new", "mine.z", "--chapter", "99999999999999999999999"], "--chapter"),
+    (["bench", "run", "--targets", "ch09.fused_l2norm", "--budget-s", "nan"], "--budget-s"),
+    (["bench", "run", "--targets", "ch09.fused_l2norm", "--processes", "0"], "--processes"),
+    (["bench", "ab", "--targets", "ch09.fused_l2norm", "--base", "HEAD", "--budget-s", "inf"], "--budget-s"),
 ])
 def test_a_bad_number_is_a_usage_error_before_anything_runs(args, option, db, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
