@@ -23,7 +23,7 @@ from ..store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from ..model.run_data import RunData
 from .reads import read_for_page, read_to_open
 from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
-from ..store.select import resolve_run, select_runs
+from ..store.select import check_stored_pair, resolve_run, select_runs
 from ..store.variants import check_variant
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
@@ -289,7 +289,9 @@ class RunDatabase:
         from ..render.output.cards import axes_of, draw_cards
 
         with store_db.Reader(self.path) as conn:
-            listing = [r for r in conn.list_runs() if r.get("pair") == pair]
+            every = conn.list_runs()
+        check_stored_pair(every, pair)             # a typo: close names, not "stored on 0 card(s)"
+        listing = [r for r in every if r.get("pair") == pair]
         latest = {card_name(r.get("gpu_name")): r["run_id"] for r in sorted(listing, key=lambda r: r["created_at"] or "")}
         if len(latest) < 2:
             raise UnknownTargetError(f"{pair} is stored on {len(latest)} card(s) ({', '.join(latest) or 'none'}); "

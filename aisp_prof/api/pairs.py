@@ -21,15 +21,21 @@ if TYPE_CHECKING:
 
 def pair_list(chapter: str | None = None, paths: Sequence[str] = ()) -> list[dict[str, Any]]:
     """`list` rows (the pairs here, and whether each can run), for one chapter or all, or for
-    the pair files and folders `paths` (pairs.files)."""
-    from ..naming import chapter_key
+    the pair files and folders `paths` (pairs.files). A chapter none of them is in is
+    UnknownTargetError (exit 2) naming the chapters there are."""
+    from ..arguments import optional_text, texts
     from ..pairs.capabilities import detect_machine, listing
-    from ..pairs.discovery import discover_here
+    from ..pairs.discovery import check_chapter, discover_here
     from ..pairs.files import load_target
 
-    want = chapter_key(chapter) if chapter else None
+    chapter = optional_text(chapter, "chapter")
+    paths = texts(paths, "paths")                            # one path is one, not its letters
     pairs, unimportable = ([p for t in paths for p in load_target(t)], []) if paths else discover_here()
-    return [r for r in listing(pairs, detect_machine(), unimportable) if want is None or r["chapter_key"] == want]
+    rows = listing(pairs, detect_machine(), unimportable)
+    if not chapter:
+        return rows
+    want = check_chapter(chapter, [r["chapter_key"] for r in rows])
+    return [r for r in rows if r["chapter_key"] == want]
 
 
 def new_pair(name: str, folder: Path = Path("."), chapter: int = 0) -> NewPair:

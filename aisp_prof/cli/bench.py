@@ -236,7 +236,10 @@ def bench_agree(targets: tuple[str, ...], card: str | None, db: Path | None, as_
     """
     from ..bench.agree import agree, agree_error
 
-    found = agree(database(db), targets, card)
+    runs = database(db)
+    if targets:                   # a target no stored run is of (a typo): exit 2 with close names, as `report --targets`
+        runs.select((), targets)
+    found = agree(runs, targets, card)
     if as_json:
         echo_json([a.to_dict() for a in found])
     else:

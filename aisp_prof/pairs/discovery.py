@@ -7,15 +7,14 @@ from the sources instead (`static`), so `list` and `history` work without torch.
 """
 from __future__ import annotations
 
-import difflib
 import importlib.util
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..arguments import INT64_MAX
 from ..errors import RequirementError, SizesError, UnknownTargetError, shorten
-from ..naming import chapter_key
+from ..naming import chapter_key, close_names
 from ..paths import data_root, kernels_extra_install
 from .model import KernelPair
 from .static import PairInfo, pair_infos, pair_modules, read_pair_info
@@ -116,9 +115,21 @@ def check_name(name: str, root: Path | None = None) -> str:
 
 
 def _unknown(name: str, known: list[str], what: str, listing: str) -> UnknownTargetError:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    close = close_names(name, known)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; `{listing}` shows them"
     return UnknownTargetError(f"unknown {what} {name!r}{hint}")
+
+
+def check_chapter(chapter: str, keys: Iterable[str]) -> str:
+    """The chapter key of `chapter` ('ch9' -> 'ch09') if it is among the chapter `keys` of the pairs, else
+    UnknownTargetError naming those there are (a typo was an empty listing, exit 0)."""
+    key = chapter_key(chapter)
+    chapters = sorted(set(keys))
+    if key is not None and key in chapters:
+        return key
+    close = close_names(chapter.strip().lower(), chapters)[:1]
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise UnknownTargetError(f"no pair in chapter {chapter!r}; {hint}the chapters: {', '.join(chapters) or 'none'}")
 
 
 def find(name: str, root: Path | None = None) -> KernelPair:

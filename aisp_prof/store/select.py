@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 from ..arguments import text as checked_text, texts
 from ..errors import UnknownTargetError
-from ..naming import chapter_key, chapter_of_pair
+from ..naming import chapter_key, chapter_of_pair, close_names
 
 Listing = Sequence[dict[str, Any]]
 RUN_WHAT = "a run id, a unique prefix of one, 'latest', or a pair or job name"
@@ -62,11 +62,22 @@ def _target_runs(latest: dict[str, str], target: str) -> list[str]:
             (key == target or (chapter is not None and chapter_of_pair(key) == chapter))]
     if hits:
         return hits
+    raise UnknownTargetError(f"no stored run of target {target!r}{_stored_hint(target, latest)}")
+
+
+def _stored_hint(target: str, latest: dict[str, str]) -> str:
+    """'; did you mean ch09.fused_l2norm?' (stored pairs and their chapters), else the stored pairs."""
     pairs = sorted(k for k in latest if not k.startswith("label:"))
-    close = difflib.get_close_matches(target, pairs, n=3, cutoff=0.4)
-    hint = (f"; did you mean {', '.join(close)}?" if close else
+    close = close_names(target, pairs, cutoff=0.4)
+    return (f"; did you mean {', '.join(close)}?" if close else
             f"; stored pairs: {', '.join(pairs)}" if pairs else "; no stored run names a pair")
-    raise UnknownTargetError(f"no stored run of target {target!r}{hint}")
+
+
+def check_stored_pair(listing: Listing, pair: str) -> None:
+    """UnknownTargetError with close names unless a stored run is of the pair called `pair`."""
+    latest = latest_by_pair(listing)
+    if checked_text(pair, "pair", "a pair's name") not in latest:
+        raise UnknownTargetError(f"no stored run of pair {pair!r}{_stored_hint(pair, latest)}")
 
 
 def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[str] = (),

@@ -87,3 +87,28 @@ def test_the_library_check_refuses_what_the_cli_does():
         with pytest.raises(ArgumentError):
             CheckRequest(("ch09.fused_l2norm",), **bad)
     assert CheckRequest("ch09.fused_l2norm").targets == ("ch09.fused_l2norm",)
+
+
+@pytest.mark.parametrize("args, said", [
+    (["list", "--chapter", "ch99"], ["no pair in chapter 'ch99'", "did you mean ch09?", "ch10"]),
+    (["list", "--chapter", "ch1O"], ["did you mean ch10?"]),
+    (["bench", "list-targets", "--chapter", "ch99"], ["no pair in chapter 'ch99'", "ch09"]),
+    (["list", "ch09"], ["no pair file ch09", "aisp-prof list --chapter ch09"]),
+    (["list", "ch09.fused_l2norm"], ["aisp-prof list --chapter ch09"]),
+    (["run", "ch1O"], ["unknown target 'ch1O'", "did you mean ch10"]),
+])
+def test_a_typo_of_a_chapter_is_exit_2_with_the_chapters(args, said):
+    result = invoke(*args)
+    one_error_line(result, 2, *said)
+    assert not result.stdout
+
+
+@pytest.mark.parametrize("args, said", [
+    (["compare", "ch10.clustr_group", "--cards"], ["no stored run of pair 'ch10.clustr_group'",
+                                                   "did you mean ch10.cluster_group"]),
+    (["bench", "agree", "--targets", "ch1O"], ["no stored run of target 'ch1O'", "did you mean ch10"]),
+    (["bench", "agree", "--targets", "ch10.cluster_grup"], ["did you mean ch10.cluster_group"]),
+    (["report", "--targets", "ch1O"], ["did you mean ch10"]),
+])
+def test_a_typo_of_a_stored_name_is_exit_2_with_close_names(args, said, db):
+    one_error_line(invoke(*args, "--db", db), 2, *said)
