@@ -14,7 +14,7 @@ import pandas as pd
 from ..analyze.kernels.table import (KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_columns, kernel_records,
                                      kernel_sources)
 from .. import arguments as arg
-from ..errors import AispError, ExportParseError, UnknownTargetError
+from ..errors import AispError, ArgumentError, ExportParseError, UnknownTargetError
 from ..pairs.declared import declared
 from ..store import db as store_db
 from ..store.calibrations import db_calibrations, file_calibrations, merge_calibrations
@@ -207,8 +207,8 @@ class RunDatabase:
         compute, hidden comm %, idle, finish), bandwidth (per collective), stragglers, warnings."""
         opened = self.open(run, tables=("timeline", "ranks"))
         if opened.ranks is None:
-            raise ExportParseError(f"run {opened.run_id} has one rank: `ranks` analyses runs of several "
-                                   "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
+            raise ArgumentError(f"run {opened.run_id} has one rank: `ranks` analyses runs of several "
+                                "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
         return opened.ranks.frames()
 
     def summary(self, run: str = "latest") -> pd.DataFrame:

@@ -8,7 +8,7 @@ import click
 
 from ..errors import INTERRUPTED_EXIT_CODE
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
-                     finite_number, table_width, terminate_as_interrupt, whole_number, wide_option)
+                     finite_number, output_path, table_width, terminate_as_interrupt, whole_number, wide_option)
 
 
 @click.group("bench")
@@ -115,7 +115,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               help="Start every check and timing process afresh (each imports torch: ~4 s on an H200 machine). "
                    "By default those of a GPU-timed pair are forked from one process that imported torch once; "
                    "a pair judged by host-side time always gets fresh ones.")
-@click.option("--compile-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--compile-cache", type=output_path(folder=True), default=None,
               help="Keep torch.compile's and Triton's caches in DIR between gates (e.g. --compile-cache "
                    "~/.cache/aisp-gate): a gate after a gate finds its pairs' first processes' compiles and "
                    "autotuning done (the whole book: 7.7 instead of ~11 minutes on an H200); a process that "
@@ -128,10 +128,10 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
                    "them there in later gates; every torch.compile lowering and autotune choice is still made "
                    "anew (on an H200, regional_triton 96.6 s compiling them anew, 70.4 s finding them). Runs then say "
                    "triton_binaries 'kept between runs' and count the kernels found (generated.from_store).")
-@click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--junit", "junit", type=output_path(folder=False),
               help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "
                    "message the verdict's cause (e.g. --junit gate.xml).")
-@click.option("--markdown", "markdown", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--markdown", "markdown", type=output_path(folder=False),
               help="Also write a Markdown summary to FILE, a row per pair and variant (e.g. --markdown gate.md).")
 @profiles_dir_option
 @db_option

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 import click
 
 from ..arguments import INT64_MAX
-from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message
+from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message, shorten
 from ..values import to_python
 
 
@@ -134,7 +134,7 @@ def _shared(key: str) -> Callable:
 
 
 def db_option(f: Callable, expose_value: bool = True) -> Callable:
-    return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    return click.option("--db", "db", type=click.Path(path_type=Path), default=None,    # a folder: exit 13, as README
                         callback=_shared(DB_KEY), expose_value=expose_value,
                         help="Run database (default: $AISP_PROF_DB or profiles/aisp.db).")(f)
 
@@ -160,7 +160,7 @@ def table_width() -> int | None:
 
 
 def profiles_dir_option(f: Callable) -> Callable:
-    return click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
+    return click.option("--profiles-dir", type=output_path(folder=True), default=Path("profiles"),
                         show_default=True, help="Where run folders are written.")(f)
 
 
@@ -184,6 +184,29 @@ def whole_number(minimum: int = 0, maximum: int = INT64_MAX) -> click.IntRange:
     """An option's whole number from `minimum` to `maximum` (at most SQLite's INTEGER, a C long long: a
     larger one failed as "unexpected OverflowError"); else a usage error, exit 2."""
     return click.IntRange(minimum, maximum)
+
+
+class OutputPath(click.Path):
+    """Where a command writes a file (`folder=False`) or a folder. One that exists as the other kind is an
+    OutputError (exit 14, the README's code for every output), said before anything runs: click's own
+    kind check was a usage error, exit 2 (`report --out FILE`, `new --dir FILE`)."""
+
+    def __init__(self, folder: bool):
+        super().__init__(path_type=Path)
+        self.folder = folder
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        if path.exists() and path.is_dir() != self.folder:
+            kinds = ("file", "folder") if self.folder else ("folder", "file")
+            name = f"{param.opts[0]} " if param is not None and param.opts else ""
+            raise OutputError(f"{name}{shorten(path)} is a {kinds[0]}, not a {kinds[1]}: choose another place")
+        return path
+
+
+def output_path(folder: bool) -> click.Path:
+    """The type of an option naming an output file or (`folder`) folder: `OutputPath`."""
+    return OutputPath(folder)
 
 
 def chapter_option(f: Callable) -> Callable:

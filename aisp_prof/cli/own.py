@@ -10,6 +10,7 @@ from .common import (
     db_option,
     echo_json,
     json_option,
+    output_path,
     table_width,
     whole_number,
     wide_option,
@@ -18,7 +19,7 @@ from .common import (
 
 @click.command("new")
 @click.argument("name")
-@click.option("--dir", "folder", default=".", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--dir", "folder", default=".", show_default=True, type=output_path(folder=True),
               help="Where to write <name>.py and test_<name>.py.")
 @click.option("--chapter", default=0, show_default=True, type=whole_number(0),
               help="The chapter number stored with the pair's runs.")

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from .common import (database, db_option, echo_json, json_option, profiles_dir_option, table_width, whole_number,
-                     wide_option)
+from .common import (database, db_option, echo_json, json_option, output_path, profiles_dir_option, table_width,
+                     whole_number, wide_option)
 from .runs import print_summary
 
 
@@ -55,7 +55,7 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
     or pair files (and folders of them) outside the repository: your own pairs.
 
     Exit codes: 0 ok, 2 unknown target (or a pair file that is missing, does not parse, fails
-    on import or has no PAIR), 3 no GPU, 4 profiler or nvcc missing, 5 counter
+    on import or has no PAIR) or options at odds (--node-rank 3 --nnodes 2), 3 no GPU, 4 profiler or nvcc missing, 5 counter
     permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
     8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes,
     13 run database unusable (read-only, disk full, locked), 14 run folder not writable,
@@ -121,7 +121,7 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
               "gemm_bf16, gemm_fp16, gemm_tf32, gemm_fp8, gemm_int8, gemm_fp64.")
 @click.option("--repeats", default=30, show_default=True, type=whole_number(1),
               help="Timed calls per probe (median reported).")
-@click.option("--write-json", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--write-json", type=output_path(folder=True),
               help="Also write DIR/<hardware_key>.json (commit it under profiles/calibration/).")
 @click.option("--profile", is_flag=True, help="Also profile the probes under ncu into a run folder, stored as a run.")
 @profiles_dir_option

@@ -11,7 +11,8 @@ import click
 
 from ..errors import OutputError, os_error_message, shorten
 from ..naming import PRECISIONS
-from .common import database, db_option, echo_json, json_option, table_width, terminate_as_interrupt, wide_option
+from .common import (database, db_option, echo_json, json_option, output_path, table_width, terminate_as_interrupt,
+                     wide_option)
 
 
 @click.command("roofline")
@@ -84,7 +85,7 @@ def _write_chart(result: Any, out: Path, **options: Any) -> Path:
 @click.argument("runs", nargs=-1)
 @click.option("--targets", multiple=True, help="A chapter (ch09) or pair name: the latest stored run of "
               "each matching pair (repeatable or comma-separated).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=output_path(folder=True),
               help="Report folder (default: reports/<pair>-<run time> for one run, reports/report-<UTC time> "
                    "for several); a previous report there is replaced.")
 @click.option("--open", "open_browser", is_flag=True, help="Open index.html in the default web browser.")
@@ -125,7 +126,7 @@ def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None
 @click.argument("pair")
 @click.option("--cards", is_flag=True, required=True,
               help="Side by side, the pair's latest run on each card it is stored on (the only comparison so far).")
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--plot", "plot_dir", type=output_path(folder=True),
               help="Also draw the pair's DRAM roofline on each card, all on the same axes, as DIR/<pair>.<card>.png.")
 @db_option
 @json_option

@@ -112,3 +112,41 @@ def test_a_typo_of_a_chapter_is_exit_2_with_the_chapters(args, said):
 ])
 def test_a_typo_of_a_stored_name_is_exit_2_with_close_names(args, said, db):
     one_error_line(invoke(*args, "--db", db), 2, *said)
+
+
+@pytest.mark.parametrize("args, kind", [
+    (["report", "latest", "--out", "{file}"], "is a file, not a folder"),
+    (["compare", "ch10.cluster_group", "--cards", "--plot", "{file}"], "is a file, not a folder"),
+    (["new", "mine.fused_relu", "--dir", "{file}"], "is a file, not a folder"),
+    (["sanitize", "ch09.fused_l2norm", "--log-dir", "{file}"], "is a file, not a folder"),
+    (["bench", "run", "--targets", "ch09", "--junit", "{folder}"], "is a folder, not a file"),
+    (["run", "ch09.fused_l2norm", "--profiles-dir", "{file}"], "is a file, not a folder"),
+])
+def test_an_output_of_the_wrong_kind_is_exit_14_and_left_alone(args, kind, db, tmp_path):
+    file, folder = tmp_path / "taken.txt", tmp_path / "taken"
+    file.write_text("mine")
+    folder.mkdir()
+    args = [a.format(file=file, folder=folder) for a in args]
+    extra = ["--db", db] if args[0] in ("report", "compare", "bench", "run") else []
+    one_error_line(invoke(*args, *extra), 14, kind, "choose another place")
+    assert file.read_text() == "mine" and list(folder.iterdir()) == []
+
+
+def test_a_folder_as_the_database_is_exit_13(tmp_path):
+    for args in (["--db", tmp_path, "runs"], ["runs", "--db", tmp_path], ["import", L2NORM, "--db", tmp_path]):
+        one_error_line(invoke(*args), 13, "is a folder")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ranks_of_a_one_rank_run_is_a_wrong_argument(db):
+    one_error_line(invoke("ranks", L2NORM.name, "--db", db), 2, "has one rank")
+
+
+@pytest.mark.parametrize("flags, said", [
+    (["--node-rank", "3", "--nnodes", "2"], "--node-rank 3 is not a node of --nnodes 2"),
+    (["--node-rank", "3", "--nnodes", "2", "--nproc-per-node", "2"], "--node-rank 3 is not a node of --nnodes 2"),
+    (["--node-rank", "1", "--nnodes", "2", "--nproc-per-node", "2"], "needs --rdzv-endpoint"),
+    (["--node-rank", "1", "--nnodes", "2", "--nproc-per-node", "2", "--rdzv-endpoint", "head"], "not HOST:PORT"),
+])
+def test_run_options_at_odds_are_exit_2_not_cannot_run_here(flags, said, db):
+    one_error_line(invoke("run", "ch14.quantized_allreduce", *flags, "--db", db), 2, said)
