@@ -45,6 +45,14 @@ class AispGroup(click.Group):
             fail(ctx, f"unexpected {type(exc).__name__}{': ' + text if text else ''} (a malformed input or a bug; "
                       "`aisp-prof -v ...` prints the traceback to report it)", 1)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """The subcommand; `--json` before one that prints no JSON is a usage error, as after it (it was ignored)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if ctx.meta.get(JSON_KEY) and command is not None and not isinstance(command, click.Group) and not any(
+                "--json" in getattr(p, "opts", ()) for p in command.params):
+            raise click.UsageError(f"--json: `aisp-prof {name}` has no JSON output", ctx)
+        return name, command, rest
+
     def _invoke_known(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

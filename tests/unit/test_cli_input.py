@@ -150,3 +150,24 @@ def test_ranks_of_a_one_rank_run_is_a_wrong_argument(db):
 ])
 def test_run_options_at_odds_are_exit_2_not_cannot_run_here(flags, said, db):
     one_error_line(invoke("run", "ch14.quantized_allreduce", *flags, "--db", db), 2, said)
+
+
+@pytest.mark.slow
+def test_report_json_is_the_same_before_and_after_the_command_and_says_no_label(db, tmp_path):
+    import json
+
+    before = invoke("--json", "report", CLUSTER.name, "--out", tmp_path / "a", "--db", db)
+    after = invoke("report", CLUSTER.name, "--out", tmp_path / "b", "--json", "--db", db)
+    assert before.exit_code == after.exit_code == 0, (before.output, after.output)
+    first, second = json.loads(before.stdout), json.loads(after.stdout)
+    assert first["index"] == str(tmp_path / "a" / "index.html") and second["out_dir"] == str(tmp_path / "b")
+    assert [p.rsplit("/", 1)[1] for p in first["pages"]] == [p.rsplit("/", 1)[1] for p in second["pages"]]
+    plain = invoke("report", CLUSTER.name, "--out", tmp_path / "c", "--db", db)
+    assert plain.stdout == f"{tmp_path / 'c' / 'index.html'}\n" and plain.stderr == ""     # no progress label
+
+
+def test_json_before_a_command_without_json_output_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)                          # without the check, quickstart ran (and wrote here)
+    result = invoke("--json", "quickstart", "--db", tmp_path / "a.db")
+    assert result.exit_code == 2 and "`aisp-prof quickstart` has no JSON output" in result.output
+    assert list(tmp_path.iterdir()) == []
