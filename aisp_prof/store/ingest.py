@@ -24,7 +24,7 @@ from ..parse.ncu.whole import check_launch_count
 from ..paths import samples_dir
 from . import identity
 from .db import Reader, write_run
-from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
+from .ingest_job import check_job_exports, fill_from_job, load_job_exports, run_dir_exports
 from ..model.run_data import RunData
 
 
@@ -279,6 +279,7 @@ def store_job(db: Path, paths: list[Path], job: str, label: str | None = None, r
         if not p.exists():
             raise ExportParseError(f"{p}: no such file or folder")
         files += sorted([*p.glob("*.sqlite"), *p.glob("*.sqlite.gz")], key=_natural) if p.is_dir() else [p]
+    check_job_exports(files)
     return store_keyed(db, files, lambda _: load_job_exports(files, job, label, _with_variant, _run_row), replace)
 
 

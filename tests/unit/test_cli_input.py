@@ -171,3 +171,11 @@ def test_json_before_a_command_without_json_output_is_a_usage_error(tmp_path, mo
     result = invoke("--json", "quickstart", "--db", tmp_path / "a.db")
     assert result.exit_code == 2 and "`aisp-prof quickstart` has no JSON output" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_import_job_refuses_an_ncu_csv_even_when_it_is_stored_already(tmp_path):
+    csv, db = L2NORM / "ncu_raw.csv.gz", tmp_path / "a.db"
+    assert invoke("import", csv, "--db", db).exit_code == 0
+    for _ in range(2):                 # the same answer on a database that holds it as on a fresh one
+        one_error_line(invoke("import", "--job", "job42", csv, "--db", db), 6, "--job takes nsys SQLite exports")
+        db = tmp_path / "fresh.db"
