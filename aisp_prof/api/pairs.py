@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorrectnessError, UnknownTargetError
+from ..errors import CorrectnessError, NoGpuError, UnknownTargetError
 
 if TYPE_CHECKING:
     from ..collect.correctness.shape_check import ShapeResult
@@ -279,6 +279,9 @@ def _check_variants(pair: KernelPair, machine: Machine, wanted: tuple[str, ...],
         here = [v for v in names if not (set(pair.needs(v)) & GPU_ONLY) and set(pair.needs(v)) <= machine.have]
         return (here, "") if "baseline" in here else ([], "the baseline needs a GPU")
     answer = runnable(pair, machine, wanted)
-    if not answer.ok and not machine.gpu:
-        answer.require()                         # no GPU at all: exit 3, as `run` does
+    if not answer.ok and not machine.gpu:        # no GPU at all: exit 3, as `run` does, saying what checks here
+        if answer.error is NoGpuError:
+            raise NoGpuError(f"{pair.name}: {answer.reason}; `aisp-prof check --device cpu` checks the variants "
+                             "that need no GPU (Triton's under TRITON_INTERPRET=1)")
+        answer.require()
     return (list(answer.variants), "") if answer.ok else ([], answer.reason)

@@ -68,7 +68,7 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
       aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
       aisp-prof run ch14.quantized_allreduce --nproc-per-node 2   # torchrun, nsys on every rank
       aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 2   # 2 agents ("nodes"), one host
-      aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 8 --node-rank 0 \
+      aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 8 --node-rank 0 \\
           --rdzv-endpoint head:29500 --profiles-dir /shared/profiles    # on head; node 1 the same with 1
       aisp-prof run ch14.quantized_allreduce --launcher slurm --nnodes 2 --nproc-per-node 4   # in sbatch
     """

@@ -353,7 +353,10 @@ def remove_runs(path: Path, runs: Sequence[str]) -> list[dict[str, Any]]:
     that matches no run is UnknownTargetError before anything is removed; a missing database is
     MissingDatabaseError, nothing made. One str is one run (not its letters)."""
     runs = texts(runs, "runs", RUN_WHAT)
-    Reader(path).close()                  # missing, or not aisp-prof's: refused before a writer opens it
+    with Reader(path) as reader:          # missing, not aisp-prof's, or a name that matches no run (an empty
+        listing = reader.list_runs()      # file's none): refused before a writer opens it, the file untouched
+    for text in runs:
+        resolve_run(listing, text, str(path))
     with writing(path) as db:
         listing = _list_runs(db)
         chosen = list(dict.fromkeys(resolve_run(listing, text, str(path)) for text in runs))

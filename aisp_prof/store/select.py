@@ -40,7 +40,8 @@ def resolve_run(listing: Listing, text: str, where: str = "the database") -> str
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}")
+        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+        raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}{more}; give more of the id")
     names = sorted({r[k] for r in listing for k in ("pair", "job") if r.get(k)})
     close = difflib.get_close_matches(text, runs + names, n=3,
                                       cutoff=0.4)

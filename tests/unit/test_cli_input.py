@@ -179,3 +179,36 @@ def test_import_job_refuses_an_ncu_csv_even_when_it_is_stored_already(tmp_path):
     for _ in range(2):                 # the same answer on a database that holds it as on a fresh one
         one_error_line(invoke("import", "--job", "job42", csv, "--db", db), 6, "--job takes nsys SQLite exports")
         db = tmp_path / "fresh.db"
+
+
+def test_run_help_keeps_its_multi_node_example_on_two_lines():
+    lines = invoke("run", "--help").output.splitlines()
+    assert max(len(line) for line in lines) <= 120, max(lines, key=len)
+    assert any(line.rstrip().endswith("--node-rank 0 \\") for line in lines)
+
+
+def test_rm_on_an_empty_file_leaves_it_empty(tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    one_error_line(invoke("rm", "latest", "--db", empty), 2, "no runs in")
+    assert empty.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+
+
+def test_an_ambiguous_prefix_says_how_many_more_it_matches():
+    from aisp_prof.errors import UnknownTargetError
+    from aisp_prof.store.select import resolve_run
+
+    listing = [{"run_id": f"20261126T0{i}0000Z-ch09.x-{i}", "pair": None, "job": None} for i in range(8)]
+    with pytest.raises(UnknownTargetError, match=r"is ambiguous: .* and 3 more; give more of the id$"):
+        resolve_run(listing, "2026")
+
+
+def test_check_without_a_gpu_says_device_cpu(monkeypatch):
+    import dataclasses
+
+    from aisp_prof.pairs import capabilities
+
+    here = capabilities.detect_machine()
+    none = dataclasses.replace(here, cc=None, gpu_name=None, gpu_count=0, have=here.have - {"gpu"})
+    monkeypatch.setattr(capabilities, "detect_machine", lambda *a, **k: none)
+    one_error_line(invoke("check", "ch09.fused_l2norm"), 3, "no CUDA GPU", "--device cpu")
