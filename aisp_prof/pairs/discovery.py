@@ -111,11 +111,11 @@ def check_name(name: str, root: Path | None = None) -> str:
     names = pair_names(root)
     if name in names:
         return name
-    raise _unknown(name, names, "target", "aisp-prof list")
+    raise _unknown(name, names, "target", "aisp-prof list", chapters=False)
 
 
-def _unknown(name: str, known: list[str], what: str, listing: str) -> UnknownTargetError:
-    close = close_names(name, known)
+def _unknown(name: str, known: list[str], what: str, listing: str, chapters: bool = True) -> UnknownTargetError:
+    close = close_names(name, known, chapters=chapters)        # `chapters`: where a chapter is a target too
     hint = f"; did you mean {', '.join(close)}?" if close else f"; `{listing}` shows them"
     return UnknownTargetError(f"unknown {what} {name!r}{hint}")
 
@@ -137,7 +137,7 @@ def find(name: str, root: Path | None = None) -> KernelPair:
     pairs = {p.name: p for p in discover(root)}
     if name in pairs:
         return pairs[name]
-    raise _unknown(name, list(pairs), "target", "aisp-prof list")
+    raise _unknown(name, list(pairs), "target", "aisp-prof list", chapters=False)
 
 
 def select(targets: list[str], root: Path | None = None) -> list[KernelPair]:

@@ -66,10 +66,10 @@ def _target_runs(latest: dict[str, str], target: str) -> list[str]:
     raise UnknownTargetError(f"no stored run of target {target!r}{_stored_hint(target, latest)}")
 
 
-def _stored_hint(target: str, latest: dict[str, str]) -> str:
-    """'; did you mean ch09.fused_l2norm?' (stored pairs and their chapters), else the stored pairs."""
+def _stored_hint(target: str, latest: dict[str, str], chapters: bool = True) -> str:
+    """'; did you mean ch09.fused_l2norm?' (stored pairs, and with `chapters` theirs), else the stored pairs."""
     pairs = sorted(k for k in latest if not k.startswith("label:"))
-    close = close_names(target, pairs, cutoff=0.4)
+    close = close_names(target, pairs, cutoff=0.4, chapters=chapters)
     return (f"; did you mean {', '.join(close)}?" if close else
             f"; stored pairs: {', '.join(pairs)}" if pairs else "; no stored run names a pair")
 
@@ -78,7 +78,7 @@ def check_stored_pair(listing: Listing, pair: str) -> None:
     """UnknownTargetError with close names unless a stored run is of the pair called `pair`."""
     latest = latest_by_pair(listing)
     if checked_text(pair, "pair", "a pair's name") not in latest:
-        raise UnknownTargetError(f"no stored run of pair {pair!r}{_stored_hint(pair, latest)}")
+        raise UnknownTargetError(f"no stored run of pair {pair!r}{_stored_hint(pair, latest, chapters=False)}")
 
 
 def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[str] = (),

@@ -212,3 +212,12 @@ def test_check_without_a_gpu_says_device_cpu(monkeypatch):
     none = dataclasses.replace(here, cc=None, gpu_name=None, gpu_count=0, have=here.have - {"gpu"})
     monkeypatch.setattr(capabilities, "detect_machine", lambda *a, **k: none)
     one_error_line(invoke("check", "ch09.fused_l2norm"), 3, "no CUDA GPU", "--device cpu")
+
+
+def test_close_names_offer_chapters_only_where_a_chapter_is_a_target():
+    from aisp_prof.naming import close_names
+
+    names = ["ch10.batch", "ch10.cluster_group", "ch09.triton"]
+    assert close_names("ch1O", names)[0] == "ch10" and close_names("ch99", names)[0] == "ch09"
+    assert "ch10" not in close_names("ch1O", names, chapters=False)     # `history` takes a pair, not a chapter
+    assert "ch10" not in close_names("ch10", names)                      # never the name itself
