@@ -237,7 +237,7 @@ def bench_agree(targets: tuple[str, ...], card: str | None, db: Path | None, as_
     from ..bench.agree import agree, agree_error
 
     runs = database(db)
-    if targets:                   # a target no stored run is of (a typo): exit 2 with close names, as `report --targets`
+    if targets:                   # a target no stored run is of (a typo): exit 2 with close names
         runs.select((), targets)
     found = agree(runs, targets, card)
     if as_json:

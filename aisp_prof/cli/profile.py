@@ -55,8 +55,8 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
     or pair files (and folders of them) outside the repository: your own pairs.
 
     Exit codes: 0 ok, 2 unknown target (or a pair file that is missing, does not parse, fails
-    on import or has no PAIR) or options at odds (--node-rank 3 --nnodes 2), 3 no GPU, 4 profiler or nvcc missing, 5 counter
-    permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
+    on import or has no PAIR) or options at odds (--node-rank 3 --nnodes 2), 3 no GPU, 4 profiler
+    or nvcc missing, 5 counter permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
     8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes,
     13 run database unusable (read-only, disk full, locked), 14 run folder not writable,
     130 interrupted (Ctrl-C; the partial run folder is removed).
