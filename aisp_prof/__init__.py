@@ -14,7 +14,8 @@ function) closes a circle (tests/test_house.py keeps both, from STAGES):
 
     0. shared   errors, units, naming, paths, stats, export_rows, sqlite_frames, tools (finding
                 ncu/nsys/nvcc/CUTLASS), model/ (RunData, LaunchMetrics: the records every stage holds), values
-                (numpy/NaN to plain Python, a number or None, a column's sum or None)
+                (numpy/NaN to plain Python, a number or None, a column's sum or None), arguments (what a
+                caller hands the library, checked where it comes in)
     1. pairs    what a pair declares and whether it can run here
     2. parse    profiler exports (ncu, nsys, PTX/SASS) -> tidy frames
     3. collect  the GPU side: profiling children, run folders, `nsys export`
@@ -30,7 +31,8 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-STAGES = (("errors", "units", "naming", "paths", "stats", "export_rows", "sqlite_frames", "tools", "model", "values"),
+STAGES = (("errors", "units", "naming", "paths", "stats", "export_rows", "sqlite_frames", "tools", "model", "values",
+           "arguments"),
           ("pairs",), ("parse",), ("collect",), ("store",), ("analyze",), ("render",), ("bench", "calibrate"),
           ("api",), ("",), ("cli",), ("__main__",))
 __all__ = ["open_db", "sample_runs", "RunDatabase", "RunResult", "api"]

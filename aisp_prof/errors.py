@@ -36,6 +36,14 @@ class UnknownTargetError(AispError):
     exit_code = 2
 
 
+class ArgumentError(AispError):
+    """An argument or option of the wrong type, out of range, or at odds with another (`--node-rank 3
+    --nnodes 2`), or a run the command does not apply to (`ranks` of a one-rank run): the caller's
+    mistake, said before anything runs (as click's usage errors, exit 2)."""
+
+    exit_code = 2
+
+
 class NoGpuError(AispError):
     """A command that needs a CUDA GPU ran where there is none."""
 

@@ -3,11 +3,13 @@ precisions. One definition each, so the collector, the parsers and the database 
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 import secrets
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Iterable
 
 # files of a run folder (profiles/<run-id>/)
 RUN_JSON = "run.json"
@@ -95,6 +97,17 @@ def chapter_key(text: str) -> str | None:
 def chapter_of_pair(pair: str | None) -> str | None:
     """'ch09.fused_l2norm' -> 'ch09'."""
     return chapter_key(pair.split(".", 1)[0]) if pair else None
+
+
+def close_names(name: str, known: Iterable[str], cutoff: float = 0.5, chapters: bool = True) -> list[str]:
+    """What a "did you mean" offers for a name not among `known`: the closest (at most 3, best first),
+    with `chapters` the chapters of the pairs named among them (`ch99` -> ch09), a chapter typed with
+    the letter O for a zero first (`ch1O` -> ch10)."""
+    names = list(dict.fromkeys(known))
+    chapters_of = sorted({c for n in names if (c := chapter_of_pair(n))} - set(names)) if chapters else []
+    close = [c for c in difflib.get_close_matches(name, names + chapters_of, n=4, cutoff=cutoff) if c != name][:3]
+    zero = chapter_key(re.sub("[oO]", "0", name))
+    return [zero, *(c for c in close if c != zero)][:3] if zero in chapters_of + names and zero != name else close
 
 
 def hardware_key(gpu_name: str | None, gpu_count: int = 1) -> str:

@@ -9,8 +9,9 @@
 
 This is the only package that chains the stages: the store reads a run (one open of the
 database), analysis computes from the RunData it is handed, render draws what it is given. A
-RUN argument is a run id, a unique prefix, 'latest' or a pair name (its latest run). Every CLI
-command is one call into this package.
+RUN argument is a run id, a unique prefix, 'latest' or a pair name (its latest run); None or any
+other type is an ArgumentError (exit 2), never silently the latest run, and one str where a
+sequence is taken is one item (`aisp_prof.arguments`). Every CLI command is one call into this package.
 """
 from __future__ import annotations
 

@@ -13,7 +13,8 @@ import pandas as pd
 
 from ..analyze.kernels.table import (KERNEL_FIELDS, KERNEL_FLOPS, KERNEL_RECORD_LAYOUT, kernel_columns, kernel_records,
                                      kernel_sources)
-from ..errors import AispError, ExportParseError, UnknownTargetError
+from .. import arguments as arg
+from ..errors import AispError, ArgumentError, ExportParseError, UnknownTargetError
 from ..pairs.declared import declared
 from ..store import db as store_db
 from ..store.calibrations import db_calibrations, file_calibrations, merge_calibrations
@@ -22,7 +23,7 @@ from ..store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from ..model.run_data import RunData
 from .reads import no_generated_code, read_for_page, read_generated, read_to_open
 from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
-from ..store.select import resolve_run, select_runs
+from ..store.select import check_stored_pair, resolve_run, select_runs
 from ..store.variants import check_variant
 
 if TYPE_CHECKING:      # imported where used: `aisp-prof runs` should not pay for analysis and charts
@@ -39,7 +40,7 @@ HISTORY_TABLES = ("kernels", "ranges", "range_levels", "timings")
 
 def open_db(path: str | Path | None = None) -> RunDatabase:
     """The run database at `path` (default: $AISP_PROF_DB, else profiles/aisp.db)."""
-    return RunDatabase(store_db.db_path(path))
+    return RunDatabase(store_db.db_path(None if path is None else arg.path(path, "the database path")))
 
 
 def sample_runs() -> list[Path]:
@@ -88,7 +89,8 @@ class RunDatabase:
         """`open` of several runs in one open of the database."""
         with store_db.Reader(self.path) as conn:
             listing = conn.list_runs()
-            data = [declared(read_to_open(conn, resolve_run(listing, r, str(self.path)), tables)) for r in runs]
+            data = [declared(read_to_open(conn, resolve_run(listing, r, str(self.path)), tables))
+                    for r in arg.texts(runs, "runs")]
             in_db = db_calibrations(conn)
         calibrations = merge_calibrations(in_db, file_calibrations(self.calibration_dirs))
         return [Run(d, calibrations) for d in data]
@@ -113,7 +115,7 @@ class RunDatabase:
         `replace` replaces it (`store.identity`), the replaced ids appended to `replaced`."""
         from ..collect.output.rep_export import exported_sqlite, is_nsys_report
 
-        path = Path(path)
+        path = arg.path(path, "path")
         via = exported_sqlite if is_nsys_report(path) and path.exists() else None
         if via is not None and not path.is_file():
             raise ExportParseError(f"{path}: not a file")
@@ -125,11 +127,11 @@ class RunDatabase:
         already stored, failed with the one-line message and exit code; `api.imports`)."""
         from .imports import import_each
 
-        return import_each(self, [Path(p) for p in paths], label, replace)
+        return import_each(self, arg.paths(paths, "paths"), label, replace)       # one path is one item
 
     def import_job(self, paths: Sequence[str | Path], job: str, label: str | None = None, replace: bool = False) -> str:
         """One job's per-rank nsys SQLite exports (or folders) as one run (`store.ingest_job`); its id."""
-        return store_job(self.path, [Path(p) for p in paths], job, label, replace)
+        return store_job(self.path, arg.paths(paths, "paths"), arg.text(job, "job"), label, replace)
 
     def remove(self, runs: Sequence[str]) -> list[dict[str, Any]]:
         """Remove runs (ids, prefixes, 'latest', pair or job names) and every row of them, in one
@@ -145,7 +147,7 @@ class RunDatabase:
         from ..analyze.timing.speedup import add_history_speedups
         from ..pairs.discovery import check_name
 
-        rows = pair_history(self.path, pair)
+        rows = pair_history(self.path, arg.text(pair, "pair", "a pair's name"))
         if not rows:
             check_name(pair)
         with store_db.Reader(self.path) as conn:
@@ -164,6 +166,7 @@ class RunDatabase:
         """`kernels()` in frames of at most `chunk_rows` launches, read as they are needed (a
         million-kernel timeline streams through `aisp-prof kernels --json`); `limit`: only the
         first launches, in stored order (SQL reads no more)."""
+        limit, chunk_rows = arg.optional_whole(limit, "limit", 0), arg.whole(chunk_rows, "chunk_rows", 1)
         with store_db.Reader(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
             if variant:
@@ -178,6 +181,7 @@ class RunDatabase:
         """Every timed call of the run's timing, in the order taken: round, process, variant, kind, time_ns; only
         `variants`' and `kind`'s where given (one the run lacks: UnknownTargetError naming what it has)."""
         from ..analyze.timing.rounds import sample_frame, select_samples
+        variants, kind = arg.texts(variants, "variants"), arg.optional_text(kind, "kind")   # "baseline": one variant
         return select_samples(sample_frame((data := self.run(run, tables=("samples",))).samples), variants, kind, data.run_id)
 
     def ranges(self, run: str = "latest") -> pd.DataFrame:
@@ -194,16 +198,18 @@ class RunDatabase:
         were kept show their innermost ranges."""
         from ..analyze.timeline.range_levels import filter_levels, levels_of
 
+        depth, max_depth = arg.optional_whole(depth, "depth", 1), arg.optional_whole(max_depth, "max_depth", 1)
         data = self.run(run, tables=("range_levels", "ranges"))
-        return filter_levels(levels_of(data.range_levels, data.ranges), depth, max_depth, name)
+        levels = levels_of(data.range_levels, data.ranges)
+        return filter_levels(levels, depth, max_depth, arg.optional_text(name, "name"))
 
     def ranks(self, run: str = "latest") -> dict[str, pd.DataFrame]:
         """A multi-rank run's frames (`analyze.ranks.report`): ranks, per_rank (busy, collective,
         compute, hidden comm %, idle, finish), bandwidth (per collective), stragglers, warnings."""
         opened = self.open(run, tables=("timeline", "ranks"))
         if opened.ranks is None:
-            raise ExportParseError(f"run {opened.run_id} has one rank: `ranks` analyses runs of several "
-                                   "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
+            raise ArgumentError(f"run {opened.run_id} has one rank: `ranks` analyses runs of several "
+                                "(aisp-prof run of a multi-GPU pair, or aisp-prof import --job)")
         return opened.ranks.frames()
 
     def summary(self, run: str = "latest") -> pd.DataFrame:
@@ -280,7 +286,9 @@ class RunDatabase:
         from ..render.output.cards import axes_of, draw_cards
 
         with store_db.Reader(self.path) as conn:
-            listing = [r for r in conn.list_runs() if r.get("pair") == pair]
+            every = conn.list_runs()
+        check_stored_pair(every, pair)             # a typo: close names, not "stored on 0 card(s)"
+        listing = [r for r in every if r.get("pair") == pair]
         latest = {card_name(r.get("gpu_name")): r["run_id"] for r in sorted(listing, key=lambda r: r["created_at"] or "")}
         if len(latest) < 2:
             raise UnknownTargetError(f"{pair} is stored on {len(latest)} card(s) ({', '.join(latest) or 'none'}); "

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorrectnessError, UnknownTargetError
+from ..errors import CorrectnessError, NoGpuError, UnknownTargetError
 
 if TYPE_CHECKING:
     from ..collect.correctness.shape_check import ShapeResult
@@ -21,15 +21,21 @@ if TYPE_CHECKING:
 
 def pair_list(chapter: str | None = None, paths: Sequence[str] = ()) -> list[dict[str, Any]]:
     """`list` rows (the pairs here, and whether each can run), for one chapter or all, or for
-    the pair files and folders `paths` (pairs.files)."""
-    from ..naming import chapter_key
+    the pair files and folders `paths` (pairs.files). A chapter none of them is in is
+    UnknownTargetError (exit 2) naming the chapters there are."""
+    from ..arguments import optional_text, texts
     from ..pairs.capabilities import detect_machine, listing
-    from ..pairs.discovery import discover_here
+    from ..pairs.discovery import check_chapter, discover_here
     from ..pairs.files import load_target
 
-    want = chapter_key(chapter) if chapter else None
+    chapter = optional_text(chapter, "chapter")
+    paths = texts(paths, "paths")                            # one path is one, not its letters
     pairs, unimportable = ([p for t in paths for p in load_target(t)], []) if paths else discover_here()
-    return [r for r in listing(pairs, detect_machine(), unimportable) if want is None or r["chapter_key"] == want]
+    rows = listing(pairs, detect_machine(), unimportable)
+    if not chapter:
+        return rows
+    want = check_chapter(chapter, [r["chapter_key"] for r in rows])
+    return [r for r in rows if r["chapter_key"] == want]
 
 
 def new_pair(name: str, folder: Path = Path("."), chapter: int = 0) -> NewPair:
@@ -118,6 +124,19 @@ class CheckRequest:
     device: str = "cuda"
     time_limit_s: float | None = None
     shard: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        """Checked as they come in (`aisp_prof.arguments`, ArgumentError): a NaN budget failed as int(nan)
+        deep inside (or drew no shape and passed), one str target was taken as its letters."""
+        from .. import arguments as arg
+
+        self.targets, self.variants = arg.texts(self.targets, "targets"), arg.texts(self.variants, "variants")
+        self.sizes = arg.optional_text(self.sizes, "sizes", "text such as 'rows=4096,cols=8192'")
+        self.budget_gb, self.budget_tflop = arg.positive(self.budget_gb, "budget_gb"), arg.positive(
+            self.budget_tflop, "budget_tflop")
+        self.time_limit_s = None if self.time_limit_s is None else arg.positive(self.time_limit_s, "time_limit_s")
+        self.fuzz, self.seed, self.trials = arg.whole(self.fuzz, "fuzz", 0), arg.whole(self.seed, "seed"), arg.whole(
+            self.trials, "trials", 1)
 
 
 @dataclass
@@ -260,6 +279,9 @@ def _check_variants(pair: KernelPair, machine: Machine, wanted: tuple[str, ...],
         here = [v for v in names if not (set(pair.needs(v)) & GPU_ONLY) and set(pair.needs(v)) <= machine.have]
         return (here, "") if "baseline" in here else ([], "the baseline needs a GPU")
     answer = runnable(pair, machine, wanted)
-    if not answer.ok and not machine.gpu:
-        answer.require()                         # no GPU at all: exit 3, as `run` does
+    if not answer.ok and not machine.gpu:        # no GPU at all: exit 3, as `run` does, saying what checks here
+        if answer.error is NoGpuError:
+            raise NoGpuError(f"{pair.name}: {answer.reason}; `aisp-prof check --device cpu` checks the variants "
+                             "that need no GPU (Triton's under TRITON_INTERPRET=1)")
+        answer.require()
     return (list(answer.variants), "") if answer.ok else ([], answer.reason)

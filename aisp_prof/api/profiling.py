@@ -158,12 +158,12 @@ def follow_node(request: RunRequest, progress: Callable[[str], None] = lambda m:
     from ..collect.process.steps import child_env
     from ..collect.ranks.follow import follow
     from ..collect.ranks.launch import Launch
-    from ..errors import RequirementError
+    from ..errors import ArgumentError
 
+    launch = Launch(request.nproc_per_node or 1, request.nnodes, request.node_rank, request.rdzv_endpoint,
+                    request.launcher).check()          # --node-rank 3 --nnodes 2: said first
     if not request.nproc_per_node:
-        raise RequirementError("--node-rank needs --nproc-per-node: the ranks this node starts")
-    launch = Launch(request.nproc_per_node, request.nnodes, request.node_rank, request.rdzv_endpoint,
-                    request.launcher).check()
+        raise ArgumentError("--node-rank needs --nproc-per-node: the ranks this node starts")
     progress(f"node {launch.node_rank} of {launch.nnodes}: following node 0's steps at {launch.rdzv_endpoint}")
     steps = follow(launch, request.profiles_dir, child_env(), run_agents, progress)
     progress(f"node {launch.node_rank}: node 0's run is done ({steps} steps); node 0 stored it")

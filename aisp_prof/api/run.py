@@ -207,7 +207,10 @@ class Run:
         and `kind`'s where given: one the run lacks is UnknownTargetError naming what it has."""
         from ..analyze.timing.rounds import sample_frame, sample_groups, select_samples, timer_kind
 
-        frame = select_samples(sample_frame(self.data.samples), variants, kind, self.run_id)
+        from ..arguments import optional_text, texts
+
+        frame = select_samples(sample_frame(self.data.samples), texts(variants, "variants"),
+                               optional_text(kind, "kind"), self.run_id)
         return sample_groups(frame, [r["variant"] for r in self.summary], timer_kind(self.headline_timer))
 
     def result(self) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import click
 
 from ..errors import INTERRUPTED_EXIT_CODE
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, profiles_dir_option,
-                     table_width, terminate_as_interrupt, wide_option)
+                     finite_number, output_path, table_width, terminate_as_interrupt, whole_number, wide_option)
 
 
 @click.group("bench")
@@ -84,22 +84,25 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
 @click.option("--targets", multiple=True, required=True, help="Chapters (ch09) or pairs; repeatable.")
 @click.option("--profile", type=click.Choice(["none", "minimal", "roofline", "full"]), default="none",
               show_default=True, help="none: timing only; minimal: + nsys; roofline: + ncu; full: + both, more metrics.")
-@click.option("--repeats", default=10, show_default=True, help="Interleaved rounds per timing process, at least.")
-@click.option("--budget-s", default=2.0, show_default=True, help="Sampling time per timing process (seconds).")
-@click.option("--floor-rounds", default=40, show_default=True, type=click.IntRange(0),
+@click.option("--repeats", default=10, show_default=True, type=whole_number(1),
+              help="Interleaved rounds per timing process, at least.")
+@click.option("--budget-s", default=2.0, show_default=True, type=finite_number(0.0),
+              help="Sampling time per timing process (seconds).")
+@click.option("--floor-rounds", default=40, show_default=True, type=whole_number(0),
               help="Where a process's budget runs out before its medians are known to 0.25%, it samples on to "
                    "this many rounds (at most 5 budgets of wall time): a slow pair's one process can decide. "
                    "0: none (e.g. --floor-rounds 0 for the old stop).")
-@click.option("--processes", default=1, show_default=True,
+@click.option("--processes", default=1, show_default=True, type=whole_number(1),
               help="Timing processes per pair, at least; a second always confirms a FASTER or SLOWER.")
-@click.option("--max-processes", default=5, show_default=True,
+@click.option("--max-processes", default=5, show_default=True, type=whole_number(1),
               help="Processes at most: the confirming one, then more while a verdict is AMBIGUOUS.")
-@click.option("--pair-budget-s", type=click.FloatRange(min=0), default=40.0, show_default=True,
+@click.option("--pair-budget-s", type=finite_number(0.0, min_open=False), default=40.0, show_default=True,
               help="Seconds a pair may take before the chase of an AMBIGUOUS verdict stops (a confirming process "
                    "always runs); the verdict's cause says why it stopped. 0: no chase.")
 @click.option("--update-expectations", is_flag=True, help="Record this run as a new session of each passing pair's "
               "evidence in expectations_<gpu>.json (refused for a throttled run).")
-@click.option("--record-processes", default=4, show_default=True, help="Timing processes of a recording session.")
+@click.option("--record-processes", default=4, show_default=True, type=whole_number(1),
+              help="Timing processes of a recording session.")
 @click.option("--force", is_flag=True, help="With --update-expectations: record a throttled run too.")
 @click.option("--strict", is_flag=True, help="AMBIGUOUS fails the gate too (exit 11): for a CI job that must decide.")
 @click.option("--expectations", type=click.Path(dir_okay=False, path_type=Path),
@@ -112,7 +115,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
               help="Start every check and timing process afresh (each imports torch: ~4 s on an H200 machine). "
                    "By default those of a GPU-timed pair are forked from one process that imported torch once; "
                    "a pair judged by host-side time always gets fresh ones.")
-@click.option("--compile-cache", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--compile-cache", type=output_path(folder=True), default=None,
               help="Keep torch.compile's and Triton's caches in DIR between gates (e.g. --compile-cache "
                    "~/.cache/aisp-gate): a gate after a gate finds its pairs' first processes' compiles and "
                    "autotuning done (the whole book: 7.7 instead of ~11 minutes on an H200); a process that "
@@ -125,10 +128,10 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
                    "them there in later gates; every torch.compile lowering and autotune choice is still made "
                    "anew (on an H200, regional_triton 96.6 s compiling them anew, 70.4 s finding them). Runs then say "
                    "triton_binaries 'kept between runs' and count the kernels found (generated.from_store).")
-@click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--junit", "junit", type=output_path(folder=False),
               help="Also write the verdicts as JUnit XML to FILE: a test case per pair and variant, a failure's "
                    "message the verdict's cause (e.g. --junit gate.xml).")
-@click.option("--markdown", "markdown", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--markdown", "markdown", type=output_path(folder=False),
               help="Also write a Markdown summary to FILE, a row per pair and variant (e.g. --markdown gate.md).")
 @profiles_dir_option
 @db_option
@@ -233,7 +236,10 @@ def bench_agree(targets: tuple[str, ...], card: str | None, db: Path | None, as_
     """
     from ..bench.agree import agree, agree_error
 
-    found = agree(database(db), targets, card)
+    runs = database(db)
+    if targets:                   # a target no stored run is of (a typo): exit 2 with close names
+        runs.select((), targets)
+    found = agree(runs, targets, card)
     if as_json:
         echo_json([a.to_dict() for a in found])
     else:
@@ -286,13 +292,13 @@ def _us(v: float | None) -> str:
 @click.option("--base", required=True, help="The base version: a kernels folder (holding chNN/<pair>.py) or a git "
               "revision (its kernels/ folder is extracted to a temporary folder; the work tree is not touched).")
 @click.option("--sizes", default=None, help="Sizes for both versions, e.g. 'n=4096' (default: the pair's).")
-@click.option("--repeats", default=10, show_default=True, type=click.IntRange(1),
+@click.option("--repeats", default=10, show_default=True, type=whole_number(1),
               help="Interleaved rounds per timing process, at least.")
-@click.option("--budget-s", default=2.0, show_default=True, type=click.FloatRange(min=0.1),
+@click.option("--budget-s", default=2.0, show_default=True, type=finite_number(0.1, min_open=False),
               help="Sampling time per timing process (seconds).")
-@click.option("--processes", default=2, show_default=True, type=click.IntRange(1),
+@click.option("--processes", default=2, show_default=True, type=whole_number(1),
               help="Timing processes, at least (the margin is learnt from their spread).")
-@click.option("--max-processes", default=4, show_default=True, type=click.IntRange(1),
+@click.option("--max-processes", default=4, show_default=True, type=whole_number(1),
               help="Processes at most: more while a verdict is AMBIGUOUS or a change is not yet confirmed.")
 @click.option("--strict", is_flag=True, help="AMBIGUOUS fails too (exit 11).")
 @json_option

@@ -6,7 +6,8 @@ from typing import Any
 import click
 
 from ..errors import INTERRUPTED_EXIT_CODE
-from .common import echo_json, json_option, table_width, terminate_as_interrupt, wide_option
+from .common import (echo_json, finite_number, json_option, table_width, terminate_as_interrupt, whole_number,
+                     wide_option)
 
 
 @click.command("check")
@@ -16,17 +17,17 @@ from .common import echo_json, json_option, table_width, terminate_as_interrupt,
 @click.option("--fuzz", type=click.IntRange(0, 10000), default=0, show_default=True, metavar="N",
               help="Also N shapes per pair drawn inside its size rules: the smallest, the largest in the budget, "
                    "then random ones (primes, one past a power-of-two tile, ...).")
-@click.option("--seed", type=int, default=0, show_default=True,
+@click.option("--seed", type=whole_number(0), default=0, show_default=True,
               help="The fuzzed shapes' seed (the same seed, the same shapes).")
-@click.option("--budget-gb", type=click.FloatRange(0.001), default=2.0, show_default=True,
+@click.option("--budget-gb", type=finite_number(0.001, min_open=False), default=2.0, show_default=True,
               help="Largest fuzzed shape: 8x the pair's analytic bytes of one call at most this.")
-@click.option("--budget-tflop", type=click.FloatRange(1e-9), default=2.0, show_default=True,
+@click.option("--budget-tflop", type=finite_number(1e-9, min_open=False), default=2.0, show_default=True,
               help="Largest fuzzed shape: its analytic FLOPs (the float64 reference computes them) at most this.")
 @click.option("--trials", type=click.IntRange(1, 10), default=1, show_default=True, help="Fresh inputs per shape.")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
               help="cpu: check in this process on CPU tensors, the variants that need no GPU (Triton's under "
                    "TRITON_INTERPRET=1).")
-@click.option("--time-limit-s", type=click.FloatRange(0.0, min_open=True), default=None, metavar="S",
+@click.option("--time-limit-s", type=finite_number(0.0), default=None, metavar="S",
               help="Start no new shape once S seconds have passed (the one in progress finishes); the rest "
                    "are reported not checked, and the exit code is an interrupt's (130, or 7 if a shape failed).")
 @click.option("--shard", callback=lambda ctx, param, value: parse_shard(value), metavar="K/N",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import shutil
 import signal
 import sqlite3
@@ -13,7 +14,8 @@ from typing import Any, Callable, Iterator
 
 import click
 
-from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message
+from ..arguments import INT64_MAX
+from ..errors import INTERRUPTED_EXIT_CODE, AispError, OutputError, StorageError, os_error_message, shorten
 from ..values import to_python
 
 
@@ -42,6 +44,14 @@ class AispGroup(click.Group):
             text = (str(exc).strip().splitlines() or [""])[0][:300]
             fail(ctx, f"unexpected {type(exc).__name__}{': ' + text if text else ''} (a malformed input or a bug; "
                       "`aisp-prof -v ...` prints the traceback to report it)", 1)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """The subcommand; `--json` before one that prints no JSON is a usage error, as after it (it was ignored)."""
+        name, command, rest = super().resolve_command(ctx, args)
+        if ctx.meta.get(JSON_KEY) and command is not None and not isinstance(command, click.Group) and not any(
+                "--json" in getattr(p, "opts", ()) for p in command.params):
+            raise click.UsageError(f"--json: `aisp-prof {name}` has no JSON output", ctx)
+        return name, command, rest
 
     def _invoke_known(self, ctx: click.Context) -> Any:
         try:
@@ -132,7 +142,7 @@ def _shared(key: str) -> Callable:
 
 
 def db_option(f: Callable, expose_value: bool = True) -> Callable:
-    return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    return click.option("--db", "db", type=click.Path(path_type=Path), default=None,    # a folder: exit 13, as README
                         callback=_shared(DB_KEY), expose_value=expose_value,
                         help="Run database (default: $AISP_PROF_DB or profiles/aisp.db).")(f)
 
@@ -158,8 +168,53 @@ def table_width() -> int | None:
 
 
 def profiles_dir_option(f: Callable) -> Callable:
-    return click.option("--profiles-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("profiles"),
+    return click.option("--profiles-dir", type=output_path(folder=True), default=Path("profiles"),
                         show_default=True, help="Where run folders are written.")(f)
+
+
+class FiniteFloat(click.FloatRange):
+    """click's FloatRange, NaN and infinity refused: they pass its range checks (every comparison with NaN is
+    false) and then failed deep inside as "unexpected ValueError" (`check --budget-gb nan`)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def finite_number(minimum: float = 0.0, min_open: bool = True) -> click.ParamType:
+    """An option's number: finite, above `minimum` (at least it, without `min_open`); else a usage error, exit 2."""
+    return FiniteFloat(minimum, min_open=min_open)
+
+
+def whole_number(minimum: int = 0, maximum: int = INT64_MAX) -> click.IntRange:
+    """An option's whole number from `minimum` to `maximum` (at most SQLite's INTEGER, a C long long: a
+    larger one failed as "unexpected OverflowError"); else a usage error, exit 2."""
+    return click.IntRange(minimum, maximum)
+
+
+class OutputPath(click.Path):
+    """Where a command writes a file (`folder=False`) or a folder. One that exists as the other kind is an
+    OutputError (exit 14, the README's code for every output), said before anything runs: click's own
+    kind check was a usage error, exit 2 (`report --out FILE`, `new --dir FILE`)."""
+
+    def __init__(self, folder: bool):
+        super().__init__(path_type=Path)
+        self.folder = folder
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        if path.exists() and path.is_dir() != self.folder:
+            kinds = ("file", "folder") if self.folder else ("folder", "file")
+            name = f"{param.opts[0]} " if param is not None and param.opts else ""
+            raise OutputError(f"{name}{shorten(path)} is a {kinds[0]}, not a {kinds[1]}: choose another place")
+        return path
+
+
+def output_path(folder: bool) -> click.Path:
+    """The type of an option naming an output file or (`folder`) folder: `OutputPath`."""
+    return OutputPath(folder)
 
 
 def chapter_option(f: Callable) -> Callable:

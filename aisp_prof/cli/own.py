@@ -10,16 +10,19 @@ from .common import (
     db_option,
     echo_json,
     json_option,
+    output_path,
     table_width,
+    whole_number,
     wide_option,
 )
 
 
 @click.command("new")
 @click.argument("name")
-@click.option("--dir", "folder", default=".", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--dir", "folder", default=".", show_default=True, type=output_path(folder=True),
               help="Where to write <name>.py and test_<name>.py.")
-@click.option("--chapter", default=0, show_default=True, help="The chapter number stored with the pair's runs.")
+@click.option("--chapter", default=0, show_default=True, type=whole_number(0),
+              help="The chapter number stored with the pair's runs.")
 @json_option
 def new_cmd(name: str, folder: Path, chapter: int, as_json: bool) -> None:
     """Write a commented template pair module (eager mul + add + relu against one fused Triton

@@ -6,7 +6,8 @@ from typing import Any
 
 import click
 
-from .common import database, db_option, echo_json, json_option, profiles_dir_option, table_width, wide_option
+from .common import (database, db_option, echo_json, json_option, output_path, profiles_dir_option, table_width,
+                     whole_number, wide_option)
 from .runs import print_summary
 
 
@@ -20,7 +21,8 @@ from .runs import print_summary
 @click.option("--nsys", help="Path to nsys (default: $AISP_NSYS, PATH, /opt/nvidia, beside ncu).")
 @click.option("--no-ncu", is_flag=True, help="Skip Nsight Compute (timeline only).")
 @click.option("--no-nsys", is_flag=True, help="Skip Nsight Systems (counters only).")
-@click.option("--nsys-iterations", default=5, show_default=True, help="Calls per variant under nsys.")
+@click.option("--nsys-iterations", default=5, show_default=True, type=whole_number(1),
+              help="Calls per variant under nsys.")
 @click.option("--timing-processes", default=1, show_default=True, type=click.IntRange(1, 20),
               help="Fresh processes timing the variants (pooled). From the second on, each also times every "
                    "variant's first call with the compile caches warm (torch.compile, Triton).")
@@ -53,8 +55,8 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
     or pair files (and folders of them) outside the repository: your own pairs.
 
     Exit codes: 0 ok, 2 unknown target (or a pair file that is missing, does not parse, fails
-    on import or has no PAIR), 3 no GPU, 4 profiler or nvcc missing, 5 counter
-    permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
+    on import or has no PAIR) or options at odds (--node-rank 3 --nnodes 2), 3 no GPU, 4 profiler
+    or nvcc missing, 5 counter permission denied, 6 bad export, 7 correctness check failed (run stored as failed),
     8 profiler failed, 9 pair cannot run on this GPU, 10 build failed, 12 bad --sizes,
     13 run database unusable (read-only, disk full, locked), 14 run folder not writable,
     130 interrupted (Ctrl-C; the partial run folder is removed).
@@ -66,7 +68,7 @@ def run_cmd(targets: tuple[str, ...], db: Path | None, as_json: bool, **options:
       aisp-prof run my_pairs/fused_relu.py      # a pair of your own (aisp-prof new)
       aisp-prof run ch14.quantized_allreduce --nproc-per-node 2   # torchrun, nsys on every rank
       aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 2   # 2 agents ("nodes"), one host
-      aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 8 --node-rank 0 \
+      aisp-prof run ch14.quantized_allreduce --nnodes 2 --nproc-per-node 8 --node-rank 0 \\
           --rdzv-endpoint head:29500 --profiles-dir /shared/profiles    # on head; node 1 the same with 1
       aisp-prof run ch14.quantized_allreduce --launcher slurm --nnodes 2 --nproc-per-node 4   # in sbatch
     """
@@ -117,8 +119,9 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
 @click.command("calibrate")
 @click.option("--probes", help="Comma-separated probes (default: all): copy_dram, stream_l2, stream_l1, fma_fp32, "
               "gemm_bf16, gemm_fp16, gemm_tf32, gemm_fp8, gemm_int8, gemm_fp64.")
-@click.option("--repeats", default=30, show_default=True, help="Timed calls per probe (median reported).")
-@click.option("--write-json", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--repeats", default=30, show_default=True, type=whole_number(1),
+              help="Timed calls per probe (median reported).")
+@click.option("--write-json", type=output_path(folder=True),
               help="Also write DIR/<hardware_key>.json (commit it under profiles/calibration/).")
 @click.option("--profile", is_flag=True, help="Also profile the probes under ncu into a run folder, stored as a run.")
 @profiles_dir_option

@@ -24,7 +24,7 @@ def ranks_cmd(run: str, variant: str | None, db: Path | None, as_json: bool) -> 
     per variant, the wire bytes per rank per call its collectives were predicted to move (2(W-1)/W of
     the payload for an all-reduce) against the transfer time measured.
 
-    Exit codes: 0 ok, 2 no such run or variant, 6 the run has one rank, 13 run database unusable.
+    Exit codes: 0 ok, 2 no such run or variant, or a run of one rank, 13 run database unusable.
 
     \b
     Examples:

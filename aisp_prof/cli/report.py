@@ -11,7 +11,8 @@ import click
 
 from ..errors import OutputError, os_error_message, shorten
 from ..naming import PRECISIONS
-from .common import database, db_option, echo_json, json_option, table_width, terminate_as_interrupt, wide_option
+from .common import (database, db_option, echo_json, json_option, output_path, table_width, terminate_as_interrupt,
+                     wide_option)
 
 
 @click.command("roofline")
@@ -84,19 +85,20 @@ def _write_chart(result: Any, out: Path, **options: Any) -> Path:
 @click.argument("runs", nargs=-1)
 @click.option("--targets", multiple=True, help="A chapter (ch09) or pair name: the latest stored run of "
               "each matching pair (repeatable or comma-separated).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", type=output_path(folder=True),
               help="Report folder (default: reports/<pair>-<run time> for one run, reports/report-<UTC time> "
                    "for several); a previous report there is replaced.")
 @click.option("--open", "open_browser", is_flag=True, help="Open index.html in the default web browser.")
 @db_option
+@json_option
 def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None, open_browser: bool,
-               db: Path | None) -> None:
+               db: Path | None, as_json: bool) -> None:
     """Write an HTML report of stored runs and print the path of its index.html: an index of
     every pair (sortable, filter by chapter, roofline thumbnails) and one page per pair (speedup,
     correctness, what bound it before and after, stalls, speed of light, memory traffic,
     kernels, nsys timeline, FLOP check, warnings, provenance). Static files that open from
     file:// with no network. RUNS are ids, prefixes or 'latest'; with neither RUNS nor
-    --targets, the latest run of every stored pair.
+    --targets, the latest run of every stored pair. --json: the paths written (index, folder, pages).
 
     \b
     Example:
@@ -111,21 +113,36 @@ def report_cmd(runs: tuple[str, ...], targets: tuple[str, ...], out: Path | None
         store = database(db)
         count = len(store.select(runs, targets))
         stop.check()
-        with click.progressbar(length=count, label="report", file=sys.stderr, item_show_func=lambda name: name) as bar:
-            result = store.report(runs, targets, out=out, progress=lambda name: bar.update(1, name), tick=stop.check)
+        with _progress(count) as progress:
+            result = store.report(runs, targets, out=out, progress=progress, tick=stop.check)
         stop.settle()
-        click.echo(str(result.index))
+        if as_json:
+            echo_json({"index": str(result.index), "out_dir": str(result.out_dir),
+                       "pages": [str(p) for p in result.pages]})
+        else:
+            click.echo(str(result.index))
     if open_browser:
         import webbrowser
 
         webbrowser.open(result.index.resolve().as_uri())
 
 
+@contextlib.contextmanager
+def _progress(count: int) -> Any:
+    """A progress bar of `count` pages on a terminal's stderr, what `report` hands the library as `progress`;
+    nothing on a pipe or a file (click's bar printed its label there, a stray 'report' line)."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    with click.progressbar(length=count, label="report", file=sys.stderr, item_show_func=lambda name: name) as bar:
+        yield lambda name: bar.update(1, name)
+
+
 @click.command("compare")
 @click.argument("pair")
 @click.option("--cards", is_flag=True, required=True,
               help="Side by side, the pair's latest run on each card it is stored on (the only comparison so far).")
-@click.option("--plot", "plot_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--plot", "plot_dir", type=output_path(folder=True),
               help="Also draw the pair's DRAM roofline on each card, all on the same axes, as DIR/<pair>.<card>.png.")
 @db_option
 @json_option

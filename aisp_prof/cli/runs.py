@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, record_texts, short,
-                     stream_json_texts, stream_ndjson, table_width, wide_option)
+                     stream_json_texts, stream_ndjson, table_width, whole_number, wide_option)
 
 
 @click.command("list")
@@ -167,7 +167,7 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
 @click.command("kernels")
 @click.argument("run")
 @click.option("--variant", help="Only this variant.")
-@click.option("--limit", type=click.IntRange(min=0), help="Only the first N launches, in stored order "
+@click.option("--limit", type=whole_number(0), help="Only the first N launches, in stored order "
               "(a 1M-kernel timeline: `--limit 1000` reads 1000 rows).")
 @click.option("--ndjson", is_flag=True, help="One compact JSON record per line instead of --json's array "
               "(the same records; streams a long timeline to jq or a file).")
@@ -213,8 +213,8 @@ def kernels_cmd(run: str, variant: str | None, limit: int | None, ndjson: bool, 
 
 @click.command("ranges")
 @click.argument("run")
-@click.option("--depth", type=click.IntRange(min=1), help="Only ranges at this depth (1: outermost).")
-@click.option("--max-depth", type=click.IntRange(min=1), help="Only ranges at most this deep.")
+@click.option("--depth", type=whole_number(1), help="Only ranges at this depth (1: outermost).")
+@click.option("--max-depth", type=whole_number(1), help="Only ranges at most this deep.")
 @click.option("--name", help="Only ranges whose path contains this text, or matches this glob "
                              "(`*`, `?`, `[...]`: the whole path or the range's own name).")
 @db_option

@@ -6,7 +6,7 @@ from pathlib import Path
 import click
 
 from ..errors import CorrectnessError
-from .common import echo_json, json_option, table_width, wide_option
+from .common import echo_json, json_option, output_path, table_width, wide_option
 
 
 @click.command("sanitize")
@@ -15,7 +15,7 @@ from .common import echo_json, json_option, table_width, wide_option
               help="Repeatable (default: memcheck, racecheck and synccheck).")
 @click.option("--variants", help="Comma-separated variants (default: all that run here; the baseline always runs).")
 @click.option("--sizes", help="Problem size for every target, e.g. n=65536 (default: each pair's small size).")
-@click.option("--log-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep each tool's full output here.")
+@click.option("--log-dir", type=output_path(folder=True), help="Keep each tool's full output here.")
 @click.option("--sanitizer", help="compute-sanitizer to use (default: $AISP_SANITIZER, PATH, /usr/local/cuda/bin).")
 @json_option
 @wide_option

@@ -7,14 +7,14 @@ from the sources instead (`static`), so `list` and `history` work without torch.
 """
 from __future__ import annotations
 
-import difflib
 import importlib.util
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
-from ..errors import RequirementError, SizesError, UnknownTargetError
-from ..naming import chapter_key
+from ..arguments import INT64_MAX
+from ..errors import RequirementError, SizesError, UnknownTargetError, shorten
+from ..naming import chapter_key, close_names
 from ..paths import data_root, kernels_extra_install
 from .model import KernelPair
 from .static import PairInfo, pair_infos, pair_modules, read_pair_info
@@ -111,13 +111,25 @@ def check_name(name: str, root: Path | None = None) -> str:
     names = pair_names(root)
     if name in names:
         return name
-    raise _unknown(name, names, "target", "aisp-prof list")
+    raise _unknown(name, names, "target", "aisp-prof list", chapters=False)
 
 
-def _unknown(name: str, known: list[str], what: str, listing: str) -> UnknownTargetError:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+def _unknown(name: str, known: list[str], what: str, listing: str, chapters: bool = True) -> UnknownTargetError:
+    close = close_names(name, known, chapters=chapters)        # `chapters`: where a chapter is a target too
     hint = f"; did you mean {', '.join(close)}?" if close else f"; `{listing}` shows them"
     return UnknownTargetError(f"unknown {what} {name!r}{hint}")
+
+
+def check_chapter(chapter: str, keys: Iterable[str]) -> str:
+    """The chapter key of `chapter` ('ch9' -> 'ch09') if it is among the chapter `keys` of the pairs, else
+    UnknownTargetError naming those there are (a typo was an empty listing, exit 0)."""
+    key = chapter_key(chapter)
+    chapters = sorted(set(keys))
+    if key is not None and key in chapters:
+        return key
+    close = close_names(chapter.strip().lower(), chapters)[:1]
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise UnknownTargetError(f"no pair in chapter {chapter!r}; {hint}the chapters: {', '.join(chapters) or 'none'}")
 
 
 def find(name: str, root: Path | None = None) -> KernelPair:
@@ -125,7 +137,7 @@ def find(name: str, root: Path | None = None) -> KernelPair:
     pairs = {p.name: p for p in discover(root)}
     if name in pairs:
         return pairs[name]
-    raise _unknown(name, list(pairs), "target", "aisp-prof list")
+    raise _unknown(name, list(pairs), "target", "aisp-prof list", chapters=False)
 
 
 def select(targets: list[str], root: Path | None = None) -> list[KernelPair]:
@@ -173,16 +185,19 @@ def _known_names(targets: list[str], root: Path | None) -> list[str]:
 
 def parse_sizes(text: str | None, defaults: Mapping[str, int]) -> dict[str, int]:
     """"rows=4096,cols=8192" over a pair's defaults; an unknown key or a value that is not a
-    whole number is a SizesError, never silently ignored (0 can mean "auto", e.g. blocks_per_sm)."""
+    whole number is a SizesError, never silently ignored (0 can mean "auto", e.g. blocks_per_sm), and
+    so is one past a C long long (torch failed on it with a C++ stack trace as a failed check, exit 7)."""
     sizes = dict(defaults)
     if not text:
         return sizes
     for part in text.split(","):
         key, sep, value = part.partition("=")
         key, value = key.strip(), value.strip()
-        if not sep or key not in sizes or not value.isdigit():
+        if not sep or key not in sizes or not (value.isascii() and value.isdigit()):
             known = ", ".join(f"{k}=N" for k in defaults) or "no sizes"
             raise SizesError(f"bad size {part.strip()!r}; this pair takes {known} (whole numbers)")
+        if int(value) > INT64_MAX:
+            raise SizesError(f"bad size {key}={shorten(value, 40)}: a size is at most {INT64_MAX} (2**63-1)")
         sizes[key] = int(value)
     return sizes
 

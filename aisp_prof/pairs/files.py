@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import RequirementError, UnknownTargetError
-from ..naming import chapter_key
+from ..naming import chapter_key, chapter_of_pair
 from ..paths import kernels_root
 from .model import KernelPair
 
@@ -45,7 +45,7 @@ def load_file(path: str | Path) -> KernelPair:
     when it imports a package that is not installed (torch, triton...)."""
     path = Path(path)
     if not path.is_file():
-        raise UnknownTargetError(f"no pair file {path}: it does not exist (or is not a file)")
+        raise UnknownTargetError(f"no pair file {path}: it does not exist (or is not a file)" + _name_hint(str(path)))
     if path.suffix != ".py":
         raise UnknownTargetError(f"{path} is not a pair module: a pair file is a .py file that defines PAIR")
     name = module_name(path)
@@ -79,6 +79,17 @@ def load_file(path: str | Path) -> KernelPair:
 def folder_files(folder: Path) -> list[Path]:
     """The candidate pair modules of a folder (not recursive; tests and _private files left out)."""
     return sorted(p for p in folder.glob("*.py") if not p.name.startswith(SKIPPED_IN_FOLDERS))
+
+
+def _name_hint(target: str) -> str:
+    """How to ask for a chapter or a pair by name, where one was given as a pair file (`aisp-prof list ch09`)."""
+    if "/" in target or "\\" in target or target.endswith(".py"):
+        return ""
+    chapter = chapter_key(target)
+    if chapter:
+        return f"; for chapter {chapter}'s pairs: aisp-prof list --chapter {chapter}"
+    chapter = chapter_of_pair(target)
+    return f"; for the pair {target}: aisp-prof list --chapter {chapter}" if chapter else ""
 
 
 def load_target(target: str) -> list[KernelPair]:

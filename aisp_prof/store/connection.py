@@ -96,6 +96,9 @@ def connect(path: Path, create: bool = True) -> sqlite3.Connection:
     in the file). A reader makes nothing: a missing database is MissingDatabaseError; one in a
     folder it may not write is opened immutable (SQLite could not make its -shm file there)."""
     path = Path(path)
+    if create and path.is_dir():         # SQLite's answer was "disk I/O error: the disk may be full"
+        raise StorageError(f"{shorten(path)} is a folder, not a database file: give --db a file in it "
+                           f"(e.g. {shorten(path / 'aisp.db')}) or choose another place")
     try:
         return _connect_write(path) if create else _connect_read(path)
     except sqlite3.DatabaseError as exc:

@@ -37,6 +37,7 @@ from typing import Any, Iterator, Sequence
 import pandas as pd
 import sqlite_utils
 
+from ..arguments import texts
 from ..errors import ExportParseError, RunExistsError
 from ..export_rows import ExportRows, StreamedRows
 from ..sqlite_frames import frame_of_rows
@@ -45,7 +46,7 @@ from .aggregates import call_spread, fold_calls, page_timeline, write_aggregates
 from .bulk import insert_export_rows, insert_frame
 from .metric_rows import TABLES as METRIC_TABLES
 from .metric_rows import read_metrics, write_metrics
-from .select import resolve_run
+from .select import RUN_WHAT, resolve_run
 from ..model.run_data import TABLES, RunData
 
 log = logging.getLogger(__name__)
@@ -350,8 +351,12 @@ def remove_runs(path: Path, runs: Sequence[str]) -> list[dict[str, Any]]:
     """`aisp-prof rm`: the runs named (ids, prefixes, 'latest', pair or job names: `select`) and
     every row of them, in one transaction; per run its id, pair, label and rows removed. A name
     that matches no run is UnknownTargetError before anything is removed; a missing database is
-    MissingDatabaseError, nothing made."""
-    Reader(path).close()                  # missing, or not aisp-prof's: refused before a writer opens it
+    MissingDatabaseError, nothing made. One str is one run (not its letters)."""
+    runs = texts(runs, "runs", RUN_WHAT)
+    with Reader(path) as reader:          # missing, not aisp-prof's, or a name that matches no run (an empty
+        listing = reader.list_runs()      # file's none): refused before a writer opens it, the file untouched
+    for text in runs:
+        resolve_run(listing, text, str(path))
     with writing(path) as db:
         listing = _list_runs(db)
         chosen = list(dict.fromkeys(resolve_run(listing, text, str(path)) for text in runs))

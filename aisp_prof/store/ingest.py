@@ -24,7 +24,7 @@ from ..parse.ncu.whole import check_launch_count
 from ..paths import samples_dir
 from . import identity
 from .db import Reader, write_run
-from .ingest_job import fill_from_job, load_job_exports, run_dir_exports
+from .ingest_job import check_job_exports, fill_from_job, load_job_exports, run_dir_exports
 from ..model.run_data import RunData
 
 
@@ -281,6 +281,7 @@ def store_job(db: Path, paths: list[Path], job: str, label: str | None = None, r
         if not p.exists():
             raise ExportParseError(f"{p}: no such file or folder")
         files += sorted([*p.glob("*.sqlite"), *p.glob("*.sqlite.gz")], key=_natural) if p.is_dir() else [p]
+    check_job_exports(files)
     return store_keyed(db, files, lambda _: load_job_exports(files, job, label, _with_variant, _run_row), replace)
 
 
@@ -303,6 +304,9 @@ def store_path(db: Path, path: Path, label: str | None = None, skip_stored: bool
     """
     if not path.exists():
         raise ExportParseError(f"{path}: no such file or folder")
+    if path.is_dir() and not (path / RUN_JSON).is_file():     # said before its files are hashed (a 1 GiB folder: 3 s)
+        raise ExportParseError(f"{path} is not an aisp-prof run folder (it holds no {RUN_JSON}): import a run folder, "
+                               "or the exports in it (.csv, .ncu-rep, .sqlite, .nsys-rep) by their file names")
 
     def load(keep: contextlib.ExitStack) -> RunData:
         if via is not None:

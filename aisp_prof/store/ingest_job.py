@@ -64,15 +64,21 @@ def declared_collectives(paths: Sequence[Path], world_size: int) -> dict[str, An
     return {"analytic": {"collective_bytes": sizes}, "collective_bytes_from": str(path)}
 
 
-def load_job_exports(paths: Sequence[Path], job: str, label: str | None,
-                     with_variant: Tagger, run_row: Callable[..., dict[str, Any]]) -> RunData:
-    """`aisp-prof import --job NAME PATHS...`: the nsys SQLite exports of one job's ranks as one run."""
+def check_job_exports(paths: Sequence[Path]) -> None:
+    """ExportParseError unless every path is named as an nsys SQLite export (plain or gzipped): asked before
+    the content is looked up, so an ncu CSV stored before is refused too, not "already in" the database."""
     from ..errors import ExportParseError
 
     bad = [p for p in paths if not p.name.lower().endswith((".sqlite", ".db", ".sqlite.gz", ".db.gz"))]
     if bad:
         raise ExportParseError(f"{bad[0]}: --job takes nsys SQLite exports (one per rank); export a .nsys-rep "
                                "with `nsys export --type sqlite` first")
+
+
+def load_job_exports(paths: Sequence[Path], job: str, label: str | None,
+                     with_variant: Tagger, run_row: Callable[..., dict[str, Any]]) -> RunData:
+    """`aisp-prof import --job NAME PATHS...`: the nsys SQLite exports of one job's ranks as one run."""
+    check_job_exports(paths)
     data = RunData(run={})
     extra = fill_from_job(paths, None, data, with_variant)
     info: dict[str, Any] = {

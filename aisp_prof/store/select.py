@@ -9,10 +9,12 @@ from __future__ import annotations
 import difflib
 from typing import Any, Sequence
 
+from ..arguments import text as checked_text, texts
 from ..errors import UnknownTargetError
-from ..naming import chapter_key, chapter_of_pair
+from ..naming import chapter_key, chapter_of_pair, close_names
 
 Listing = Sequence[dict[str, Any]]
+RUN_WHAT = "a run id, a unique prefix of one, 'latest', or a pair or job name"
 
 
 def _no_runs(where: str) -> UnknownTargetError:
@@ -22,7 +24,8 @@ def _no_runs(where: str) -> UnknownTargetError:
 def resolve_run(listing: Listing, text: str, where: str = "the database") -> str:
     """The run id `text` names: an id, a unique prefix, 'latest', or a pair name or the NAME of an
     `import --job NAME` (its latest run). An engineer types the pair after `aisp-prof run
-    ch09.fused_l2norm`, or the job's name, not the run id."""
+    ch09.fused_l2norm`, or the job's name, not the run id. Anything but a str is an ArgumentError."""
+    text = checked_text(text, "run", RUN_WHAT)
     runs = [r["run_id"] for r in listing]
     if not runs:
         raise _no_runs(where)
@@ -37,7 +40,8 @@ def resolve_run(listing: Listing, text: str, where: str = "the database") -> str
     if len(matches) == 1:
         return matches[0]
     if matches:
-        raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}")
+        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+        raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}{more}; give more of the id")
     names = sorted({r[k] for r in listing for k in ("pair", "job") if r.get(k)})
     close = difflib.get_close_matches(text, runs + names, n=3,
                                       cutoff=0.4)
@@ -59,11 +63,22 @@ def _target_runs(latest: dict[str, str], target: str) -> list[str]:
             (key == target or (chapter is not None and chapter_of_pair(key) == chapter))]
     if hits:
         return hits
+    raise UnknownTargetError(f"no stored run of target {target!r}{_stored_hint(target, latest)}")
+
+
+def _stored_hint(target: str, latest: dict[str, str], chapters: bool = True) -> str:
+    """'; did you mean ch09.fused_l2norm?' (stored pairs, and with `chapters` theirs), else the stored pairs."""
     pairs = sorted(k for k in latest if not k.startswith("label:"))
-    close = difflib.get_close_matches(target, pairs, n=3, cutoff=0.4)
-    hint = (f"; did you mean {', '.join(close)}?" if close else
+    close = close_names(target, pairs, cutoff=0.4, chapters=chapters)
+    return (f"; did you mean {', '.join(close)}?" if close else
             f"; stored pairs: {', '.join(pairs)}" if pairs else "; no stored run names a pair")
-    raise UnknownTargetError(f"no stored run of target {target!r}{hint}")
+
+
+def check_stored_pair(listing: Listing, pair: str) -> None:
+    """UnknownTargetError with close names unless a stored run is of the pair called `pair`."""
+    latest = latest_by_pair(listing)
+    if checked_text(pair, "pair", "a pair's name") not in latest:
+        raise UnknownTargetError(f"no stored run of pair {pair!r}{_stored_hint(pair, latest, chapters=False)}")
 
 
 def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[str] = (),
@@ -71,9 +86,11 @@ def select_runs(listing: Listing, runs: Sequence[str] = (), targets: Sequence[st
     """Run ids, oldest first, without duplicates. `runs`: ids, prefixes, 'latest' or pair names.
     `targets`: chapters or pair names (comma-separated allowed), each the latest run of every
     matching pair. Neither: the latest run of every stored pair (single imports count by label)."""
+    runs = texts(runs, "runs", RUN_WHAT)      # one str is one run, not its letters
     if not listing:
         raise _no_runs(where)
-    targets = [t.strip() for item in targets for t in item.split(",") if t.strip()]
+    items = texts(targets, "targets", "a chapter or pair name")
+    targets = [t.strip() for item in items for t in item.split(",") if t.strip()]
     latest = latest_by_pair(listing)
     chosen = [resolve_run(listing, r, where) for r in runs]
     for t in targets:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from ..arguments import text
 from ..errors import UnknownTargetError
 from .db import Reader
 
@@ -13,6 +14,7 @@ VARIANT_TABLES = ("kernels", "timeline", "ranges", "checks", "timings")    # whe
 def check_variant(conn: Reader, run_id: str, variant: str) -> None:
     """UnknownTargetError (with close names) unless the run knows `variant`: a typo is said,
     while a variant the run has but with no kernel launches is an empty answer, not an error."""
+    variant = text(variant, "variant", "a variant's name")
     known: set[str] = set()
     for table in VARIANT_TABLES:
         if "variant" in conn.columns(table):

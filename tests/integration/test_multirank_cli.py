@@ -156,11 +156,12 @@ def test_a_misspelt_variant_is_exit_2_not_an_empty_table(stored):
               "no variant 'int8_overlpa'", "int8_overlap")
 
 
-def test_ranks_of_a_one_rank_run_is_exit_6_naming_import_job(tmp_path):
+def test_ranks_of_a_one_rank_run_is_exit_2_naming_import_job(tmp_path):
+    """A wrong argument (README: 2), not a corrupt export (6, as it was)."""
     db = tmp_path / "a.db"
     one = sample_run_dirs()[0]
     assert invoke("import", "--db", str(db), str(one)).exit_code == 0
-    one_error(invoke("ranks", one.name, "--db", str(db)), 6, "one rank", "import --job")
+    one_error(invoke("ranks", one.name, "--db", str(db)), 2, "one rank", "import --job")
 
 
 # ------------------------------------------------------------------------------ import --job refusals

@@ -13,7 +13,7 @@ from aisp_prof import pairs
 from aisp_prof.collect import commands
 from aisp_prof.collect.ranks import launch, rank_exec
 from aisp_prof.collect.process import agents, runner, steps
-from aisp_prof.errors import RequirementError
+from aisp_prof.errors import ArgumentError, RequirementError
 from aisp_prof.naming import rank_path
 from aisp_prof.pairs.capabilities import Machine, runnable
 
@@ -32,15 +32,15 @@ def test_rank_files_keep_rank_zero_on_the_one_process_name():
 def test_world_size_defaults_to_the_pair_and_is_bounded_by_the_gpus(allreduce):
     l2norm = pairs.find("ch09.fused_l2norm")
     assert runner.world_size(l2norm, None, 1) == 1
-    with pytest.raises(RequirementError, match="runs as one process"):
+    with pytest.raises(ArgumentError, match="runs as one process"):        # options at odds: exit 2
         runner.world_size(l2norm, 2, 8)
     assert runner.world_size(allreduce, None, 2) == allreduce.world_size == 2
     assert runner.world_size(allreduce, 4, 4) == 4
-    with pytest.raises(RequirementError, match="at least 2 ranks"):
+    with pytest.raises(ArgumentError, match="at least 2 ranks"):
         runner.world_size(allreduce, 1, 8)
     with pytest.raises(RequirementError, match="this machine has 2; pass --nproc-per-node 2"):
         runner.world_size(allreduce, 4, 2)
-    with pytest.raises(RequirementError, match="--ncu-rank 2 is not a rank"):
+    with pytest.raises(ArgumentError, match="--ncu-rank 2 is not a rank"):
         runner.world_size(allreduce, 2, 2, ncu_rank=2)
 
 

@@ -10,7 +10,7 @@ import pytest
 from aisp_prof import pairs
 from aisp_prof.collect.process import agents, runner, steps
 from aisp_prof.collect.ranks import group, launch, rank_exec
-from aisp_prof.errors import RequirementError, ToolNotFoundError
+from aisp_prof.errors import ArgumentError, RequirementError, ToolNotFoundError
 
 FILE = Path("/runs/.partial-x/check.ranks.json")
 RUN_DIR = Path("/runs/.partial-x")
@@ -67,7 +67,7 @@ def test_slurm_is_one_srun_task_per_rank():
     (launch.Launch(2, launcher="mpirun"), "unknown launcher"),
 ])
 def test_launches_that_cannot_work_are_one_line_errors(bad, message):
-    with pytest.raises(RequirementError, match=message):
+    with pytest.raises(ArgumentError, match=message):        # options at odds: exit 2, not 9 (README)
         bad.check()
 
 
@@ -105,9 +105,9 @@ def test_the_run_plans_nodes_times_ranks_and_needs_the_gpus(monkeypatch):
     monkeypatch.setattr(runner.shutil, "which", lambda name: None)
     with pytest.raises(ToolNotFoundError, match="srun is not on PATH"):
         runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=4, launcher="slurm", nnodes=2), 4)
-    with pytest.raises(RequirementError, match="--nnodes needs --nproc-per-node"):
+    with pytest.raises(ArgumentError, match="--nnodes needs --nproc-per-node"):
         runner.launch_of(runner.RunOptions(pair=pair, nnodes=2), 8)
-    with pytest.raises(RequirementError, match="--node-rank needs --rdzv-endpoint"):
+    with pytest.raises(ArgumentError, match="--node-rank needs --rdzv-endpoint"):
         runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=2, nnodes=2, node_rank=0), 8)
     lead = runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=8, nnodes=2, node_rank=0,
                                               rdzv_endpoint="head:29500"), 8)
@@ -115,7 +115,7 @@ def test_the_run_plans_nodes_times_ranks_and_needs_the_gpus(monkeypatch):
     with pytest.raises(RequirementError, match="only node 0 collects"):
         runner.launch_of(runner.RunOptions(pair=pair, nproc_per_node=8, nnodes=2, node_rank=1,
                                            rdzv_endpoint="head:29500"), 8)
-    with pytest.raises(RequirementError, match="runs as one process"):
+    with pytest.raises(ArgumentError, match="runs as one process"):
         runner.launch_of(runner.RunOptions(pair=pairs.find("ch09.fused_l2norm"), nnodes=2), 8)
     assert runner.launch_of(runner.RunOptions(pair=pairs.find("ch09.fused_l2norm")), 1) is None
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ...errors import CorrectnessError, RequirementError, ToolNotFoundError
+from ...errors import ArgumentError, CorrectnessError, RequirementError, ToolNotFoundError
 from ...naming import (CHECK_JSON, GPU_RELEASED, NCU_CHILD_JSON, NSYS_CHILD_JSON, RUN_JSON,
                       TIMING_JSON, new_run_id, nvtx_path)
 from ...pairs import KernelPair
@@ -152,18 +152,18 @@ def plan(opts: RunOptions, machine: Machine | None = None) -> _Plan:
 
 
 def launch_of(opts: RunOptions, gpus: int) -> Launch | None:
-    """How the ranks of `opts.pair` start (None: one process); RequirementError (exit 9) when the
-    nodes, ranks or GPUs here do not fit."""
+    """How the ranks of `opts.pair` start (None: one process); ArgumentError (exit 2) for options at odds
+    with each other or the pair, RequirementError (exit 9) when the GPUs here do not fit."""
     if opts.nnodes > 1 or opts.node_rank is not None or opts.launcher != "torchrun":
         if not opts.pair.distributed:
-            raise RequirementError(f"{opts.pair.name} runs as one process; --nnodes, --node-rank and --launcher "
-                                   "are for pairs that declare world_size > 1")
+            raise ArgumentError(f"{opts.pair.name} runs as one process; --nnodes, --node-rank and --launcher "
+                                "are for pairs that declare world_size > 1")
     if opts.node_rank:
         raise RequirementError(f"--node-rank {opts.node_rank} follows node 0's steps (collect.ranks.follow); "
                                "only node 0 collects")
     per_node = opts.nproc_per_node or (opts.pair.world_size if opts.nnodes == 1 else None)
     if opts.pair.distributed and per_node is None:
-        raise RequirementError("--nnodes needs --nproc-per-node: the ranks each node starts")
+        raise ArgumentError("--nnodes needs --nproc-per-node: the ranks each node starts")
     launch = Launch(per_node or 1, opts.nnodes, opts.node_rank, opts.rdzv_endpoint, opts.launcher).check()
     if launch.launcher == "slurm" and shutil.which("srun") is None:
         raise ToolNotFoundError("--launcher slurm: srun is not on PATH; run it inside a Slurm allocation "
@@ -179,17 +179,17 @@ def world_size(pair: KernelPair, asked: int | None, gpus: int, ncu_rank: int = 0
     its minimum, at most one per GPU (`gpus`: those of every node); 1 for a one-process pair."""
     if not pair.distributed:
         if asked not in (None, 1):
-            raise RequirementError(f"{pair.name} runs as one process; --nproc-per-node is for "
-                                   "pairs that declare world_size > 1")
+            raise ArgumentError(f"{pair.name} runs as one process; --nproc-per-node is for "
+                                "pairs that declare world_size > 1")
         return 1
     world = asked or pair.world_size
     if world < pair.min_world_size:
-        raise RequirementError(f"{pair.name} needs at least {pair.min_world_size} ranks, asked for {world}")
+        raise ArgumentError(f"{pair.name} needs at least {pair.min_world_size} ranks, asked for {world}")
     if world > gpus:
         raise RequirementError(f"{pair.name}: {world} ranks need {world} GPUs (one each), this machine "
                                f"has {gpus}; pass --nproc-per-node {max(gpus, pair.min_world_size)}")
     if not 0 <= ncu_rank < world:
-        raise RequirementError(f"--ncu-rank {ncu_rank} is not a rank of this job (0..{world - 1})")
+        raise ArgumentError(f"--ncu-rank {ncu_rank} is not a rank of this job (0..{world - 1})")
     return world
 
 

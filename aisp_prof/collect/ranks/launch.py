@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
-from ...errors import RequirementError
+from ...errors import ArgumentError
 from ..commands import python_module
 
 MODULE = "aisp_prof.collect.ranks.rank_exec"
@@ -63,25 +63,25 @@ class Launch:
         return self.world_size if self.one_host else self.nproc_per_node
 
     def check(self) -> "Launch":
-        """The launch itself, or a RequirementError (exit 9) naming what does not fit."""
+        """The launch itself, or an ArgumentError (exit 2: options at odds) naming what does not fit."""
         if self.launcher not in LAUNCHERS:
-            raise RequirementError(f"unknown launcher {self.launcher!r}: one of {', '.join(LAUNCHERS)}")
+            raise ArgumentError(f"unknown launcher {self.launcher!r}: one of {', '.join(LAUNCHERS)}")
         if self.nnodes < 1 or self.nproc_per_node < 1:
-            raise RequirementError("--nnodes and --nproc-per-node must be at least 1")
+            raise ArgumentError("--nnodes and --nproc-per-node must be at least 1")
         if self.node_rank is not None and not 0 <= self.node_rank < self.nnodes:
-            raise RequirementError(f"--node-rank {self.node_rank} is not a node of --nnodes {self.nnodes}")
+            raise ArgumentError(f"--node-rank {self.node_rank} is not a node of --nnodes {self.nnodes}")
         if self.node_rank is not None and self.nnodes > 1 and not self.rdzv_endpoint:
-            raise RequirementError("--node-rank needs --rdzv-endpoint HOST:PORT, the same on every node")
+            raise ArgumentError("--node-rank needs --rdzv-endpoint HOST:PORT, the same on every node")
         if self.rdzv_endpoint:
             endpoint(self.rdzv_endpoint)
         return self
 
 
 def endpoint(text: str) -> tuple[str, int]:
-    """'host:29500' -> ('host', 29500); RequirementError for anything else."""
+    """'host:29500' -> ('host', 29500); ArgumentError for anything else."""
     host, _, port = text.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise RequirementError(f"--rdzv-endpoint {text!r} is not HOST:PORT (e.g. 127.0.0.1:29500)")
+    if not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
+        raise ArgumentError(f"--rdzv-endpoint {text!r} is not HOST:PORT (e.g. 127.0.0.1:29500)")
     return host, int(port)
 
 

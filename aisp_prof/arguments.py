@@ -1,0 +1,80 @@
+"""What a caller hands aisp-prof, checked once where it comes in (the API's methods, the run
+resolver every query goes through): a value of the wrong type or out of range is an
+ArgumentError (exit 2) naming the argument and what it takes. Never a TypeError from deep
+inside, a string taken apart into its characters where a sequence was meant, or a silently
+empty answer."""
+from __future__ import annotations
+
+import math
+import os
+from numbers import Integral, Real
+from pathlib import Path
+from typing import Any
+
+from .errors import ArgumentError, shorten
+
+INT64_MAX = 2**63 - 1          # SQLite's INTEGER, a C long long: the largest whole number passed on
+
+
+def _shown(value: Any) -> str:
+    return f"{shorten(repr(value), 60)} ({type(value).__name__})"
+
+
+def text(value: Any, name: str, what: str = "text") -> str:
+    """`value` if it is a str, else ArgumentError "`name` takes `what`, not 5 (int)"."""
+    if isinstance(value, str):
+        return value
+    raise ArgumentError(f"{name} takes {what}, not {_shown(value)}")
+
+
+def optional_text(value: Any, name: str, what: str = "text") -> str | None:
+    return None if value is None else text(value, name, what)
+
+
+def texts(value: Any, name: str, what: str = "text") -> tuple[str, ...]:
+    """A sequence of str as a tuple; one str is one item ("baseline" is ("baseline",), not its
+    letters); None is none."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (bytes, os.PathLike)) or not hasattr(value, "__iter__"):
+        raise ArgumentError(f"{name} takes {what} or a list of it, not {_shown(value)}")
+    return tuple(text(v, f"each of {name}", what) for v in value)
+
+
+def paths(value: Any, name: str) -> list[Path]:
+    """A sequence of paths (str or os.PathLike) as Paths; one path is one item."""
+    if isinstance(value, (str, os.PathLike)):
+        return [Path(value)]
+    if isinstance(value, bytes) or not hasattr(value, "__iter__"):
+        raise ArgumentError(f"{name} takes a path or a list of paths, not {_shown(value)}")
+    return [path(v, f"each of {name}") for v in value]
+
+
+def path(value: Any, name: str) -> Path:
+    if isinstance(value, (str, os.PathLike)):
+        return Path(value)
+    raise ArgumentError(f"{name} takes a path (str or pathlib.Path), not {_shown(value)}")
+
+
+def whole(value: Any, name: str, minimum: int | None = None, maximum: int = INT64_MAX) -> int:
+    """A whole number from `minimum` to `maximum` (not a bool, a float or text)."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise ArgumentError(f"{name} takes a whole number, not {_shown(value)}")
+    if (minimum is not None and value < minimum) or value > maximum:
+        low = "" if minimum is None else f"at least {minimum}"
+        raise ArgumentError(f"{name} {value} is out of range: it must be {low}{' and ' if low else ''}"
+                            f"at most {maximum}")
+    return int(value)
+
+
+def optional_whole(value: Any, name: str, minimum: int | None = None, maximum: int = INT64_MAX) -> int | None:
+    return None if value is None else whole(value, name, minimum, maximum)
+
+
+def positive(value: Any, name: str) -> float:
+    """A finite number above 0 (not NaN, not infinity, not a bool or text)."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
+        raise ArgumentError(f"{name} takes a finite number above 0, not {_shown(value)}")
+    return float(value)
