@@ -21,12 +21,13 @@ from .common import (database, db_option, echo_json, json_option, output_path, t
               "with the speedup (several RUNs: the first run's variants against the same variants of the others).")
 @click.option("--level", type=click.Choice(["dram", "l2", "l1", "all"]), default="dram", show_default=True,
               help="Intensity at this memory level; 'all' is the hierarchical view (L1, L2, DRAM on one line).")
-@click.option("--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS),
-              help="Compute ceilings to show (repeatable; default: the precisions the kernels use).")
+@click.option("--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS), metavar="NAME",
+              help="Compute ceilings to show (repeatable; default: the precisions the kernels use): "
+              + ", ".join(PRECISIONS) + ".")
 @click.option("--flops", "flop_basis", type=click.Choice(["auto", "counted", "analytic"]), default="auto",
               show_default=True, help="FLOPs of a variant's point: auto = the pair's analytic FLOPs when known "
               "(arrows then rise by exactly the speedup), counted = ncu's hardware counts. Kernels are always counted.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the chart to FILE.png or FILE.svg.")
+@click.option("--out", type=output_path(folder=False), help="Write the chart to FILE.png or FILE.svg.")
 @click.option("--kernels/--no-kernels", default=True, show_default=True, help="Draw single kernels beside the variants.")
 @db_option
 @json_option

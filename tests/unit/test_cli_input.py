@@ -121,13 +121,14 @@ def test_a_typo_of_a_stored_name_is_exit_2_with_close_names(args, said, db):
     (["sanitize", "ch09.fused_l2norm", "--log-dir", "{file}"], "is a file, not a folder"),
     (["bench", "run", "--targets", "ch09", "--junit", "{folder}"], "is a folder, not a file"),
     (["run", "ch09.fused_l2norm", "--profiles-dir", "{file}"], "is a file, not a folder"),
+    (["roofline", "latest", "--out", "{folder}"], "is a folder, not a file"),
 ])
 def test_an_output_of_the_wrong_kind_is_exit_14_and_left_alone(args, kind, db, tmp_path):
     file, folder = tmp_path / "taken.txt", tmp_path / "taken"
     file.write_text("mine")
     folder.mkdir()
     args = [a.format(file=file, folder=folder) for a in args]
-    extra = ["--db", db] if args[0] in ("report", "compare", "bench", "run") else []
+    extra = ["--db", db] if args[0] in ("report", "compare", "bench", "run", "roofline") else []
     one_error_line(invoke(*args, *extra), 14, kind, "choose another place")
     assert file.read_text() == "mine" and list(folder.iterdir()) == []
 
@@ -221,3 +222,11 @@ def test_close_names_offer_chapters_only_where_a_chapter_is_a_target():
     assert close_names("ch1O", names)[0] == "ch10" and close_names("ch99", names)[0] == "ch09"
     assert "ch10" not in close_names("ch1O", names, chapters=False)     # `history` takes a pair, not a chapter
     assert "ch10" not in close_names("ch10", names)                      # never the name itself
+
+
+
+def test_roofline_help_fits_120_columns():
+    """--precision's fourteen choices are listed in its help text, wrapped, not as one 195-column metavar."""
+    result = CliRunner().invoke(cli, ["roofline", "--help"], terminal_width=120)
+    assert result.exit_code == 0 and "tensor_int8_sparse" in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 120
