@@ -60,8 +60,9 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
     """Add stored runs (ids, prefixes, 'latest' or pair names) as sessions of their pairs'
     recorded evidence: e.g. a `bench run` on another machine that changed no code, which widens
     each A/A margin to what two machines showed. Runs without timed samples or a passing check,
-    and runs of other code than the pair's module now (a test fixture, an older version), are
-    refused (exit 1 if any was).
+    runs of other code than the pair's module now (a test fixture, an older version), and runs
+    already recorded (their processes would count twice; even with --force) are refused (exit 1
+    if any was).
 
     \b
     Example:
