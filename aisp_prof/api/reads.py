@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from ..errors import ExportParseError
 from ..model.run_data import RunData
+from ..naming import FRESH_COMPILE_CACHE, KEPT_COMPILE_CACHE
 from ..pairs.declared import declared
 from ..store import db as store_db
 from ..store.identity import RunFolder, find_run_folder
@@ -54,6 +55,15 @@ def read_generated(data: RunData, db: Path) -> tuple[RunFolder, dict[str, Any] |
     return folder, (read_index(folder.path) if folder.path is not None else None)
 
 
+# compile caches a run compiles in but does not index into generated/ (run.json `compile_cache`)
+_CACHES_NOT_KEPT = {
+    FRESH_COMPILE_CACHE: "its processes each compiled in an empty cache of their own, removed after (a gate "
+                         "recording's A/A draw): nothing was kept",
+    KEPT_COMPILE_CACHE: "it compiled in the cache $TORCHINDUCTOR_CACHE_DIR or $TRITON_CACHE_DIR named, which "
+                        "runs do not copy (unset them to keep a run's code)",
+}
+
+
 def no_generated_code(data: RunData, folder: RunFolder) -> ExportParseError:
     """Why a run has no generated code to show, in one line. A folder not here is the answer unless
     its run.json says nothing was kept (runs before that field: it cannot tell, so the folder is)."""
@@ -62,6 +72,8 @@ def no_generated_code(data: RunData, folder: RunFolder) -> ExportParseError:
         return ExportParseError(folder.missing_message())
     if folder.stored is None:
         why = "it was imported from export files, not from its run folder (importing the folder keeps generated/)"
+    elif data.info.get("compile_cache") in _CACHES_NOT_KEPT:
+        why = _CACHES_NOT_KEPT[data.info["compile_cache"]]
     elif isinstance(kept, dict):
         why = (f"its folder {folder.path} has no generated/ index although its run.json records "
                f"{kept.get('triton_kernels')} Triton kernels: copy the folder again, generated/ included")

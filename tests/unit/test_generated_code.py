@@ -175,6 +175,24 @@ def test_code_command_says_when_a_run_has_no_generated_code(tmp_path):
 
 
 @pytest.mark.slow
+def test_code_says_a_recording_keeps_no_generated_code(tmp_path):
+    """A gate recording's processes each compile in an empty cache removed after (run.json `compile_cache`
+    "fresh per process"), so it keeps no generated/: `code` says that, not "no variant compiled anything"
+    (an H200 recording of ch09.fused_l2norm, 2026-11-30, was told the latter). The shipped sample's
+    run.json edited to a recording's compile_cache, in a copy."""
+    import shutil
+
+    sample = {d.name: d for d in sample_run_dirs()}[CH09_TRITON]
+    run = shutil.copytree(sample, tmp_path / sample.name)
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "compile_cache": "fresh per process", "generated": None}))
+    db = str(tmp_path / "a.db")
+    CliRunner().invoke(cli, ["import", str(run), "--db", db], catch_exceptions=False)
+    out = CliRunner().invoke(cli, ["code", CH09_TRITON, "--db", db])
+    assert out.exit_code == 6 and "each compiled in an empty cache of their own" in out.output
+
+
+@pytest.mark.slow
 def test_a_collection_runs_its_children_on_the_run_folders_caches_and_keeps_the_code(cache, tmp_path, monkeypatch):
     """runner.collect_into: the children's environment points Inductor and Triton into the run
     folder; what they compiled is indexed into generated/ and recorded in run.json."""
