@@ -83,4 +83,4 @@ def diff_cmd(run_a: str, run_b: str, html_out: Path | None, db: Path | None, as_
     width = table_width()
     click.echo("\n".join(wrap_lines(headline(diff), width)))
     click.echo(render(header, rows, width, wrap=("verdict", "stalls A", "stalls B"),
-                      drop=("stalls A", "stalls B", "FLOPs B/A", "DRAM A", "DRAM B")))
+                      drop=("stalls A", "stalls B", "FLOPs B/A", "DRAM A", "DRAM B", "speedup A", "speedup B")))
