@@ -56,7 +56,8 @@ def new_cmd(name: str, folder: Path, chapter: int, as_json: bool) -> None:
 @wide_option
 def diff_cmd(run_a: str, run_b: str, html_out: Path | None, db: Path | None, as_json: bool) -> None:
     """Compare two stored runs of the same pair (before/after a change, or two GPUs): per
-    variant the primary time, DRAM bytes, FLOPs, top stalls and roofline position of each, and
+    variant the time and speedup of each by one timer both runs have (named above the table:
+    the first of the pair's order), DRAM bytes, FLOPs, top stalls and roofline position, and
     a verdict SAME/FASTER/SLOWER/AMBIGUOUS for B against A from the bench gate's rule on the
     runs' timed samples ("no samples: not judged" where a run has none). RUN_A and RUN_B are
     run ids, unique prefixes or 'latest'. Exit 2 for runs of different pairs.
@@ -83,4 +84,4 @@ def diff_cmd(run_a: str, run_b: str, html_out: Path | None, db: Path | None, as_
     width = table_width()
     click.echo("\n".join(wrap_lines(headline(diff), width)))
     click.echo(render(header, rows, width, wrap=("verdict", "stalls A", "stalls B"),
-                      drop=("stalls A", "stalls B", "FLOPs B/A", "DRAM A", "DRAM B")))
+                      drop=("stalls A", "stalls B", "FLOPs B/A", "DRAM A", "DRAM B", "speedup A", "speedup B")))

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..naming import TIMER_LABELS
 from ..units import si
 
 
 def table_rows(diff: Mapping[str, Any]) -> tuple[list[str], list[list[str]]]:
     """The diff as a terminal table: header and rows (one per variant)."""
-    header = ["variant", "time A", "time B", "B/A", "DRAM A", "DRAM B", "FLOPs B/A", "roof A", "roof B",
-              "stalls A", "stalls B", "verdict"]
+    header = ["variant", "time A", "time B", "B/A", "speedup A", "speedup B", "DRAM A", "DRAM B", "FLOPs B/A",
+              "roof A", "roof B", "stalls A", "stalls B", "verdict"]
     rows = []
     one = one_timer(diff)
     for r in diff["variants"]:
         a, b = r["a"] or {}, r["b"] or {}
-        rows.append([r["variant"], _time(a, one), _time(b, one), _x(r["time_ratio_b_over_a"]), _bytes(a.get("dram_bytes")),
+        rows.append([r["variant"], _time(a, one), _time(b, one), _x(r["time_ratio_b_over_a"]), _x(a.get("speedup")),
+                     _x(b.get("speedup")), _bytes(a.get("dram_bytes")),
                      _bytes(b.get("dram_bytes")), _x(r["flops_ratio_b_over_a"]), _roof(a.get("roofline")),
                      _roof(b.get("roofline")), ", ".join(a.get("top_stalls") or []) or "-",
                      ", ".join(b.get("top_stalls") or []) or "-",
@@ -59,11 +61,13 @@ def headline(diff: Mapping[str, Any]) -> list[str]:
     lines = [f"{diff['pair']}: A {a['run_id']} ({a.get('gpu_name') or '?'}) vs B {b['run_id']} ({b.get('gpu_name') or '?'})"]
     if a.get("gpu_name") != b.get("gpu_name"):
         lines.append("A and B ran on different GPUs: their times compare the machines as much as the code")
-    if one_timer(diff):
-        lines.append(f"times: {one_timer(diff)} (the pair's own timer), per call")
-    if not diff["judged"]:
+    lines += diff["timer_notes"]
+    if diff["judged"]:
+        lines.append(f"verdict: B judged against A's samples ({TIMER_LABELS[diff['judged_timer']]}) by the gate's rule "
+                     "(FASTER/SLOWER: B moved, beyond the A/A margin of A's processes)")
+    elif not (diff["a"].get("sample_kinds") and diff["b"].get("sample_kinds")):
         lines.append(f"verdict: {diff['not_judged']} (a run without the timed samples of interleaved CUDA-event timing)")
-    else:
-        lines.append("verdict: B judged against A's samples by the gate's rule (FASTER/SLOWER: B moved, beyond "
-                     "the A/A margin of A's processes)")
+    else:                    # samples of different kinds (the legacy timer's against the three kinds of issue 28)
+        kinds = {side: ", ".join(diff[side]["sample_kinds"]) for side in ("a", "b")}
+        lines.append(f"verdict: {diff['not_judged']} (A's samples: {kinds['a']}; B's: {kinds['b']})")
     return lines

@@ -11,13 +11,16 @@ from repo_paths import ROOT
 from click.testing import CliRunner
 
 from aisp_prof import api
-from aisp_prof.analyze.run_diff import NOT_JUDGED, RunSide, compare, primary_time
+from aisp_prof.analyze.run_diff import KINDS_DIFFER, NOT_JUDGED, RunSide, compare, timer_times
 from aisp_prof.analyze.gate.expectations import session_samples
 from aisp_prof.cli import cli
 
 H200 = ROOT / "profiles" / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 H100 = ROOT / "profiles" / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"
 OTHER = ROOT / "profiles" / "samples_h100" / "20261126T045319Z-ch09.memory_bound-64b1"
+ALLREDUCE_H100 = ROOT / "profiles" / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
+ALLREDUCE_H200 = ROOT / "profiles" / "samples_h200x2_ch14" / "20261129T180029Z-ch14.quantized_allreduce-7cd8"
+CUBLAS_H200 = ROOT / "profiles" / "samples_h200_ch14" / "20261129T055435Z-ch14.cublas_vs_cutlass-c3cf"
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +48,15 @@ def test_diff_two_gpus_table(db):
     assert NOT_JUDGED in out
     for variant in ("baseline", "cuda", "triton"):
         assert variant in out
-    # the times are the summaries' own numbers (CUDA-event medians), never recomputed
+    # the times are the summaries' own numbers by the first timer of the pair's order both runs have: these runs
+    # predate the GPU-time events, so nsys GPU time (what their summaries' speedups use), never recomputed
     sa = {r["variant"]: r for r in runs.summary_result(a)["summary"]}
     sb = {r["variant"]: r for r in runs.summary_result(b)["summary"]}
-    assert f"{sa['cuda']['cuda_event_median_ns'] / 1e3:.1f} us" in out
-    assert f"{sb['cuda']['cuda_event_median_ns'] / 1e3:.1f} us" in out
-    assert "times: cuda_events (the pair's own timer)" in out       # one timer, said once above the table
+    assert sa["cuda"]["speedup_timer"] == sb["cuda"]["speedup_timer"] == "nsys_gpu_time"
+    assert f"{sa['cuda']['gpu_time_ns'] / 1e3:.1f} us" in out
+    assert f"{sb['cuda']['gpu_time_ns'] / 1e3:.1f} us" in out
+    assert f"{sb['cuda']['speedup_vs_baseline']:.2f}x" in out        # B's speedup, by the same timer
+    assert "times and speedups: nsys GPU time (nsys_gpu_time)" in out   # one timer, said once above the table
 
 
 @pytest.mark.slow
@@ -107,11 +113,14 @@ def test_gate_verdict_on_real_samples(db):
                for r in moved["variants"])
 
 
-def test_primary_time_prefers_the_gate_timer():
-    assert primary_time({"cuda_event_median_ns": 2.0, "gpu_time_ns": 1.0, "gpu_time_source": "nsys"}) == \
-        (2.0, "cuda_events")
-    assert primary_time({"gpu_time_ns": 1.0, "gpu_time_source": "ncu"}) == (1.0, "ncu")
-    assert primary_time({}) == (None, "")
+def test_timer_times_tell_legacy_cuda_events_from_gpu_events():
+    """A run of the three kinds stores its GPU-time events as cuda_event_median_ns too: they are gpu_events,
+    never the legacy cuda_events (the one timer of runs before issue 28)."""
+    legacy = timer_times({"cuda_event_median_ns": 2.0, "gpu_time_ns": 1.0, "gpu_time_source": "nsys"})
+    assert legacy["cuda_events"] == 2.0 and legacy["gpu_events"] is None and legacy["nsys_gpu_time"] == 1.0
+    current = timer_times({"cuda_event_median_ns": 2.0, "gpu_events_median_ns": 2.0, "steady_median_ns": 3.0})
+    assert current["gpu_events"] == 2.0 and current["cuda_events"] is None and current["steady"] == 3.0
+    assert timer_times({"gpu_time_ns": 1.0, "gpu_time_source": "ncu"})["nsys_gpu_time"] is None
 
 
 @pytest.mark.parametrize("run", [ROOT / "profiles" / "samples_h200_ch14" / "20261129T060052Z-ch14.graph_break_control_flow-acfd",
@@ -125,3 +134,62 @@ def test_a_run_against_itself_is_never_faster_or_slower(run, tmp_path):
     assert r.exit_code == 0, r.output
     verdicts = {row["variant"]: row["verdict"] for row in json.loads(r.output)["variants"] if row["verdict"]}
     assert verdicts and not {"FASTER", "SLOWER"} & set(verdicts.values()), verdicts
+
+
+@pytest.fixture(scope="module")
+def allreduce(tmp_path_factory):
+    path = tmp_path_factory.mktemp("allreduce") / "aisp.db"
+    runs = api.open_db(path)
+    return str(path), [runs.import_path(p) for p in (ALLREDUCE_H100, ALLREDUCE_H200, CUBLAS_H200)]
+
+
+def _diff_json(db: str, a: str, b: str) -> dict:
+    r = CliRunner().invoke(cli, ["diff", a, b, "--db", db, "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_legacy_and_current_cuda_events_are_never_one_timer(allreduce):
+    """ch14.quantized_allreduce, 2x H100 before issue 28 (A) against 2x H200 after it (B): both store
+    cuda_event_median_ns, A's the legacy events (a host-paced variant timed by its place in the queue), B's the
+    GPU alone. Their ratio read int8_overlap 1.53x slower under 'cuda_events (the pair's own timer)', though
+    the pair's own timer is steady. By nsys GPU time, the first of the pair's order both runs have, it is 0.99x."""
+    db, (h100, h200, _) = allreduce
+    d = _diff_json(db, h100, h200)
+    overlap = {r["variant"]: r for r in d["variants"]}["int8_overlap"]
+    assert overlap["time_ratio_b_over_a"] == pytest.approx(685726.8 / 693589.8)         # was 1.53 (legacy/current)
+    assert overlap["a"]["time_source"] == overlap["b"]["time_source"] == "nsys_gpu_time" and overlap["same_timer"]
+    assert d["timer"] == "nsys_gpu_time" and d["timer_label"] == "nsys GPU time"
+    assert overlap["a"]["speedup"] == pytest.approx(1.5617, abs=1e-4)      # the summaries' own nsys speedups
+    assert overlap["b"]["speedup"] == pytest.approx(1.5508, abs=1e-4)
+    notes = " ".join(d["timer_notes"])
+    assert "steady time per call first" in notes and "CUDA events differ in kind: A's" in notes
+    assert "A's by CUDA events, B's by steady time per call" in notes
+    # A's samples are the legacy timer's, B's the three kinds: not judged, and said so
+    assert not d["judged"] and d["not_judged"] == KINDS_DIFFER and d["judged_timer"] is None
+    assert {r["reason"] for r in d["variants"]} == {KINDS_DIFFER}
+    r = CliRunner().invoke(cli, ["diff", h100, h200, "--db", db], env={"COLUMNS": "120"})
+    assert "the pair's own timer" not in r.output and "cuda_events" not in r.output and "1.53x" not in r.output
+    assert "times and speedups: nsys GPU time" in r.output and "kinds of time differ" in r.output
+
+
+def test_a_run_against_itself_is_by_the_pairs_own_timer(allreduce):
+    """The 2x H200 run's own timer is steady (a run of several ranks); the diff and its verdict use it."""
+    db, (_, h200, _) = allreduce
+    d = _diff_json(db, h200, h200)
+    assert d["timer"] == "steady" and d["judged_timer"] == "steady" and d["timer_notes"][0].endswith(
+        "(steady, the pair's own timer), per call")
+    own = {r["variant"]: r for r in api.open_db(db).summary_result(h200)["summary"]}
+    for row in d["variants"]:
+        assert row["a"]["time_ns"] == own[row["variant"]]["steady_median_ns"] and row["time_ratio_b_over_a"] == 1.0
+
+
+def test_same_card_same_timer_is_unchanged(allreduce):
+    """A one-GPU run of the three kinds against itself: by its GPU-time CUDA events as before (cuda_event_median_ns),
+    now named gpu_events, every verdict SAME."""
+    db, (_, _, cublas) = allreduce
+    d = _diff_json(db, cublas, cublas)
+    own = {r["variant"]: r for r in api.open_db(db).summary_result(cublas)["summary"]}
+    assert d["timer"] == "gpu_events" and d["judged_timer"] == "gpu_events"
+    for row in d["variants"]:
+        assert row["a"]["time_ns"] == own[row["variant"]]["cuda_event_median_ns"] and row["verdict"] == "SAME"
