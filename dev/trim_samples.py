@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from aisp_prof.api.database import open_db
-from aisp_prof.errors import AispError, ExportParseError
+from aisp_prof.errors import AispError, ArgumentError
 from shrink_samples import run_folders     # dev/ is the script's folder: on sys.path
 
 ACTIVITY = "CUPTI_ACTIVITY_KIND_%"
@@ -71,7 +71,7 @@ def seen(folder: Path, scratch: Path) -> dict:
     run_id = db.import_path(folder)
     try:
         ranks = {k: v.to_dict("records") for k, v in db.ranks(run_id).items()}
-    except ExportParseError:            # a one-process run has no ranks to show
+    except ArgumentError:               # a one-process run has no ranks to show
         ranks = {}
     return _without_digest({"summary": db.summary_result(run_id), "page": db.page(run_id), "ranks": ranks})
 
