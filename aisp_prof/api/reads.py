@@ -51,7 +51,9 @@ def read_generated(data: RunData, db: Path) -> tuple[RunFolder, dict[str, Any] |
     relative or stale) and its generated-code index (None where it holds none or is not here)."""
     from ..parse.code.generated_code import read_index
 
-    folder = find_run_folder(data.run_id, data.run.get("run_dir"), db)
+    kept = data.info.get("generated")
+    folder = find_run_folder(data.run_id, data.run.get("run_dir"), db,
+                             kept.get("triton_kernels") if isinstance(kept, dict) else None)
     return folder, (read_index(folder.path) if folder.path is not None else None)
 
 

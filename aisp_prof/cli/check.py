@@ -6,6 +6,7 @@ from typing import Any
 import click
 
 from ..errors import INTERRUPTED_EXIT_CODE
+from ..arguments import INT64_MAX
 from .common import (echo_json, finite_number, json_option, table_width, terminate_as_interrupt, whole_number,
                      wide_option)
 
@@ -17,7 +18,7 @@ from .common import (echo_json, finite_number, json_option, table_width, termina
 @click.option("--fuzz", type=click.IntRange(0, 10000), default=0, show_default=True, metavar="N",
               help="Also N shapes per pair drawn inside its size rules: the smallest, the largest in the budget, "
                    "then random ones (primes, one past a power-of-two tile, ...).")
-@click.option("--seed", type=whole_number(0), default=0, show_default=True,
+@click.option("--seed", type=whole_number(-INT64_MAX), default=0, show_default=True,
               help="The fuzzed shapes' seed (the same seed, the same shapes).")
 @click.option("--budget-gb", type=finite_number(0.001, min_open=False), default=2.0, show_default=True,
               help="Largest fuzzed shape: 8x the pair's analytic bytes of one call at most this.")

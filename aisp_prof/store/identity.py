@@ -27,17 +27,18 @@ does, `RunFolder.missing_message` says so in one line with what to do.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import InstallError
-from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, rank_path, stored
+from ..naming import CHECK_JSON, GENERATED_INDEX, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, rank_path, stored
 from ..paths import data_root
 
 CONTENT_COLUMN = "content_sha256"
@@ -119,38 +120,60 @@ class RunFolder:
                 "aisp-prof import FOLDER --replace")
 
 
-def find_run_folder(run_id: str, run_dir: str | None, db: Path) -> RunFolder:
-    """Where the folder of stored run `run_id` (its `runs.run_dir`) is now: the first candidate
-    (`_candidates`) holding a run.json of that run id; `path` None where none does."""
+def find_run_folder(run_id: str, run_dir: str | None, db: Path, triton_kernels: int | None = None) -> RunFolder:
+    """Where the folder of stored run `run_id` (its `runs.run_dir`) is now: the stored path if it holds a
+    run.json of that run id, else the first other candidate (`_candidates`) that does and whose generated
+    index keeps the `triton_kernels` the stored run.json counts (where it counts any): a cut-down copy of a
+    run keeps its run.json whole (tests/fixtures/generated_h100 beside profiles/samples_h100_ch14) and is
+    not the stored run; `path` None where none is."""
     if not run_dir:
         return RunFolder(run_id, None, None)
-    found = next((c for c in _candidates(Path(run_dir), Path(db)) if _holds_run(c, run_id)), None)
+    stored, *others = _candidates(Path(run_dir), Path(db))
+    if _holds_run(stored, run_id):
+        return RunFolder(run_id, run_dir, stored)
+    found = next((c for c in others if _holds_run(c, run_id) and _keeps(c, triton_kernels)), None)
     return RunFolder(run_id, run_dir, found)
 
 
-def _candidates(stored_dir: Path, db: Path) -> Iterator[Path]:
+def _candidates(stored_dir: Path, db: Path) -> list[Path]:
     """The stored path as it is (a relative one from the current folder), then each end of it,
     longest first, under the database's folder and the folders above it, the current folder and
     aisp-prof's data root: an old relative path, or a tree moved or copied with its database."""
-    yield stored_dir
     folder = db.absolute().parent
-    bases = [folder, *folder.parents, Path.cwd()]
-    try:
-        bases.append(data_root())
-    except InstallError:
-        pass
+    bases = [folder, *folder.parents]
+    for base in (Path.cwd, data_root):
+        try:
+            bases.append(base())
+        except (InstallError, OSError):          # no checkout; a current folder since removed
+            pass
     parts = stored_dir.parts[1:] if stored_dir.is_absolute() else stored_dir.parts
-    for start in range(len(parts)):
-        for base in dict.fromkeys(bases):
-            yield base.joinpath(*parts[start:])
+    return [stored_dir] + [base.joinpath(*parts[start:]) for start in range(len(parts))
+                           for base in dict.fromkeys(bases)]
 
 
 def _holds_run(folder: Path, run_id: str) -> bool:
-    try:
-        info = json.loads((folder / RUN_JSON).read_text())
-    except (OSError, ValueError):
-        return False
+    info = _json(folder / RUN_JSON)
     return isinstance(info, dict) and info.get("run_id") == run_id
+
+
+def _keeps(folder: Path, triton_kernels: int | None) -> bool:
+    """Whether the folder's generated index keeps as many Triton kernels as its run counted (True where
+    the run counts none)."""
+    if not triton_kernels:
+        return True
+    index = _json(folder / GENERATED_INDEX)
+    return isinstance(index, dict) and len(index.get("kernels") or []) == triton_kernels
+
+
+def _json(path: Path) -> Any:
+    """The JSON at `path`, or at its gzipped copy (`naming.stored`: the shipped samples keep some so); None
+    where neither reads."""
+    found = stored(path)
+    try:
+        data = found.read_bytes() if found is not None else b""
+        return json.loads(gzip.decompress(data) if found is not None and found.name.endswith(".gz") else data)
+    except (OSError, ValueError, EOFError, zlib.error):
+        return None
 
 
 def find_stored(conn: sqlite3.Connection, run_id: str | None, key: str | None) -> list[dict[str, Any]]:

@@ -59,3 +59,15 @@ def test_a_skipped_variant_s_speedup_claims_nothing(sample_dbs, tmp_path):
     assert head["text"].endswith("(its correctness check was skipped at these sizes: no speed claim)")
     html = open_db(db).report([RUN], out=tmp_path / "report").pages[0].read_text()
     assert "check skipped" in html and "the correctness check was skipped at these sizes" in html
+
+
+@pytest.mark.slow
+def test_the_report_index_never_calls_a_skipped_check_correct(sample_dbs, tmp_path):
+    """The index's correctness cell: "N skipped", not a green "yes" that the baseline's pass alone earned
+    (a review found it after `correct` became None for a skipped check), and "NO" only for a failure."""
+    import re
+
+    db = _skip(sample_dbs.copy(tmp_path / "a.db", RUN_DIR), "flex", "sdpa_band_mask")
+    index = open_db(db).report([RUN], out=tmp_path / "report").index.read_text()
+    row = re.search(r'<tr data-chapter="ch14".*?</tr>', index, re.S).group(0)
+    assert "2 skipped" in row and ">yes<" not in row and ">NO<" not in row

@@ -155,3 +155,21 @@ def test_cards_without_a_common_timer_say_so_instead_of_a_ratio(sample_dbs):
                                       "steady time per call): their speedups do not compare")
     assert out["timer_note"].startswith("no timer every card's run has")
     assert not any("no machine difference" in e for e in out["explanations"])     # DRAM bandwidth moved
+
+
+def test_no_common_timer_never_says_a_ratio_moved(sample_dbs):
+    """Two cards alike (the real H200 page of ch14.quantized_allreduce beside a copy of itself) whose
+    speedups share no timer (edited: steady only on one, nsys only on the other): after "their speedups do
+    not compare" nothing may say "a ratio that moved is the code's or the run's" (a review found both)."""
+    import copy
+
+    from aisp_prof.analyze.page.cards import compare_cards
+
+    page = open_db(sample_dbs.original(QA_H200))._page(QA_H200.name, []).data
+    other = copy.deepcopy(page)
+    timers = page["best"]["speedup_by_timer"]
+    page["best"]["speedup_by_timer"] = {t: (s if t == "steady" else None) for t, s in timers.items()}
+    other["best"]["speedup_by_timer"] = {t: (s if t == "nsys_gpu_time" else None) for t, s in timers.items()}
+    out = compare_cards({"H200": page, "H200 again": other})
+    assert out["common_timer"] is None and "do not compare" in out["explanations"][0]
+    assert not any("no machine difference" in e for e in out["explanations"]), out["explanations"]

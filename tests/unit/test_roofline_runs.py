@@ -157,3 +157,14 @@ def test_chart_draws_and_names_each_cards_roofs(l2norm_db):
         [f"{c.optimized.variant} {c.speedup:.2f}x (H200)" for c in result.comparisons[:2]]
         + [f"{c.optimized.variant} {c.speedup:.2f}x (H100)" for c in result.comparisons[2:4]]
         + [f"{c.optimized.variant} {c.speedup:.2f}x (H200 -> H100)" for c in result.comparisons[4:]])
+
+
+def test_a_run_with_no_gpu_name_joins_the_one_card_of_the_others(l2norm_db):
+    """A bare ncu export names no GPU; beside runs of one card (its own run folder) and with no calibration
+    to place it, it is of that card, as before ceilings were per card: one card's roofs, no other_gpu warning
+    on arrows of 1.00x (a review found 'h200, unknown'). The H200 run, and a copy of it without its GPU name."""
+    named = roofline_input(l2norm_db.run(L2NORM_H200))
+    bare = replace(named, run_id=named.run_id + "-bare", gpu_name=None)
+    result = build_roofline([named, bare])
+    assert list(result.cards) == ["h200"]
+    assert not [w for w in result.warnings if w.code == "other_gpu"]

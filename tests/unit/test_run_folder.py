@@ -133,3 +133,22 @@ def test_a_folder_holding_another_run_is_not_read(tmp_path, monkeypatch):
     shutil.copytree(OTHER, tmp_path / "runs" / "run")
     res = _cli(db, "code", KEPT.name)
     assert res.exit_code == 6 and "folder is not on this machine" in res.stderr, res.output
+
+
+def test_a_cut_down_copy_of_the_run_is_not_taken_for_it(tmp_path, monkeypatch):
+    """The repository ships the run twice: the sample (121 Triton kernels kept) and a cut-down fixture of the
+    same run.json (tests/fixtures/generated_h100: 76 kept). With the imported sample gone, the fixture's
+    folder, found under the current folder, is not the stored run: its index keeps another count (a review
+    showed `code` reading the fixture's 76 kernels as the run's)."""
+    from aisp_prof.store.identity import find_run_folder
+
+    fixture = ROOT / "tests" / "fixtures" / "generated_h100" / KEPT.name
+    assert (fixture / "run.json").read_bytes() == (KEPT / "run.json").read_bytes()
+    shutil.copytree(KEPT, tmp_path / KEPT.name)
+    db = tmp_path / "a.db"
+    assert _cli(db, "import", str(tmp_path / KEPT.name)).exit_code == 0
+    shutil.rmtree(tmp_path / KEPT.name)
+    monkeypatch.chdir(fixture.parent)
+    assert find_run_folder(KEPT.name, _stored_dir(db), db, 121).path is None
+    res = _cli(db, "code", KEPT.name, "--all")
+    assert res.exit_code == 6 and "folder is not on this machine" in res.stderr, res.output

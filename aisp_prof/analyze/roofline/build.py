@@ -90,11 +90,17 @@ Calibrations = Sequence[Mapping[str, Any]]      # the store's calibration record
 
 def run_cards(runs: Sequence[RunInput], calibrations: Calibrations = ()) -> dict[str, str]:
     """run_id -> the hardware key of the card it ran on: its GPU name's, else (an export with no
-    GPU name) the key of the calibration its SM count and memory match, else 'unknown'."""
+    GPU name) the key of the calibration its SM count and memory match, else the one card the named
+    runs share (a bare ncu export beside its own run folder, as before ceilings were per card), else
+    'unknown'."""
     out = {}
     for r in runs:
         found = None if r.gpu_name else calibration_for_runs(calibrations, [r])
         out[r.run_id] = (found[0].get("hardware_key") if found else None) or hardware_key(r.gpu_name)
+    named = {out[r.run_id] for r in runs if r.gpu_name}
+    unknown = hardware_key(None)
+    if len(named) == 1:
+        out = {run_id: (next(iter(named)) if key == unknown else key) for run_id, key in out.items()}
     return out
 
 
