@@ -213,8 +213,9 @@ class RunDatabase:
         return opened.ranks.frames()
 
     def summary(self, run: str = "latest") -> pd.DataFrame:
-        """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls."""
-        return pd.DataFrame(Run(self.run(run, tables=SUMMARY_TABLES)).summary)
+        """Per variant, baseline first: GPU time, speedup, correctness, DRAM bytes, FLOPs, stalls. Read as
+        `aisp-prof summary` reads it (`open`): a one-rank run's timeline as the store keeps it summed."""
+        return pd.DataFrame(self.open(run).summary)
 
     def roofline(self, *targets: str, flop_basis: str = "auto") -> RooflineResult:
         """The roofline of runs (default: the latest) with measured ceilings where calibrated."""

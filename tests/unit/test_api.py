@@ -81,3 +81,22 @@ def test_import_aisp_prof_is_light():
     code = "import sys, aisp_prof; print('pandas' in sys.modules, 'aisp_prof.api' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_a_notebook_summary_reads_as_the_cli_does_never_the_timeline(sample_dbs, monkeypatch):
+    """`db.summary()` read every timeline row of a run (a 1M-kernel trace whole) while `aisp-prof summary` reads
+    the per-variant sums the store keeps (README "Long traces"); now the same read and the same rows. The
+    shipped H200 ch09.fused_l2norm run."""
+    from aisp_prof.api import open_db
+    from aisp_prof.store import db as store_db
+    from repo_paths import SAMPLES
+
+    run = "20261126T011557Z-ch09.fused_l2norm-90df"
+    db = open_db(sample_dbs.original(SAMPLES / run))
+    read = []
+    table = store_db.Reader.table
+    monkeypatch.setattr(store_db.Reader, "table",
+                        lambda self, name, *a, **k: read.append(name) or table(self, name, *a, **k))
+    frame = db.summary(run)
+    assert "timeline" not in read and "timings" in read
+    pd.testing.assert_frame_equal(frame, pd.DataFrame(db.summary_result(run)["summary"]))
