@@ -83,7 +83,7 @@ class RunDatabase:
     def open(self, run: str = "latest", tables: Sequence[str] = SUMMARY_TABLES) -> Run:
         """A stored run read once (what a summary, its roofline, verdict and ranks need, with the
         calibrations), its analyses computed on first use and kept (`api.run.Run`)."""
-        return self.open_runs([run], tables)[0]
+        return self.open_runs([arg.text(run, "run")], tables)[0]
 
     def open_runs(self, runs: Sequence[str], tables: Sequence[str] = SUMMARY_TABLES) -> list[Run]:
         """`open` of several runs in one open of the database."""
