@@ -27,18 +27,17 @@ does, `RunFolder.missing_message` says so in one line with what to do.
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import re
 import sqlite3
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import InstallError
-from ..naming import CHECK_JSON, GENERATED_INDEX, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, rank_path, stored
+from ..naming import CHECK_JSON, NCU_CSV, NSYS_SQLITE, RUN_JSON, TIMING_JSON, rank_path, stored
+from ..parse.code.generated_code import read_index
 from ..paths import data_root
 
 CONTENT_COLUMN = "content_sha256"
@@ -152,28 +151,20 @@ def _candidates(stored_dir: Path, db: Path) -> list[Path]:
 
 
 def _holds_run(folder: Path, run_id: str) -> bool:
-    info = _json(folder / RUN_JSON)
+    try:
+        info = json.loads((folder / RUN_JSON).read_text())
+    except (OSError, ValueError):
+        return False
     return isinstance(info, dict) and info.get("run_id") == run_id
 
 
 def _keeps(folder: Path, triton_kernels: int | None) -> bool:
-    """Whether the folder's generated index keeps as many Triton kernels as its run counted (True where
-    the run counts none)."""
+    """Whether the folder's generated index (`read_index`: index.json or the samples' index.json.gz) keeps
+    as many Triton kernels as its run counted (True where the run counts none)."""
     if not triton_kernels:
         return True
-    index = _json(folder / GENERATED_INDEX)
+    index = read_index(folder)
     return isinstance(index, dict) and len(index.get("kernels") or []) == triton_kernels
-
-
-def _json(path: Path) -> Any:
-    """The JSON at `path`, or at its gzipped copy (`naming.stored`: the shipped samples keep some so); None
-    where neither reads."""
-    found = stored(path)
-    try:
-        data = found.read_bytes() if found is not None else b""
-        return json.loads(gzip.decompress(data) if found is not None and found.name.endswith(".gz") else data)
-    except (OSError, ValueError, EOFError, zlib.error):
-        return None
 
 
 def find_stored(conn: sqlite3.Connection, run_id: str | None, key: str | None) -> list[dict[str, Any]]:
