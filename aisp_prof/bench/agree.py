@@ -13,7 +13,8 @@ from typing import Any, Sequence
 from ..analyze.gate import expectations as exp
 from ..analyze.gate.agree import Agreement, Evidence, RunView, agreements
 from ..errors import AispError, InstallError, RegressionError, UnknownTargetError, shorten
-from ..naming import chapter_key, chapter_of_pair, hardware_key
+from ..arguments import texts
+from ..naming import chapter_key, chapter_of_pair, close_names, hardware_key
 from ..paths import data_root, kernels_root
 
 
@@ -25,21 +26,27 @@ def agree(db: Any, targets: Sequence[str] = (), card: str | None = None) -> list
     if not listing:
         raise UnknownTargetError(f"no stored run of a pair in {shorten(db.path)}{_not_ok(runs)}; `aisp-prof import` "
                                  "the shipped samples first (aisp-prof import profiles/samples*/2026*)")
-    names = [t.strip() for item in targets for t in item.split(",") if t.strip()]
+    names = [t.strip() for item in texts(targets, "targets", "a chapter or pair name") for t in item.split(",")
+             if t.strip()]
     for t in names:
         if not any(_matches(str(r["pair"]), [t]) for r in listing):
+            of_t = [r for r in runs if _matches(str(r["pair"]), [t])]
             raise UnknownTargetError(f"no stored run of target {t!r} in {shorten(db.path)}"
-                                     + _not_ok([r for r in runs if _matches(str(r["pair"]), [t])]))
+                                     + (_not_ok(of_t) if of_t else _close(t, listing)))
     wanted = [r for r in listing if _matches(str(r["pair"]), names)]
     newest: dict[tuple[str, str], Any] = {}
+    keys: set[str] = set()
     for run in db.open_runs([r["run_id"] for r in wanted]):
         info = run.data.info
         key = hardware_key(run.data.gpu_name, int(info.get("world_size") or 1))
+        keys.add(key)
         if card is None or key == card:
             newest[(str(run.data.run.get("pair")), key)] = run           # oldest first: the newest wins
     if not newest:
-        raise UnknownTargetError(f"no stored run on card {card!r} in {shorten(db.path)}" if card else
-                                 f"no stored run of {', '.join(targets)} in {shorten(db.path)}")
+        close = close_names(str(card), sorted(keys), cutoff=0.4, chapters=False)
+        raise UnknownTargetError(f"no stored run on card {card!r} in {shorten(db.path)}; " +
+                                 (f"did you mean {', '.join(close)}?" if close else f"cards: {', '.join(sorted(keys))}")
+                                 if card else f"no stored run of {', '.join(names)} in {shorten(db.path)}")
     out: list[Agreement] = []
     for (pair, key), run in sorted(newest.items()):
         out += agreements(run_view(run, key), evidence_of(pair, key))
@@ -53,6 +60,12 @@ def _not_ok(runs: Sequence[Any]) -> str:
         return ""
     statuses = ", ".join(sorted({str(r.get("status")) for r in runs}))
     return f" whose check passed ({len(runs)} stored with status {statuses}, not compared)"
+
+
+def _close(target: str, listing: Sequence[Any]) -> str:
+    """'; did you mean ch10.cluster_group?' among the pairs (and their chapters) with a passing run."""
+    close = close_names(target, sorted({str(r["pair"]) for r in listing}), cutoff=0.4)
+    return f"; did you mean {', '.join(close)}?" if close else "; `aisp-prof runs` lists the stored runs"
 
 
 def _matches(pair: str, names: Sequence[str]) -> bool:

@@ -237,10 +237,7 @@ def bench_agree(targets: tuple[str, ...], card: str | None, db: Path | None, as_
     """
     from ..bench.agree import agree, agree_error
 
-    runs = database(db)
-    if targets:                   # a target no stored run is of (a typo): exit 2 with close names
-        runs.select((), targets)
-    found = agree(runs, targets, card)
+    found = agree(database(db), targets, card)
     if as_json:
         echo_json([a.to_dict() for a in found])
     else:

@@ -17,6 +17,7 @@ from aisp_prof.analyze.gate import agree as agree_mod
 from aisp_prof.api import open_db
 from aisp_prof.bench.agree import agree, agree_error
 from aisp_prof.cli import cli
+from aisp_prof.errors import UnknownTargetError
 
 STREAMS = "20261126T122515Z-ch10.stream_concurrency-f397"       # H100, the issue's 3.84x vs 0.86x
 SDPA = "20261126T151209Z-ch14.attention_eager_sdpa-4b92"       # H100, sampled by the legacy event timer
@@ -189,6 +190,23 @@ def test_cli_unknown_target_or_card_is_exit_2(sample_dbs, args):
     r = CliRunner().invoke(cli, ["bench", "agree", "--db", str(_db(sample_dbs, STREAMS)), *args])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert r.output.startswith("aisp-prof: error: no stored run")
+
+
+@pytest.mark.parametrize("kw, said", [
+    ({"targets": ["ch10.stream_concurency"]}, "did you mean ch10.stream_concurrency?"),
+    ({"targets": ["ch1O"]}, "did you mean ch10?"),
+    ({"card": "h100_80gb"}, "did you mean h100_80gb_hbm3?"),
+])
+def test_a_python_caller_gets_close_names_too(sample_dbs, kw, said):
+    """The "did you mean" is the library's, not a CLI pre-check: a notebook's typo gets it too."""
+    with pytest.raises(UnknownTargetError) as e:
+        agree(open_db(_db(sample_dbs, STREAMS)), **kw)
+    assert said in str(e.value)
+
+
+def test_one_string_of_targets_is_one_target_not_its_letters(sample_dbs):
+    found = agree(open_db(_db(sample_dbs, STREAMS, SDPA)), "ch10")
+    assert {a.pair for a in found} == {"ch10.stream_concurrency"}
 
 
 def test_a_target_whose_runs_all_failed_their_check_says_so(sample_dbs, tmp_path):
