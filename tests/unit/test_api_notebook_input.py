@@ -1,0 +1,39 @@
+"""What a notebook hands the library beyond the run arguments `test_api_arguments` covers: a
+choice spelled wrong, a chart's file name, a GPU count, a table's name, a variant of code. Each is
+an AispError with a one-line message naming what it takes (never a ValueError or TypeError from
+inside), raised before anything is read, written or started; checked on the shipped sample runs."""
+from __future__ import annotations
+
+import pytest
+from repo_paths import PROFILES
+
+import aisp_prof
+from aisp_prof.errors import AispError, ArgumentError, OutputError
+
+L2NORM = PROFILES / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
+
+
+@pytest.fixture
+def db(sample_dbs, tmp_path):
+    return aisp_prof.open_db(sample_dbs.copy(tmp_path / "a.db", L2NORM))
+
+
+@pytest.mark.parametrize("flop_basis", ["nope", None, 3])
+def test_a_flop_basis_not_offered_is_an_argument_error(db, flop_basis):
+    with pytest.raises(ArgumentError, match="^flop_basis must be auto, analytic or counted"):
+        db.roofline(L2NORM.name, flop_basis=flop_basis)
+    with pytest.raises(ArgumentError, match="^flop_basis"):
+        db.roofline_points(L2NORM.name, flop_basis=flop_basis)
+
+
+def test_a_chart_the_readme_draws_takes_its_arguments_as_errors(db, tmp_path):
+    from aisp_prof.render.roofline_plot import draw
+
+    result = db.roofline(L2NORM.name)
+    with pytest.raises(OutputError, match=r"\.png or \.svg"):
+        draw(result, tmp_path / "chart.jpg")
+    with pytest.raises(ArgumentError, match="^level must be dram, l2, l1 or all"):
+        draw(result, tmp_path / "chart.png", level="L2")
+    with pytest.raises(ArgumentError, match="^path takes a path"):
+        draw(result, None)
+    assert not list(tmp_path.glob("chart.*"))
