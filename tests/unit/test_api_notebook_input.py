@@ -37,3 +37,16 @@ def test_a_chart_the_readme_draws_takes_its_arguments_as_errors(db, tmp_path):
     with pytest.raises(ArgumentError, match="^path takes a path"):
         draw(result, None)
     assert not list(tmp_path.glob("chart.*"))
+
+
+@pytest.mark.parametrize("gpus, said", [(0, "gpus 0 is out of range"), (1, "gpus 1 is out of range"),
+                                        (-1, "gpus -1"), ("2", "gpus takes a whole number")])
+def test_a_link_of_fewer_than_two_gpus_starts_nothing(db, monkeypatch, gpus, said):
+    import subprocess
+
+    started = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a) or pytest.fail("started a process"))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: started.append(a) or pytest.fail("started a process"))
+    with pytest.raises(ArgumentError, match=f"^{said}"):
+        db.calibrate_link(gpus)
+    assert started == []
