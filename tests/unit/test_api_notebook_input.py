@@ -50,3 +50,13 @@ def test_a_link_of_fewer_than_two_gpus_starts_nothing(db, monkeypatch, gpus, sai
     with pytest.raises(ArgumentError, match=f"^{said}"):
         db.calibrate_link(gpus)
     assert started == []
+
+
+def test_one_table_name_is_that_table_and_a_typo_is_said(db):
+    asked = db.run(L2NORM.name, tables="kernels").kernels         # was read as k, e, r, ...: empty
+    assert len(asked) == len(db.run(L2NORM.name, tables=["kernels"]).kernels) > 0
+    for call in (lambda: db.run(L2NORM.name, tables=["kernel"]), lambda: db.open(L2NORM.name, tables=["kernel"])):
+        with pytest.raises(ArgumentError, match="^tables: a run has no table 'kernel'; its tables are kernels,"):
+            call()
+    with pytest.raises(ArgumentError, match="^tables takes"):
+        db.open(L2NORM.name, tables=5)
