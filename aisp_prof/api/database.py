@@ -243,16 +243,20 @@ class RunDatabase:
         `analyze.code.generated_code.match_launches`), those kernels (launch configuration,
         registers, PTX/SASS summaries, files) and the Inductor output code that defines them.
         `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
-        and kernel names containing `kernel`. ExportParseError when the run's folder has no
-        generated code here."""
+        and kernel names containing `kernel`; a variant the run lacks is UnknownTargetError (as
+        `kernels`'). ExportParseError when the run's folder has no generated code here."""
         from ..analyze.code.generated_code import generated_code_view
 
-        data = self.run(run, tables=("kernels", "timeline"))
+        with store_db.Reader(self.path) as conn:
+            run_id = resolve_run(conn.list_runs(), run, str(self.path))
+            if variant is not None:
+                check_variant(conn, run_id, variant)
+            data = declared(conn.read_run(run_id, False, ("kernels", "timeline")))
         folder, index = read_generated(data, self.path)
         if index is None or folder.path is None:
             raise no_generated_code(data, folder)
         return generated_code_view(data.run_id, folder.path, index, data.kernels, data.timeline,
-                                   variant, kernel, all_kernels)
+                                   variant, arg.optional_text(kernel, "kernel"), all_kernels)
 
     # ------------------------------------------------------------------ reports
     def page(self, run: str = "latest") -> dict[str, Any]:

@@ -8,7 +8,7 @@ import pytest
 from repo_paths import PROFILES
 
 import aisp_prof
-from aisp_prof.errors import AispError, ArgumentError, OutputError
+from aisp_prof.errors import ArgumentError, OutputError, UnknownTargetError
 
 L2NORM = PROFILES / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 
@@ -60,3 +60,15 @@ def test_one_table_name_is_that_table_and_a_typo_is_said(db):
             call()
     with pytest.raises(ArgumentError, match="^tables takes"):
         db.open(L2NORM.name, tables=5)
+
+
+def test_code_of_a_variant_the_run_lacks_is_said_as_kernels_says_it(sample_dbs, tmp_path):
+    triton = PROFILES / "samples_h100_ch14" / "20261126T150937Z-ch14.triton_persistent-f89b"
+    db = aisp_prof.open_db(sample_dbs.copy(tmp_path / "t.db", triton))
+    assert len(db.generated_code(triton.name, variant="persistent")["launches"]) > 0
+    with pytest.raises(UnknownTargetError, match="has no variant 'persistant'; did you mean persistent"):
+        db.generated_code(triton.name, variant="persistant")      # was 0 launches, 0 kernels: exit 0
+    with pytest.raises(UnknownTargetError, match="has no variant 'persistant'"):
+        db.kernels(triton.name, variant="persistant")
+    with pytest.raises(ArgumentError, match="^kernel takes text"):
+        db.generated_code(triton.name, kernel=5)
