@@ -339,7 +339,8 @@ class RunDatabase:
         """Measure this GPU's ceilings and store them (`calibrate.run`; `options`: CalibrateOptions' fields)."""
         from ..calibrate.run import CalibrateOptions, calibrate
 
-        return calibrate(CalibrateOptions(db=self.path, **options), progress)
+        return calibrate(CalibrateOptions(db=self.path, **arg.fields(options, CalibrateOptions, "options", ("db",))),
+                         progress)
 
     def calibrate_link(self, gpus: int, write_json: Path | None = None) -> tuple[dict[str, Any], Path | None]:
         """Measure `gpus` GPUs' link per collective and store it; (record, JSON file written)."""
@@ -362,7 +363,7 @@ class RunDatabase:
         """Stored runs added as sessions of their pairs' recorded evidence (`bench.runner.record_runs`)."""
         from ..bench.runner import record_runs
 
-        return record_runs([self.run(r) for r in runs], expectations, force)
+        return record_runs([self.run(r) for r in arg.texts(runs, "runs")], expectations, force)   # one str: one run
 
     # ------------------------------------------------------------------ profiling (GPU)
     def profile(self, opts: RunOptions, progress: Progress = lambda m: None,

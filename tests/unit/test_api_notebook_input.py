@@ -8,7 +8,7 @@ import pytest
 from repo_paths import PROFILES
 
 import aisp_prof
-from aisp_prof.errors import ArgumentError, OutputError, UnknownTargetError
+from aisp_prof.errors import AispError, ArgumentError, OutputError, UnknownTargetError
 
 L2NORM = PROFILES / "samples" / "20261126T011557Z-ch09.fused_l2norm-90df"
 
@@ -72,3 +72,23 @@ def test_code_of_a_variant_the_run_lacks_is_said_as_kernels_says_it(sample_dbs, 
         db.kernels(triton.name, variant="persistant")
     with pytest.raises(ArgumentError, match="^kernel takes text"):
         db.generated_code(triton.name, kernel=5)
+
+
+@pytest.mark.parametrize("call, said", [
+    (lambda db: db.bench(["ch09.fused_l2norm"], {"repeat": 3}), "options: BenchOptions has no field 'repeat'; its "
+                                                                "fields are profile, repeats,"),
+    (lambda db: db.bench(["ch09.fused_l2norm"], ["repeats"]), "options takes a dict of BenchOptions fields"),
+    (lambda db: db.bench("ch09.fused_l2nrm", {}), "unknown target 'ch09.fused_l2nrm'"),     # was 'c': its letters
+    (lambda db: db.calibrate({"repeat": 3}), "options: CalibrateOptions has no field 'repeat'"),
+    (lambda db: db.calibrate({"db": "other.db"}), "options: CalibrateOptions has no field 'db'"),
+    (lambda db: db.bench_record(5), "runs takes"),
+])
+def test_the_gpu_calls_options_are_checked_before_anything_runs(db, call, said):
+    with pytest.raises(AispError, match=f"^{said}") as raised:
+        call(db)
+    assert raised.value.exit_code == 2          # ArgumentError, UnknownTargetError: not a TypeError, not NoGpuError
+
+
+def test_one_run_id_to_record_is_one_run(db):
+    outcomes = db.bench_record(L2NORM.name)          # was its letters, each a run prefix ('2' ...)
+    assert [(o.run_id, o.status) for o in outcomes] == [(L2NORM.name, "refused")]   # no samples: nothing written
