@@ -279,8 +279,8 @@ class RunDatabase:
         run_ids.sort(key=lambda r: first[rows[r].get("pair") or r])   # a pair's runs in a row: their rooflines share axes
         refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
         page_of = functools.partial(self._page, files=file_calibrations(self.calibration_dirs))   # in the workers
-        return write_report(refs, page_of, out=Path(out) if out else None, reports_dir=Path(reports_dir),
-                            source=str(self.path), progress=progress, tick=tick)
+        return write_report(refs, page_of, out=arg.path(out, "out") if out else None, source=str(self.path),
+                            reports_dir=arg.path(reports_dir, "reports_dir"), progress=progress, tick=tick)
 
     def compare_cards(self, pair: str, plot_dir: str | Path | None = None) -> dict[str, Any]:
         """`compare PAIR --cards`: the pair's latest run on each card (`analyze.page.cards`), the axes
@@ -303,7 +303,8 @@ class RunDatabase:
         out, roofs = compare_cards({card: p.data for card, p in pages.items()}), {c: p.roofline for c, p in pages.items()}
         roofs = {card: roof for card, roof in roofs.items() if roof is not None}
         out["roofline_axes"] = axes_of(roofs) if roofs else None
-        out["charts"] = draw_cards(pair, roofs, Path(plot_dir)) if plot_dir is not None and roofs else {}
+        charts = None if plot_dir is None else arg.path(plot_dir, "plot_dir")
+        out["charts"] = draw_cards(pair, roofs, charts) if charts is not None and roofs else {}
         return out
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:

@@ -92,3 +92,16 @@ def test_the_gpu_calls_options_are_checked_before_anything_runs(db, call, said):
 def test_one_run_id_to_record_is_one_run(db):
     outcomes = db.bench_record(L2NORM.name)          # was its letters, each a run prefix ('2' ...)
     assert [(o.run_id, o.status) for o in outcomes] == [(L2NORM.name, "refused")]   # no samples: nothing written
+
+
+def test_where_a_report_or_cards_go_is_a_path_or_an_argument_error(sample_dbs, tmp_path, monkeypatch):
+    h100 = PROFILES / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"
+    db = aisp_prof.open_db(sample_dbs.copy(tmp_path / "c.db", L2NORM, h100))
+    monkeypatch.chdir(tmp_path)
+    for call, said in [(lambda: db.report(reports_dir=None), "reports_dir takes a path"),
+                       (lambda: db.report(out=5), "out takes a path"),
+                       (lambda: db.compare_cards("ch09.fused_l2norm", plot_dir=5), "plot_dir takes a path")]:
+        with pytest.raises(ArgumentError, match=f"^{said}"):
+            call()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]          # nothing written
+    assert set(db.compare_cards("ch09.fused_l2norm", plot_dir="cards")["charts"]) == {"H100", "H200"}
