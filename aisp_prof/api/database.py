@@ -169,10 +169,10 @@ class RunDatabase:
         limit, chunk_rows = arg.optional_whole(limit, "limit", 0), arg.whole(chunk_rows, "chunk_rows", 1)
         with store_db.Reader(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
-            if variant:
+            if variant is not None:          # '' too: a variant the run lacks, not every variant
                 check_variant(conn, run_id, variant)
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
-            where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
+            where, params = (" AND variant = ?", (variant,)) if variant is not None else ("", ())
             read = kernel_sources(conn.table_columns(table))
             for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read, limit=limit):
                 yield kernel_columns(chunk)

@@ -105,3 +105,10 @@ def test_where_a_report_or_cards_go_is_a_path_or_an_argument_error(sample_dbs, t
             call()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.db"]          # nothing written
     assert set(db.compare_cards("ch09.fused_l2norm", plot_dir="cards")["charts"]) == {"H100", "H200"}
+
+
+def test_an_empty_variant_name_is_no_variant_not_every_one(db):
+    every = db.kernels(L2NORM.name)
+    assert len(db.kernels(L2NORM.name, variant="cuda")) < len(every)
+    with pytest.raises(UnknownTargetError, match="has no variant ''; it has baseline, cuda, triton"):
+        db.kernels(L2NORM.name, variant="")        # `--variant "$UNSET"`: was all 7 launches, as if not asked
