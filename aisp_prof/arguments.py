@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,20 @@ def positive(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value) or value <= 0:
         raise ArgumentError(f"{name} takes a finite number above 0, not {_shown(value)}")
     return float(value)
+
+
+def fields(value: Any, kind: type, name: str, given: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A mapping of the dataclass `kind`'s field names (`given`: those the caller sets itself) as a
+    dict; None is none. Another name is an ArgumentError listing them, not a TypeError from `kind(**value)`."""
+    import dataclasses
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ArgumentError(f"{name} takes a dict of {kind.__name__} fields, not {_shown(value)}")
+    known = [f.name for f in dataclasses.fields(kind) if f.init and f.name not in given]
+    unknown = [k for k in value if k not in known]
+    if unknown:
+        raise ArgumentError(f"{name}: {kind.__name__} has no field {shorten(repr(unknown[0]), 60)}; "
+                            f"its fields are {', '.join(known)}")
+    return dict(value)

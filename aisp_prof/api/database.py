@@ -169,10 +169,10 @@ class RunDatabase:
         limit, chunk_rows = arg.optional_whole(limit, "limit", 0), arg.whole(chunk_rows, "chunk_rows", 1)
         with store_db.Reader(self.path) as conn:
             run_id = resolve_run(conn.list_runs(), run, str(self.path))
-            if variant:
+            if variant is not None:          # '' too: a variant the run lacks, not every variant
                 check_variant(conn, run_id, variant)
             table = "kernels" if conn.count("kernels", run_id) else "timeline"
-            where, params = (" AND variant = ?", (variant,)) if variant else ("", ())
+            where, params = (" AND variant = ?", (variant,)) if variant is not None else ("", ())
             read = kernel_sources(conn.table_columns(table))
             for chunk in conn.iter_table(table, run_id, where, params, chunk_rows, columns=read, limit=limit):
                 yield kernel_columns(chunk)
@@ -243,16 +243,20 @@ class RunDatabase:
         `analyze.code.generated_code.match_launches`), those kernels (launch configuration,
         registers, PTX/SASS summaries, files) and the Inductor output code that defines them.
         `all_kernels`: every kept kernel instead, ran or not. Narrowed to `variant`'s launches
-        and kernel names containing `kernel`. ExportParseError when the run's folder has no
-        generated code here."""
+        and kernel names containing `kernel`; a variant the run lacks is UnknownTargetError (as
+        `kernels`'). ExportParseError when the run's folder has no generated code here."""
         from ..analyze.code.generated_code import generated_code_view
 
-        data = self.run(run, tables=("kernels", "timeline"))
+        with store_db.Reader(self.path) as conn:
+            run_id = resolve_run(conn.list_runs(), run, str(self.path))
+            if variant is not None:
+                check_variant(conn, run_id, variant)
+            data = declared(conn.read_run(run_id, False, ("kernels", "timeline")))
         folder, index = read_generated(data, self.path)
         if index is None or folder.path is None:
             raise no_generated_code(data, folder)
         return generated_code_view(data.run_id, folder.path, index, data.kernels, data.timeline,
-                                   variant, kernel, all_kernels)
+                                   variant, arg.optional_text(kernel, "kernel"), all_kernels)
 
     # ------------------------------------------------------------------ reports
     def page(self, run: str = "latest") -> dict[str, Any]:
@@ -275,8 +279,8 @@ class RunDatabase:
         run_ids.sort(key=lambda r: first[rows[r].get("pair") or r])   # a pair's runs in a row: their rooflines share axes
         refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
         page_of = functools.partial(self._page, files=file_calibrations(self.calibration_dirs))   # in the workers
-        return write_report(refs, page_of, out=Path(out) if out else None, reports_dir=Path(reports_dir),
-                            source=str(self.path), progress=progress, tick=tick)
+        return write_report(refs, page_of, out=arg.path(out, "out") if out else None, source=str(self.path),
+                            reports_dir=arg.path(reports_dir, "reports_dir"), progress=progress, tick=tick)
 
     def compare_cards(self, pair: str, plot_dir: str | Path | None = None) -> dict[str, Any]:
         """`compare PAIR --cards`: the pair's latest run on each card (`analyze.page.cards`), the axes
@@ -299,7 +303,8 @@ class RunDatabase:
         out, roofs = compare_cards({card: p.data for card, p in pages.items()}), {c: p.roofline for c, p in pages.items()}
         roofs = {card: roof for card, roof in roofs.items() if roof is not None}
         out["roofline_axes"] = axes_of(roofs) if roofs else None
-        out["charts"] = draw_cards(pair, roofs, Path(plot_dir)) if plot_dir is not None and roofs else {}
+        charts = None if plot_dir is None else arg.path(plot_dir, "plot_dir")
+        out["charts"] = draw_cards(pair, roofs, charts) if charts is not None and roofs else {}
         return out
 
     def _page(self, run_id: str, files: list[dict[str, Any]]) -> Page:
@@ -335,7 +340,8 @@ class RunDatabase:
         """Measure this GPU's ceilings and store them (`calibrate.run`; `options`: CalibrateOptions' fields)."""
         from ..calibrate.run import CalibrateOptions, calibrate
 
-        return calibrate(CalibrateOptions(db=self.path, **options), progress)
+        return calibrate(CalibrateOptions(db=self.path, **arg.fields(options, CalibrateOptions, "options", ("db",))),
+                         progress)
 
     def calibrate_link(self, gpus: int, write_json: Path | None = None) -> tuple[dict[str, Any], Path | None]:
         """Measure `gpus` GPUs' link per collective and store it; (record, JSON file written)."""
@@ -358,7 +364,7 @@ class RunDatabase:
         """Stored runs added as sessions of their pairs' recorded evidence (`bench.runner.record_runs`)."""
         from ..bench.runner import record_runs
 
-        return record_runs([self.run(r) for r in runs], expectations, force)
+        return record_runs([self.run(r) for r in arg.texts(runs, "runs")], expectations, force)   # one str: one run
 
     # ------------------------------------------------------------------ profiling (GPU)
     def profile(self, opts: RunOptions, progress: Progress = lambda m: None,

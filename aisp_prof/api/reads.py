@@ -18,6 +18,7 @@ def read_to_open(conn: store_db.Reader, run_id: str, tables: Sequence[str]) -> R
     """`read_run` for a `Run`, except a one-rank run's timeline: its call spread instead (all that
     a Run reads of it, as the store keeps it), so a summary or diff of a 1M-kernel run reads a
     row per variant. A multi-rank run's rank report needs the whole timeline."""
+    tables = store_db.child_tables(tables)         # a str is one table, not its letters; a typo is said
     if "timeline" not in tables or conn.count("ranks", run_id):
         return conn.read_run(run_id, False, tables)
     data = conn.read_run(run_id, False, [t for t in tables if t != "timeline"])

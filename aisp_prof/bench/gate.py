@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from ..arguments import fields, texts
 from ..errors import AispError, CorrectnessError, RegressionError
 from ..store.history import gate_seconds
 from . import runner
@@ -99,8 +100,9 @@ def run_gate(runs: Any, targets: Sequence[str], options: dict[str, Any],
     from ..pairs import select
     from ..pairs.capabilities import detect_machine, runnable
 
-    selected, key = select(list(targets)), runner.current_hardware_key()
-    opts, machine = runner.BenchOptions(**options), detect_machine()
+    opts = runner.BenchOptions(**fields(options, runner.BenchOptions, "options"))   # a typo: said before any work
+    selected, key = select(list(texts(targets, "targets"))), runner.current_hardware_key()   # "ch09" is one target
+    machine = detect_machine()
 
     def say(message: str) -> None:
         progress(message)

@@ -138,8 +138,12 @@ def calibrate(opts: CalibrateOptions, progress: Progress = lambda m: None) -> Ca
 
 
 def calibrate_link(db: Path, gpus: int, write_json: Path | None = None) -> tuple[dict[str, Any], Path | None]:
-    """Measure `gpus` GPUs' link (`calibrate.link`), store it (and its JSON file); (record, file)."""
+    """Measure `gpus` GPUs' link (`calibrate.link`), store it (and its JSON file); (record, file).
+    `gpus` is checked first (2 to 64, as `calibrate --link`): 0 or 1 would start torchrun on no link."""
+    from ..arguments import whole
     from .link import calibration_of, run_link
+
+    gpus = whole(gpus, "gpus", 2, 64)
 
     try:
         import torch

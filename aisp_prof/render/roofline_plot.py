@@ -22,12 +22,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..arguments import path as arg_path
 from ..analyze.roofline.ceilings import SPARSE_PRECISIONS, Ceilings, dense_precision
 from ..analyze.roofline.build import RooflineResult
 from ..analyze.roofline.points import Point
 from .charts import variant_colors
 from .drawing import decades, draw_png, minor_ticks_as_markers, share_mathtext
 from .labels import Label, place_labels
+from ..errors import ArgumentError, OutputError
 from ..naming import card_name
 from ..units import si
 
@@ -249,10 +251,10 @@ def _panels(fig: Figure, count: int) -> list[Any]:
 def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare: bool = True,
          precisions: Sequence[str] | None = None, kernels: bool = True, limits: Limits | None = None) -> Path:
     """Write the roofline chart(s) of `result` to `path` (.png or .svg); return the path."""
-    path = Path(path)
+    path = arg_path(path, "path")
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg"):
-        raise ValueError(f"{path}: the chart is written as .png or .svg")
+        raise OutputError(f"{path}: the chart is written as .png or .svg")      # as `roofline --out` says
     fig = figure(result, level, compare, precisions, kernels, limits)
     if fmt == "png":
         return draw_png(fig, path)
@@ -263,7 +265,7 @@ def draw(result: RooflineResult, path: str | Path, level: str = "dram", compare:
 
 def _levels(level: str) -> tuple[str, ...]:
     if level not in ("dram", "l2", "l1", "all"):
-        raise ValueError(f"level must be dram, l2, l1 or all, not {level!r}")
+        raise ArgumentError(f"level must be dram, l2, l1 or all, not {level!r}")
     return ("l1", "l2", "dram") if level == "all" else (level,)
 
 

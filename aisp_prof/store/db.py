@@ -38,7 +38,7 @@ import pandas as pd
 import sqlite_utils
 
 from ..arguments import texts
-from ..errors import ExportParseError, RunExistsError
+from ..errors import ArgumentError, ExportParseError, RunExistsError
 from ..export_rows import ExportRows, StreamedRows
 from ..sqlite_frames import frame_of_rows
 from . import connection, identity
@@ -303,7 +303,7 @@ class Reader:
         the long `metrics` table (schema 0) read that table, as before: the device attributes'
         first values unless `all_metrics`."""
         data = RunData(run=self.run_row(run_id))
-        for name in tables:
+        for name in child_tables(tables):
             if name == "metrics":
                 self._read_metrics(data, all_metrics)
             else:
@@ -363,6 +363,16 @@ def remove_runs(path: Path, runs: Sequence[str]) -> list[dict[str, Any]]:
         rows = {r["run_id"]: r for r in listing}
         return [{"run_id": rid, "pair": rows[rid]["pair"], "label": rows[rid]["label"], "job": rows[rid]["job"],
                  "rows_removed": identity.delete_run(db.conn, rid)} for rid in chosen]
+
+
+def child_tables(tables: Any) -> tuple[str, ...]:
+    """The child tables `tables` names (one name is one table, not its letters); a name that is
+    none of them is an ArgumentError listing them, never a table silently left empty."""
+    asked = texts(tables, "tables", "a child table's name")
+    unknown = [t for t in asked if t not in TABLES]
+    if unknown:
+        raise ArgumentError(f"tables: a run has no table {unknown[0]!r}; its tables are {', '.join(TABLES)}")
+    return asked
 
 
 def list_runs(path: Path) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from aisp_prof.api import open_db
 from aisp_prof.cli import cli
 from aisp_prof.store.ingest import sample_run_dirs, store_path
+from aisp_prof.errors import OutputError
 from aisp_prof.render.roofline_plot import draw
 
 H200 = FIXTURES / "h200"
@@ -94,7 +95,7 @@ def test_draw_api_leaves_no_pyplot_state(sample_db, tmp_path):
 
         assert plt.get_fignums() == []
     assert matplotlib.get_backend()  # untouched, whatever it was
-    with pytest.raises(ValueError):
+    with pytest.raises(OutputError, match=r"\.png or \.svg"):      # an AispError, as `roofline --out x.pdf`'s
         draw(r, tmp_path / "x.pdf")
 
 

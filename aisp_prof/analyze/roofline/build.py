@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from ...errors import ArgumentError
 from ...naming import card_name, hardware_key
 from ..calibration import calibration_for_runs
 from .ceilings import Ceilings, theoretical_ceilings, with_measured
@@ -132,7 +133,7 @@ def roofline_points_of(runs: Sequence[RunInput], calibrations: Calibrations = ()
 
 def _check_basis(flop_basis: str) -> None:
     if flop_basis not in ("auto", "analytic", "counted"):
-        raise ValueError(f"flop_basis must be auto, analytic or counted, not {flop_basis!r}")
+        raise ArgumentError(f"flop_basis must be auto, analytic or counted, not {flop_basis!r}")
 
 
 def build_roofline(runs: Sequence[RunInput], calibrations: Calibrations = (),
