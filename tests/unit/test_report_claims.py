@@ -1,0 +1,53 @@
+"""What a report page claims is what `aisp-prof summary` says of the same run, by the same timer:
+
+- the 95% interval beside a speedup is of that speedup's own timer (the samples of its kind), never of
+  every kind of time pooled: the H200 ch10.stream_concurrency page put [0.91x, 0.93x] beside streams32's
+  3.74x (GPU time, CUDA events) and ch14.gpu_quantization's [14.39x, 14.80x] beside gpu's 12.13x
+  (latency), both on a "CUDA events" line that read "-".
+
+Real runs: profiles/samples_h200_ch10, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+from click.testing import CliRunner
+from repo_paths import PROFILES, SAMPLES
+
+from aisp_prof.api import open_db
+from aisp_prof.cli import cli
+from aisp_prof.store import db as store
+from aisp_prof.store.ingest import load_run_dir
+
+STREAMS = PROFILES / "samples_h200_ch10" / "20261129T055115Z-ch10.stream_concurrency-ae8e"
+QUANT = PROFILES / "samples_h200_ch14" / "20261129T054503Z-ch14.gpu_quantization-7853"
+L2NORM_H200 = SAMPLES / "20261126T011557Z-ch09.fused_l2norm-90df"
+L2NORM_H100 = PROFILES / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"
+HEADLINES = ((STREAMS, "streams32", "gpu_events"), (QUANT, "gpu", "latency"))
+
+
+def _times(x: float) -> str:
+    return f"{x:.2f}×"
+
+
+def test_the_interval_beside_a_speedup_is_of_its_own_timer(sample_dbs):
+    db = open_db(sample_dbs.original(STREAMS, QUANT))
+    for run, variant, timer in HEADLINES:
+        row = next(r for r in db.summary_result(run.name)["summary"] if r["variant"] == variant)
+        card = next(h for h in db.page(run.name)["headline"] if h["variant"] == variant)
+        assert row["speedup_timer"] == card["speedup_timer"] == card["speedup_interval_timer"] == timer
+        low, high = card["speedup_interval"]["low"], card["speedup_interval"]["high"]
+        assert low <= row["speedup_vs_baseline"] <= high, (run.name, low, row["speedup_vs_baseline"], high)
+
+
+def test_the_page_shows_the_interval_beside_the_speedup_it_is_of(sample_dbs, tmp_path):
+    db = open_db(sample_dbs.original(STREAMS, QUANT))
+    report = db.report([STREAMS.name, QUANT.name], out=tmp_path / "out")
+    pages = {p.name: p.read_text(encoding="utf-8") for p in report.pages}
+    for (run, variant, _), html in zip(HEADLINES, (pages["ch10.stream_concurrency.html"],
+                                                   pages["ch14.gpu_quantization.html"])):
+        card = next(h for h in db.page(run.name)["headline"] if h["variant"] == variant)
+        interval = f"[{_times(card['speedup_interval']['low'])}, {_times(card['speedup_interval']['high'])}] 95%"
+        assert f"by {card['speedup_label']}, as in the summary, the roofline and history; {interval}" in html
+        assert not re.search(r"<dt>CUDA events</dt><dd>[^<]*<span[^>]*>\[", html)     # not on another timer's line
