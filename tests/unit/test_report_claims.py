@@ -3,7 +3,9 @@
 - the 95% interval beside a speedup is of that speedup's own timer (the samples of its kind), never of
   every kind of time pooled: the H200 ch10.stream_concurrency page put [0.91x, 0.93x] beside streams32's
   3.74x (GPU time, CUDA events) and ch14.gpu_quantization's [14.39x, 14.80x] beside gpu's 12.13x
-  (latency), both on a "CUDA events" line that read "-".
+  (latency), both on a "CUDA events" line that read "-";
+- the roofline caption names the timer its arrows' speedups are by (it said "nsys GPU time where the
+  run has it", 0.99x for streams32, while the arrow read the summary's 3.74x by CUDA events).
 
 Real runs: profiles/samples_h200_ch10, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
 from __future__ import annotations
@@ -51,3 +53,11 @@ def test_the_page_shows_the_interval_beside_the_speedup_it_is_of(sample_dbs, tmp
         interval = f"[{_times(card['speedup_interval']['low'])}, {_times(card['speedup_interval']['high'])}] 95%"
         assert f"by {card['speedup_label']}, as in the summary, the roofline and history; {interval}" in html
         assert not re.search(r"<dt>CUDA events</dt><dd>[^<]*<span[^>]*>\[", html)     # not on another timer's line
+
+
+def test_the_roofline_caption_names_the_timer_of_its_arrows(sample_dbs, tmp_path):
+    db = open_db(sample_dbs.original(STREAMS))
+    html = db.report([STREAMS.name], out=tmp_path / "out").pages[0].read_text(encoding="utf-8")
+    assert "arrows: baseline → optimized, labelled with the run's one primary speedup, the summary's " \
+           "(by GPU time, CUDA events)." in html
+    assert "nsys GPU time where the run has it" not in html
