@@ -5,7 +5,8 @@
   3.74x (GPU time, CUDA events) and ch14.gpu_quantization's [14.39x, 14.80x] beside gpu's 12.13x
   (latency), both on a "CUDA events" line that read "-";
 - the roofline caption names the timer its arrows' speedups are by (it said "nsys GPU time where the
-  run has it", 0.99x for streams32, while the arrow read the summary's 3.74x by CUDA events).
+  run has it", 0.99x for streams32, while the arrow read the summary's 3.74x by CUDA events);
+- the index makes no speed claim for a headline variant whose check failed (it showed "3.13x").
 
 Real runs: profiles/samples_h200_ch10, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
 from __future__ import annotations
@@ -61,3 +62,19 @@ def test_the_roofline_caption_names_the_timer_of_its_arrows(sample_dbs, tmp_path
     assert "arrows: baseline → optimized, labelled with the run's one primary speedup, the summary's " \
            "(by GPU time, CUDA events)." in html
     assert "nsys GPU time where the run has it" not in html
+
+
+def test_the_index_claims_no_speedup_for_a_variant_that_failed_its_check(tmp_path):
+    db = tmp_path / "a.db"
+    data = load_run_dir(L2NORM_H200)
+    data.run["status"] = "failed"
+    cuda = data.checks["variant"] == "cuda"
+    data.checks.loc[cuda, "passed"], data.checks.loc[cuda, "message"] = False, "FAIL: rel_err_vs_reference=3.2e-01"
+    store.write_run(db, data)
+    report = open_db(db).report([L2NORM_H200.name], out=tmp_path / "out")
+    best = open_db(db).page(L2NORM_H200.name)["best"]
+    assert best["variant"] == "cuda" and best["correct"] is False
+    cell = re.search(r'<td class="n" data-sort="([^"]*)">(.*?)</td>', report.index.read_text(), re.S)
+    assert cell.group(1) == ""                                           # sorts with the runs that claim nothing
+    assert cell.group(2).startswith('<span class="bad">wrong output</span>')
+    assert f"{_times(best['speedup'])} measured, no claim" in cell.group(2)
