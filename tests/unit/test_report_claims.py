@@ -6,7 +6,8 @@
   (latency), both on a "CUDA events" line that read "-";
 - the roofline caption names the timer its arrows' speedups are by (it said "nsys GPU time where the
   run has it", 0.99x for streams32, while the arrow read the summary's 3.74x by CUDA events);
-- the index makes no speed claim for a headline variant whose check failed (it showed "3.13x").
+- the index makes no speed claim for a headline variant whose check failed (it showed "3.13x");
+- a diff page (`diff --html`, one page on its own) links to no index.html it does not have.
 
 Real runs: profiles/samples_h200_ch10, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
 from __future__ import annotations
@@ -78,3 +79,24 @@ def test_the_index_claims_no_speedup_for_a_variant_that_failed_its_check(tmp_pat
     assert cell.group(1) == ""                                           # sorts with the runs that claim nothing
     assert cell.group(2).startswith('<span class="bad">wrong output</span>')
     assert f"{_times(best['speedup'])} measured, no claim" in cell.group(2)
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.hrefs += [v for k, v in attrs if k in ("href", "src") and v]
+
+
+def test_a_diff_page_links_only_to_what_is_there(sample_dbs, tmp_path):
+    path = sample_dbs.original(L2NORM_H200, L2NORM_H100)
+    out = tmp_path / "reports" / "diff.html"
+    result = CliRunner().invoke(cli, ["--db", str(path), "diff", L2NORM_H200.name, L2NORM_H100.name, "--html", str(out)])
+    assert result.exit_code == 0, result.output
+    links = _Links()
+    links.feed(out.read_text(encoding="utf-8"))
+    local = [h.split("#")[0] for h in links.hrefs if not h.startswith(("data:", "#"))]
+    assert [h for h in local if not (out.parent / h).exists()] == []
+    assert Path(out.parent / "index.html").exists() is False
