@@ -7,7 +7,8 @@
 - the roofline caption names the timer its arrows' speedups are by (it said "nsys GPU time where the
   run has it", 0.99x for streams32, while the arrow read the summary's 3.74x by CUDA events);
 - the index makes no speed claim for a headline variant whose check failed (it showed "3.13x");
-- a diff page (`diff --html`, one page on its own) links to no index.html it does not have.
+- a diff page (`diff --html`, one page on its own) links to no index.html it does not have;
+- the provenance names the digest of the pair's code the run measured.
 
 Real runs: profiles/samples_h200_ch10, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
 from __future__ import annotations
@@ -100,3 +101,16 @@ def test_a_diff_page_links_only_to_what_is_there(sample_dbs, tmp_path):
     local = [h.split("#")[0] for h in links.hrefs if not h.startswith(("data:", "#"))]
     assert [h for h in local if not (out.parent / h).exists()] == []
     assert Path(out.parent / "index.html").exists() is False
+
+
+def test_the_provenance_names_the_digest_of_the_pairs_code(sample_dbs, tmp_path):
+    """run.json records the pair's code it measured (`source`: path, sha256, code_sha256); the page's
+    provenance listed card, dates, commands and versions but not that digest."""
+    import json
+
+    source = json.loads((STREAMS / "run.json").read_text())["source"]
+    db = open_db(sample_dbs.original(STREAMS))
+    assert db.page(STREAMS.name)["provenance"]["pair_source"] == {k: source[k] for k in ("path", "sha256", "code_sha256")}
+    html = db.report([STREAMS.name], out=tmp_path / "out").pages[0].read_text(encoding="utf-8")
+    assert f'<code title="{source["sha256"]}">{source["sha256"][:12]}</code>' in html
+    assert f'<code title="{source["code_sha256"]}">{source["code_sha256"][:12]}</code>' in html

@@ -78,9 +78,18 @@ def _provenance(run: dict[str, Any], info: dict[str, Any], kernels: pd.DataFrame
         "host": info.get("host"), "sizes": info.get("sizes"), "source": run.get("source"),
         "imported_from": info.get("imported_from"), "run_dir": run.get("run_dir"),
         "ncu_passes_per_kernel": info.get("ncu_passes_per_kernel"), "wall_s": info.get("wall_s"),
+        "pair_source": _pair_source(info.get("source")),
         "clock_control": (ncu_settings(info) or {}).get("clock_control"),
         "commands": commands,
     }
+
+
+def _pair_source(source: Any) -> dict[str, Any] | None:
+    """The pair's code the run measured, as its run.json records it: the module's path, the digest of its
+    files' text (`source_sha256`) and of their code (`code_sha256`, what `bench record` compares)."""
+    if not isinstance(source, dict) or not (source.get("sha256") or source.get("code_sha256")):
+        return None
+    return {"path": source.get("path"), "sha256": source.get("sha256"), "code_sha256": source.get("code_sha256")}
 
 
 @dataclass
