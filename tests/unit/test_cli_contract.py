@@ -1,0 +1,44 @@
+"""The machine-readable contract on the shipped sample runs: a mistaken option is exit 2 with one line
+saying what to do (README's exit codes), never an exit 0 with an empty answer a script takes for "nothing
+there"; and the shared options (`--db`, `--json`, `--wide`) go after every subcommand that prints a table."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from repo_paths import PROFILES
+
+from aisp_prof.cli import cli
+
+REGIONAL = PROFILES / "samples_h100_ch14" / "20261126T152032Z-ch14.regional_triton-0031"
+QA_H100 = PROFILES / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
+QA_H200 = PROFILES / "samples_h200x2_ch14" / "20261129T180029Z-ch14.quantized_allreduce-7cd8"
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def one_error(result, code: int, *said: str) -> str:
+    assert result.exit_code == code, result.output
+    assert not result.stdout and "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("aisp-prof: error: "), lines
+    for text in said:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.fixture
+def db(sample_dbs):
+    return sample_dbs.original(REGIONAL, QA_H100, QA_H200)
+
+
+def test_ranges_deeper_than_their_max_depth_is_exit_2_not_an_empty_list(db):
+    res = invoke("ranges", REGIONAL.name, "--depth", "2", "--db", db, "--json")
+    assert res.exit_code == 0 and json.loads(res.stdout), res.output            # depth 2 exists
+    one_error(invoke("ranges", REGIONAL.name, "--depth", "2", "--max-depth", "1", "--db", db, "--json"), 2,
+              "depth 2 is deeper than max_depth 1")
+    res = invoke("ranges", REGIONAL.name, "--depth", "2", "--max-depth", "2", "--db", db, "--json")
+    assert res.exit_code == 0 and {r["depth"] for r in json.loads(res.stdout)} == {2}, res.output
