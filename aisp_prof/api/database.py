@@ -250,6 +250,9 @@ class RunDatabase:
         from ..analyze.code.generated_code import generated_code_view
 
         data = self.run(run, tables=("kernels", "timeline"))
+        if variant:                      # a typo is said with close names, as every --variant query does
+            with store_db.Reader(self.path) as conn:
+                check_variant(conn, data.run_id, variant)
         folder, index = read_generated(data, self.path)
         if index is None or folder.path is None:
             raise no_generated_code(data, folder)

@@ -35,6 +35,18 @@ def db(sample_dbs):
     return sample_dbs.original(REGIONAL, QA_H100, QA_H200)
 
 
+def test_code_of_a_variant_the_run_lacks_is_exit_2_with_its_variants(db):
+    """`code --variant` was the one --variant query that skipped the run's check (store.variants): a typo,
+    even the help's own `--variant compiled` on ch14.regional_triton, printed an empty answer, exit 0."""
+    for json_flag in ([], ["--json"]):
+        one_error(invoke("code", REGIONAL.name, "--variant", "compiled", "--db", db, *json_flag), 2,
+                  "has no variant 'compiled'", "baseline, eager, regional")
+    res = invoke("code", REGIONAL.name, "--variant", "regional", "--db", db, "--json")
+    assert res.exit_code == 0, res.output
+    launches = json.loads(res.stdout)["launches"]
+    assert launches and {r["variant"] for r in launches} == {"regional"}
+
+
 def test_ranges_deeper_than_their_max_depth_is_exit_2_not_an_empty_list(db):
     res = invoke("ranges", REGIONAL.name, "--depth", "2", "--db", db, "--json")
     assert res.exit_code == 0 and json.loads(res.stdout), res.output            # depth 2 exists
