@@ -37,7 +37,7 @@ def db(sample_dbs):
 
 def test_code_of_a_variant_the_run_lacks_is_exit_2_with_its_variants(db):
     """`code --variant` was the one --variant query that skipped the run's check (store.variants): a typo,
-    even the help's own `--variant compiled` on ch14.regional_triton, printed an empty answer, exit 0."""
+    even the help's old example `--variant compiled` on ch14.regional_triton, printed an empty answer, exit 0."""
     for json_flag in ([], ["--json"]):
         one_error(invoke("code", REGIONAL.name, "--variant", "compiled", "--db", db, *json_flag), 2,
                   "has no variant 'compiled'", "baseline, eager, regional")
