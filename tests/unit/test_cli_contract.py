@@ -54,3 +54,18 @@ def test_ranges_deeper_than_their_max_depth_is_exit_2_not_an_empty_list(db):
               "depth 2 is deeper than max_depth 1")
     res = invoke("ranges", REGIONAL.name, "--depth", "2", "--max-depth", "2", "--db", db, "--json")
     assert res.exit_code == 0 and {r["depth"] for r in json.loads(res.stdout)} == {2}, res.output
+
+
+def test_compare_takes_wide_after_the_subcommand_as_before_it(db, monkeypatch):
+    """README: `--db`, `--json` and `--wide` go before or after the subcommand; `compare` fits its
+    table to the terminal but refused `compare ... --wide` as an unknown option (exit 2)."""
+    monkeypatch.setenv("COLUMNS", "60")
+    before = invoke("--wide", "compare", "ch14.quantized_allreduce", "--cards", "--db", db)
+    after = invoke("compare", "ch14.quantized_allreduce", "--cards", "--db", db, "--wide")
+    fitted = invoke("compare", "ch14.quantized_allreduce", "--cards", "--db", db)
+    assert after.exit_code == 0, after.output
+    assert after.stdout == before.stdout != fitted.stdout
+    assert max(map(len, after.stdout.splitlines())) > 60 >= max(map(len, fitted.stdout.splitlines()[1:2]))
+    as_json = [invoke(*args, "--db", db, "--json").stdout for args in (
+        ["compare", "ch14.quantized_allreduce", "--cards"], ["compare", "ch14.quantized_allreduce", "--cards", "--wide"])]
+    assert as_json[0] == as_json[1] and json.loads(as_json[0])["pair"] == "ch14.quantized_allreduce"
