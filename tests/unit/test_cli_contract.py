@@ -69,3 +69,15 @@ def test_compare_takes_wide_after_the_subcommand_as_before_it(db, monkeypatch):
     as_json = [invoke(*args, "--db", db, "--json").stdout for args in (
         ["compare", "ch14.quantized_allreduce", "--cards"], ["compare", "ch14.quantized_allreduce", "--cards", "--wide"])]
     assert as_json[0] == as_json[1] and json.loads(as_json[0])["pair"] == "ch14.quantized_allreduce"
+
+
+def test_bench_agree_on_a_card_with_no_run_names_the_cards_it_has(db):
+    """`--card h100` (the expectations key is h100_80gb_hbm3) said only that there was no run: now
+    the close names and every card a run is stored on, as a typo'd target gets."""
+    line = one_error(invoke("bench", "agree", "--card", "h100", "--db", db, "--json"), 2,
+                     "no stored run on card 'h100'", "did you mean h100_80gb_hbm3, 2x_h100_80gb_hbm3?")
+    assert line.endswith("--card takes 2x_h100_80gb_hbm3, 2x_h200, h100_80gb_hbm3")
+    one_error(invoke("bench", "agree", "--targets", "ch14.regional_triton", "--card", "2x_h200", "--db", db), 2,
+              "no stored run of ch14.regional_triton on card '2x_h200'", "--card takes h100_80gb_hbm3")
+    res = invoke("bench", "agree", "--card", "2x_h200", "--db", db, "--json")
+    assert {r["card"] for r in json.loads(res.stdout)} == {"2x_h200"}, res.output
