@@ -81,3 +81,18 @@ def test_bench_agree_on_a_card_with_no_run_names_the_cards_it_has(db):
               "no stored run of ch14.regional_triton on card '2x_h200'", "--card takes h100_80gb_hbm3")
     res = invoke("bench", "agree", "--card", "2x_h200", "--db", db, "--json")
     assert {r["card"] for r in json.loads(res.stdout)} == {"2x_h200"}, res.output
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--write-json", "{tmp}/cal"], "drop --write-json"),
+    (["--link", "2"], "drop --link"),
+    (["--probes", "copy_dram", "--profile"], "drop --probes, --profile"),
+])
+def test_calibrate_show_with_an_option_that_measures_is_exit_2(extra, named, db, tmp_path):
+    """`calibrate --show --write-json DIR` printed the stored calibrations, exit 0, and wrote nothing: a
+    script took the folder for written. --show measures nothing, so the options are at odds (README: 2)."""
+    args = [a.format(tmp=tmp_path) for a in extra]
+    one_error(invoke("calibrate", "--show", "--json", *args, "--db", db), 2, named, "or --show to measure")
+    assert list(tmp_path.iterdir()) == []
+    res = invoke("calibrate", "--show", "--json", "--db", db)
+    assert res.exit_code == 0 and {c["hardware_key"] for c in json.loads(res.stdout)} >= {"h100_80gb_hbm3", "h200"}
