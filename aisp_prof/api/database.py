@@ -199,6 +199,8 @@ class RunDatabase:
         from ..analyze.timeline.range_levels import filter_levels, levels_of
 
         depth, max_depth = arg.optional_whole(depth, "depth", 1), arg.optional_whole(max_depth, "max_depth", 1)
+        if depth is not None and max_depth is not None and depth > max_depth:
+            raise ArgumentError(f"depth {depth} is deeper than max_depth {max_depth}: no range is both; give one of them")
         data = self.run(run, tables=("range_levels", "ranges"))
         levels = levels_of(data.range_levels, data.ranges)
         return filter_levels(levels, depth, max_depth, arg.optional_text(name, "name"))

@@ -7,6 +7,7 @@ as outdated still hold the ratio it once judged by), and `analyze.gate.agree` co
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -35,22 +36,28 @@ def agree(db: Any, targets: Sequence[str] = (), card: str | None = None) -> list
                                      + (_not_ok(of_t) if of_t else _close(t, listing)))
     wanted = [r for r in listing if _matches(str(r["pair"]), names)]
     newest: dict[tuple[str, str], Any] = {}
-    keys: set[str] = set()
+    cards: set[str] = set()
     for run in db.open_runs([r["run_id"] for r in wanted]):
         info = run.data.info
         key = hardware_key(run.data.gpu_name, int(info.get("world_size") or 1))
-        keys.add(key)
+        cards.add(key)
         if card is None or key == card:
             newest[(str(run.data.run.get("pair")), key)] = run           # oldest first: the newest wins
     if not newest:
-        close = close_names(str(card), sorted(keys), cutoff=0.4, chapters=False)
-        raise UnknownTargetError(f"no stored run on card {card!r} in {shorten(db.path)}; " +
-                                 (f"did you mean {', '.join(close)}?" if close else f"cards: {', '.join(sorted(keys))}")
-                                 if card else f"no stored run of {', '.join(names)} in {shorten(db.path)}")
+        raise UnknownTargetError(f"no stored run{' of ' + ', '.join(names) if names else ''} on card {card!r} in "
+                                 f"{shorten(db.path)}; {_card_hint(card, cards)}" if card else
+                                 f"no stored run of {', '.join(names)} in {shorten(db.path)}")
     out: list[Agreement] = []
     for (pair, key), run in sorted(newest.items()):
         out += agreements(run_view(run, key), evidence_of(pair, key))
     return out
+
+
+def _card_hint(card: str, cards: set[str]) -> str:
+    """What --card can be instead: close names among the cards with stored runs, and all of them."""
+    close = sorted((c for c in cards if card.lower() in c), key=len)[:3] \
+        or difflib.get_close_matches(card, sorted(cards), n=3, cutoff=0.4)       # 'h100': h100_80gb_hbm3 first
+    return (f"did you mean {', '.join(close)}? " if close else "") + f"--card takes {', '.join(sorted(cards))}"
 
 
 def _not_ok(runs: Sequence[Any]) -> str:

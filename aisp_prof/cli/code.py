@@ -35,7 +35,7 @@ def code_cmd(run: str, variant: str | None, kernel: str | None, all_kernels: boo
     \b
     Examples:
       aisp-prof code latest
-      aisp-prof code ch14.regional_triton --variant compiled --show sass
+      aisp-prof code ch14.regional_triton --variant regional --show sass
       aisp-prof code latest --kernel triton_red_fused_sum_3 --show ptx
       aisp-prof code latest --all --kernel triton_poi_fused --show output
     """

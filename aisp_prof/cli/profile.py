@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..errors import ArgumentError
 from .common import (database, db_option, echo_json, json_option, output_path, profiles_dir_option, table_width,
                      whole_number, wide_option)
 from .runs import print_summary
@@ -146,6 +147,10 @@ def calibrate_cmd(show: bool, link_gpus: int | None, db: Path | None, as_json: b
     """
     from ..render.roofline_plot import calibration_table
 
+    measuring = [f"--{name.replace('_', '-')}" for name in ("write_json", "probes", "profile") if options.get(name)]
+    if show and (measuring or link_gpus):      # each was dropped without a word: options at odds, exit 2
+        raise ArgumentError(f"--show prints the stored calibrations and measures nothing: drop "
+                            f"{', '.join(measuring + ['--link'] * bool(link_gpus))}, or --show to measure")
     runs = database(db)
     if show:
         rows = runs.calibrations()

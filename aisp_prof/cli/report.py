@@ -147,6 +147,7 @@ def _progress(count: int) -> Any:
               help="Also draw the pair's DRAM roofline on each card, all on the same axes, as DIR/<pair>.<card>.png.")
 @db_option
 @json_option
+@wide_option
 def compare_cmd(pair: str, cards: bool, plot_dir: Path | None, db: Path | None, as_json: bool) -> None:
     """The same pair on each card: its headline speedup beside the book's B200 ratio, and each
     machine difference beyond the noise that can explain a different ratio (ridge point, DRAM
