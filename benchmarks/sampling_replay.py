@@ -28,7 +28,7 @@ time_ns x calls (calls: a steady sample's back-to-back count, else 1). That leav
 before each gpu/latency sample, the launch and synchronize of each sample, the sensor read and any
 host-bound wait: a lower bound (the report compares it with the 2 s budget where a process ran out).
 
-    python benchmarks/sampling_replay.py --db g.db --runs profiles/samples_h200_ch10/*/ \\
+    python benchmarks/sampling_replay.py --db g.db --runs profiles/samples_h200_ch10_early/*/ \\
         --evidence kernels/ch09/expectations_h200.json --json
 """
 from __future__ import annotations
@@ -687,7 +687,7 @@ def floor_stress_markdown(stress: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example: python benchmarks/sampling_replay.py --db g.db --runs "
-                                        "profiles/samples_h200_ch10/*/ --evidence kernels/ch09/expectations_h200.json")
+                                        "profiles/samples_h200_ch10_early/*/ --evidence kernels/ch09/expectations_h200.json")
     ap.add_argument("--db", type=Path, action="append", default=[], help="a `bench run` database (repeatable)")
     ap.add_argument("--runs", type=Path, nargs="*", default=[], help="`aisp-prof run` folders")
     ap.add_argument("--evidence", type=Path, action="append", default=[], help="an expectations file's sessions")

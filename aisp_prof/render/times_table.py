@@ -12,7 +12,7 @@ from ..naming import TIMER_LABELS
 from ..units import duration
 from .table import render
 
-TIMES_FIT = dict(drop=("ncu", "nsys GPU", "host issue"))
+TIMES_FIT = dict(drop=("ncu", "nsys GPU", "host issue", "bound by"), wrap=("headline uses",))
 BOUND = {"gpu_bound": "GPU", "launch_bound": "launches", "host_bound": "host"}
 
 

@@ -47,9 +47,10 @@ def _row_of(results, pair: str) -> list[str]:
 
 
 def test_every_chapter_with_h200_runs_prints_their_table():
-    """ch10 and ch14 carry their shipped H200 runs' table (a README that drops it fails here)."""
+    """ch09, ch10 and ch14 carry their shipped H200 runs' table (a README that drops it fails here)."""
     shown = {(readme.parent.name, folder) for readme, folder, _ in _blocks()}
-    assert {("ch10", "profiles/samples_h200_ch10"), ("ch14", "profiles/samples_h200_ch14")} <= shown
+    assert {("ch09", "profiles/samples_h200_ch09"), ("ch10", "profiles/samples_h200_ch10"),
+            ("ch14", "profiles/samples_h200_ch14")} <= shown
 
 
 @pytest.mark.parametrize("readme,folder,text", _params())

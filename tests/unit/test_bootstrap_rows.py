@@ -12,7 +12,7 @@ from aisp_prof.analyze.timing import intervals as iv
 from aisp_prof.store.ingest import load_run_dir
 
 RUNS = ["samples_h100_ch10/20261126T122302Z-ch10.cluster_group-eb76",
-        "samples_h200_ch10/20261126T230324Z-ch10.warp_specialization-6a38"]
+        "samples_h200_ch10_early/20261126T230324Z-ch10.warp_specialization-6a38"]
 
 
 def _loop(statistic, *paired, seed=0):

@@ -2,7 +2,7 @@
 gate's chase asks for another process as for any AMBIGUOUS, and `bench run` goes on (it once raised a bare
 ValueError from the bootstrap, which ended the pair as "unexpected ValueError" with its run folder removed).
 
-Edited real data: the shipped H200 sample run of ch10.stream_concurrency (profiles/samples_h200_ch10), every
+Edited real data: the shipped H200 sample run of ch10.stream_concurrency (profiles/samples_h200_ch10_early), every
 sample of its streams32 variant set to an SM clock of 800 of the sensor's 1980 MHz with a thermal slowdown (NVML
 clock-event reason 0x20); judged against the shipped kernels/ch10/expectations_h200.json, read only."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from aisp_prof.pairs.capabilities import Machine
 from aisp_prof.store.ingest import load_run_dir
 
 PAIR = "ch10.stream_concurrency"
-RUN = PROFILES / "samples_h200_ch10" / "20261129T055115Z-ch10.stream_concurrency-ae8e"
+RUN = PROFILES / "samples_h200_ch10_early" / "20261129T055115Z-ch10.stream_concurrency-ae8e"
 HOT = "streams32"
 
 

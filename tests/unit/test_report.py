@@ -341,9 +341,11 @@ def test_quickstart_without_gpu_builds_the_sample_report(quickstart_without_gpu)
     for chapter, card in (("ch09", "H200"), ("ch09", "H100"), ("ch10", "H100"), ("ch10", "H200"),
                           ("ch14", "H100"), ("ch14", "2x H100"), ("ch14", "2x H200")):
         assert re.search(rf'class="group-pick" data-chapter="{chapter}" data-card="{card}">\d+</button>', html)
-    # the same pair on two cards: one page each, named by the card
-    assert re.search(r'href="ch09\.fused_l2norm\.H200\.html"', html)
-    assert re.search(r'href="ch09\.fused_l2norm\.H100\.html"', html)
+    # the same pair on two cards, one run on each: one page each, named by the card (two runs of a pair on one
+    # card, as ch09.fused_l2norm's H200 runs of 2026-11-26 and 2026-11-30, are named by their run ids)
+    assert re.search(r'href="ch14\.regional_triton\.H200\.html"', html)
+    assert re.search(r'href="ch14\.regional_triton\.H100\.html"', html)
+    assert re.search(r'href="20261130T081134Z-ch09\.fused_l2norm-3868\.html"', html)
     chapters = re.findall(r'<tr data-chapter="(ch\d+)" data-card="([^"]+)"', html)
     assert chapters == sorted(chapters)
 

@@ -10,7 +10,7 @@
 - a diff page (`diff --html`, one page on its own) links to no index.html it does not have;
 - the provenance names the digest of the pair's code the run measured.
 
-Real runs: profiles/samples_h200_ch10, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
+Real runs: profiles/samples_h200_ch10_early, samples_h200_ch14 and samples (ch09.fused_l2norm, H200)."""
 from __future__ import annotations
 
 import re
@@ -25,7 +25,7 @@ from aisp_prof.cli import cli
 from aisp_prof.store import db as store
 from aisp_prof.store.ingest import load_run_dir
 
-STREAMS = PROFILES / "samples_h200_ch10" / "20261129T055115Z-ch10.stream_concurrency-ae8e"
+STREAMS = PROFILES / "samples_h200_ch10_early" / "20261129T055115Z-ch10.stream_concurrency-ae8e"
 QUANT = PROFILES / "samples_h200_ch14" / "20261129T054503Z-ch14.gpu_quantization-7853"
 L2NORM_H200 = SAMPLES / "20261126T011557Z-ch09.fused_l2norm-90df"
 L2NORM_H100 = PROFILES / "samples_h100" / "20261126T045251Z-ch09.fused_l2norm-ba93"

@@ -227,7 +227,46 @@ def reasons(a: Agreement, run: RunView, evidence: Evidence, row: Mapping[str, An
     if evidence.kind == "legacy":
         out.append(("fmt2", "format-2 evidence: one CUDA-event timer whose times depended on a variant's position"))
     out += _other_machine(a, run, evidence, by_gate)
+    out += clock_moved(a.variant, run.samples, evidence)
     return out
+
+
+def clock_moved(variant: str, samples: pd.DataFrame, evidence: Evidence) -> list[tuple[str, str]]:
+    """The gate's clock rule (`verdict._same_cause`) on the run's samples of the gate's kind of time: the
+    variant's or the baseline's median time moved past its recorded margin while its cycles (time x SM
+    clock) did not move past theirs the same way, so the SM clock moved, not the code; a ratio moves
+    when one side follows the clock and the other does not. A power-capped H200 run of ch09.cublaslt_gemm
+    (SM 1590-1890 MHz at ~690 of 700 W, against 1980 MHz and ~270 W recorded): cuBLASLt fp16 +12.7% by
+    time and -2.4% by cycles, its mma.sync baseline +1.3%, so 2.52x against the recorded 2.81x."""
+    recorded = (evidence.entry or {}).get("summary", {}).get("variants", {})
+    if samples is None or samples.empty or "sm_clock_mhz" not in samples or "kind" not in samples \
+            or not samples["kind"].notna().any():
+        return []
+    rows = exp.of_kind(samples, evidence.kind)
+    clock = pd.to_numeric(rows["sm_clock_mhz"], errors="coerce")
+    moved = []
+    for v in (variant, "baseline"):
+        rec, mine = recorded.get(v) or {}, rows["variant"] == v
+        ev_t, ev_c, margin = rec.get("median_ns"), rec.get("median_cycles"), rec.get("margin") or {}
+        if not ev_t or not ev_c or not (mine & clock.notna()).any():
+            continue
+        t = float(rows.loc[mine, "time_ns"].median()) / ev_t - 1
+        c = float((rows.loc[mine, "time_ns"] * clock[mine] / 1e3).median()) / ev_c - 1
+        if abs(t) > margin.get("time", 0) and not (abs(c) > margin.get("cycles", 0) and c * t > 0):
+            moved.append(f"{v} time {t:+.1%} but cycles {c:+.1%}")
+    if not moved:
+        return []
+    return [("clock", "the SM clock moved, not the code (the gate's rule): " + "; ".join(moved) +
+             f"; the run's SM clock median {clock.median():.0f} MHz{_recorded_clock(evidence)}")]
+
+
+def _recorded_clock(evidence: Evidence) -> str:
+    """' against 1980 MHz (power 266 W) recorded' from the newest session's clocks, '' without them."""
+    clocks = (((evidence.entry or {}).get("sessions") or [{}])[-1]).get("clocks") or {}
+    sm, power = clocks.get("sm_clock_mhz_min_median_max"), clocks.get("power_w_min_median_max")
+    if not sm:
+        return ""
+    return f" against {sm[1]:.0f} MHz" + (f" (power {power[1]:.0f} W)" if power else "") + " recorded"
 
 
 def _other_machine(a: Agreement, run: RunView, evidence: Evidence, ratio: Interval | None) -> list[tuple[str, str]]:
@@ -254,7 +293,8 @@ TAGS = {"code": "the run and the evidence measured other code (source digests di
         "timer?": "other timers; the run lacks the gate's", "sizes": "other problem sizes",
         "warn": "validity warnings on the run (rules)", "fmt2": "format-2 evidence (legacy position-dependent timer)",
         "host": "a host-side time; evidence from one machine, the run from another",
-        "machine": "within what machines do; evidence from one machine, the run from another"}
+        "machine": "within what machines do; evidence from one machine, the run from another",
+        "clock": "the SM clock moved (time moved, cycles did not), as the gate reads it"}
 
 
 def _timer_reason(a: Agreement, same: Interval | None) -> tuple[str, str | None]:

@@ -9,6 +9,8 @@ stored frames and its summary, returning zero or more `Finding`s built from thos
   timers_disagree  the speedup by CUDA events, nsys GPU time and ncu's replayed duration differ
                    by more than the timers' spread: the claim rests on one timer.
   mechanisms       the pair's declared `expect` (pairs.roles.Mechanism) against what moved.
+  low_clock        the timed calls ran well below the card's maximum SM clock (the power cap):
+                   the ratios are of another clock (`analyze.verdict.clock`).
   bimodal, drifted, below_floor
                    whether a time may be published at all (`analyze.verdict.validity`): those, and
                    timers_disagree on a GPU-bound variant, withhold the headline.
@@ -27,6 +29,7 @@ from ...pairs.roles import OPTIMIZATION, expectations_of
 from ...units import duration, si
 from ..rule_input import Finding, RuleInput
 from ..timing.time_kinds import host_paced, host_share
+from .clock import low_clock
 from .validity import below_floor, bimodal, drifted
 
 # The three timers run in separate processes (check, nsys, ncu) at clocks a few percent apart even
@@ -218,7 +221,8 @@ def skipped(inp: RuleInput) -> list[Finding]:
 
 
 RULES: tuple[Callable[[RuleInput], list[Finding]], ...] = (bimodal, drifted, below_floor, host_bound, host_share,
-                                                          host_paced, timers_disagree, mechanisms, skipped)
+                                                          host_paced, timers_disagree, mechanisms, skipped,
+                                                          low_clock)
 
 
 def findings(inp: RuleInput) -> list[Finding]:

@@ -60,13 +60,13 @@ def book_cell(head: Mapping[str, Any]) -> str:
 
 
 def warnings_cell(result: Mapping[str, Any]) -> str:
-    """Rules that warn on the headline's variant or the baseline (every variant of a comparison
-    pair), those that withhold it left to the headline cell; and the run's own warnings."""
+    """Rules that warn on the headline's variant, the baseline or the whole run (every variant of a
+    comparison pair), those that withhold it left to the headline cell; and the run's own warnings."""
     head = result["headline"]
     subjects = {head["best"], "baseline"} if head.get("best") else None
     withheld = {w["rule"] for w in head.get("withheld") or ()}
     rules = [f["rule"] for f in result.get("findings") or () if f.get("severity") == "warning"
-             and (subjects is None or f.get("variant") in subjects) and f["rule"] not in withheld]
+             and (subjects is None or f.get("variant") in subjects | {None}) and f["rule"] not in withheld]
     rules += [w["code"] for w in result.get("warnings") or () if w.get("severity") == "warning"]
     return ", ".join(dict.fromkeys(rules))
 
