@@ -180,7 +180,7 @@ def compare_cmd(pair: str, cards: bool, plot_dir: Path | None, db: Path | None, 
                    f"{num(r['peak_flops_per_s'], 1e12, '{:.1f}'):>13} {num(r['ridge_flop_per_byte'], 1, '{:.1f}'):>12} "
                    f"{num(r['sm_count'], 1, '{:.0f}'):>4} {num(r['sm_clock_hz'], 1e9, '{:.2f}'):>6}")
     runs = [f"{r['card']} run: {r['run_id']} ({r['gpu_name']}; "
-            + (f"its headline {r['speedup']:.2f}x by {r['speedup_timer']})" if r["speedup"] else "no headline speedup)")
+            + (f"its headline {r['speedup']:.2f}x by {r['speedup_label']})" if r["speedup"] else "no headline speedup)")
             for r in result["cards"]]
     for line in wrap_lines(runs + result["explanations"], width, indent="    "):
         click.echo(line)

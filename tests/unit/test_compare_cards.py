@@ -124,7 +124,10 @@ def test_cards_compare_speedups_by_a_timer_both_runs_have(sample_dbs):
     db = sample_dbs.original(QA_H100, QA_H200)
     out = open_db(db).compare_cards("ch14.quantized_allreduce")
     h100, h200 = out["cards"]
-    assert (h100["speedup_timer"], h200["speedup_timer"]) == ("CUDA events", "steady time per call")   # the mix
+    assert (h100["speedup_timer"], h200["speedup_timer"]) == ("cuda_events", "steady")   # the mix, as keys
+    assert (h100["speedup_label"], h200["speedup_label"]) == ("CUDA events", "steady time per call")
+    for card in (h100, h200):         # a key as summary/history/roofline give it: it indexes speedup_by_timer
+        assert card["speedup_by_timer"][card["speedup_timer"]] == pytest.approx(card["speedup"])
     assert out["common_timer"] == "nsys_gpu_time"
     assert h100["common_timer_speedup"] == pytest.approx(1.917, abs=1e-3)
     assert h200["common_timer_speedup"] == pytest.approx(1.939, abs=1e-3)

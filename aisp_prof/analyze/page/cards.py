@@ -37,7 +37,8 @@ def card_row(card: str, page: dict[str, Any]) -> dict[str, Any]:
     precision, peak = _compute(page.get("ceilings") or [])
     clock = prov.get("sm_clock_measured_hz")
     return {"card": card, "gpu_name": prov.get("gpu_name"), "run_id": page["run_id"],
-            "variant": best.get("variant"), "speedup": best.get("speedup"), "speedup_timer": best.get("speedup_label"),
+            "variant": best.get("variant"), "speedup": best.get("speedup"), "speedup_timer": best.get("speedup_timer"),
+            "speedup_label": best.get("speedup_label"),
             "speedup_by_timer": dict(best.get("speedup_by_timer") or {}),
             "timer_order": list(page.get("timer_order") or SPEEDUP_TIMERS),
             "speedup_interval": best.get("speedup_interval"), "speedup_interval_timer": best.get("speedup_interval_timer"),
@@ -66,8 +67,8 @@ def _speedups(a: dict[str, Any], b: dict[str, Any]) -> str | None:
         return None
     timer = common_timer([a, b])
     if timer is None:
-        return (f"{b['card']} vs {a['card']}: no timer both runs have ({a['card']} by {a['speedup_timer']}, "
-                f"{b['card']} by {b['speedup_timer']}): their speedups do not compare")
+        return (f"{b['card']} vs {a['card']}: no timer both runs have ({a['card']} by {a['speedup_label']}, "
+                f"{b['card']} by {b['speedup_label']}): their speedups do not compare")
     sa, sb = a["speedup_by_timer"][timer], b["speedup_by_timer"][timer]
     change = sb / sa
     return (f"{b['card']} vs {a['card']} by {TIMER_LABELS[timer]}: speedup {sb:.2f}x vs {sa:.2f}x "
