@@ -304,7 +304,10 @@ def test_a_summary_and_a_diff_read_each_run_once(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------- the tree is a product (issue 30)
 
-MAX_TREE_MB = 25        # a GPU call carries 64 MiB; the tree must leave room for what it builds
+# A GPU call carries 64 MiB (the tree, and ~7 MB of carried wheels, nsys libraries and headers); the tree must
+# leave room for what it builds. 25 until 2026-11-30, when every pair of chapters 9 and 10 was profiled again on
+# an H200 for issue 28 (36 run folders, 4.3 MB gzipped, profiles/samples_h200_ch09 and _ch10): 27.2 MB.
+MAX_TREE_MB = 30
 HISTORY = "0f4424e"     # the last commit holding notes/ and scripts/: pointers into git history
 
 

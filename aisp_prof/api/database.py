@@ -21,7 +21,7 @@ from ..store.calibrations import db_calibrations, file_calibrations, merge_calib
 from ..store.history import pair_history
 from ..store.ingest import load_run_dir, sample_run_dirs, store_job, store_path
 from ..model.run_data import RunData
-from .reads import no_generated_code, read_for_page, read_generated, read_to_open
+from .reads import no_generated_code, read_for_page, read_generated, read_to_open, world_sizes
 from .run import NO_COUNTERS, SUMMARY_TABLES, Run, RunResult, roofline_of
 from ..store.select import check_stored_pair, resolve_run, select_runs
 from ..store.variants import check_variant
@@ -274,12 +274,13 @@ class RunDatabase:
         from ..render.report import PageRef, write_report
 
         with store_db.Reader(self.path) as conn:
-            listing = conn.list_runs()
+            listing, worlds = conn.list_runs(), world_sizes(conn)
         run_ids = select_runs(listing, runs, targets, str(self.path))
         rows = {r["run_id"]: r for r in listing}
         first = {key: i for i, key in reversed(list(enumerate(rows[r].get("pair") or r for r in run_ids)))}
         run_ids.sort(key=lambda r: first[rows[r].get("pair") or r])   # a pair's runs in a row: their rooflines share axes
-        refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name")) for rid in run_ids]
+        refs = [PageRef(rid, rows[rid].get("pair"), rows[rid].get("label"), rows[rid].get("gpu_name"), worlds.get(rid, 1))
+                for rid in run_ids]
         page_of = functools.partial(self._page, files=file_calibrations(self.calibration_dirs))   # in the workers
         return write_report(refs, page_of, out=arg.path(out, "out") if out else None, source=str(self.path),
                             reports_dir=arg.path(reports_dir, "reports_dir"), progress=progress, tick=tick)

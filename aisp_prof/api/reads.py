@@ -47,6 +47,15 @@ def read_for_page(conn: store_db.Reader, run_id: str) -> tuple[RunData, Any]:
     return run, PageTimeline(got[0], got[1], got[2] == 0)
 
 
+def world_sizes(conn: store_db.Reader) -> dict[str, int]:
+    """Each stored run's rank count (run.json's world_size; 1 where it says none): a report names a
+    2-rank run's card '2x H200'."""
+    if "info_json" not in conn.columns("runs"):
+        return {}
+    rows = conn.query("SELECT run_id, json_extract(info_json, '$.world_size') AS world FROM runs")
+    return {r["run_id"]: int(r["world"] or 1) for r in rows}
+
+
 def read_generated(data: RunData, db: Path) -> tuple[RunFolder, dict[str, Any] | None]:
     """Where `data`'s run folder is now (`store.identity.find_run_folder`: the stored path may be
     relative or stale) and its generated-code index (None where it holds none or is not here)."""

@@ -47,6 +47,11 @@ class PageRef:
     pair: str | None = None
     label: str | None = None
     gpu_name: str | None = None
+    gpu_count: int = 1            # a multi-rank run's ranks: its card is '2x H200', as the index says
+
+    @property
+    def card(self) -> str:
+        return card_name(self.gpu_name, self.gpu_count)
 
 
 @dataclass
@@ -123,7 +128,7 @@ def _page_names(refs: Sequence[PageRef]) -> list[str]:
     """`<pair>.html`; where two selected runs share a pair, `<pair>.<card>.html` when that
     tells them apart (the same pair on an H100 and an H200), else `<run id>.html` (or 'index')."""
     base = [_slug(r.pair or r.label or r.run_id) for r in refs]
-    carded = [_slug(f"{b}.{card_name(r.gpu_name)}") if r.gpu_name else None for b, r in zip(base, refs)]
+    carded = [_slug(f"{b}.{r.card}") if r.gpu_name else None for b, r in zip(base, refs)]
     return [f"{b}.html" if base.count(b) == 1 and b != "index"
             else f"{c}.html" if c and carded.count(c) == 1 else f"{_slug(r.run_id)}.html"
             for b, c, r in zip(base, carded, refs)]
@@ -227,7 +232,7 @@ def write_report(refs: Sequence[PageRef], page_of: Callable[[str], Page], out: P
     partial = prepare_out(out_dir)
     try:
         env, assets, names = template_env(), page_assets(), _page_names(refs)
-        assets["switch"] = {ref.pair: sorted((card_name(r.gpu_name), n) for r, n in zip(refs, names) if r.pair == ref.pair)
+        assets["switch"] = {ref.pair: sorted((r.card, n) for r, n in zip(refs, names) if r.pair == ref.pair)
                             for ref in refs}        # pair -> [(card, page)]: the same pair on other cards
         generated = datetime.now(timezone.utc).isoformat(timespec="seconds")
         count = min(drawing.workers(), len(refs))       # one page, or one CPU: drawn here
@@ -291,10 +296,10 @@ def _cross_cards(batch: list[tuple[int, str, Page]], refs: Sequence[PageRef], cr
     cards: dict[str, str] = {}
     for i, name, page in batch:
         if page.roofline is not None:
-            cards.setdefault(card_name(refs[i].gpu_name), name)
+            cards.setdefault(refs[i].card, name)
     if len(cards) > 1:
         for i, name, page in batch:
-            own = card_name(refs[i].gpu_name)
+            own = refs[i].card
             shown = {**cards, own: name} if page.roofline is not None else cards
             cross[name] = [(card, other, f"img/{other[: -len('.html')]}-roofline.svg") for card, other in sorted(shown.items())]
     return axes_limits(roofs)

@@ -114,3 +114,17 @@ def test_the_provenance_names_the_digest_of_the_pairs_code(sample_dbs, tmp_path)
     html = db.report([STREAMS.name], out=tmp_path / "out").pages[0].read_text(encoding="utf-8")
     assert f'<code title="{source["sha256"]}">{source["sha256"][:12]}</code>' in html
     assert f'<code title="{source["code_sha256"]}">{source["code_sha256"][:12]}</code>' in html
+
+
+def test_a_multi_rank_run_s_card_is_its_ranks_and_card_as_the_index_says(sample_dbs, tmp_path):
+    """The card switch of ch14.quantized_allreduce's pages said 'H100 · H200 · H200' where the index said
+    '2x H100' and '2x H200': the page names and the switch now carry the rank count too."""
+    runs = [PROFILES / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0",
+            PROFILES / "samples_h200x2_ch14" / "20261129T180029Z-ch14.quantized_allreduce-7cd8"]
+    db = open_db(sample_dbs.original(*runs))
+    report = db.report([r.name for r in runs], out=tmp_path / "r")
+    pages = sorted(p.name for p in (tmp_path / "r").glob("ch14.*.html"))
+    assert pages == ["ch14.quantized_allreduce.2x-H100.html", "ch14.quantized_allreduce.2x-H200.html"], report
+    html = (tmp_path / "r" / pages[0]).read_text(encoding="utf-8")
+    assert re.search(r'This pair on: <b>2x H100</b> · <a href="ch14\.quantized_allreduce\.2x-H200\.html">2x H200</a>',
+                     html)
