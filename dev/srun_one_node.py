@@ -42,7 +42,7 @@ def main(argv: list[str]) -> int:
                                             "SLURM_NTASKS": str(tasks), "SLURM_NODEID": "0", "SLURM_STEP_ID": "0",
                                             "SLURM_JOB_ID": job}) for r in range(tasks)]
     failed = 0
-    while any(p.poll() is None for p in procs):
+    while [p.poll() for p in procs].count(None):        # every task polled: any() would stop at the first
         bad = [p.returncode for p in procs if p.returncode not in (None, 0)]
         if bad and not failed:
             failed = bad[0]
