@@ -2,7 +2,7 @@
 
     aisp-prof import --db /tmp/agree.db profiles/samples*/2026*
     aisp-prof bench agree --db /tmp/agree.db --json > /tmp/agree.json
-    python dev/agree_lists.py /tmp/agree.json [--date 2026-11-26]
+    python dev/agree_lists.py /tmp/agree.json [--date 2026-11-26]     # and --date 2026-11-30
 
 Prints the counts per card (and per run date where a card has runs of several dates), then each
 DIFFER of the runs of `--date` (default 2026-11-26) once, under its strongest reason, in the tool's
@@ -10,7 +10,8 @@ own words: its reasons joined by "; ", and "note: ..." where the run's reading o
 differs too. The sections, strongest first (`SECTIONS`): validity warnings on a run that differs by
 the gate's own timer; other code (source digests); the same timer with only the evidence's format
 (and a missing digest) to explain it; explained by the timer; the run lacks the gate's timer; the
-gate's one-machine rule (host, machine). Every number is the JSON's, formatted here, never typed.
+SM clock moved (the gate's clock rule: time moved past its margin, cycles did not); the gate's one-machine
+rule (host, machine). Every number is the JSON's, formatted here, never typed.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ SECTIONS = (
     ("timer", "Explained by the timer: by the gate's own timer the run agrees"),
     ("timer?", "The run lacks the gate's timer (H200: nsys headline vs the gate's CUDA-event GPU time; the ch09 "
                "runs name no digest)"),
+    ("clock", "The SM clock moved, not the code: time moved past its margin, cycles did not (the gate's "
+              "clock rule)"),
     ("machine", "The gate's one-machine rule: evidence from one machine, the run from another"),
 )
 
@@ -40,6 +43,8 @@ def strongest(tags: Iterable[str]) -> str:
         return "warn"
     if "code" in tags:
         return "code"
+    if "clock" in tags and not by_timer:
+        return "clock"
     if tags & {"host", "machine"} and not by_timer:
         return "machine"
     if not by_timer:

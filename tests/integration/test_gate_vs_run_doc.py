@@ -46,6 +46,7 @@ def test_the_counts_and_lists_are_the_script_s(agree_output, dev_script):
     _, records = agree_output
     assert _block("agree-counts") == dev_script.counts(records), REGENERATE
     assert _block("agree-lists") == dev_script.sections(records, "2026-11-26"), REGENERATE
+    assert _block("agree-lists-2026-11-30") == dev_script.sections(records, "2026-11-30"), REGENERATE
 
 
 @pytest.mark.slow         # bench agree over every shipped run, twice (~12 s)
@@ -72,13 +73,17 @@ def test_the_readmes_quote_the_same_numbers(agree_output):
 
 def test_a_record_is_listed_under_its_strongest_reason(dev_script):
     """The sections' order on tags the shipped runs carry: a warning beats code only where the gate's
-    own timer differs too; a timer the run lacks is the weakest."""
+    own timer differs too; a clock that moved beats the one-machine rule; a timer the run lacks is the
+    weakest."""
     assert dev_script.strongest(["warn:host_bound", "fmt2"]) == "warn"
     assert dev_script.strongest(["timer", "warn:timers_disagree", "fmt2"]) == "timer"
     assert dev_script.strongest(["code", "timer", "fmt2"]) == "code"
     assert dev_script.strongest(["code?", "fmt2"]) == "format"
     assert dev_script.strongest(["code?", "timer?"]) == "timer?"
     assert dev_script.strongest(["machine"]) == "machine"
+    assert dev_script.strongest(["clock"]) == "clock"
+    assert dev_script.strongest(["machine", "clock"]) == "clock"
+    assert dev_script.strongest(["warn:host_bound", "machine"]) == "warn"
 
 
 def test_the_script_says_one_line_on_bad_input(dev_script, tmp_path, capsys):
