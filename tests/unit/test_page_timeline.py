@@ -9,7 +9,7 @@ import json
 import pytest
 from repo_paths import every_sample_run
 
-from aisp_prof.api import database, open_db
+from aisp_prof.api import open_db, reporting
 from aisp_prof.pairs.declared import declared
 from aisp_prof.store import db as store_db
 from aisp_prof.store.calibrations import file_calibrations
@@ -25,7 +25,7 @@ def _pages(db, run_ids: list[str]) -> dict[str, str]:
 def _whole_timeline_pages(db, run_ids: list[str], monkeypatch) -> dict[str, str]:
     """The pages as written before: every run read whole, the page computed from its timeline."""
     with monkeypatch.context() as m:
-        m.setattr(database, "read_for_page", lambda conn, rid: (declared(conn.read_run(rid)), None))
+        m.setattr(reporting, "read_for_page", lambda conn, rid: (declared(conn.read_run(rid)), None))
         return _pages(db, run_ids)
 
 
