@@ -17,6 +17,9 @@ later run's CUDA events time the GPU alone (`gpu_events`): the two are different
 a ratio, and the gate judges the kind of samples both runs have (the compared timer's first: the
 kind `bench run` records, `headline_kind`) or says the kinds differ. With no timer in common each
 time is by its run's own timer and none is compared.
+
+What else differed is said beside the times (`analyze.run_diff_context`): whether the code did (the runs'
+source digests; unknown where a run predates them) and the SM clock each run's timed calls ran at.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from ..errors import UnknownTargetError
 from ..naming import TIMER_KINDS, TIMER_LABELS
 from ..values import finite_float
 from .page.cards import common_timer
+from .run_diff_context import clock_change, code_change, judged_kind, sm_clock
 from .timing.rounds import LEGACY
 from .timing.speedup import timer_order
 
@@ -193,8 +197,11 @@ def compare(a: RunSide, b: RunSide) -> dict[str, Any]:
     differ = by is None and bool(a.sample_kinds) and bool(b.sample_kinds) and a.sample_kinds != b.sample_kinds
     not_judged = KINDS_DIFFER if differ else NOT_JUDGED
     rows = [_row(v, a, b, timer, verdicts, not_judged) for v in dict.fromkeys([*a.records, *b.records])]
-    return {"pair": pair_a, "a": _run_fields(a), "b": _run_fields(b), "timer": timer,
-            "timer_label": TIMER_LABELS.get(timer or ""), "timer_notes": timer_notes(a, b, timer),
+    clocks = [sm_clock(side.samples, side.result.get("info") or {}, judged_kind(by)) for side in (a, b)]
+    code = code_change(a.result.get("info") or {}, b.result.get("info") or {}, a.run, b.run)
+    return {"pair": pair_a, "a": {**_run_fields(a), **clocks[0]}, "b": {**_run_fields(b), **clocks[1]},
+            "timer": timer, "timer_label": TIMER_LABELS.get(timer or ""), "timer_notes": timer_notes(a, b, timer),
+            "code": code, "clock": clock_change(*clocks),
             "judged": bool(verdicts), "judged_timer": by if verdicts else None, "not_judged": not_judged,
             "variants": rows}
 
