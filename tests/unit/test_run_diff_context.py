@@ -73,3 +73,32 @@ def test_changed_source_with_one_code_digest(db, tmp_path):
     _diff(path, old, new, "--html", str(page))
     html = page.read_text()
     assert "source text differs" in html and "same low clock" in html
+
+
+ALLREDUCE_H200 = PROFILES / "samples_h200x2_ch14" / "20261126T231409Z-ch14.quantized_allreduce-3c06"
+ALLREDUCE_H100 = PROFILES / "samples_h100x2_ch14" / "20261126T174545Z-ch14.quantized_allreduce-cbe0"
+
+
+def test_legacy_samples_are_judged_against_legacy_ones(db):
+    """A run before issue 28 has samples of the one legacy timer, stored with an empty kind. The diff picked that
+    timer (cuda_events) yet read B's samples of kind 'gpu', found none and printed 'no samples: not judged (A's
+    samples: legacy; B's: legacy)'. Judged by the legacy timer, the run against itself is SAME, never AMBIGUOUS."""
+    path, (*_, old, _) = db
+    d = json.loads(_diff(path, old, old, "--json"))
+    assert d["judged"] and d["judged_timer"] == "cuda_events"
+    assert {r["verdict"] for r in d["variants"]} == {"SAME"}
+    assert "no samples" not in _diff(path, old, old)
+
+
+def test_legacy_runs_on_two_cards_are_not_judged(tmp_path):
+    """2x H200 -> 2x H100 quantized_allreduce, both legacy: judged by the gate's one-card rule they read int8 and
+    int8_overlap SLOWER +14% (the H100, not the code). Without the gate's machine references (`ref:` samples) in
+    both runs, a diff across cards says the GPUs differ and judges nothing."""
+    path = str(tmp_path / "a.db")
+    runs = api.open_db(path)
+    h200, h100 = (runs.import_path(p) for p in (ALLREDUCE_H200, ALLREDUCE_H100))
+    d = json.loads(_diff(path, h200, h100, "--json"))
+    assert not d["judged"] and {r["reason"] for r in d["variants"]} == {"GPUs differ, no machine reference timed "
+                                                                          "in both: not judged"}
+    out = _diff(path, h200, h100)
+    assert "different GPUs" in out and "SLOWER" not in out
