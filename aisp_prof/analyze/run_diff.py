@@ -7,7 +7,10 @@ roofline points, never recomputed here; then the gate's verdict (`analyze.gate.v
 the runs' timed samples: run A's samples play the recorded expectation (median, cycles, ratio to
 the baseline and the A/A margin learnt across A's processes, `analyze.gate.expectations.summarize`),
 run B's are judged against them. FASTER/SLOWER therefore say how B moved relative to A. A run without samples
-(recorded before interleaved timing, or an imported export) is "no samples: not judged".
+(recorded before interleaved timing, or an imported export) is "no samples: not judged": runs before issue 28
+whose samples are all of the one legacy timer (stored with an empty kind) are judged by it against each other.
+Two runs on different cards are judged only where both timed the gate's machine references (`ref:`); without
+them the card's difference would read as the code's ("GPUs differ, no machine reference timed in both").
 
 Times, their ratio and the speedups are by one timer both runs have (`diff_timer`: the first of the
 pair's order, `analyze.timing.speedup.timer_order`, that both runs have for every variant they share,
@@ -17,6 +20,9 @@ later run's CUDA events time the GPU alone (`gpu_events`): the two are different
 a ratio, and the gate judges the kind of samples both runs have (the compared timer's first: the
 kind `bench run` records, `headline_kind`) or says the kinds differ. With no timer in common each
 time is by its run's own timer and none is compared.
+
+What else differed is said beside the times (`analyze.run_diff_context`): whether the code did (the runs'
+source digests; unknown where a run predates them) and the SM clock each run's timed calls ran at.
 """
 from __future__ import annotations
 
@@ -29,11 +35,13 @@ from ..errors import UnknownTargetError
 from ..naming import TIMER_KINDS, TIMER_LABELS
 from ..values import finite_float
 from .page.cards import common_timer
+from .run_diff_context import clock_change, code_change, judged_kind, sm_clock
 from .timing.rounds import LEGACY
 from .timing.speedup import timer_order
 
 NOT_JUDGED = "no samples: not judged"
 KINDS_DIFFER = "kinds of time differ: not judged"
+CARDS_DIFFER = "GPUs differ, no machine reference timed in both: not judged"
 STALLS_SHOWN = 3
 # a summary record's time per call by each timer (`analyze.timing.speedup`'s names): the fields the summary
 # fills from the frames its speedups use (`speedup_by_timer` is the baseline's over the variant's of these)
@@ -155,10 +163,13 @@ def judged(a: RunSide, b: RunSide, pair: str, by: str | None) -> dict[str, Any]:
 
     # both sides by the same kind of time: B's samples of every kind pooled against A's gpu ones read a run
     # against itself as SLOWER (graph_break_control_flow's tensor_branch +126%) or FASTER (int8 -16%)
-    kind = TIMER_KINDS.get(by, "gpu")      # legacy samples: of_kind reads samples without a kind as one timer's
+    kind = TIMER_KINDS.get(by, "gpu")
+    sa, sb = a.samples, b.samples
+    if by == "cuda_events":     # both legacy: stored with an empty kind, which of_kind's kind filter dropped (no
+        sa, sb = (s.drop(columns="kind", errors="ignore") for s in (sa, sb))   # verdict); kindless: one timer's
     limits = {"sm_clock_max_mhz": a.sm_clock_max_mhz}
-    entry = {"summary": summarize({"sessions": [session_of(a.samples, {}, limits, kind)]})}
-    return {v.variant: v.to_dict() for v in judge(pair, of_kind(b.samples, kind), entry, b.sm_clock_max_mhz)}
+    entry = {"summary": summarize({"sessions": [session_of(sa, {}, limits, kind)]})}
+    return {v.variant: v.to_dict() for v in judge(pair, of_kind(sb, kind), entry, b.sm_clock_max_mhz)}
 
 
 def _row(v: str, a: RunSide, b: RunSide, timer: str | None, verdicts: Mapping[str, Any],
@@ -189,12 +200,16 @@ def compare(a: RunSide, b: RunSide) -> dict[str, Any]:
                                  f"{b.run.get('run_id')} is {pair_b}; diff compares two runs of one pair")
     timer = diff_timer(a, b)
     by = judged_timer(a, b, timer)
-    verdicts = judged(a, b, str(pair_a), by)
     differ = by is None and bool(a.sample_kinds) and bool(b.sample_kinds) and a.sample_kinds != b.sample_kinds
-    not_judged = KINDS_DIFFER if differ else NOT_JUDGED
+    unprobed = by is not None and a.run.get("gpu_name") != b.run.get("gpu_name") and not (_refs(a) and _refs(b))
+    verdicts = judged(a, b, str(pair_a), None if unprobed else by)
+    not_judged = KINDS_DIFFER if differ else CARDS_DIFFER if unprobed else NOT_JUDGED
     rows = [_row(v, a, b, timer, verdicts, not_judged) for v in dict.fromkeys([*a.records, *b.records])]
-    return {"pair": pair_a, "a": _run_fields(a), "b": _run_fields(b), "timer": timer,
-            "timer_label": TIMER_LABELS.get(timer or ""), "timer_notes": timer_notes(a, b, timer),
+    clocks = [sm_clock(side.samples, side.result.get("info") or {}, judged_kind(by)) for side in (a, b)]
+    code = code_change(a.result.get("info") or {}, b.result.get("info") or {}, a.run, b.run)
+    return {"pair": pair_a, "a": {**_run_fields(a), **clocks[0]}, "b": {**_run_fields(b), **clocks[1]},
+            "timer": timer, "timer_label": TIMER_LABELS.get(timer or ""), "timer_notes": timer_notes(a, b, timer),
+            "code": code, "clock": clock_change(*clocks),
             "judged": bool(verdicts), "judged_timer": by if verdicts else None, "not_judged": not_judged,
             "variants": rows}
 
@@ -226,6 +241,13 @@ def timer_notes(a: RunSide, b: RunSide, timer: str | None) -> list[str]:
 
 def _speedup_timer(side: RunSide) -> str | None:
     return next((r.get("speedup_timer") for r in side.records.values() if r.get("speedup_timer")), None)
+
+
+def _refs(side: RunSide) -> bool:
+    """Whether the run timed the gate's machine references (`ref:` variants, a device copy and a GEMM) beside
+    the pair: across two cards only they tell the card's change from the code's (`verdict.judge`: moved with
+    the machine); without them B's card alone reads SLOWER (2x H200 -> 2x H100 quantized_allreduce int8 +14%)."""
+    return not side.samples.empty and side.samples["variant"].astype(str).str.startswith("ref:").any()
 
 
 def _has(side: RunSide, timer: str) -> bool:

@@ -62,6 +62,7 @@ def headline(diff: Mapping[str, Any]) -> list[str]:
     if a.get("gpu_name") != b.get("gpu_name"):
         lines.append("A and B ran on different GPUs: their times compare the machines as much as the code")
     lines += diff["timer_notes"]
+    lines += [n for n in ((diff.get("code") or {}).get("note"), (diff.get("clock") or {}).get("note")) if n]
     if diff["judged"]:
         lines.append(f"verdict: B judged against A's samples ({TIMER_LABELS[diff['judged_timer']]}) by the gate's rule "
                      "(FASTER/SLOWER: B moved, beyond the A/A margin of A's processes)")
