@@ -20,7 +20,8 @@ HEADER = ("| pair | headline | speedup | nsys GPU | ncu | book B200 | warnings |
 LEGEND = ("headline: the variant the summary's headline names (the book's optimization where the pair declares one);\n"
           "speedup: its ratio over baseline by the pair's kind of time (GPU: GPU time by CUDA events; latency: one\n"
           "call on an idle GPU; steady: back to back); nsys GPU, ncu: the same ratio by nsys GPU time and ncu duration;\n"
-          "warnings: the validity rules that warn on the headline's variant or the baseline (`aisp-prof summary RUN`).")
+          "warnings: the validity rules that warn on the headline's variant, the baseline or the whole run (low_clock:\n"
+          "timed well below the card's maximum SM clock) (`aisp-prof summary RUN`).")
 
 
 def ratio(x: float | None) -> str:
