@@ -47,15 +47,16 @@ def texts(value: Any, name: str, what: str = "text") -> tuple[str, ...]:
 def paths(value: Any, name: str) -> list[Path]:
     """A sequence of paths (str or os.PathLike) as Paths; one path is one item."""
     if isinstance(value, (str, os.PathLike)):
-        return [Path(value)]
+        return [Path(value).expanduser()]
     if isinstance(value, bytes) or not hasattr(value, "__iter__"):
         raise ArgumentError(f"{name} takes a path or a list of paths, not {_shown(value)}")
     return [path(v, f"each of {name}") for v in value]
 
 
 def path(value: Any, name: str) -> Path:
+    """A path (str or os.PathLike), '~' expanded as a shell would: a notebook's open_db("~/runs.db")."""
     if isinstance(value, (str, os.PathLike)):
-        return Path(value)
+        return Path(value).expanduser()
     raise ArgumentError(f"{name} takes a path (str or pathlib.Path), not {_shown(value)}")
 
 

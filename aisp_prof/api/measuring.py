@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import arguments as arg
+from ..errors import ArgumentError
 from ..model.run_data import RunData
 from ..pairs.declared import declared
 from ..store import db as store_db
@@ -71,6 +72,11 @@ class Measuring:
         """
         from ..collect.process import runner
 
+        if not isinstance(opts, runner.RunOptions):
+            raise ArgumentError("profile takes a RunOptions (aisp_prof.collect.process.runner; api.profiling."
+                                f"profile_targets builds them), not {type(opts).__name__}")
+        if not callable(progress):
+            raise ArgumentError(f"progress takes a function of one message, not {type(progress).__name__}")
         outcome = runner.collect(opts, progress)
         try:
             progress("parsing exports and storing the run")

@@ -112,3 +112,15 @@ def test_an_empty_variant_name_is_no_variant_not_every_one(db):
     assert len(db.kernels(L2NORM.name, variant="cuda")) < len(every)
     with pytest.raises(UnknownTargetError, match="has no variant ''; it has baseline, cuda, triton"):
         db.kernels(L2NORM.name, variant="")        # `--variant "$UNSET"`: was all 7 launches, as if not asked
+
+
+def test_a_home_relative_database_path_is_the_home_s(tmp_path, monkeypatch):
+    """aisp_prof.open_db("~/runs.db") in a notebook: '~' is the user's home, as a shell would read it, not a folder named '~'."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert aisp_prof.open_db("~/runs.db").path == tmp_path / "runs.db"
+
+
+@pytest.mark.parametrize("opts", [None, "ch09.fused_l2norm", 5])
+def test_profile_takes_run_options_or_says_what_it_takes(tmp_path, opts):
+    with pytest.raises(ArgumentError, match="profile takes a RunOptions"):
+        aisp_prof.open_db(tmp_path / "a.db").profile(opts)
