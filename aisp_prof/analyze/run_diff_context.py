@@ -40,7 +40,7 @@ def code_change(a: Mapping[str, Any], b: Mapping[str, Any], run_a: Mapping[str, 
     git = f"git {_short(run_a.get('git_sha'))} and {_short(run_b.get('git_sha'))}"
     missing = [n for n, d in (("A", da), ("B", db)) if not any(d.values())]
     if missing:
-        who = "neither run names" if len(missing) == 2 else f"{missing[0]} names no"
+        who = "neither run names a" if len(missing) == 2 else f"{missing[0]} names no"
         return {"same": None, "note": f"code: {who} source digest (recorded before digests; {git}): whether "
                                       "the code changed is unknown"}
     for key, label in (("code_sha256", "code digest"), ("source_sha256", "source digest")):
