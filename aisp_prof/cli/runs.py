@@ -345,8 +345,9 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     """A pair's stored runs over time, per variant: the speedup (the summary's, by the pair's timer
     where the run has it, `analyze.timing.speedup`), its own time per call and spread by that timer,
     and the timer, always shown (runs of one pair can have different timers); --json adds every
-    timer's figure and the CUDA-event median (`cuda_event_median_ns`). A reference variant (a vendor
-    library the pair is measured against) is marked: its speedup is no claim.
+    timer's figure and the CUDA-event median (`cuda_event_median_ns`). Beside each run, its timed calls'
+    median SM clock and the code digest it measured (a trend across clocks or code is not the code's alone).
+    A reference variant (a vendor library the pair is measured against) is marked: its speedup is no claim.
 
     \b
     Example:
@@ -361,16 +362,23 @@ def history_cmd(target: str, db: Path | None, as_json: bool) -> None:
     if as_json:
         echo_json(rows)
         return
-    click.echo(render(["created", "run", "gpu", "status", "variant", "time", "spread", "speedup", "timer", "gate"],
-                      [[when(r["created_at"]), r["run_id"], r["gpu_name"], r["status"],
+    click.echo(render(["created", "run", "gpu", "SM MHz", "code", "status", "variant", "time", "spread", "speedup",
+                       "timer", "gate"],
+                      [[when(r["created_at"]), r["run_id"], r["gpu_name"], _mhz(r.get("sm_clock_median_mhz")),
+                        (r.get("code_sha256") or "-")[:7], r["status"],
                         f"{r['variant']} ({r['role']})" if r.get("role") in ("reference", "control") else r["variant"],
                         duration(r["speedup_time_ns"]),
                         "-" if r["speedup_rel_spread"] is None else f"{r['speedup_rel_spread']:.1%}",
                         "-" if r["speedup_vs_baseline"] is None else f"{r['speedup_vs_baseline']:.2f}x",
                         TIMER_SHORT.get(r.get("speedup_timer") or "", "-"),
                         _gate_cell(r)] for r in rows], table_width(),
-                      drop=("status", "created", "spread", "gpu"), wrap=("gate",), clip=("gpu", "variant"),
+                      drop=("status", "created", "code", "spread", "gpu", "SM MHz"), wrap=("gate",),
+                      clip=("gpu", "variant"),
                       min_width={"gate": 40}))
+
+
+def _mhz(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
 
 
 def when(created_at: str | None) -> str | None:

@@ -1,9 +1,13 @@
 """A pair's stored runs over time: when, on what, how fast each variant was, and what the gate
 said of it (`bench run`'s verdict and the interval of its time relative to the baseline), and the
-role each variant plays (a reference's speedup is no claim of the pair's)."""
+role each variant plays (a reference's speedup is no claim of the pair's). Beside each run, what a
+trend needs to be read: the digest of the code it measured and the median SM clock of its timed calls
+(ch09.cublaslt_gemm read 2.82x then 2.52x on the H200: the second run was timed at the power cap's
+1710 MHz, the first names no digest and kept no clock)."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any, Collection
 
@@ -38,16 +42,32 @@ def pair_history(db: Path, pair: str) -> list[dict[str, Any]]:
         rows = conn.query(f"SELECT r.run_id, r.created_at, r.gpu_name, r.status, r.label, r.git_sha, r.info_json, "
                           f"{pick}, {judged} "
                           f"FROM runs r {join}WHERE r.pair = ? ORDER BY r.created_at, r.run_id", [pair])
+        clocks = _clock_medians(conn, pair)
     roles: dict[str, dict[str, str]] = {}
     for r in rows:
-        info = r.pop("info_json")
+        info = json.loads(r.pop("info_json") or "{}")
+        source = info.get("source") or {}
+        r["code_sha256"] = source.get("code_sha256") or source.get("sha256")
+        r["sm_clock_median_mhz"] = clocks.get(r["run_id"])
         if r["run_id"] not in roles:
-            declared = with_declarations(json.loads(info or "{}"))
+            declared = with_declarations(info)
             roles[r["run_id"]] = roles_of(declared, declared.get("variants") or [])
         r["role"] = roles[r["run_id"]].get(r["variant"]) if r["variant"] else None
         if r["variant"] and r["role"] is None:
             r["role"] = "baseline" if r["variant"] == "baseline" else "optimization"
     return rows
+
+
+def _clock_medians(conn: Reader, pair: str) -> dict[str, float]:
+    """Each run's median SM clock (MHz) over its timed calls, reference kernels left out; runs that
+    kept no clock readings are absent."""
+    if "sm_clock_mhz" not in conn.columns("samples"):
+        return {}
+    clocks: dict[str, list[float]] = {}
+    for r in conn.query("SELECT s.run_id, s.sm_clock_mhz FROM samples s JOIN runs r ON r.run_id = s.run_id "
+                        "WHERE r.pair = ? AND s.sm_clock_mhz IS NOT NULL AND s.variant NOT LIKE 'ref:%'", [pair]):
+        clocks.setdefault(r["run_id"], []).append(float(r["sm_clock_mhz"]))
+    return {run_id: statistics.median(values) for run_id, values in clocks.items()}
 
 
 def gate_seconds(db: Path, key: str, compile_cache: str | Collection[str] = SHARED_COMPILE_CACHE) -> dict[str, float]:

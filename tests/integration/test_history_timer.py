@@ -48,3 +48,21 @@ def test_history_table_keeps_the_timer_at_120_columns(db):
     assert over.split()[-4:] == ["907.8", "us", "1.13x", "steady"] and "1.105 ms" not in over
     assert next(line for line in lines if RUNS[0].name in line and " int8 " in line).endswith("CUDA events")
     assert "timer" not in lines[-1]                                             # not among the hidden
+
+
+def test_history_says_each_run_s_code_and_clock(tmp_path):
+    """ch09.cublaslt_gemm on the H200 read 2.82x (2026-11-26) then 2.52x (2026-11-30): history puts beside each
+    run the code digest it measured (the first names none) and its timed calls' median SM clock (the second ran
+    at the power cap's 1710 of 1980 MHz; the first kept no clock), so the trend is read as what it is."""
+    old = PROFILES / "samples" / "20261126T024238Z-ch09.cublaslt_gemm-a129"
+    new = PROFILES / "samples_h200_ch09" / "20261130T081354Z-ch09.cublaslt_gemm-6b1d"
+    db = open_db(tmp_path / "h.db")
+    for run in (old, new):
+        db.import_path(run)
+    rows = db.history("ch09.cublaslt_gemm")
+    by_run = rows.groupby("run_id")[["code_sha256", "sm_clock_median_mhz"]].first()
+    assert by_run.loc[old.name].isna().all()
+    assert by_run.loc[new.name, "sm_clock_median_mhz"] == 1710
+    assert by_run.loc[new.name, "code_sha256"] == __import__("json").loads((new / "run.json").read_text())["source"]["code_sha256"]
+    shown = CliRunner().invoke(cli, ["history", "ch09.cublaslt_gemm", "--db", str(db.path)], env={"COLUMNS": "120"})
+    assert shown.exit_code == 0 and "SM MHz" in shown.output and " 1710 " in shown.output

@@ -72,8 +72,8 @@ def test_run_list_history_list_and_calibrations_fit(db):
                                                     "gpu_name"]
     assert widest(runs) > WIDTH                          # the longest run id and pair need more than 120
     history = invoke("history", "ch09.fused_l2norm", "--db", db, "--wide")
-    assert header_line(history, "created").split() == ["created", "run", "gpu", "status", "variant", "time",
-                                                       "spread", "speedup", "timer", "gate"]
+    assert header_line(history, "created").split() == ["created", "run", "gpu", "SM", "MHz", "code", "status", "variant",
+                                                       "time", "spread", "speedup", "timer", "gate"]
     listing = invoke("list", "--wide")
     assert header_line(listing, "pair").split() == ["pair", "variants", "runs", "here", "lesson"]
     assert widest(listing) > 200                         # lessons whole, one line each
