@@ -43,8 +43,9 @@ def resolve_run(listing: Listing, text: str, where: str = "the database") -> str
         more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
         raise UnknownTargetError(f"run {text!r} is ambiguous: {', '.join(matches[:5])}{more}; give more of the id")
     names = sorted({r[k] for r in listing for k in ("pair", "job") if r.get(k)})
-    close = difflib.get_close_matches(text, runs + names, n=3,
-                                      cutoff=0.4)
+    # 0.6, not the 0.4 of a target's hint: a word unlike any run ('nosuchrun') scored 0.4 against
+    # 'ch09.triton' and was offered it; a typo of a pair, job or id ('step43') scores far above 0.6
+    close = difflib.get_close_matches(text, runs + names, n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else "; `aisp-prof runs` lists them"
     raise UnknownTargetError(f"unknown run {text!r}{hint}")
 

@@ -96,3 +96,24 @@ def test_calibrate_show_with_an_option_that_measures_is_exit_2(extra, named, db,
     assert list(tmp_path.iterdir()) == []
     res = invoke("calibrate", "--show", "--json", "--db", db)
     assert res.exit_code == 0 and {c["hardware_key"] for c in json.loads(res.stdout)} >= {"h100_80gb_hbm3", "h200"}
+
+
+H200_CH09 = PROFILES / "samples_h200_ch09"
+TRITON_H200 = H200_CH09 / "20261130T081209Z-ch09.triton-2b43"
+L2NORM_H200 = H200_CH09 / "20261130T081134Z-ch09.fused_l2norm-3868"
+
+
+@pytest.fixture
+def h200_db(sample_dbs):
+    return sample_dbs.original(TRITON_H200, L2NORM_H200)
+
+
+def test_an_unknown_run_unlike_any_is_told_how_to_list_runs_not_a_far_guess(h200_db):
+    """`diff nosuchrun latest` on the H200 ch09 runs said "did you mean ch09.triton?" (difflib's 0.4 of a
+    word unlike any run); a run's name is suggested only when close (a typo), else `aisp-prof runs`."""
+    line = one_error(invoke("diff", "nosuchrun", "latest", "--db", h200_db), 2, "unknown run 'nosuchrun'",
+                     "`aisp-prof runs` lists them")
+    assert "did you mean" not in line
+    one_error(invoke("diff", "ch09.trton", "latest", "--db", h200_db), 2, "did you mean ch09.triton")
+    one_error(invoke("summary", TRITON_H200.name.replace("triton", "trito"), "--db", h200_db), 2,
+              f"did you mean {TRITON_H200.name}")
