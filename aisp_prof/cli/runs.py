@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from ..errors import ArgumentError
 from .common import (chapter_option, database, db_option, echo_json, extra_hint, json_option, record_texts, short,
                      stream_json_texts, stream_ndjson, table_width, whole_number, wide_option)
 
@@ -170,7 +171,7 @@ def runs_cmd(db: Path | None, as_json: bool) -> None:
 @click.option("--limit", type=whole_number(0), help="Only the first N launches, in stored order "
               "(a 1M-kernel timeline: `--limit 1000` reads 1000 rows).")
 @click.option("--ndjson", is_flag=True, help="One compact JSON record per line instead of --json's array "
-              "(the same records; streams a long timeline to jq or a file).")
+              "(the same records; streams a long timeline to jq or a file; not with --json).")
 @db_option
 @json_option
 @wide_option
@@ -186,6 +187,8 @@ def kernels_cmd(run: str, variant: str | None, limit: int | None, ndjson: bool, 
     """
     from ..api import KERNEL_RECORD_LAYOUT, kernel_records
 
+    if as_json and ndjson:          # NDJSON was printed without a word: options at odds, exit 2
+        raise ArgumentError("--json prints one JSON array, --ndjson one record per line: give one of them")
     if as_json or ndjson:          # 25k launches at a time: their text and encoded columns stay ~100 MB
         chunks = database(db).iter_kernels(run, variant, chunk_rows=25_000, limit=limit)
         texts = (record_texts(chunk, KERNEL_RECORD_LAYOUT, compact=ndjson) for chunk in chunks)

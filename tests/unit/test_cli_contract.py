@@ -117,3 +117,14 @@ def test_an_unknown_run_unlike_any_is_told_how_to_list_runs_not_a_far_guess(h200
     one_error(invoke("diff", "ch09.trton", "latest", "--db", h200_db), 2, "did you mean ch09.triton")
     one_error(invoke("summary", TRITON_H200.name.replace("triton", "trito"), "--db", h200_db), 2,
               f"did you mean {TRITON_H200.name}")
+
+
+def test_kernels_json_and_ndjson_together_are_options_at_odds(h200_db):
+    """`kernels RUN --json --ndjson` printed NDJSON without a word (README documents each alone): exit 2,
+    whichever side of the subcommand --json goes; each alone still prints its records."""
+    for args in (["kernels", TRITON_H200.name, "--json", "--ndjson"], ["--json", "kernels", TRITON_H200.name, "--ndjson"]):
+        one_error(invoke(*args, "--db", h200_db), 2, "--json", "--ndjson", "give one of them")
+    as_json = invoke("kernels", TRITON_H200.name, "--json", "--db", h200_db)
+    as_ndjson = invoke("kernels", TRITON_H200.name, "--ndjson", "--db", h200_db)
+    assert as_json.exit_code == as_ndjson.exit_code == 0, as_json.output + as_ndjson.output
+    assert json.loads(as_json.stdout) == [json.loads(line) for line in as_ndjson.stdout.splitlines()] != []
