@@ -105,11 +105,12 @@ class RunDatabase(Queries, Comparing, Reporting, Storing, Measuring):
         """One row per roofline point: each variant's aggregate (kernel null), then its kernels."""
         return pd.DataFrame([p.to_dict() for p in self.roofline(run, flop_basis=flop_basis).points])
 
-    def calibrations(self) -> list[dict[str, Any]]:
+    def calibrations(self, database_required: bool = False) -> list[dict[str, Any]]:
         """Every measured calibration: the database's (none where there is no database yet),
-        then shipped files for other GPUs."""
+        then shipped files for other GPUs. `database_required` (a database named on purpose, the
+        CLI's --db): none there is MissingDatabaseError, as for every read, not the files alone."""
         in_db: list[dict[str, Any]] = []
-        if self.path.exists():
+        if database_required or self.path.exists():
             with store_db.Reader(self.path) as conn:
                 in_db = db_calibrations(conn)
         return merge_calibrations(in_db, file_calibrations(self.calibration_dirs))

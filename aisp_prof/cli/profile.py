@@ -127,7 +127,8 @@ def quickstart_cmd(profiles_dir: Path, db: Path | None) -> None:
 @click.option("--profile", is_flag=True, help="Also profile the probes under ncu into a run folder, stored as a run.")
 @profiles_dir_option
 @click.option("--ncu", help="Path to ncu (default: $AISP_NCU, PATH, standard installs).")
-@click.option("--show", is_flag=True, help="Print the stored calibrations (database, then profiles/calibration/); no GPU.")
+@click.option("--show", is_flag=True, help="Print the stored calibrations (database, then profiles/calibration/); no GPU. "
+              "A --db that does not exist: exit 13; no --db and no database yet: the shipped files.")
 @click.option("--link", "link_gpus", type=click.IntRange(2, 64), metavar="N",
               help="Instead: the bus bandwidth of N GPUs' link per collective (torchrun, NCCL, nccl-tests' "
                    "convention), stored under '<N>x_<gpu>' for `aisp-prof ranks`.")
@@ -153,7 +154,7 @@ def calibrate_cmd(show: bool, link_gpus: int | None, db: Path | None, as_json: b
                             f"{', '.join(measuring + ['--link'] * bool(link_gpus))}, or --show to measure")
     runs = database(db)
     if show:
-        rows = runs.calibrations()
+        rows = runs.calibrations(database_required=db is not None)   # --db missing: exit 13, as `runs`
         echo_json(rows) if as_json else click.echo(calibration_table(rows, table_width()))
         return
     if link_gpus:

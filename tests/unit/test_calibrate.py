@@ -105,11 +105,14 @@ def test_store_db_first_then_files_then_signature(tmp_path):
     assert load_calibration(db, None, 132, 85899345920, dirs=[files]) is None
 
 
-def test_show_needs_no_gpu(tmp_path):
-    res = CliRunner().invoke(cli, ["calibrate", "--show", "--db", str(tmp_path / "a.db")])
+def test_show_needs_no_gpu(tmp_path, monkeypatch):
+    """No database yet and no --db: the shipped files (a --db named on purpose and missing is exit 13,
+    tests/unit/test_cli_contract.py)."""
+    monkeypatch.setenv("AISP_PROF_DB", str(tmp_path / "a.db"))
+    res = CliRunner().invoke(cli, ["calibrate", "--show"])
     assert res.exit_code == 0, res.output
     assert "h200: NVIDIA H200" in res.stdout and "gemm_bf16" in res.stdout and "TFLOP/s" in res.stdout
-    res = CliRunner().invoke(cli, ["calibrate", "--show", "--json", "--db", str(tmp_path / "a.db")])
+    res = CliRunner().invoke(cli, ["calibrate", "--show", "--json"])
     keys = {c["hardware_key"] for c in json.loads(res.stdout)}
     assert {"h200", "h100_80gb_hbm3"} <= keys
 

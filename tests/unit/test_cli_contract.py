@@ -128,3 +128,19 @@ def test_kernels_json_and_ndjson_together_are_options_at_odds(h200_db):
     as_ndjson = invoke("kernels", TRITON_H200.name, "--ndjson", "--db", h200_db)
     assert as_json.exit_code == as_ndjson.exit_code == 0, as_json.output + as_ndjson.output
     assert json.loads(as_json.stdout) == [json.loads(line) for line in as_ndjson.stdout.splitlines()] != []
+
+
+def test_calibrate_show_of_a_missing_db_is_exit_13_as_every_read(h200_db, tmp_path, monkeypatch):
+    """`calibrate --show --db /does/not/exist.db` printed the shipped files, exit 0, while a folder as --db
+    was 13: a typo in --db read as "no calibration of mine stored". Named and missing, it is the line `runs`
+    gives (README: 13); not named (no database yet), the shipped files still show."""
+    missing = tmp_path / "does" / "not" / "exist.db"
+    said = one_error(invoke("runs", "--db", missing), 13, "no run database at")
+    for args in (["calibrate", "--show", "--db", missing], ["--db", missing, "calibrate", "--show", "--json"]):
+        assert one_error(invoke(*args), 13) == said
+    assert not missing.parent.exists()
+    res = invoke("calibrate", "--show", "--json", "--db", h200_db)
+    assert res.exit_code == 0 and "h200" in {c["hardware_key"] for c in json.loads(res.stdout)}, res.output
+    monkeypatch.setenv("AISP_PROF_DB", str(missing))
+    res = invoke("calibrate", "--show", "--json")
+    assert res.exit_code == 0 and "h200" in {c["hardware_key"] for c in json.loads(res.stdout)}, res.output
