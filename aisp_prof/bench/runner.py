@@ -338,9 +338,12 @@ def gate_error(outcomes: list[PairOutcome], updating: bool = False) -> AispError
     return None
 
 
-def record_error(outcomes: list[PairOutcome]) -> NotRecordedError | None:
-    """What fails `bench record`: a run that was refused (its message says why); None: all recorded."""
+def record_error(outcomes: list[PairOutcome], as_json: bool = False) -> NotRecordedError | None:
+    """What fails `bench record`: a run that was refused (its message says why, on the lines above or,
+    `as_json`, as its record's "message" in the JSON: a --json reader sees no lines above); None: all recorded."""
     refused = [o.run_id for o in outcomes if not o.recorded]
     if refused:
-        return NotRecordedError(f"not recorded: {', '.join(map(str, refused))} (see the messages above)")
+        where = ('each one\'s "message" in the JSON on stdout says why' if as_json else
+                 "see the messages above")
+        return NotRecordedError(f"not recorded: {', '.join(map(str, refused))} ({where})")
     return None

@@ -62,7 +62,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
     each A/A margin to what two machines showed. Runs without timed samples or a passing check,
     runs of other code than the pair's module now (a test fixture, an older version), and runs
     already recorded (their processes would count twice; even with --force) are refused (exit 1
-    if any was).
+    if any was; with --json each refused run's "message" says why).
 
     \b
     Example:
@@ -76,7 +76,7 @@ def bench_record(runs: tuple[str, ...], expectations: Path | None, force: bool, 
     else:
         for o in outcomes:
             click.echo(f"{o.pair}\t{o.run_id}\t" + (f"recorded -> {o.recorded}" if o.recorded else o.message))
-    error = record_error(outcomes)
+    error = record_error(outcomes, as_json)
     if error is not None:
         raise error
 

@@ -99,3 +99,25 @@ def test_a_session_of_the_same_run_is_never_pooled_twice():
     assert [s["run_id"] for s in again["sessions"]] == [s["run_id"] for s in entry["sessions"]]
     assert again["summary"] == entry["summary"]
     assert exp.recorded_session(entry, session["run_id"]) is session and exp.recorded_session(entry, "x") is None
+
+
+def test_a_refused_record_with_json_says_where_its_reason_is(sample_dbs, tmp_path):
+    """`bench record RUN --json` of a run already recorded (the H200's ch09.triton, recorded once into a tmp
+    copy of the shipped evidence) ended "see the messages above": with --json there are none above, the
+    reason is the record's "message". The last line now says so; without --json the lines above stay."""
+    run = "20261130T081209Z-ch09.triton-2b43"
+    db = sample_dbs.copy(tmp_path / "a.db", PROFILES / "samples_h200_ch09" / run)
+    file = tmp_path / "expectations_h200.json"
+    shutil.copy(KERNELS / "ch09" / "expectations_h200.json", file)
+    args = ["bench", "record", run, "--db", str(db), "--expectations", str(file)]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    again = CliRunner().invoke(cli, [*args, "--json"])
+    assert again.exit_code == 1
+    [record] = json.loads(again.stdout)
+    assert record["recorded"] is None and "already a session of ch09.triton" in record["message"]
+    [line] = again.stderr.strip().splitlines()
+    assert line == f'aisp-prof: error: not recorded: {run} (each one\'s "message" in the JSON on stdout says why)'
+    assert "above" not in line
+    plain = CliRunner().invoke(cli, args)
+    assert plain.exit_code == 1 and "already a session" in plain.stdout
+    assert plain.stderr.strip().endswith(f"not recorded: {run} (see the messages above)")
