@@ -245,14 +245,16 @@ def test_list_on_one_gpu_says_it_needs_two(monkeypatch):
     assert _listed()["can_run"] is True
 
 
-def test_calibrate_show_lists_the_link_record(tmp_path, elsewhere):
-    res = invoke("calibrate", "--show", "--json", "--db", str(tmp_path / "a.db"))
+def test_calibrate_show_lists_the_link_record(tmp_path, elsewhere, monkeypatch):
+    # no database yet (the default path, not an explicit --db, which must exist): the shipped files alone
+    monkeypatch.setenv("AISP_PROF_DB", str(tmp_path / "a.db"))
+    res = invoke("calibrate", "--show", "--json")
     assert res.exit_code == 0, res.output
     record = next(c for c in json.loads(res.stdout) if c["hardware_key"] == LINK_KEY)
     assert record["gpu_count"] == 2
     assert record["ceilings"]["link_busbw_gb_per_s"] == pytest.approx(LINK["ceilings"]["link_busbw_gb_per_s"])
     assert set(record["ceilings"]["link_busbw_gb_per_s"]) == set(OPS)
-    table = invoke("calibrate", "--show", "--db", str(tmp_path / "a.db"))
+    table = invoke("calibrate", "--show")
     assert table.exit_code == 0, table.output
     assert f"{LINK_KEY}: NVIDIA H100 80GB HBM3" in table.stdout and "link_allreduce" in table.stdout
 
