@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import pandas as pd
 
 from ..naming import TIMER_KINDS
-from .verdict.clock import LOW_CLOCK_SHARE
+from .verdict.clock import LOW_CLOCK_SHARE, sm_clock_max_mhz
 
 CLOCK_MOVED = 0.02          # medians 2% apart (the gate's margin floor): another clock
 
@@ -65,19 +65,10 @@ def _short(value: Any, n: int = 7, none: str = "?") -> str:
     return str(value)[:n] if value else none
 
 
-def _mhz(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if x > 0 else None
-
-
 def sm_clock(samples: pd.DataFrame, info: Mapping[str, Any], kind: str | None) -> dict[str, float | None]:
     """{"sm_clock_median_mhz", "sm_clock_max_mhz"} of a run: the median over its timed calls (not the
     reference kernels) of `kind`, else of GPU time, else of the legacy timer (samples without a kind)."""
-    top = _mhz(((info or {}).get("gpu") or {}).get("sm_clock_max_mhz")) or \
-        _mhz(((info or {}).get("sensor") or {}).get("sm_clock_max_mhz"))
+    top = sm_clock_max_mhz(info)
     out: dict[str, float | None] = {"sm_clock_median_mhz": None, "sm_clock_max_mhz": top}
     if samples.empty or "sm_clock_mhz" not in samples:
         return out

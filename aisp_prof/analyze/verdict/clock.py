@@ -11,7 +11,7 @@ cause for a difference from the gate, `analyze.gate.agree.clock_moved`).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -21,7 +21,8 @@ LOW_CLOCK_SHARE = 0.9            # a median SM clock under 90% of the card's max
 SW_POWER_CAP = 0x4               # NVML clock event reason: the software power cap
 
 
-def _number(value: Any) -> float | None:
+def positive_number(value: Any) -> float | None:
+    """A positive number from run.json's text or number fields ('1980', 700.0), else None."""
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -29,11 +30,17 @@ def _number(value: Any) -> float | None:
     return x if x > 0 else None
 
 
+def sm_clock_max_mhz(info: Mapping[str, Any] | None) -> float | None:
+    """The card's maximum SM clock a run recorded: run.json's `gpu`, else the check's `sensor`."""
+    return positive_number(((info or {}).get("gpu") or {}).get("sm_clock_max_mhz")) or \
+        positive_number(((info or {}).get("sensor") or {}).get("sm_clock_max_mhz"))
+
+
 def low_clock(inp: RuleInput) -> list[Finding]:
     """A warning for the run when its timed calls ran at a median SM clock under LOW_CLOCK_SHARE of the
     card's maximum (run.json `gpu.sm_clock_max_mhz`), with the power and NVML's reason where sampled."""
     samples, gpu = inp.samples, inp.info.get("gpu") or {}
-    top = _number(gpu.get("sm_clock_max_mhz"))
+    top = sm_clock_max_mhz(inp.info)
     if top is None or samples is None or samples.empty or "sm_clock_mhz" not in samples:
         return []
     timed = samples[~samples["variant"].astype(str).str.startswith("ref:")]
@@ -41,7 +48,7 @@ def low_clock(inp: RuleInput) -> list[Finding]:
     if clock.empty or clock.median() >= LOW_CLOCK_SHARE * top:
         return []
     why = ""
-    power, limit = _median(timed, "power_w"), _number(gpu.get("power_limit_w"))
+    power, limit = _median(timed, "power_w"), positive_number(gpu.get("power_limit_w"))
     if power is not None:
         why = f"; power {power:.0f} W" + (f" of its {limit:.0f} W limit" if limit else "")
     reasons = pd.to_numeric(timed["clock_event_reasons"], errors="coerce").dropna() \
